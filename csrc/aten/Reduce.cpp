@@ -1,0 +1,125 @@
+// Reductions over any set of dims: each op is one table row for the dlprim reduce generator.
+#include "core/Errors.h"
+#include "core/TensorUtils.h"
+
+#include <ATen/WrapDimUtilsMulti.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/fill.h>
+#include <c10/core/DeviceGuard.h>
+#include <dlprim/reduce.h>
+#include <torch/library.h>
+
+namespace pytorch_ocl {
+
+namespace {
+
+// name, identity, fold x into acc, merge b into a, result (w0 = 1/N for means)
+const dlprim::ReduceOp k_sum{"sum", "0", "acc = acc + x;", "a = a + b;", "acc"};
+const dlprim::ReduceOp k_mean{"mean", "0", "acc = acc + x;", "a = a + b;", "acc * w0"};
+
+// Appends (size, strides...) as a new innermost dim, or merges it into the previous one
+// when every stride continues the previous dim's.
+void push_dim(int& rank, std::array<int64_t, dlprim::kMaxDims>& sizes,
+              std::initializer_list<std::array<int64_t, dlprim::kMaxDims>*> strides,
+              std::initializer_list<int64_t> values, int64_t size, const char* op) {
+  if (rank > 0) {
+    bool merge = true;
+    auto v = values.begin();
+    for (auto* s : strides) merge = merge && ((*s)[rank - 1] == *v++ * size);
+    if (merge) {
+      sizes[rank - 1] *= size;
+      v = values.begin();
+      for (auto* s : strides) (*s)[rank - 1] = *v++;
+      return;
+    }
+  }
+  TORCH_CHECK(rank < dlprim::kMaxDims, op, ": more than ", dlprim::kMaxDims, " non-mergeable dims");
+  sizes[rank] = size;
+  auto v = values.begin();
+  for (auto* s : strides) (*s)[rank] = *v++;
+  ++rank;
+}
+
+void run_reduce(const dlprim::ReduceOp& op, const at::Tensor& self, at::OptionalIntArrayRef dim_opt, bool keepdim,
+                at::Tensor& out, const char* name) {
+  check_ocl(self, name, "self");
+  check_ocl(out, name, "out");
+  TORCH_CHECK(self.device() == out.device(), name, ": self and out are on different devices");
+  int64_t ndim = self.dim();
+  auto mask = at::dim_list_to_bitset(dim_opt.value_or(c10::IntArrayRef{}), ndim);
+  bool all = !dim_opt.has_value() || dim_opt->empty();
+  std::vector<int64_t> out_shape;
+  for (int64_t d = 0; d < ndim; ++d) {
+    bool reduced = all || mask[d];
+    if (!reduced)
+      out_shape.push_back(self.size(d));
+    else if (keepdim)
+      out_shape.push_back(1);
+  }
+  at::native::resize_output(out, out_shape);
+  if (out.numel() == 0) return;
+  c10::DeviceGuard guard(self.device());
+  if (self.numel() == 0) {
+    out.fill_(op.name == "mean" ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+    return;
+  }
+
+  dlprim::ReduceShape shape;
+  int64_t out_dim = 0;
+  for (int64_t d = 0; d < ndim; ++d) {
+    bool reduced = all || mask[d];
+    int64_t size = self.size(d);
+    if (reduced) {
+      if (keepdim) ++out_dim;
+      if (size != 1)
+        push_dim(shape.reduced_rank, shape.red_sizes, {&shape.red_in_strides}, {self.stride(d)}, size, name);
+    } else {
+      int64_t os = out.stride(out_dim++);
+      if (size != 1)
+        push_dim(shape.kept_rank, shape.kept_sizes, {&shape.kept_in_strides, &shape.kept_out_strides},
+                 {self.stride(d), os}, size, name);
+    }
+  }
+  dlprim::DType in_t = to_dlprim(self.scalar_type(), name), out_t = to_dlprim(out.scalar_type(), name);
+  dlprim::DType acc = dlprim::is_floating(out_t) ? dlprim::compute_dtype(out_t) : dlprim::accumulate_dtype(out_t);
+  double n_reduced = static_cast<double>(self.numel()) / static_cast<double>(std::max<int64_t>(1, out.numel()));
+  int device = self.device().index();
+  dlprim::Context& ctx = context(device);
+  uint64_t ws_bytes = 0;
+  OCL_DLPRIM_CALL(name, ws_bytes = dlprim::reduce_workspace_bytes(ctx, shape, acc));
+  at::Tensor ws;
+  if (ws_bytes) ws = at::empty({static_cast<int64_t>(ws_bytes)}, self.options().dtype(at::kByte));
+  BufferRef in_buf = buffer_of(self), out_buf = buffer_of(out);
+  dlprim::StridedView in{in_t, in_buf.mem, in_buf.offset / self.itemsize()};
+  dlprim::StridedView outv{out_t, out_buf.mem, out_buf.offset / out.itemsize()};
+  BufferRef ws_buf = ws.defined() ? buffer_of(ws) : BufferRef{};
+  cl_command_queue q = current_queue(device);
+  OCL_DLPRIM_CALL(name, dlprim::reduce(ctx, q, op, acc, shape, in, outv, 1.0 / n_reduced, ws_buf.mem, ws_buf.offset));
+  note_enqueued(q);
+}
+
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  run_reduce(k_sum, self, dim, keepdim, out, "sum");
+  return out;
+}
+
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  c10::ScalarType t = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(t), "mean(): could not infer output dtype. Input dtype must be either a "
+              "floating point or complex dtype. Got: ", t);
+  run_reduce(k_mean, self, dim, keepdim, out, "mean");
+  return out;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.IntList_out", TORCH_FN(sum_out));
+  m.impl("mean.out", TORCH_FN(mean_out));
+}
+
+} // namespace pytorch_ocl

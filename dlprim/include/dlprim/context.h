@@ -1,0 +1,63 @@
+// One OpenCL context per device, plus the helpers every kernel launch needs.
+#pragma once
+#include <dlprim/cl.h>
+#include <dlprim/device.h>
+
+#include <cstdint>
+#include <string>
+
+namespace dlprim {
+
+class Context {
+public:
+  explicit Context(const DeviceInfo& info);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  cl_context context() const { return ctx_; }
+  cl_device_id device() const { return info_.id; }
+  const DeviceInfo& info() const { return info_; }
+
+  // In-order queue with profiling enabled (event timings, the kernel profiler).
+  cl_command_queue create_queue() const;
+  // Builds (or fetches from the caches) a program for this device.
+  cl_program program(const std::string& source, const std::string& options = "") const;
+  // Work-group size for 1-D launches: `preferred`, clamped to the device limit.
+  size_t work_group_size(size_t preferred = 256) const;
+
+private:
+  DeviceInfo info_;
+  cl_context ctx_ = nullptr;
+};
+
+// Sets kernel arguments in order; keeps launch code short and type-safe.
+class KernelArgs {
+public:
+  explicit KernelArgs(cl_kernel k) : k_(k) {}
+  template <class T>
+  KernelArgs& add(const T& value) {
+    set(sizeof(T), &value);
+    return *this;
+  }
+  KernelArgs& add_local(size_t bytes) {
+    set(bytes, nullptr);
+    return *this;
+  }
+  KernelArgs& add_raw(size_t bytes, const void* p) {
+    set(bytes, p);
+    return *this;
+  }
+
+private:
+  void set(size_t bytes, const void* p);
+  cl_kernel k_;
+  cl_uint index_ = 0;
+};
+
+// Creates kernel `name` of `program`; throws Error naming the kernel on failure.
+cl_kernel create_kernel(cl_program program, const char* name);
+// 1-D launch of ceil(global / local) groups of `local` items.
+void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local);
+
+} // namespace dlprim

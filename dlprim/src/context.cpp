@@ -1,0 +1,58 @@
+#include <dlprim/context.h>
+#include <dlprim/program_cache.h>
+
+#include <algorithm>
+#include <string>
+
+namespace dlprim {
+
+Context::Context(const DeviceInfo& info) : info_(info) {
+  cl_int err = CL_SUCCESS;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   reinterpret_cast<cl_context_properties>(info.platform), 0};
+  ctx_ = clCreateContext(props, 1, &info_.id, nullptr, nullptr, &err);
+  DLPRIM_CL_CHECK(err);
+}
+
+Context::~Context() {
+  if (ctx_) clReleaseContext(ctx_);
+}
+
+cl_command_queue Context::create_queue() const {
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = clCreateCommandQueue(ctx_, info_.id, CL_QUEUE_PROFILING_ENABLE, &err);
+  DLPRIM_CL_CHECK(err);
+  return q;
+}
+
+cl_program Context::program(const std::string& source, const std::string& options) const {
+  return get_program(ctx_, info_, source, options);
+}
+
+size_t Context::work_group_size(size_t preferred) const {
+  return std::max<size_t>(1, std::min(preferred, info_.max_work_group_size));
+}
+
+void KernelArgs::set(size_t bytes, const void* p) {
+  cl_int err = clSetKernelArg(k_, index_, bytes, p);
+  if (err != CL_SUCCESS)
+    throw Error("clSetKernelArg(" + std::to_string(index_) + ", " + std::to_string(bytes) +
+                " bytes) failed: " + cl_error_name(err));
+  ++index_;
+}
+
+cl_kernel create_kernel(cl_program program, const char* name) {
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(program, name, &err);
+  if (err != CL_SUCCESS)
+    throw Error(std::string("clCreateKernel(") + name + ") failed: " + cl_error_name(err));
+  return k;
+}
+
+void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local) {
+  if (global == 0) return;
+  size_t g = static_cast<size_t>((global + local - 1) / local * local);
+  DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &g, &local, 0, nullptr, nullptr));
+}
+
+} // namespace dlprim

@@ -4,6 +4,7 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 namespace pytorch_ocl {
@@ -12,8 +13,30 @@ namespace {
 
 const dlprim::ElementwiseOp k_fill{"fill", "y0 = w0;", "", 1, 0, 1};
 
+// Writes the value's bytes as a fill pattern: any dtype, no kernel build.
+void fill_dense(const at::Tensor& self, const c10::Scalar& value) {
+  at::Tensor pattern = at::empty({}, self.options().device(c10::kCPU));
+  pattern.fill_(value);
+  BufferRef buf = buffer_of(self);
+  cl_command_queue q = queue_for(self);
+  OCL_CHECK(clEnqueueFillBuffer(q, buf.mem, pattern.const_data_ptr(), self.itemsize(), buf.offset,
+                                self.numel() * self.itemsize(), 0, nullptr, nullptr));
+  note_enqueued(q);
+}
+
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
   if (self.numel() == 0) return self;
+  if (self.is_contiguous()) {
+    fill_dense(self, value);
+    return self;
+  }
+  if (!has_dlprim_type(self.scalar_type())) {
+    // Strided fill of a dtype without kernels: fill a dense copy, then copy by bytes.
+    at::Tensor dense = at::empty(self.sizes(), self.options());
+    fill_dense(dense, value);
+    self.copy_(dense);
+    return self;
+  }
   auto iter = at::TensorIteratorConfig()
                   .set_check_mem_overlap(false)
                   .check_all_same_dtype(false)
@@ -30,18 +53,7 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
   return fill_scalar(self, value.item());
 }
 
-at::Tensor& zero_(at::Tensor& self) {
-  if (self.numel() == 0) return self;
-  if (!self.is_contiguous()) return fill_scalar(self, 0);
-  // Any dtype, even those without kernels, zeroes as bytes.
-  BufferRef buf = buffer_of(self);
-  cl_command_queue q = queue_for(self);
-  cl_uchar zero = 0;
-  OCL_CHECK(clEnqueueFillBuffer(q, buf.mem, &zero, 1, buf.offset, self.numel() * self.itemsize(), 0, nullptr,
-                                nullptr));
-  note_enqueued(q);
-  return self;
-}
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 
 } // namespace
 

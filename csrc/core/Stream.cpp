@@ -20,7 +20,6 @@ constexpr unsigned kFlushEvery = 16;
 
 struct Queue {
   cl_command_queue q = nullptr;
-  std::atomic<unsigned> pending{0};
 };
 
 struct DeviceQueues {
@@ -98,7 +97,18 @@ c10::Stream exchange_stream(const c10::Stream& stream) {
   return old;
 }
 
-cl_command_queue current_queue(int device) { return queue_entry(device, t_current[device]).q; }
+cl_command_queue current_queue(int device) {
+  // Per-op hot path: remember the last lookup (queues are never destroyed).
+  thread_local int last_device = -1;
+  thread_local c10::StreamId last_id = -1;
+  thread_local cl_command_queue last_queue = nullptr;
+  if (device == last_device && device >= 0 && t_current[device] == last_id) return last_queue;
+  cl_command_queue q = queue_entry(device, t_current[device]).q;
+  last_device = device;
+  last_id = t_current[device];
+  last_queue = q;
+  return q;
+}
 
 void note_enqueued(cl_command_queue q) {
   // Cheap path: most calls only count. The queue pointer is looked up only to flush.

@@ -4,6 +4,7 @@
 #include "core/HostAllocator.h"
 #include "core/Storage.h"
 #include "core/TensorUtils.h"
+#include "core/Trace.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_local_scalar_dense.h>
@@ -108,6 +109,8 @@ void copy_to_host(const at::Tensor& cpu_dst, const at::Tensor& src, bool non_blo
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
+  OCL_TRACE("copy ", self.device(), " ", self.scalar_type(), self.sizes(), " -> ", dst.device(), " ",
+            dst.scalar_type(), dst.sizes(), non_blocking ? " non_blocking" : "");
   if (is_ocl(self) && is_ocl(dst)) {
     if (self.device() == dst.device()) {
       c10::DeviceGuard guard(dst.device());

@@ -2,6 +2,8 @@
 // and are counted; PYTORCH_OCL_STRICT=1 makes them errors instead.
 #include "aten/Fallback.h"
 
+#include "core/Trace.h"
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
@@ -29,6 +31,7 @@ void ocl_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK_NOT_IMPLEMENTED(!g_strict.load(), "ocl: operator '", name,
                               "' is not implemented for the ocl device, and PYTORCH_OCL_STRICT=1 forbids "
                               "running it on the CPU");
+  OCL_TRACE("CPU fallback: ", name);
   bool first;
   {
     std::lock_guard<std::mutex> lock(g_mutex);

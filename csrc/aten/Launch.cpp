@@ -4,6 +4,7 @@
 
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
+#include "core/Trace.h"
 
 namespace pytorch_ocl {
 
@@ -50,6 +51,8 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
     for (int d = 0; d < rank; ++d) o.strides[d] = strides[d] / item;
     (k < iter.noutputs() ? outs : ins).push_back(o);
   }
+  OCL_TRACE(name, " numel=", iter.numel(), " dims=", rank, " compute=", compute, " out=", iter.dtype(0),
+            " device=", device);
   cl_command_queue q = current_queue(device);
   OCL_DLPRIM_CALL(name, dlprim::elementwise(context(device), q, op, to_dlprim(compute, name), shape, outs, ins, params));
   note_enqueued(q);

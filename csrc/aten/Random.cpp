@@ -2,6 +2,7 @@
 #include "core/Errors.h"
 #include "core/Generator.h"
 #include "core/TensorUtils.h"
+#include "core/Trace.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -31,6 +32,7 @@ void fill(at::Tensor& self, dlprim::Distribution dist, double a, double b, const
     std::lock_guard<std::mutex> lock(g->mutex_);
     seed_offset = g->philox_seed_and_offset(dlprim::random_offset_increment(self.numel()));
   }
+  OCL_TRACE(op, " ", self.scalar_type(), self.sizes(), " seed=", seed_offset.first, " offset=", seed_offset.second);
   BufferRef buf = buffer_of(target);
   cl_command_queue q = current_queue(device);
   OCL_DLPRIM_CALL(op, dlprim::fill_random(context(device), q, dist, dtype, buf.mem, buf.offset / target.itemsize(),

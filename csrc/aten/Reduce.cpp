@@ -1,6 +1,7 @@
 // Reductions over any set of dims: each op is one table row for the dlprim reduce generator.
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
+#include "core/Trace.h"
 
 #include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/core/Tensor.h>
@@ -95,6 +96,8 @@ void run_reduce(const dlprim::ReduceOp& op, const at::Tensor& self, at::Optional
   dlprim::StridedView in{in_t, in_buf.mem, in_buf.offset / self.itemsize()};
   dlprim::StridedView outv{out_t, out_buf.mem, out_buf.offset / out.itemsize()};
   BufferRef ws_buf = ws.defined() ? buffer_of(ws) : BufferRef{};
+  OCL_TRACE(name, " in=", self.sizes(), " ", self.scalar_type(), " out=", out.sizes(), " ", out.scalar_type(),
+            " kept_rank=", shape.kept_rank, " reduced_rank=", shape.reduced_rank);
   cl_command_queue q = current_queue(device);
   OCL_DLPRIM_CALL(name, dlprim::reduce(ctx, q, op, acc, shape, in, outv, 1.0 / n_reduced, ws_buf.mem, ws_buf.offset));
   note_enqueued(q);

@@ -46,7 +46,13 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
 
 } // namespace
 
+// The memory of `self` is also used by work queued on `stream`: its reuse waits for that work.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  device_allocator()->recordStream(self.storage().data_ptr(), stream);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", TORCH_FN(record_stream));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
 }

@@ -108,7 +108,6 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["builds"] = s.builds;
     d["disk_hits"] = s.disk_hits;
-    d["memory_hits"] = s.memory_hits;
     return d;
   });
   m.def("disk_cache_path", &dlprim::disk_cache_path);

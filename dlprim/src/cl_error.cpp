@@ -50,6 +50,8 @@ const char* cl_error_name(cl_int err) {
     DLPRIM_ERR(CL_INVALID_BUFFER_SIZE)
     DLPRIM_ERR(CL_INVALID_GLOBAL_WORK_SIZE)
 #undef DLPRIM_ERR
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL driver/ICD installed)";
     default:
       return "unknown OpenCL error";
   }

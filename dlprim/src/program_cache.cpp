@@ -15,7 +15,7 @@ namespace {
 
 std::mutex g_mutex;
 std::map<std::tuple<cl_context, std::string, std::string>, cl_program> g_programs;
-std::atomic<uint64_t> g_builds{0}, g_disk_hits{0}, g_memory_hits{0};
+std::atomic<uint64_t> g_builds{0}, g_disk_hits{0};
 
 std::string build_log(cl_program prog, cl_device_id dev) {
   size_t n = 0;
@@ -80,10 +80,7 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
   std::lock_guard<std::mutex> lock(g_mutex);
   auto key = std::make_tuple(ctx, source, options);
   auto it = g_programs.find(key);
-  if (it != g_programs.end()) {
-    ++g_memory_hits;
-    return it->second;
-  }
+  if (it != g_programs.end()) return it->second;
   DiskCache& disk = DiskCache::instance();
   std::string disk_key = disk.key(dev.cache_identity(), source, options);
   cl_program prog = nullptr;
@@ -100,7 +97,7 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
   return prog;
 }
 
-CacheStats cache_stats() { return {g_builds.load(), g_disk_hits.load(), g_memory_hits.load()}; }
+CacheStats cache_stats() { return {g_builds.load(), g_disk_hits.load()}; }
 std::string disk_cache_path() { return DiskCache::instance().path(); }
 bool disk_cache_compiled() { return DiskCache::compiled(); }
 bool disk_cache_usable() { return DiskCache::instance().usable(); }

@@ -11,7 +11,6 @@ namespace dlprim {
 struct CacheStats {
   uint64_t builds = 0;       // programs compiled from source in this process
   uint64_t disk_hits = 0;    // programs created from binaries stored on disk
-  uint64_t memory_hits = 0;  // lookups answered from memory
 };
 
 // Returns the built program for (device, source, options). Compiles from source at most

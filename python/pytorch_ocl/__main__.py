@@ -1,0 +1,76 @@
+"""`python -m pytorch_ocl` / `pytorch-ocl`: versions, devices, kernel cache and settings, for bug reports."""
+import os
+import sys
+
+ENV_VARS = (
+    ("PYTORCH_OCL_STRICT", "1: CPU fallbacks raise NotImplementedError"),
+    ("PYTORCH_OCL_CACHE_DIR", "kernel binary cache directory"),
+    ("PYTORCH_OCL_DEVICES", "filter/order devices"),
+    ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
+    ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),
+)
+
+
+def _device_lines(torch, index):
+    p = torch.ocl.get_device_properties(index)
+    rows = [
+        ("name", p.name),
+        ("vendor", p.vendor),
+        ("platform", p.platform),
+        ("type", p.type),
+        ("driver_version", p.driver_version),
+        ("opencl_c_version", p.opencl_c_version),
+        ("compute_units", p.compute_units),
+        ("total_memory", f"{p.total_memory / 2**20:.0f} MiB"),
+        ("local_memory", f"{p.local_memory / 2**10:.0f} KiB"),
+        ("max_work_group_size", p.max_work_group_size),
+        ("fp64", p.fp64),
+        ("fp16", p.fp16),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return [f"ocl:{index}"] + [f"    {k:<{width}}  {v}" for k, v in rows]
+
+
+def main(argv=None) -> int:
+    import torch
+
+    import pytorch_ocl
+    from pytorch_ocl import _C
+
+    print(f"pytorch_ocl {pytorch_ocl.__version__}")
+    print(f"torch       {torch.__version__} (pytorch_ocl built against torch {_C.torch_version_built})")
+    print()
+
+    n = torch.ocl.device_count()
+    if n == 0:
+        reason = _C.enumeration_error() or "no OpenCL platform reported a device"
+        print(f"no OpenCL device: {reason}")
+    else:
+        print(f"{n} OpenCL device{'s' if n != 1 else ''}:")
+        for i in range(n):
+            print("\n".join("  " + line for line in _device_lines(torch, i)))
+    print()
+
+    print(f"kernel cache: {_C.disk_cache_path()}")
+    if not _C.disk_cache_compiled:
+        print("disk cache:   not available (built without SQLite3 headers)")
+    else:
+        usable = _C.disk_cache_usable()
+        print(f"disk cache:   compiled in, {'usable' if usable else 'NOT usable'}")
+        warning = _C.disk_cache_warning() if hasattr(_C, "disk_cache_warning") else ""
+        if warning:
+            print(f"              {warning}")
+    print(f"strict mode:  {pytorch_ocl.is_strict()}")
+    print()
+
+    print("environment:")
+    width = max(len(name) for name, _ in ENV_VARS)
+    for name, meaning in ENV_VARS:
+        value = os.environ.get(name)
+        shown = repr(value) if value is not None else "(unset)"
+        print(f"  {name:<{width}}  {shown:<12}  {meaning}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the whole test suite, installing everything first on a fresh machine (scripts/setup.sh --no-run).
+#
+#   bash scripts/test.sh [extra pytest arguments, e.g. -k copy -x]
+#
+# Tests run strict (PYTORCH_OCL_STRICT=1: a CPU fallback is an error). The exit code is pytest's.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+
+# setup.sh --test sets PYTORCH_OCL_SETUP_DONE when it has just installed everything.
+if [[ -z "${PYTORCH_OCL_SETUP_DONE:-}" ]]; then
+  bash scripts/setup.sh --no-run
+fi
+
+printf '\n==> PYTORCH_OCL_STRICT=1 %s -m pytest -q tests --durations=15 %s\n' "$PY" "$*"
+export PYTORCH_OCL_STRICT=1
+exec "$PY" -m pytest -q tests --durations=15 "$@"

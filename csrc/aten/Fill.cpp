@@ -15,7 +15,9 @@ const dlprim::ElementwiseOp k_fill{"fill", "y0 = w0;", "", 1, 0, 1};
 
 // Writes the value's bytes as a fill pattern: any dtype, no kernel build.
 void fill_dense(const at::Tensor& self, const c10::Scalar& value) {
-  at::Tensor pattern = at::empty({}, self.options().device(c10::kCPU));
+  // Two elements, not one: the CPU's single-element fill skips the overflow check that
+  // its general fill applies (70000 into float16 must raise, not store inf).
+  at::Tensor pattern = at::empty({2}, self.options().device(c10::kCPU));
   pattern.fill_(value);
   BufferRef buf = buffer_of(self);
   cl_command_queue q = queue_for(self);

@@ -21,8 +21,7 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
   if (iter.numel() == 0) return;
   const char* name = op.name.c_str();
   int rank = iter.ndim();
-  TORCH_CHECK(rank <= dlprim::kMaxDims, name, ": tensors with more than ", dlprim::kMaxDims,
-              " non-mergeable dims are not supported on ocl yet");
+  TORCH_CHECK(rank <= dlprim::kMaxHostDims, name, ": more than ", dlprim::kMaxHostDims, " dims");
   dlprim::EwShape shape;
   shape.rank = rank;
   for (int d = 0; d < rank; ++d) shape.sizes[d] = iter.shape()[d];

@@ -22,20 +22,28 @@ namespace {
   _(mul, "y0 = x0 * x1;", binary)    \
   _(div, "y0 = x0 / x1;", float)
 
-// Unary ops: x0 in the input's promoted dtype.
-#define OCL_UNARY_OPS(_) \
-  _(neg, "y0 = -x0;")
+// Unary ops; `unary` keeps the input dtype, `unary_float` promotes integers to float.
+#define OCL_UNARY_OPS(_)                  \
+  _(neg, "y0 = -x0;", unary)              \
+  _(reciprocal, "y0 = 1 / x0;", unary_float)
 
-#define OCL_DEFINE_UNARY_OP(name, body) const dlprim::ElementwiseOp k_##name{#name, body, "", 1, 1, 0};
+#define OCL_DEFINE_UNARY_OP(name, body, kind) const dlprim::ElementwiseOp k_##name{#name, body, "", 1, 1, 0};
 #define OCL_DEFINE_ALPHA_OP(name, body) const dlprim::ElementwiseOp k_##name{#name, body, "", 1, 2, 1};
 #define OCL_DEFINE_OP(name, body, kind) const dlprim::ElementwiseOp k_##name{#name, body, "", 1, 2, 0};
 OCL_UNARY_OPS(OCL_DEFINE_UNARY_OP)
 OCL_BINARY_ALPHA_OPS(OCL_DEFINE_ALPHA_OP)
 OCL_BINARY_OPS(OCL_DEFINE_OP)
 
-template <const dlprim::ElementwiseOp* Op>
+at::TensorIterator make_iter_unary(at::Tensor& out, const at::Tensor& a) {
+  return at::TensorIterator::unary_op(out, a);
+}
+at::TensorIterator make_iter_unary_float(at::Tensor& out, const at::Tensor& a) {
+  return at::TensorIterator::unary_float_op(out, a);
+}
+
+template <const dlprim::ElementwiseOp* Op, at::TensorIterator (*MakeIter)(at::Tensor&, const at::Tensor&)>
 at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
-  auto iter = at::TensorIterator::unary_op(out, self);
+  auto iter = MakeIter(out, self);
   launch_elementwise(*Op, iter, iter.common_dtype());
   return out;
 }
@@ -67,7 +75,8 @@ at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tens
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define OCL_REGISTER_UNARY_OP(name, body) m.impl(#name ".out", TORCH_FN(unary_out<&k_##name>));
+#define OCL_REGISTER_UNARY_OP(name, body, kind) \
+  m.impl(#name ".out", TORCH_FN((unary_out<&k_##name, make_iter_##kind>)));
 #define OCL_REGISTER_ALPHA_OP(name, body) m.impl(#name ".out", TORCH_FN(binary_alpha_out<&k_##name>));
 #define OCL_REGISTER_OP(name, body, kind) m.impl(#name ".out", TORCH_FN((binary_out<&k_##name, make_iter_##kind>)));
   OCL_UNARY_OPS(OCL_REGISTER_UNARY_OP)

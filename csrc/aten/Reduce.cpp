@@ -20,27 +20,39 @@ namespace {
 const dlprim::ReduceOp k_sum{"sum", "0", "acc = acc + x;", "a = a + b;", "acc"};
 const dlprim::ReduceOp k_mean{"mean", "0", "acc = acc + x;", "a = a + b;", "acc * w0"};
 
-// Appends (size, strides...) as a new innermost dim, or merges it into the previous one
-// when every stride continues the previous dim's.
-void push_dim(int& rank, std::array<int64_t, dlprim::kMaxDims>& sizes,
-              std::initializer_list<std::array<int64_t, dlprim::kMaxDims>*> strides,
-              std::initializer_list<int64_t> values, int64_t size, const char* op) {
-  if (rank > 0) {
-    bool merge = true;
-    auto v = values.begin();
-    for (auto* s : strides) merge = merge && ((*s)[rank - 1] == *v++ * size);
-    if (merge) {
-      sizes[rank - 1] *= size;
-      v = values.begin();
-      for (auto* s : strides) (*s)[rank - 1] = *v++;
-      return;
-    }
+// One dim of the input as the reduction sees it.
+struct DimInfo {
+  int64_t size, in_stride, out_stride;
+  bool reduced;
+};
+
+// Appends a dim as the new innermost one, merged into the previous when all its strides
+// continue it. False when more than kMaxDims dims remain unmerged.
+bool push_dim(int& rank, std::array<int64_t, dlprim::kMaxDims>& sizes, std::array<int64_t, dlprim::kMaxDims>& in,
+              std::array<int64_t, dlprim::kMaxDims>* out, const DimInfo& d) {
+  if (rank > 0 && in[rank - 1] == d.in_stride * d.size && (!out || (*out)[rank - 1] == d.out_stride * d.size)) {
+    sizes[rank - 1] *= d.size;
+    in[rank - 1] = d.in_stride;
+    if (out) (*out)[rank - 1] = d.out_stride;
+    return true;
   }
-  TORCH_CHECK(rank < dlprim::kMaxDims, op, ": more than ", dlprim::kMaxDims, " non-mergeable dims");
-  sizes[rank] = size;
-  auto v = values.begin();
-  for (auto* s : strides) (*s)[rank] = *v++;
+  if (rank == dlprim::kMaxDims) return false;
+  sizes[rank] = d.size;
+  in[rank] = d.in_stride;
+  if (out) (*out)[rank] = d.out_stride;
   ++rank;
+  return true;
+}
+
+bool describe(const std::vector<DimInfo>& dims, dlprim::ReduceShape& shape) {
+  shape = dlprim::ReduceShape();
+  for (const DimInfo& d : dims) {
+    if (d.size == 1) continue;
+    bool ok = d.reduced ? push_dim(shape.reduced_rank, shape.red_sizes, shape.red_in_strides, nullptr, d)
+                        : push_dim(shape.kept_rank, shape.kept_sizes, shape.kept_in_strides, &shape.kept_out_strides, d);
+    if (!ok) return false;
+  }
+  return true;
 }
 
 void run_reduce(const dlprim::ReduceOp& op, const at::Tensor& self, at::OptionalIntArrayRef dim_opt, bool keepdim,
@@ -67,21 +79,26 @@ void run_reduce(const dlprim::ReduceOp& op, const at::Tensor& self, at::Optional
     return;
   }
 
-  dlprim::ReduceShape shape;
+  std::vector<DimInfo> dims;
   int64_t out_dim = 0;
   for (int64_t d = 0; d < ndim; ++d) {
     bool reduced = all || mask[d];
-    int64_t size = self.size(d);
-    if (reduced) {
-      if (keepdim) ++out_dim;
-      if (size != 1)
-        push_dim(shape.reduced_rank, shape.red_sizes, {&shape.red_in_strides}, {self.stride(d)}, size, name);
-    } else {
-      int64_t os = out.stride(out_dim++);
-      if (size != 1)
-        push_dim(shape.kept_rank, shape.kept_sizes, {&shape.kept_in_strides, &shape.kept_out_strides},
-                 {self.stride(d), os}, size, name);
-    }
+    int64_t os = (!reduced || keepdim) ? out.stride(out_dim++) : 0;
+    dims.push_back({self.size(d), self.stride(d), os, reduced});
+  }
+  at::Tensor input = self;
+  dlprim::ReduceShape shape;
+  if (!describe(dims, shape)) {
+    // Too many unmergeable dims: copy the input with kept dims first and reduced dims last,
+    // which merges each group into one dim.
+    std::vector<int64_t> perm;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t d = 0; d < ndim; ++d)
+        if (dims[d].reduced == (pass == 1)) perm.push_back(d);
+    input = self.permute(perm).contiguous();
+    std::vector<DimInfo> permuted;
+    for (size_t i = 0; i < perm.size(); ++i) permuted.push_back({input.size(i), input.stride(i), dims[perm[i]].out_stride, dims[perm[i]].reduced});
+    TORCH_CHECK(describe(permuted, shape), name, ": cannot describe the reduction of shape ", self.sizes());
   }
   dlprim::DType in_t = to_dlprim(self.scalar_type(), name), out_t = to_dlprim(out.scalar_type(), name);
   dlprim::DType acc = dlprim::is_floating(out_t) ? dlprim::compute_dtype(out_t) : dlprim::accumulate_dtype(out_t);
@@ -92,8 +109,8 @@ void run_reduce(const dlprim::ReduceOp& op, const at::Tensor& self, at::Optional
   OCL_DLPRIM_CALL(name, ws_bytes = dlprim::reduce_workspace_bytes(ctx, shape, acc));
   at::Tensor ws;
   if (ws_bytes) ws = at::empty({static_cast<int64_t>(ws_bytes)}, self.options().dtype(at::kByte));
-  BufferRef in_buf = buffer_of(self), out_buf = buffer_of(out);
-  dlprim::StridedView in{in_t, in_buf.mem, in_buf.offset / self.itemsize()};
+  BufferRef in_buf = buffer_of(input), out_buf = buffer_of(out);
+  dlprim::StridedView in{in_t, in_buf.mem, in_buf.offset / input.itemsize()};
   dlprim::StridedView outv{out_t, out_buf.mem, out_buf.offset / out.itemsize()};
   BufferRef ws_buf = ws.defined() ? buffer_of(ws) : BufferRef{};
   OCL_TRACE(name, " in=", self.sizes(), " ", self.scalar_type(), " out=", out.sizes(), " ", out.scalar_type(),

@@ -19,7 +19,11 @@ struct Devices {
   std::string error;
 };
 
+}  // namespace
+
 bool g_bad_fork = false;
+
+namespace {
 thread_local int t_current_device = 0;
 
 void mark_bad_fork() { g_bad_fork = true; }
@@ -27,6 +31,9 @@ void mark_bad_fork() { g_bad_fork = true; }
 Devices& devices() {
   static Devices* d = [] {
     auto* d = new Devices();  // never destroyed: contexts live until process exit
+    // Drivers start threads and open device files as soon as they are enumerated, and
+    // neither survives fork(): a child of a process that touched OpenCL must not use it.
+    pthread_atfork(nullptr, nullptr, mark_bad_fork);
     const char* filter = std::getenv("PYTORCH_OCL_DEVICES");
     try {
       d->infos = dlprim::enumerate_devices(filter ? filter : "", &d->error);
@@ -68,12 +75,8 @@ const dlprim::DeviceInfo& device_info(int index) {
 dlprim::Context& context(int index) {
   check_device_index(index);
   Devices& d = devices();
-  TORCH_CHECK(!g_bad_fork,
-              "ocl: cannot use an OpenCL device in a forked subprocess after the parent used it. "
-              "Use the 'spawn' start method for multiprocessing.");
+  check_not_forked();
   std::call_once(d.created[index], [&] {
-    static std::once_flag fork_handler;
-    std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, mark_bad_fork); });
     try {
       d.contexts[index] = std::make_unique<dlprim::Context>(d.infos[index]);
     } catch (const std::exception& e) {
@@ -98,5 +101,11 @@ void set_current_device(int index) {
 }
 
 bool in_bad_fork() { return g_bad_fork; }
+
+void fail_forked() {
+  TORCH_CHECK(false,
+              "ocl: cannot use OpenCL in a forked subprocess: the parent process had already initialized "
+              "OpenCL. Use the 'spawn' start method for multiprocessing.");
+}
 
 } // namespace pytorch_ocl

@@ -25,8 +25,14 @@ bool has_context(int index);
 int current_device();
 void set_current_device(int index);
 
-// True in a child forked after the parent used a device: OpenCL state does not survive fork.
+// True in a child forked after the parent initialized OpenCL: its state does not survive fork.
 bool in_bad_fork();
+extern bool g_bad_fork;
+[[noreturn]] void fail_forked();
+// Cheap enough for every op: raises in a forked child instead of hanging in the driver.
+inline void check_not_forked() {
+  if (g_bad_fork) fail_forked();
+}
 
 inline c10::Device ocl_device(int index) { return c10::Device(kOcl, static_cast<c10::DeviceIndex>(index)); }
 

@@ -14,6 +14,28 @@ namespace {
 
 cl_event as_event(void* e) { return static_cast<cl_event>(e); }
 
+void CL_CALLBACK complete_relay(cl_event, cl_int status, void* user_event) {
+  auto relay = static_cast<cl_event>(user_event);
+  clSetUserEventStatus(relay, status < 0 ? status : CL_COMPLETE);
+  clReleaseEvent(relay);
+}
+
+// Events cannot be waited on by a queue of another context (another device): a user
+// event of the waiting context completes when the original one does, without a host wait.
+cl_event relay_event(cl_event ev, cl_context ctx) {
+  cl_int err = CL_SUCCESS;
+  cl_event relay = clCreateUserEvent(ctx, &err);
+  DLPRIM_CL_CHECK(err);
+  clRetainEvent(relay);  // owned by the callback
+  err = clSetEventCallback(ev, CL_COMPLETE, &complete_relay, relay);
+  if (err != CL_SUCCESS) {
+    clReleaseEvent(relay);
+    clReleaseEvent(relay);
+    DLPRIM_CL_CHECK(err);
+  }
+  return relay;
+}
+
 struct OclGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kOcl; }
 
@@ -64,7 +86,13 @@ struct OclGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void block(void* event, const c10::Stream& stream) const override {
     if (!event) return;
     cl_event ev = as_event(event);
-    DLPRIM_CL_CHECK(clEnqueueBarrierWithWaitList(queue_of(stream), 1, &ev, nullptr));
+    cl_command_queue q = queue_of(stream);
+    cl_context event_ctx = nullptr, queue_ctx = nullptr;
+    DLPRIM_CL_CHECK(clGetEventInfo(ev, CL_EVENT_CONTEXT, sizeof(event_ctx), &event_ctx, nullptr));
+    DLPRIM_CL_CHECK(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(queue_ctx), &queue_ctx, nullptr));
+    if (event_ctx != queue_ctx) ev = relay_event(ev, queue_ctx);
+    DLPRIM_CL_CHECK(clEnqueueBarrierWithWaitList(q, 1, &ev, nullptr));
+    if (event_ctx != queue_ctx) clReleaseEvent(ev);
   }
   bool queryEvent(void* event) const override {
     if (!event) return true;

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -36,6 +38,7 @@ DeviceQueues& queues_of(int device) {
 }
 
 Queue& queue_entry(int device, c10::StreamId id) {
+  check_not_forked();
   DeviceQueues& dq = queues_of(device);
   std::lock_guard<std::mutex> lock(dq.m);
   if (dq.queues.empty()) {
@@ -102,6 +105,7 @@ cl_command_queue current_queue(int device) {
   thread_local int last_device = -1;
   thread_local c10::StreamId last_id = -1;
   thread_local cl_command_queue last_queue = nullptr;
+  check_not_forked();
   if (device == last_device && device >= 0 && t_current[device] == last_id) return last_queue;
   cl_command_queue q = queue_entry(device, t_current[device]).q;
   last_device = device;
@@ -123,8 +127,15 @@ bool query_stream(const c10::Stream& stream) {
   cl_event ev = nullptr;
   DLPRIM_CL_CHECK(clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev));
   clFlush(q);
+  // The marker completes as soon as the queue reaches it: poll briefly so that an idle
+  // queue answers true, without blocking on a busy one.
   cl_int status = CL_QUEUED;
-  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  do {
+    clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr);
+    if (status == CL_COMPLETE || status < 0) break;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < deadline);
   clReleaseEvent(ev);
   return status == CL_COMPLETE;
 }

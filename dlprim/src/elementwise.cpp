@@ -138,7 +138,7 @@ void add_scalar(KernelArgs& args, DType t, const Scalar& v) {
 }
 
 template <class T>
-void add_dims(KernelArgs& args, const std::array<int64_t, kMaxDims>& v, int rank) {
+void add_dims(KernelArgs& args, const std::array<int64_t, kMaxHostDims>& v, int rank) {
   struct { T v[kMaxDims]; } d{};
   for (int i = 0; i < rank; ++i) d.v[i] = static_cast<T>(v[i]);
   args.add(d);
@@ -178,10 +178,22 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
   if (static_cast<int>(outs.size()) != op.n_outputs || static_cast<int>(ins.size()) != op.n_inputs ||
       static_cast<int>(params.size()) != op.n_params)
     throw Error("elementwise op '" + op.name + "': wrong number of operands");
-  if (shape.rank > kMaxDims)
-    throw Error("elementwise op '" + op.name + "': more than 8 non-collapsible dims");
   uint64_t n = shape.numel();
   if (n == 0) return;
+  if (shape.rank > kMaxDims) {
+    // Rare (more than 8 dims that cannot be merged): one launch per index of the outermost dim.
+    EwShape inner = shape;
+    int last = --inner.rank;
+    for (int64_t j = 0; j < shape.sizes[last]; ++j) {
+      auto shifted = [&](std::vector<EwOperand> ops) {
+        for (auto& o : ops)
+          if (!o.is_scalar) o.offset += static_cast<uint64_t>(j * o.strides[last]);
+        return ops;
+      };
+      elementwise(ctx, q, op, compute, inner, shifted(outs), shifted(ins), params);
+    }
+    return;
+  }
   if (needs_fp64(compute, outs, ins) && !ctx.info().fp64)
     throw Error("elementwise op '" + op.name + "': device '" + ctx.info().name +
                 "' does not support float64 (no cl_khr_fp64)");

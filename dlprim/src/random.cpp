@@ -67,7 +67,14 @@ void fill_random(const Context& ctx, cl_command_queue q, Distribution dist, DTyp
     src += kernel_source("common");
     src += std::string("#define DL_T ") + storage_cl_type(dtype) + "\n";
     src += std::string("#define DL_CT ") + compute_cl_type(dtype) + "\n";
-    src += "#define DL_STORE(p, i, v) " + store_stmt(dtype, "p", "i", "v") + "\n";
+    std::string store = store_stmt(dtype, "p", "i", "v");
+    if (dist == Distribution::Uniform) {
+      // [a, b) must exclude b, but a value just below b can round up to it when stored
+      // (always possible in 16-bit types): read back what was stored and use a instead.
+      store = "{ " + store + " if (" + load_expr(dtype, "p", "i") + " >= b) { " +
+              store_stmt(dtype, "p", "i", "a") + " } }";
+    }
+    src += "#define DL_STORE(p, i, v) " + store + "\n";
     src += transform_macro(dist, dbl);
     src += kernel_source("philox");
     e->kernel = create_kernel(ctx.program(src), "dl_random_fill");

@@ -42,6 +42,7 @@ class stream:
 
     def __enter__(self):
         if self.s is not None:
+            self.prev_device = torch.ocl.current_device()
             self.prev = torch.accelerator.current_stream(self.s.device_index)
             torch.accelerator.set_stream(self.s)
         return self.s
@@ -49,4 +50,5 @@ class stream:
     def __exit__(self, *exc):
         if self.prev is not None:
             torch.accelerator.set_stream(self.prev)
+            torch.ocl.set_device(self.prev_device)
         return False

@@ -11,7 +11,8 @@
 
 namespace dlprim {
 
-constexpr int kMaxDims = 8;
+constexpr int kMaxDims = 8;        // dims a kernel handles in one launch
+constexpr int kMaxHostDims = 25;   // dims a launch description may have (TensorIterator's limit)
 
 // A value passed by value to the kernel; converted to the op's compute type.
 struct Scalar {
@@ -27,7 +28,7 @@ struct EwOperand {
   DType dtype = DType::F32;
   cl_mem mem = nullptr;
   uint64_t offset = 0;                  // in elements
-  std::array<int64_t, kMaxDims> strides{}; // in elements, one per dim of the launch shape
+  std::array<int64_t, kMaxHostDims> strides{}; // in elements, one per dim of the launch shape
   bool is_scalar = false;
   Scalar value;
 };
@@ -47,7 +48,7 @@ struct ElementwiseOp {
 // Launch shape: dims in iteration order, dim 0 varying fastest (TensorIterator order).
 struct EwShape {
   int rank = 0;
-  std::array<int64_t, kMaxDims> sizes{};
+  std::array<int64_t, kMaxHostDims> sizes{};
   uint64_t numel() const;
 };
 

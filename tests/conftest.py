@@ -19,14 +19,19 @@ import pytorch_ocl  # noqa: E402,F401  (registers the device)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON_DIR = os.path.join(REPO, "python")
+# Subprocesses use the source tree only when it holds a built extension (a developer's
+# python/pytorch_ocl/_C*.so link to the dev build); otherwise the pip-installed package.
+SOURCE_PATHS = [PYTHON_DIR] if any(
+    f.startswith("_C") and f.endswith(".so") and os.path.exists(os.path.join(PYTHON_DIR, "pytorch_ocl", f))
+    for f in os.listdir(os.path.join(PYTHON_DIR, "pytorch_ocl"))
+) else []
 
 SUBPROCESS_TIMEOUT = 120
 
 
 def _base_env(extra=None, drop=()):
     env = dict(os.environ)
-    # The package is used from the source tree (python/pytorch_ocl/_C*.so links the dev build).
-    paths = [PYTHON_DIR] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != PYTHON_DIR]
+    paths = SOURCE_PATHS + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != PYTHON_DIR]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTORCH_OCL_STRICT"] = "1"
     for key in drop:

@@ -4,8 +4,8 @@ Two groups of tests:
 * installed: the real `torch.backends` entry point of a pip-installed pytorch_ocl. Skipped
   when the package is not installed (a source-tree checkout has no entry point).
 * simulated: a throw-away *.dist-info directory declaring the same entry point
-  (`pytorch_ocl = pytorch_ocl._autoload:load`) is put on PYTHONPATH, so torch's real
-  autoload mechanism runs our `_autoload.load` without installing anything.
+  (`pytorch_ocl = pytorch_ocl_autoload:load`) is put on PYTHONPATH, so torch's real
+  autoload mechanism runs our `pytorch_ocl_autoload.load` without installing anything.
 """
 import importlib.metadata
 import re
@@ -13,7 +13,7 @@ import re
 import pytest
 import torch
 
-from conftest import PYTHON_DIR
+from conftest import SOURCE_PATHS
 
 
 def _installed_entry_point():
@@ -52,14 +52,14 @@ def fake_dist(tmp_path):
     info = tmp_path / "site" / "pytorch_ocl_autoload_test-0.1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytorch_ocl_autoload_test\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[torch.backends]\npytorch_ocl = pytorch_ocl._autoload:load\n")
+    (info / "entry_points.txt").write_text("[torch.backends]\npytorch_ocl = pytorch_ocl_autoload:load\n")
     return str(tmp_path / "site")
 
 
 def _env_with(fake_site, **extra):
     import os
 
-    env = {"PYTHONPATH": os.pathsep.join([PYTHON_DIR, fake_site])}
+    env = {"PYTHONPATH": os.pathsep.join(SOURCE_PATHS + [fake_site])}
     env.update(extra)
     return env
 
@@ -137,7 +137,7 @@ def test_simulated_issue_example(run_py, fake_dist):
 
 
 @pytest.mark.parametrize("order", ["import pytorch_ocl, torch", "import torch, pytorch_ocl",
-                                   "import torch\nimport pytorch_ocl\nimport pytorch_ocl._autoload as a\na.load()"])
+                                   "import torch\nimport pytorch_ocl\nimport pytorch_ocl_autoload as a\na.load()"])
 def test_simulated_import_order(run_py, fake_dist, order):
     proc = run_py(
         order + "\nimport torch\nprint((torch.ones(2, device='ocl') * 2).cpu().tolist(), torch.ocl.device_count())",

@@ -2,6 +2,9 @@
 
 torch calls `load()` at the end of `import torch`; it must never raise, or `import torch`
 itself would fail. A machine without OpenCL gets a registered but unavailable device.
+This is a top-level module, not `pytorch_ocl._autoload`: importing a submodule runs the
+package's `__init__` first, outside of the try below, so a broken install (no OpenCL
+loader library, a torch ABI mismatch) would break `import torch`.
 """
 
 

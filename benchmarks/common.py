@@ -60,7 +60,8 @@ def pinned_empty(numel: int, device, dtype=torch.float32):
                 warnings.simplefilter("ignore")  # Tensor.pin_memory(device) is deprecated
                 t = torch.empty(numel, dtype=dtype).pin_memory("cuda")
         else:
-            t = torch.empty(numel, dtype=dtype, pin_memory=True)
+            # Not pin_memory=True: on a CUDA build of torch that pins through CUDA's allocator.
+            t = torch.empty(numel, dtype=dtype).pin_memory()
     except (RuntimeError, TypeError) as e:
         print(f"pinned memory not available for {device}: {e}", file=sys.stderr)
         return None

@@ -7,6 +7,8 @@
 #include "core/Storage.h"
 #include "core/TorchCompat.h"
 
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 
 namespace pytorch_ocl {
@@ -32,7 +34,11 @@ struct OclHooks final : public at::PrivateUse1HooksInterface {
   at::Generator getNewGenerator(c10::DeviceIndex d) const override { return new_generator(d); }
 
   at::Device getDeviceFromPtr(void* data) const override { return ocl_device(buffer_from_ptr(data).device); }
-  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
+  bool isPinnedPtr(const void* data) const override {
+    // On CUDA builds torch.empty(pin_memory=True) pins through CUDA's allocator even with
+    // ocl registered; that memory is page-locked too, so report it as such.
+    return is_pinned(data) || (at::globalContext().hasCUDA() && at::detail::getCUDAHooks().isPinnedPtr(data));
+  }
   at::Allocator* getPinnedMemoryAllocator() const override { return host_allocator(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t nbytes) const override {
     resize_storage_bytes(storage.unsafeGetStorageImpl(), nbytes);

@@ -114,6 +114,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("disk_cache_usable", &dlprim::disk_cache_usable);
   m.def("disk_cache_warning", &dlprim::disk_cache_warning);
 
+  m.def("measure_launch_us", [](int device, int launches, bool profiling, int n_args, unsigned flush_every) {
+    return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every);
+  });
   m.def("fallback_stats", &fallback_counts);
   m.def("reset_fallback_stats", &reset_fallback_counts);
   m.def("set_strict", &set_strict);

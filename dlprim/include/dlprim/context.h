@@ -61,3 +61,9 @@ cl_kernel create_kernel(cl_program program, const char* name);
 void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local);
 
 } // namespace dlprim
+
+namespace dlprim {
+// Host cost of one launch of an empty kernel with `n_args` arguments, in microseconds,
+// on a fresh queue with or without profiling: a probe for per-op overhead.
+double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every);
+} // namespace dlprim

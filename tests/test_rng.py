@@ -184,7 +184,6 @@ def test_rand_in_unit_interval(dtype):
     cpu = torch.rand(N, dtype=dtype)
     assert x.min().item() >= 0.0
     assert x.max().item() < 1.0, f"rand produced {int((x >= 1).sum())} values equal to 1.0 ([0, 1) expected)"
-    assert cpu.max().item() < 1.0
     xd = x.double()
     assert_close(xd.mean(), cpu.double().mean(), rtol=0, atol=0.01)
     assert_close(xd.var(), torch.tensor(1 / 12, dtype=torch.float64), rtol=0, atol=0.005)
@@ -196,7 +195,8 @@ def test_uniform_range(dtype, a, b):
     torch.manual_seed(31)
     x = torch.empty(N, device="ocl", dtype=dtype).uniform_(a, b).cpu()
     ref = torch.empty(N, dtype=dtype).uniform_(a, b)
-    assert ref.min().item() >= a and ref.max().item() < b
+    # The CPU reference is only used for the mean: whether it can return b in 16-bit
+    # dtypes depends on the torch version (2.11 does, 2.13 does not). ocl never does.
     assert x.min().item() >= a
     assert x.max().item() < b, f"uniform_({a}, {b}) produced {int((x >= b).sum())} values equal to {b}"
     xd = x.double()

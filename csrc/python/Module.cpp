@@ -4,6 +4,7 @@
 #include "core/Device.h"
 #include "core/Generator.h"
 #include "core/Stream.h"
+#include "python/Bindings.h"
 
 #include <dlprim/program_cache.h>
 #include <pybind11/pybind11.h>
@@ -117,6 +118,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("measure_launch_us", [](int device, int launches, bool profiling, int n_args, unsigned flush_every) {
     return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every);
   });
+  bind_user_kernels(m);
+  bind_profiler(m);
   m.def("fallback_stats", &fallback_counts);
   m.def("reset_fallback_stats", &reset_fallback_counts);
   m.def("set_strict", &set_strict);

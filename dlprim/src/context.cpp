@@ -1,4 +1,5 @@
 #include <dlprim/context.h>
+#include <dlprim/profiler.h>
 #include <dlprim/program_cache.h>
 
 #include <algorithm>
@@ -49,10 +50,31 @@ cl_kernel create_kernel(cl_program program, const char* name) {
   return k;
 }
 
-void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local) {
+void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local,
+               const char* label) {
+  if (!profiler::recording()) {
+    DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, nullptr, global, local, 0, nullptr, nullptr));
+    return;
+  }
+  cl_event ev = nullptr;
+  DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, nullptr, global, local, 0, nullptr, &ev));
+  std::string name;
+  if (label) {
+    name = label;
+  } else {
+    size_t n = 0;
+    clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, nullptr, &n);
+    name.resize(n);
+    if (n) clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, n, &name[0], nullptr);
+    while (!name.empty() && name.back() == '\0') name.pop_back();
+  }
+  profiler::record(name, ev);
+}
+
+void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local, const char* label) {
   if (global == 0) return;
   size_t g = static_cast<size_t>((global + local - 1) / local * local);
-  DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &g, &local, 0, nullptr, nullptr));
+  launch_nd(q, k, 1, &g, &local, label);
 }
 
 } // namespace dlprim

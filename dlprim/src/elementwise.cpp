@@ -246,7 +246,7 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
   for (auto& o : outs) add_operand(o);
   for (auto& i : ins) add_operand(i);
   for (auto& p : params) add_scalar(args, compute, p);
-  launch_1d(q, kernel, n, ctx.work_group_size(256));
+  launch_1d(q, kernel, n, ctx.work_group_size(256), op.name.c_str());
 }
 
 } // namespace dlprim

@@ -192,7 +192,7 @@ void reduce(const Context& ctx, cl_command_queue q, const ReduceOp& op, DType ac
     common(a, p.R, 1, p.R, shape);
     a.add(in.mem).add<cl_ulong>(in.offset).add(out.mem).add<cl_ulong>(out.offset).add(part).add<cl_ulong>(part_o);
     add_scale(a, acc, scale);
-    launch_1d(q, k.item, p.n_out, L);
+    launch_1d(q, k.item, p.n_out, L, op.name.c_str());
     return;
   }
   {
@@ -201,7 +201,7 @@ void reduce(const Context& ctx, cl_command_queue q, const ReduceOp& op, DType ac
     a.add(in.mem).add<cl_ulong>(in.offset).add(out.mem).add<cl_ulong>(out.offset).add(part).add<cl_ulong>(part_o);
     add_scale(a, acc, scale);
     a.add_local(L * dtype_size(acc));
-    launch_1d(q, k.group, p.n_out * p.chunks * L, L);
+    launch_1d(q, k.group, p.n_out * p.chunks * L, L, op.name.c_str());
   }
   if (p.chunks == 1) return;
   // Second pass: partials laid out [n_out, chunks], reduced over chunks.
@@ -221,7 +221,7 @@ void reduce(const Context& ctx, cl_command_queue q, const ReduceOp& op, DType ac
   a.add(workspace).add<cl_ulong>(part_o).add(out.mem).add<cl_ulong>(out.offset).add(workspace).add<cl_ulong>(part_o);
   add_scale(a, acc, scale);
     a.add_local(L * dtype_size(acc));
-  launch_1d(q, k.merge, p.n_out * L, L);
+  launch_1d(q, k.merge, p.n_out * L, L, op.name.c_str());
 }
 
 } // namespace dlprim

@@ -5,8 +5,22 @@ device: `torch.randn(3, device="ocl")`, `model.to("ocl:0")`, and the `torch.ocl`
 """
 import torch
 
-from . import _C
+from . import _C, library, profiler
 from ._registration import register
+from .kernel import (  # noqa: F401
+    Kernel,
+    LocalMemory,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from .device import (  # noqa: F401  (public API)
     current_device,
     device,

@@ -53,4 +53,5 @@ def _device_module(package):
     mod._is_in_bad_fork = device._is_in_bad_fork
     mod.get_amp_supported_dtype = lambda: [torch.float16, torch.bfloat16, torch.float32]
     mod.fallback_stats = package.fallback_stats
+    mod.profile = package.profiler.profile
     return mod

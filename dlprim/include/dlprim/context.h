@@ -57,8 +57,13 @@ private:
 
 // Creates kernel `name` of `program`; throws Error naming the kernel on failure.
 cl_kernel create_kernel(cl_program program, const char* name);
-// 1-D launch of ceil(global / local) groups of `local` items.
-void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local);
+// 1-D launch of ceil(global / local) groups of `local` items. `label` names the launch in
+// the kernel profiler (default: the kernel's function name).
+void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local, const char* label = nullptr);
+// N-D launch (1 <= dims <= 3); `local` may be null (the driver chooses). Every launch of
+// the library goes through here or launch_1d, which is where the profiler hooks in.
+void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local,
+               const char* label = nullptr);
 
 } // namespace dlprim
 

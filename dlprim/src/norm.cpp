@@ -1,45 +1,9 @@
-#include <dlprim/embedded.h>
 #include <dlprim/norm.h>
-
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <dlprim/typed_kernels.h>
 
 namespace dlprim {
 
 namespace {
-
-struct Kernels {
-  std::mutex m;
-  cl_kernel fwd = nullptr, bwd = nullptr;
-};
-
-Kernels& kernels_for(const Context& ctx, DType t) {
-  static std::mutex map_mutex;
-  static std::map<std::pair<cl_context, int>, Kernels> cache;
-  Kernels* k;
-  {
-    std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[{ctx.context(), int(t)}];
-  }
-  if (!k->fwd) {
-    std::lock_guard<std::mutex> lock(k->m);
-    if (!k->fwd) {
-      if (t == DType::F64 && !ctx.info().fp64)
-        throw Error("layer_norm: device '" + ctx.info().name + "' does not support float64");
-      std::string src = t == DType::F64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
-      src += kernel_source("common");
-      src += std::string("#define DL_T ") + storage_cl_type(t) + "\n#define DL_ACC " + compute_cl_type(t) + "\n";
-      src += "#define DL_LOAD(p, i) " + load_expr(t, "p", "i") + "\n";
-      src += "#define DL_STORE(p, i, v) " + store_stmt(t, "p", "i", "v") + "\n";
-      src += kernel_source("layer_norm");
-      cl_program prog = ctx.program(src);
-      k->bwd = create_kernel(prog, "layer_norm_bwd_input");
-      k->fwd = create_kernel(prog, "layer_norm_fwd");
-    }
-  }
-  return *k;
-}
 
 size_t group_size(const Context& ctx, uint64_t N) {
   size_t l = 1;
@@ -59,31 +23,31 @@ void add_acc(KernelArgs& a, DType t, double v) {
 void layer_norm_forward(const Context& ctx, cl_command_queue q, DType t, uint64_t rows, uint64_t N, double eps,
                         Buffer x, Buffer y, Buffer w, Buffer b, Buffer mean, Buffer rstd) {
   if (rows == 0) return;
-  Kernels& k = kernels_for(ctx, t);
-  std::lock_guard<std::mutex> lock(k.m);
+  TypedKernel k = typed_kernel(ctx, "layer_norm", t, "layer_norm_fwd");
+  std::lock_guard<std::mutex> lock(*k.mutex);
   size_t L = group_size(ctx, N);
-  KernelArgs a(k.fwd);
+  KernelArgs a(k.kernel);
   a.add(x.mem).add<cl_ulong>(x.offset).add(y.mem).add<cl_ulong>(y.offset);
   a.add(w.mem ? w.mem : x.mem).add<cl_ulong>(w.offset).add(b.mem ? b.mem : x.mem).add<cl_ulong>(b.offset);
   a.add(mean.mem).add<cl_ulong>(mean.offset).add(rstd.mem).add<cl_ulong>(rstd.offset).add<cl_ulong>(N);
   add_acc(a, t, eps);
   a.add<cl_int>(w.mem != nullptr).add<cl_int>(b.mem != nullptr).add_local(L * dtype_size(compute_dtype(t)));
-  launch_1d(q, k.fwd, rows * L, L, "layer_norm");
+  launch_1d(q, k.kernel, rows * L, L, "layer_norm");
 }
 
 void layer_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, uint64_t rows, uint64_t N,
                                Buffer grad, Buffer x, Buffer w, Buffer mean, Buffer rstd, Buffer dx) {
   if (rows == 0) return;
-  Kernels& k = kernels_for(ctx, t);
-  std::lock_guard<std::mutex> lock(k.m);
+  TypedKernel k = typed_kernel(ctx, "layer_norm", t, "layer_norm_bwd_input");
+  std::lock_guard<std::mutex> lock(*k.mutex);
   size_t L = group_size(ctx, N);
-  KernelArgs a(k.bwd);
+  KernelArgs a(k.kernel);
   a.add(grad.mem).add<cl_ulong>(grad.offset).add(x.mem).add<cl_ulong>(x.offset);
   a.add(w.mem ? w.mem : x.mem).add<cl_ulong>(w.offset).add(mean.mem).add<cl_ulong>(mean.offset);
   a.add(rstd.mem).add<cl_ulong>(rstd.offset);
   a.add(dx.mem).add<cl_ulong>(dx.offset).add<cl_ulong>(N).add<cl_int>(w.mem != nullptr);
   a.add_local(L * dtype_size(compute_dtype(t)));
-  launch_1d(q, k.bwd, rows * L, L, "layer_norm_backward");
+  launch_1d(q, k.kernel, rows * L, L, "layer_norm_backward");
 }
 
 } // namespace dlprim

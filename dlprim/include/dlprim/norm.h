@@ -2,15 +2,11 @@
 #pragma once
 #include <dlprim/context.h>
 #include <dlprim/dtype.h>
+#include <dlprim/typed_kernels.h>
 
 #include <cstdint>
 
 namespace dlprim {
-
-struct Buffer {
-  cl_mem mem = nullptr;
-  uint64_t offset = 0;  // in elements
-};
 
 // y = (x - mean) * rstd [* w] [+ b] per row; mean/rstd (accumulate type: float, or double
 // for float64) written per row. `w`/`b` with a null mem are absent.

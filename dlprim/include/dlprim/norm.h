@@ -18,3 +18,25 @@ void layer_norm_backward_input(const Context& ctx, cl_command_queue q, DType dty
                                Buffer grad, Buffer x, Buffer w, Buffer mean, Buffer rstd, Buffer dx);
 
 } // namespace dlprim
+
+namespace dlprim {
+
+// Batch norm over contiguous (N, C, HW) data; per-channel buffers have the accumulate type.
+struct BatchNormShape {
+  uint64_t N, C, HW;
+};
+
+// save_mean / save_invstd per channel; running stats updated in place when `run_mean.mem` is set.
+void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, double eps,
+                      double momentum, Buffer save_mean, Buffer save_invstd, Buffer run_mean, Buffer run_var);
+// y = (x - mean) * invstd * w + b; when `invstd_is_var`, `invstd` holds a variance (eval mode).
+void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, Buffer y,
+                      Buffer mean, Buffer invstd, bool invstd_is_var, double eps, Buffer w, Buffer b);
+// sum_g[c] = sum(g), sum_gx[c] = sum(g * (x - mean)).
+void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
+                                Buffer mean, Buffer sum_g, Buffer sum_gx);
+void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
+                               Buffer mean, Buffer invstd, Buffer w, Buffer sum_g, Buffer sum_gx, bool training,
+                               Buffer gx);
+
+} // namespace dlprim

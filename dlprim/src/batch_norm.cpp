@@ -1,0 +1,102 @@
+#include <dlprim/norm.h>
+
+namespace dlprim {
+
+namespace {
+
+size_t group_size(const Context& ctx) {
+  size_t l = 1;
+  while (l * 2 <= ctx.work_group_size(256)) l *= 2;
+  return l;
+}
+
+void add_acc(KernelArgs& a, DType t, double v) {
+  if (t == DType::F64)
+    a.add<cl_double>(v);
+  else
+    a.add<cl_float>(static_cast<float>(v));
+}
+
+// A per-channel buffer argument (pointer + element offset); an absent optional one is
+// replaced by `dummy`, which the kernel does not read.
+void add_buf(KernelArgs& a, const Buffer& b, const Buffer& dummy) {
+  const Buffer& u = b.mem ? b : dummy;
+  a.add(u.mem).add<cl_ulong>(u.offset);
+}
+
+} // namespace
+
+void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, double eps,
+                      double momentum, Buffer save_mean, Buffer save_invstd, Buffer run_mean, Buffer run_var) {
+  if (s.C == 0) return;
+  TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  size_t L = group_size(ctx);
+  KernelArgs a(k.kernel);
+  a.add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
+  add_acc(a, t, eps);
+  add_acc(a, t, momentum);
+  add_buf(a, save_mean, save_mean);
+  add_buf(a, save_invstd, save_mean);
+  add_buf(a, run_mean, save_mean);
+  add_buf(a, run_var, save_mean);
+  a.add<cl_int>(run_mean.mem != nullptr).add_local(L * dtype_size(compute_dtype(t)));
+  launch_1d(q, k.kernel, s.C * L, L, "batch_norm_stats");
+}
+
+void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, Buffer y,
+                      Buffer mean, Buffer invstd, bool invstd_is_var, double eps, Buffer w, Buffer b) {
+  uint64_t total = s.N * s.C * s.HW;
+  if (total == 0) return;
+  TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_apply");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  KernelArgs a(k.kernel);
+  a.add(x.mem).add<cl_ulong>(x.offset).add(y.mem).add<cl_ulong>(y.offset).add<cl_ulong>(total);
+  a.add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
+  add_buf(a, mean, mean);
+  add_buf(a, invstd, mean);
+  a.add<cl_int>(invstd_is_var);
+  add_acc(a, t, eps);
+  add_buf(a, w, mean);
+  add_buf(a, b, mean);
+  a.add<cl_int>(w.mem != nullptr).add<cl_int>(b.mem != nullptr);
+  launch_1d(q, k.kernel, total, ctx.work_group_size(256), "batch_norm");
+}
+
+void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
+                                Buffer mean, Buffer sum_g, Buffer sum_gx) {
+  if (s.C == 0) return;
+  TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_reduce");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  size_t L = group_size(ctx);
+  KernelArgs a(k.kernel);
+  a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C);
+  a.add<cl_ulong>(s.HW);
+  add_buf(a, mean, mean);
+  add_buf(a, sum_g, mean);
+  add_buf(a, sum_gx, mean);
+  a.add_local(L * dtype_size(compute_dtype(t)));
+  launch_1d(q, k.kernel, s.C * L, L, "batch_norm_backward_reduce");
+}
+
+void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
+                               Buffer mean, Buffer invstd, Buffer w, Buffer sum_g, Buffer sum_gx, bool training,
+                               Buffer gx) {
+  uint64_t total = s.N * s.C * s.HW;
+  if (total == 0) return;
+  TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_apply");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  KernelArgs a(k.kernel);
+  a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add(gx.mem).add<cl_ulong>(gx.offset);
+  a.add<cl_ulong>(total).add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(s.N * s.HW);
+  add_buf(a, mean, mean);
+  add_buf(a, invstd, mean);
+  add_buf(a, w, mean);
+  a.add<cl_int>(w.mem != nullptr);
+  add_buf(a, sum_g, mean);
+  add_buf(a, sum_gx, mean);
+  a.add<cl_int>(training);
+  launch_1d(q, k.kernel, total, ctx.work_group_size(256), "batch_norm_backward");
+}
+
+} // namespace dlprim

@@ -179,7 +179,7 @@ at::Tensor log_sigmoid_backward(const at::Tensor& grad, const at::Tensor& self, 
 at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
   pw_check_dtype(PW_prelu, self.scalar_type());
   at::Tensor out = at::empty({0}, self.options());
-  auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(self).add_const_input(weight).build();
+  auto iter = at::TensorIteratorConfig().allow_cpu_scalars(true).add_output(out).add_const_input(self).add_const_input(weight).build();
   pw_launch(PW_prelu, iter, self.scalar_type(), {});
   return out;
 }
@@ -189,6 +189,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
   at::Tensor grad_self = at::empty({0}, self.options());
   at::Tensor grad_weight = at::empty({0}, weight.options());
   auto iter = at::TensorIteratorConfig()
+                  .allow_cpu_scalars(true)
                   .add_output(grad_self)
                   .add_output(grad_weight)
                   .add_const_input(self)

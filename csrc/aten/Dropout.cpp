@@ -5,6 +5,7 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/ones_like.h>
 #include <torch/library.h>
 
@@ -30,13 +31,16 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   return {output, mask};
 }
 
-// grad * mask * scale, computed in the gradient's dtype.
+// grad * mask * scale with the CPU's promotion: the promoted dtype of grad and mask, or the
+// default float dtype when that is integral (scale is a Python float).
 const dlprim::ElementwiseOp k_dropout_backward{"native_dropout_backward", "y0 = x0 * x1 * w0;", "", 1, 2, 1};
 
 at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   check_ocl(grad, "native_dropout_backward", "grad_output");
   check_ocl(mask, "native_dropout_backward", "mask");
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
+  c10::ScalarType t = at::result_type(grad, mask);
+  if (c10::isIntegralType(t, true)) t = c10::typeMetaToScalarType(c10::get_default_dtype());
   at::Tensor out;
   auto iter = at::TensorIteratorConfig()
                   .add_output(out)
@@ -44,9 +48,9 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
                   .add_const_input(mask)
                   .check_all_same_dtype(false)
                   .promote_inputs_to_common_dtype(false)
-                  .declare_static_dtype(grad.scalar_type())
+                  .declare_static_dtype(t)
                   .build();
-  launch_elementwise(k_dropout_backward, iter, grad.scalar_type(), {dlprim::Scalar::floating(scale)});
+  launch_elementwise(k_dropout_backward, iter, t, {dlprim::Scalar::floating(scale)});
   return iter.output();
 }
 

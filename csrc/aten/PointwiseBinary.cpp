@@ -43,6 +43,17 @@ at::Tensor& binary_alpha_out(const at::Tensor& self, const at::Tensor& other, co
   return out;
 }
 
+// rsub(self, other, alpha) = other - alpha * self; only the functional form is a kernel.
+at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  at::native::sub_check(self, other);
+  at::Tensor out;
+  auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  pw_check_dtype(PW_rsub, iter.common_dtype());
+  at::native::alpha_check(iter.common_dtype(), alpha);
+  pw_launch(PW_rsub, iter, {to_dlprim_scalar(alpha)});
+  return iter.output();
+}
+
 // Comparisons and logical ops: computed in the inputs' common dtype, stored in out's dtype.
 template <PwId Id>
 at::Tensor& comparison_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
@@ -136,6 +147,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define OCL_PW_REG(kind, id, aten, dtypes, prelude, versions, body) OCL_PW_REG_##kind(id, aten)
   OCL_POINTWISE_BINARY(OCL_PW_REG)
 
+  pw_impl(m, PW_rsub, "rsub.Tensor", TORCH_FN(rsub));
   pw_impl(m, PW_div_mode, "div.out_mode", TORCH_FN(div_mode_out));
   pw_impl(m, PW_floor_divide, "floor_divide", TORCH_FN(floor_divide));
   pw_impl(m, PW_floor_divide, "floor_divide.out", TORCH_FN(floor_divide_out));

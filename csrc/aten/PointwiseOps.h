@@ -82,6 +82,7 @@
 #define OCL_POINTWISE_BINARY(_) \
   _(binary_alpha, add, "add.out", DT_ALL, basic, ANY, "y0 = x0 + w0 * x1;") \
   _(binary_alpha, sub, "sub.out", DT_NUM, basic, ANY, "y0 = x0 - w0 * x1;") \
+  _(custom(2, 1, 1), rsub, "rsub.Tensor", DT_NUM, basic, ANY, "y0 = x1 - w0 * x0;") \
   _(binary, mul,          "mul.out",                  DT_ALL,  basic, ANY, "y0 = x0 * x1;") \
   _(binary, remainder,    "remainder.Tensor_out",     DT_NUM,  basic, ANY, "y0 = dl_remainder(x0, x1);") \
   _(binary, fmod,         "fmod.Tensor_out",          DT_NUM,  basic, ANY, "y0 = dl_fmod(x0, x1);") \
@@ -123,8 +124,8 @@
   _(custom(3, 1, 1), addcmul,   "addcmul.out",      DT_NUM, basic, ANY, "y0 = x0 + w0 * x1 * x2;") \
   _(custom(3, 1, 1), addcdiv,   "addcdiv.out",      DT_FLT, basic, ANY, "y0 = x0 + w0 * x1 / x2;") \
   _(custom(3, 0, 1), clamp,     "clamp",            DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, x1), x2);") \
-  _(custom(2, 0, 1), clamp_min, "clamp_min",        DT_NUM, basic, ANY, "y0 = dl_maximum(x0, x1);") \
-  _(custom(2, 0, 1), clamp_max, "clamp_max",        DT_NUM, basic, ANY, "y0 = dl_minimum(x0, x1);") \
+  _(custom(2, 0, 1), clamp_min, "clamp_min",        DT_ALL, basic, ANY, "y0 = dl_maximum(x0, x1);") \
+  _(custom(2, 0, 1), clamp_max, "clamp_max",        DT_ALL, basic, ANY, "y0 = dl_minimum(x0, x1);") \
   _(custom(3, 0, 1), masked_fill, "masked_fill_",   DT_ALL, basic, ANY, "y0 = x1 != 0 ? x2 : x0;")
 
 #define OCL_POINTWISE_ACTIVATION(_) \

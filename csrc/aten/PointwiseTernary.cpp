@@ -25,6 +25,7 @@ at::Tensor run_where(const at::Tensor& cond, const at::Tensor& self, const at::T
   TORCH_CHECK(out.scalar_type() == result, "Expected out type to be ", result, " but got ", out.scalar_type());
   pw_check_dtype(PW_where, result);
   auto iter = at::TensorIteratorConfig()
+                  .allow_cpu_scalars(true)
                   .check_all_same_dtype(false)
                   .add_output(out)
                   .add_const_input(cond)
@@ -48,6 +49,7 @@ at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const
               " for `weight` but got dtype ", weight.dtype());
   pw_check_dtype(PW_lerp, self.scalar_type());
   auto iter = at::TensorIteratorConfig()
+                  .allow_cpu_scalars(true)
                   .check_all_same_dtype(false)
                   .add_output(out)
                   .add_const_input(self)
@@ -103,7 +105,7 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
   PwId id = min && max ? PW_clamp : (min ? PW_clamp_min : PW_clamp_max);
   pw_check_dtype(id, result);
   at::TensorIteratorConfig config;
-  config.check_all_same_dtype(false).add_output(out).add_const_input(self);
+  config.allow_cpu_scalars(true).check_all_same_dtype(false).add_output(out).add_const_input(self);
   if (min) config.add_owned_const_input(wrapped_scalar_tensor(*min));
   if (max) config.add_owned_const_input(wrapped_scalar_tensor(*max));
   auto iter = config.build();
@@ -116,7 +118,8 @@ at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Ten
   bool has_min = min.has_value() && min->defined(), has_max = max.has_value() && max->defined();
   TORCH_CHECK(has_min || has_max, "torch.clamp: At least one of 'min' or 'max' must not be None");
   at::TensorIteratorConfig config;
-  config.set_check_mem_overlap(true)
+  config.allow_cpu_scalars(true)
+      .set_check_mem_overlap(true)
       .add_output(out)
       .add_const_input(self)
       .promote_inputs_to_common_dtype(true)
@@ -136,6 +139,7 @@ template <PwId Id>
 at::Tensor& clamp_bound_out(const at::Tensor& self, const c10::Scalar& bound, at::Tensor& out) {
   pw_check_dtype(Id, self.scalar_type());
   auto iter = at::TensorIteratorConfig()
+                  .allow_cpu_scalars(true)
                   .check_all_same_dtype(false)
                   .add_output(out)
                   .add_const_input(self)
@@ -163,6 +167,7 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
   pw_check_dtype(PW_masked_fill, self.scalar_type());
   if (self.numel() == 0) return self;
   auto iter = at::TensorIteratorConfig()
+                  .allow_cpu_scalars(true)
                   .set_check_mem_overlap(false)
                   .check_all_same_dtype(false)
                   .resize_outputs(false)

@@ -21,8 +21,12 @@ using dlprim::Scalar;
 
 const dlprim::PositionalOp k_arange{"arange", "y0 = f0 + f1 * (dl_ct)idx;", false};
 // The second half counts back from the end, so the last value is exactly `end` (as the CPU).
+// DL_ROUND repeats the CPU's rounding of each step for float16/bfloat16 (it computes in that type).
 const dlprim::PositionalOp k_linspace{
-    "linspace", "y0 = (long)idx < k0 ? f0 + f1 * (dl_ct)idx : f2 - f1 * (dl_ct)(k1 - (long)idx - 1);", false};
+    "linspace",
+    "y0 = (long)idx < k0 ? DL_ROUND(f0 + DL_ROUND(f1 * DL_ROUND((dl_ct)idx)))\n"
+    "                    : DL_ROUND(f2 - DL_ROUND(f1 * DL_ROUND((dl_ct)(k1 - (long)idx - 1))));",
+    false};
 const dlprim::PositionalOp k_logspace{
     "logspace", "y0 = pow(f3, (long)idx < k0 ? f0 + f1 * (dl_ct)idx : f2 - f1 * (dl_ct)(k1 - (long)idx - 1));",
     false};

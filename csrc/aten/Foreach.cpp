@@ -299,41 +299,9 @@ void lerp_scalar_(TensorList s, TensorList e, const c10::Scalar& w) {
   lerp_scalar_list_(s, e, std::vector<c10::Scalar>(s.size(), w));
 }
 
-// ---- norm: 1-, 2- and inf-norms reduce on the device; other orders use linalg_vector_norm.
-const dlprim::ReduceOp k_norm1{"_foreach_norm", "0", "acc = acc + fabs(x);", "a = a + b;", "acc"};
-const dlprim::ReduceOp k_norm2{"_foreach_norm", "0", "acc = acc + x * x;", "a = a + b;", "sqrt(acc)"};
-const dlprim::ReduceOp k_norm_inf{"_foreach_norm", "0",
-                                  "{ x = fabs(x); acc = (acc != acc || x < acc) ? acc : x; }",
-                                  "a = (a != a || b < a) ? a : b;", "acc"};
-
+// ---- norm: one linalg_vector_norm (the reduction generator) per tensor.
 at::Tensor norm_one(const at::Tensor& t, double ord, std::optional<c10::ScalarType> dtype) {
-  const dlprim::ReduceOp* op = ord == 1 ? &k_norm1 : ord == 2 ? &k_norm2 : ord == INFINITY ? &k_norm_inf : nullptr;
-  c10::ScalarType out_t = dtype.value_or(t.scalar_type());
-  if (!op || !c10::isFloatingType(t.scalar_type()) || !c10::isFloatingType(out_t) || t.numel() == 0)
-    return at::linalg_vector_norm(t, ord, at::OptionalIntArrayRef(), false, dtype);  // its checks and rules
-  at::Tensor in = dtype ? t.to(out_t) : t;
-  in = in.contiguous();
-  at::Tensor out = at::empty({}, t.options().dtype(out_t));
-  int device = t.device().index();
-  c10::DeviceGuard guard(t.device());
-  dlprim::ReduceShape shape;
-  shape.reduced_rank = 1;
-  shape.red_sizes[0] = in.numel();
-  shape.red_in_strides[0] = 1;
-  dlprim::DType in_t = to_dlprim(in.scalar_type(), "_foreach_norm"), o_t = to_dlprim(out_t, "_foreach_norm");
-  dlprim::DType acc = dlprim::compute_dtype(o_t);
-  dlprim::Context& ctx = context(device);
-  uint64_t ws_bytes = 0;
-  OCL_DLPRIM_CALL("_foreach_norm", ws_bytes = dlprim::reduce_workspace_bytes(ctx, shape, acc));
-  at::Tensor ws;
-  if (ws_bytes) ws = at::empty({static_cast<int64_t>(ws_bytes)}, t.options().dtype(c10::kByte));
-  BufferRef ib = buffer_of(in), ob = buffer_of(out), wb = ws.defined() ? buffer_of(ws) : BufferRef{};
-  cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL("_foreach_norm",
-                  dlprim::reduce(ctx, q, *op, acc, shape, {in_t, ib.mem, ib.offset / in.itemsize()},
-                                 {o_t, ob.mem, ob.offset / out.itemsize()}, 1.0, wb.mem, wb.offset));
-  note_enqueued(q);
-  return out;
+  return at::linalg_vector_norm(t, ord, at::OptionalIntArrayRef(), false, dtype);
 }
 
 std::vector<at::Tensor> norm(TensorList self, const c10::Scalar& ord, std::optional<c10::ScalarType> dtype) {

@@ -20,7 +20,7 @@ PY="$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')" || { echo "s
 TORCH_PIN="torch==2.13.0"
 APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers libsqlite3-dev ccache
               build-essential)
-BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest)
+BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest expecttest)
 MAIN_JOB=("$PY" demo.py)  # becomes the mnist training demo when it lands
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }

@@ -123,7 +123,7 @@
     "y0 = fabs(x2) < (dl_t)0.5 ? x0 + x2 * (x1 - x0) : x1 - (x1 - x0) * (1 - x2);") \
   _(custom(3, 1, 1), addcmul,   "addcmul.out",      DT_NUM, basic, ANY, "y0 = x0 + w0 * x1 * x2;") \
   _(custom(3, 1, 1), addcdiv,   "addcdiv.out",      DT_FLT, basic, ANY, "y0 = x0 + w0 * x1 / x2;") \
-  _(custom(3, 0, 1), clamp,     "clamp",            DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, x1), x2);") \
+  _(custom(3, 0, 1), clamp,     "clamp.Tensor_out", DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, x1), x2);") \
   _(custom(1, 2, 1), clamp_scalar, "clamp.out",      DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, w0), w1);") \
   _(custom(2, 0, 1), clamp_min, "clamp_min",        DT_ALL, basic, ANY, "y0 = dl_maximum(x0, x1);") \
   _(custom(2, 0, 1), clamp_max, "clamp_max",        DT_ALL, basic, ANY, "y0 = dl_minimum(x0, x1);") \

@@ -19,6 +19,19 @@ namespace {
 
 using Params = std::vector<dlprim::Scalar>;
 
+// Scalar parameters must fit an integral dtype, as the CPU's Scalar::to<T>() checks.
+void check_fits(const at::Tensor& self, std::initializer_list<c10::Scalar> params) {
+  for (const c10::Scalar& p : params) {
+    switch (self.scalar_type()) {
+      case c10::kByte: p.to<uint8_t>(); break;
+      case c10::kChar: p.to<int8_t>(); break;
+      case c10::kShort: p.to<int16_t>(); break;
+      case c10::kInt: p.to<int32_t>(); break;
+      default: break;
+    }
+  }
+}
+
 at::Tensor run_act(PwId id, const at::Tensor& self, const Params& params, at::Tensor out) {
   pw_check_dtype(id, self.scalar_type());
   auto iter = at::TensorIterator::unary_op(out, self);
@@ -48,6 +61,7 @@ at::Tensor& act1_out(const at::Tensor& self, const c10::Scalar& a, at::Tensor& o
 }
 template <PwId Id>
 at::Tensor& act2_out(const at::Tensor& self, const c10::Scalar& a, const c10::Scalar& b, at::Tensor& out) {
+  check_fits(self, {a, b});
   run_act(Id, self, {sc(a), sc(b)}, out);
   return out;
 }
@@ -84,6 +98,8 @@ at::Tensor& relu_(at::Tensor& self) {
 
 at::Tensor run_hardtanh(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max, at::Tensor out) {
   TORCH_CHECK(self.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
+  TORCH_CHECK(self.scalar_type() != c10::kByte || (min.to<int64_t>() >= 0 && max.to<int64_t>() >= 0),
+              "cannot do hardtanh on an unsigned type with negative limits");
   return run_act(PW_hardtanh, self, {sc(min), sc(max)}, out);
 }
 at::Tensor hardtanh(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max) {

@@ -103,6 +103,28 @@ at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other) {
   return self;
 }
 
+// Python's << and >> (__lshift__ & co.): the shift rows, functional or in-place.
+template <PwId Id>
+at::Tensor shift(const at::Tensor& self, const at::Tensor& other) {
+  at::Tensor out;
+  auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  pw_check_dtype(Id, iter.common_dtype());
+  pw_launch(Id, iter);
+  return iter.output();
+}
+template <PwId Id>
+at::Tensor shift_scalar(const at::Tensor& self, const c10::Scalar& other) {
+  return shift<Id>(self, at::native::wrapped_scalar_tensor(other));
+}
+template <PwId Id>
+at::Tensor& shift_(at::Tensor& self, const at::Tensor& other) {
+  return binary_out<Id>(self, other, self);
+}
+template <PwId Id>
+at::Tensor& shift_scalar_(at::Tensor& self, const c10::Scalar& other) {
+  return binary_out<Id>(self, at::native::wrapped_scalar_tensor(other), self);
+}
+
 at::Tensor& pow_tensor_tensor_out(const at::Tensor& base, const at::Tensor& exp, at::Tensor& out) {
   return binary_out<PW_pow>(base, exp, out);
 }
@@ -152,6 +174,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_floor_divide, "floor_divide", TORCH_FN(floor_divide));
   pw_impl(m, PW_floor_divide, "floor_divide.out", TORCH_FN(floor_divide_out));
   pw_impl(m, PW_floor_divide, "floor_divide_.Tensor", TORCH_FN(floor_divide_));
+  pw_impl(m, PW_bitwise_left_shift, "__lshift__.Tensor", TORCH_FN(shift<PW_bitwise_left_shift>));
+  pw_impl(m, PW_bitwise_left_shift, "__lshift__.Scalar", TORCH_FN(shift_scalar<PW_bitwise_left_shift>));
+  pw_impl(m, PW_bitwise_left_shift, "__ilshift__.Tensor", TORCH_FN(shift_<PW_bitwise_left_shift>));
+  pw_impl(m, PW_bitwise_left_shift, "__ilshift__.Scalar", TORCH_FN(shift_scalar_<PW_bitwise_left_shift>));
+  pw_impl(m, PW_bitwise_right_shift, "__rshift__.Tensor", TORCH_FN(shift<PW_bitwise_right_shift>));
+  pw_impl(m, PW_bitwise_right_shift, "__rshift__.Scalar", TORCH_FN(shift_scalar<PW_bitwise_right_shift>));
+  pw_impl(m, PW_bitwise_right_shift, "__irshift__.Tensor", TORCH_FN(shift_<PW_bitwise_right_shift>));
+  pw_impl(m, PW_bitwise_right_shift, "__irshift__.Scalar", TORCH_FN(shift_scalar_<PW_bitwise_right_shift>));
   pw_impl(m, PW_pow, "pow.Tensor_Tensor_out", TORCH_FN(pow_tensor_tensor_out));
   pw_impl(m, PW_pow, "pow.Tensor_Scalar_out", TORCH_FN(pow_tensor_scalar_out));
   pw_impl(m, PW_pow, "pow.Scalar_out", TORCH_FN(pow_scalar_out));

@@ -71,7 +71,7 @@
   _(custom(1, 0, 1), logical_not,   "logical_not.out",    DT_ALL, basic, ANY, "y0 = x0 == 0;") \
   _(custom(1, 3, 1), nan_to_num,    "nan_to_num.out",     DT_ALL, basic, ANY, \
     "y0 = dl_isnan(x0) ? w0 : (dl_isinf(x0) ? (x0 > 0 ? w1 : w2) : x0);") \
-  _(custom(1, 1, 1), round_decimals, "round.decimals_out", DT_NUM, basic, ANY, "y0 = dl_round_decimals(x0, w0);") \
+  _(custom(1, 1, 1), round_decimals, "round.decimals_out", DT_FLT, basic, ANY, "y0 = dl_round_decimals(x0, w0);") \
   _(custom(1, 1, 1), polygamma,     "polygamma.out",      DT_ALL, special, ANY, "y0 = dl_polygamma(w0, x0);") \
   _(custom(1, 1, 1), logit,         "logit.out",          DT_ALL, basic, ANY, \
     "dl_t x = x0; if (w0 >= 0) x = x < w0 ? w0 : (x > 1 - w0 ? 1 - w0 : x); y0 = log(x / (1 - x));") \
@@ -123,7 +123,8 @@
     "y0 = fabs(x2) < (dl_t)0.5 ? x0 + x2 * (x1 - x0) : x1 - (x1 - x0) * (1 - x2);") \
   _(custom(3, 1, 1), addcmul,   "addcmul.out",      DT_NUM, basic, ANY, "y0 = x0 + w0 * x1 * x2;") \
   _(custom(3, 1, 1), addcdiv,   "addcdiv.out",      DT_FLT, basic, ANY, "y0 = x0 + w0 * x1 / x2;") \
-  _(custom(3, 0, 1), clamp,     "clamp",            DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, x1), x2);") \
+  _(custom(3, 0, 1), clamp,     "clamp.Tensor_out", DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, x1), x2);") \
+  _(custom(1, 2, 1), clamp_scalar, "clamp.out",      DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, w0), w1);") \
   _(custom(2, 0, 1), clamp_min, "clamp_min",        DT_ALL, basic, ANY, "y0 = dl_maximum(x0, x1);") \
   _(custom(2, 0, 1), clamp_max, "clamp_max",        DT_ALL, basic, ANY, "y0 = dl_minimum(x0, x1);") \
   _(custom(3, 0, 1), masked_fill, "masked_fill_",   DT_ALL, basic, ANY, "y0 = x1 != 0 ? x2 : x0;")
@@ -152,7 +153,7 @@
   _(bw1, hardshrink_backward,  "hardshrink_backward.grad_input",  DT_FLT, basic, ANY, \
     "y0 = (x1 >= -w0 && x1 <= w0) ? 0 : x0;") \
   _(bw1, threshold_backward,   "threshold_backward.grad_input",   DT_NUM, basic, ANY, "y0 = x1 <= w0 ? 0 : x0;") \
-  _(bw2, hardtanh_backward,    "hardtanh_backward.grad_input",    DT_NUM, basic, ANY, \
+  _(bw2, hardtanh_backward,    "hardtanh_backward.grad_input",    DT_FLT, basic, ANY, \
     "y0 = (x1 <= w0 || x1 >= w1) ? 0 : x0;") \
   _(custom(1, 0, 1), relu,      "relu",          DT_NUM, basic, ANY, "y0 = x0 < 0 ? 0 : x0;") \
   _(custom(1, 2, 1), hardtanh,  "hardtanh.out",  DT_NUM, basic, ANY, "y0 = dl_clamp(x0, w0, w1);") \

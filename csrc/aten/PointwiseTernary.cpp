@@ -24,13 +24,20 @@ at::Tensor run_where(const at::Tensor& cond, const at::Tensor& self, const at::T
   if (!out.defined()) out = at::empty({0}, self.options().dtype(result).device(cond.device()));
   TORCH_CHECK(out.scalar_type() == result, "Expected out type to be ", result, " but got ", out.scalar_type());
   pw_check_dtype(PW_where, result);
+  // An iterator takes at most one CPU scalar operand: put a second one on the device.
+  auto is_cpu_scalar = [](const at::Tensor& t) { return t.device().is_cpu() && t.dim() == 0; };
+  at::Tensor a = self, b = other;
+  if (is_cpu_scalar(a) + is_cpu_scalar(b) + is_cpu_scalar(cond) > 1) {
+    if (is_cpu_scalar(a)) a = a.to(out.device());
+    if (is_cpu_scalar(b)) b = b.to(out.device());
+  }
   auto iter = at::TensorIteratorConfig()
                   .allow_cpu_scalars(true)
                   .check_all_same_dtype(false)
                   .add_output(out)
                   .add_const_input(cond)
-                  .add_const_input(self)
-                  .add_const_input(other)
+                  .add_const_input(a)
+                  .add_const_input(b)
                   .build();
   pw_launch(PW_where, iter, result, {});
   return out;
@@ -102,14 +109,16 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
     TORCH_CHECK(result == self.scalar_type() || !out.is_same(self), "result type ", result,
                 " can't be cast to the desired output type ", self.dtype());
   }
-  PwId id = min && max ? PW_clamp : (min ? PW_clamp_min : PW_clamp_max);
+  // Both bounds: kernel parameters (an iterator takes at most one CPU scalar operand).
+  PwId id = min && max ? PW_clamp_scalar : (min ? PW_clamp_min : PW_clamp_max);
   pw_check_dtype(id, result);
   at::TensorIteratorConfig config;
   config.allow_cpu_scalars(true).check_all_same_dtype(false).add_output(out).add_const_input(self);
-  if (min) config.add_owned_const_input(wrapped_scalar_tensor(*min));
-  if (max) config.add_owned_const_input(wrapped_scalar_tensor(*max));
+  if (id != PW_clamp_scalar) config.add_owned_const_input(wrapped_scalar_tensor(min ? *min : *max));
   auto iter = config.build();
-  pw_launch(id, iter, result, {});
+  std::vector<dlprim::Scalar> params;
+  if (id == PW_clamp_scalar) params = {to_dlprim_scalar(*min), to_dlprim_scalar(*max)};
+  pw_launch(id, iter, result, params);
   return out;
 }
 
@@ -134,19 +143,12 @@ at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Ten
   return out;
 }
 
-// clamp_min / clamp_max with a scalar keep self's dtype (the bound is cast to it).
-template <PwId Id>
-at::Tensor& clamp_bound_out(const at::Tensor& self, const c10::Scalar& bound, at::Tensor& out) {
-  pw_check_dtype(Id, self.scalar_type());
-  auto iter = at::TensorIteratorConfig()
-                  .allow_cpu_scalars(true)
-                  .check_all_same_dtype(false)
-                  .add_output(out)
-                  .add_const_input(self)
-                  .add_owned_const_input(wrapped_scalar_tensor(bound))
-                  .build();
-  pw_launch(Id, iter, self.scalar_type(), {});
-  return out;
+// clamp_min / clamp_max with a scalar promote like clamp.
+at::Tensor& clamp_min_out(const at::Tensor& self, const c10::Scalar& min, at::Tensor& out) {
+  return clamp_out(self, min, std::nullopt, out);
+}
+at::Tensor& clamp_max_out(const at::Tensor& self, const c10::Scalar& max, at::Tensor& out) {
+  return clamp_out(self, std::nullopt, max, out);
 }
 
 template <PwId Id>
@@ -192,11 +194,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_lerp, "lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
   pw_impl(m, PW_addcmul, "addcmul.out", TORCH_FN(addcmul_out));
   pw_impl(m, PW_addcdiv, "addcdiv.out", TORCH_FN(addcdiv_out));
-  pw_impl(m, PW_clamp, "clamp.out", TORCH_FN(clamp_out));
+  pw_impl(m, PW_clamp_scalar, "clamp.out", TORCH_FN(clamp_out));
   pw_impl(m, PW_clamp, "clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
-  pw_impl(m, PW_clamp_min, "clamp_min.out", TORCH_FN(clamp_bound_out<PW_clamp_min>));
+  pw_impl(m, PW_clamp_min, "clamp_min.out", TORCH_FN(clamp_min_out));
   pw_impl(m, PW_clamp_min, "clamp_min.Tensor_out", TORCH_FN(clamp_bound_tensor_out<PW_clamp_min>));
-  pw_impl(m, PW_clamp_max, "clamp_max.out", TORCH_FN(clamp_bound_out<PW_clamp_max>));
+  pw_impl(m, PW_clamp_max, "clamp_max.out", TORCH_FN(clamp_max_out));
   pw_impl(m, PW_clamp_max, "clamp_max.Tensor_out", TORCH_FN(clamp_bound_tensor_out<PW_clamp_max>));
   pw_impl(m, PW_masked_fill, "masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
   pw_impl(m, PW_masked_fill, "masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));

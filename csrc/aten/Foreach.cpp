@@ -9,6 +9,7 @@
 
 #include <ATen/ScalarOps.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/ForeachUtils.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linalg_vector_norm.h>
@@ -91,6 +92,22 @@ at::Tensor run(const dlprim::ElementwiseOp& op, const at::Tensor& out, std::init
 
 dlprim::Scalar one() { return dlprim::Scalar::integral(1); }
 
+// A scalar converted to dtype `t` as the CPU kernels do for alpha and for Python-number operands:
+// float16/bfloat16 round it (3.14 becomes 3.140625 in float16) before computing in float.
+c10::Scalar in_dtype(const c10::Scalar& s, c10::ScalarType t) {
+  if (t == c10::kHalf) return c10::Scalar(static_cast<double>(static_cast<float>(s.to<c10::Half>())));
+  if (t == c10::kBFloat16) return c10::Scalar(static_cast<double>(static_cast<float>(s.to<c10::BFloat16>())));
+  return s;
+}
+dlprim::Scalar scalar_param(const c10::Scalar& s, c10::ScalarType t) { return to_dlprim_scalar(in_dtype(s, t)); }
+
+// maximum/minimum with a scalar go through clamp_min/clamp_max, which have no bool kernel.
+void check_not_bool_clamp(const at::Tensor& t, const at::Tensor& scalar, const dlprim::ElementwiseOp& op) {
+  bool clamp = &op == &k_maximum || &op == &k_minimum || &op == &k_clamp_min || &op == &k_clamp_max;
+  TORCH_CHECK_NOT_IMPLEMENTED(!clamp || at::result_type(t, scalar) != c10::kBool, "\"", op.name,
+                              "\" not implemented for 'Bool'");
+}
+
 void check_alpha(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
   c10::ScalarType t = at::result_type(self, other);
   TORCH_CHECK(!alpha.isBoolean() || t == c10::kBool, "Boolean alpha only supported for Boolean results.");
@@ -115,7 +132,9 @@ void binary_list(TensorList self, TensorList other, const c10::Scalar& alpha, st
   at::native::check_foreach_api_restrictions(self, other);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_add || Op == &k_sub) check_alpha(self[i], other[i], alpha);
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other[i]}, ToFloat, {to_dlprim_scalar(alpha)});
+    if (Op == &k_sub) at::native::sub_check(self[i], other[i]);
+    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other[i]}, ToFloat,
+                       {scalar_param(alpha, at::result_type(self[i], other[i]))});
     if (outs) outs->push_back(r);
   }
 }
@@ -124,7 +143,12 @@ template <const dlprim::ElementwiseOp* Op, bool ToFloat>
 void binary_scalars(TensorList self, ScalarList scalars, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self, scalars);
   for (size_t i = 0; i < self.size(); ++i) {
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], wrapped_scalar(scalars[i])}, ToFloat, {one()});
+    at::Tensor other = wrapped_scalar(scalars[i]);
+    check_not_bool_clamp(self[i], other, *Op);
+    if (Op == &k_sub) at::native::sub_check(self[i], other);
+    if (c10::isReducedFloatingType(at::result_type(self[i], other)))
+      other = wrapped_scalar(in_dtype(scalars[i], self[i].scalar_type()));
+    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat, {one()});
     if (outs) outs->push_back(r);
   }
 }
@@ -135,7 +159,8 @@ void binary_tensor(TensorList self, const at::Tensor& other, const c10::Scalar& 
   check_scalar_tensor(other);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_add) check_alpha(self[i], other, alpha);
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat, {to_dlprim_scalar(alpha)});
+    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat,
+                       {scalar_param(alpha, at::result_type(self[i], other))});
     if (outs) outs->push_back(r);
   }
 }
@@ -224,7 +249,9 @@ void pointwise(TensorList self, TensorList t1, TensorList t2, ScalarList values,
                   "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
                   "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
                   "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.");
-    if (c10::isIntegralType(at::result_type(self[i], t1[i]), true))
+    c10::ScalarType t = c10::promoteTypes(at::result_type(self[i], t1[i]), t2[i].scalar_type());
+    TORCH_CHECK_NOT_IMPLEMENTED(t != c10::kBool, "\"", Op->name, "\" not implemented for 'Bool'");
+    if (c10::isIntegralType(t, true))
       TORCH_CHECK(!values[i].isFloatingPoint(), "For integral input tensors, argument value must not be a floating "
                   "point number.");
     at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], t1[i], t2[i]}, false, {to_dlprim_scalar(values[i])});
@@ -258,6 +285,8 @@ void pw_tensor_(TensorList s, TensorList a, TensorList b, const at::Tensor& v) {
 
 // ---- lerp (no type promotion: all operands of one floating dtype, as torch.lerp)
 void check_lerp(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(a.scalar_type()), "\"lerp_kernel_ocl\" not implemented for '",
+                              c10::toString(a.scalar_type()), "'");
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected dtype ", a.scalar_type(), " for `end` but got dtype ",
               b.scalar_type());
 }

@@ -1,5 +1,6 @@
 // pytorch_ocl._C: the few runtime entry points the Python package needs.
 #include "aten/Fallback.h"
+#include "aten/PointwiseRegistry.h"
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Generator.h"
@@ -80,6 +81,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("torch_version_built") = TORCH_VERSION;
   m.attr("disk_cache_compiled") = dlprim::disk_cache_compiled();
 
+  m.def("_pointwise_ops", &pointwise_op_table, "Rows of the pointwise op table: (id, kind, aten, dtypes, registered overloads)");
   m.def("device_count", &device_count);
   m.def("enumeration_error", &enumeration_error);
   m.def("current_device", &current_device);

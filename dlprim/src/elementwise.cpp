@@ -38,7 +38,7 @@ struct ProgramKeyHash {
 
 struct Kernels {
   std::mutex m;  // clSetKernelArg + enqueue on one cl_kernel must not interleave
-  cl_kernel contig = nullptr, strided32 = nullptr, strided64 = nullptr;
+  cl_kernel contig = nullptr, vec4 = nullptr, strided32 = nullptr, strided64 = nullptr;
 };
 
 bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
@@ -50,21 +50,48 @@ bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::ve
   return false;
 }
 
-// Text of one kernel; `mode` is 0 (contiguous), 32 or 64 (strided with that index width).
+constexpr int kVecWidth = 4;  // elements per work-item of the vectorized contiguous kernel
+
+// Kernel modes: contiguous (one element per work-item), contiguous vectorized (kVecWidth
+// elements per work-item through one aligned vector load/store per operand), strided with
+// 32- or 64-bit index math.
+enum Mode { kContig = 0, kVec = 4, kStrided32 = 32, kStrided64 = 64 };
+
+// The register vector type a vectorized load of `t` produces (16-bit floats load as float).
+std::string vec_type(DType t) {
+  return std::string(t == DType::F16 ? "float" : storage_cl_type(t)) + std::to_string(kVecWidth);
+}
+
+// One lane of a loaded vector, as compute_dtype(t).
+std::string lane_value(DType t, const std::string& lane) {
+  if (t == DType::BF16) return "dl_bf16_to_float(" + lane + ")";
+  if (t == DType::Bool) return "((uchar)(" + lane + " != 0))";
+  return lane;
+}
+
+// A compute value converted to the lane type of an output vector of `t`.
+std::string lane_store(DType compute, DType t, const std::string& value) {
+  if (t == DType::F16) return "(float)(" + convert_expr(compute, DType::F32, value) + ")";
+  if (t == DType::BF16) return "dl_float_to_bf16((float)(" + convert_expr(compute, DType::F32, value) + "))";
+  if (t == DType::Bool) return "(uchar)((" + value + ") != 0)";
+  return convert_expr(compute, t, value);
+}
+
+// Text of one kernel of the given mode.
 std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
-                        const std::vector<EwOperand>& ins, int mode) {
+                        const std::vector<EwOperand>& ins, Mode mode) {
   const char* ct = compute_cl_type(compute);
-  const char* it = mode == 32 ? "uint" : "ulong";
-  const char* dims = mode == 32 ? "dl_dims32" : "dl_dims64";
-  const char* off = mode == 32 ? "int" : "long";
+  const bool strided = mode == kStrided32 || mode == kStrided64;
+  const char* it = mode == kStrided32 ? "uint" : "ulong";
+  const char* dims = mode == kStrided32 ? "dl_dims32" : "dl_dims64";
+  const char* off = mode == kStrided32 ? "int" : "long";
   std::ostringstream s, params, loads, stores, index;
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string y = "y" + std::to_string(k);
     params << ", __global " << storage_cl_type(outs[k].dtype) << "* " << y << "_p, ulong " << y << "_o";
-    if (mode) params << ", " << dims << " " << y << "_s";
-    std::string idx = mode ? "(long)" + y + "_o + o_" + y : y + "_o + i";
-    stores << "  " << store_stmt(outs[k].dtype, y + "_p", idx,
-                                 convert_expr(compute, outs[k].dtype, y)) << "\n";
+    if (strided) params << ", " << dims << " " << y << "_s";
+    std::string idx = strided ? "(long)" + y + "_o + o_" + y : y + "_o + i";
+    stores << "  " << store_stmt(outs[k].dtype, y + "_p", idx, convert_expr(compute, outs[k].dtype, y)) << "\n";
   }
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string x = "x" + std::to_string(k);
@@ -74,14 +101,14 @@ std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vecto
       continue;
     }
     params << ", __global const " << storage_cl_type(ins[k].dtype) << "* " << x << "_p, ulong " << x << "_o";
-    if (mode) params << ", " << dims << " " << x << "_s";
-    std::string idx = mode ? "(long)" + x + "_o + o_" + x : x + "_o + i";
+    if (strided) params << ", " << dims << " " << x << "_s";
+    std::string idx = strided ? "(long)" + x + "_o + o_" + x : x + "_o + i";
     loads << "  " << ct << " " << x << " = "
           << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", idx)) << ";\n";
   }
   for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
 
-  if (mode) {
+  if (strided) {
     index << "  " << it << " r = i;\n";
     std::ostringstream decl, acc;
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -98,13 +125,74 @@ std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vecto
           << " c = r - q * sz; r = q;" << acc.str() << "\n  }\n";
   }
 
-  std::string name = mode == 0 ? "ew_contig" : (mode == 32 ? "ew_strided32" : "ew_strided64");
+  const char* name = mode == kContig ? "ew_contig" : mode == kVec ? "ew_vec4" : mode == kStrided32 ? "ew_strided32" : "ew_strided64";
   s << "__kernel void " << name << "(" << it << " n";
-  if (mode) s << ", int rank, " << dims << " shape";
-  s << params.str() << ") {\n  " << it << " i = get_global_id(0);\n  if (i >= n) return;\n"
-    << index.str() << loads.str();
-  for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
-  s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+  if (strided) s << ", int rank, " << dims << " shape";
+  s << params.str() << ") {\n  " << it << " i = get_global_id(0);\n  if (i >= n) return;\n";
+  if (mode != kVec) {
+    s << index.str() << loads.str();
+    for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+    s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+    return s.str();
+  }
+  // Vectorized: n counts vectors; every array operand starts at a multiple of kVecWidth
+  // elements, so (base + offset) is aligned for the vector type.
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k].is_scalar) continue;
+    std::string x = "x" + std::to_string(k);
+    DType t = ins[k].dtype;
+    s << "  " << vec_type(t) << " " << x << "_v = ";
+    if (t == DType::F16)
+      s << "vload_half" << kVecWidth << "(i, " << x << "_p + " << x << "_o);\n";
+    else
+      s << "((__global const " << vec_type(t) << "*)(" << x << "_p + " << x << "_o))[i];\n";
+  }
+  for (size_t k = 0; k < outs.size(); ++k) s << "  " << vec_type(outs[k].dtype) << " y" << k << "_v;\n";
+  for (int lane = 0; lane < kVecWidth; ++lane) {
+    std::string sl = ".s" + std::to_string(lane);
+    s << "  {\n";
+    for (size_t k = 0; k < ins.size(); ++k) {
+      std::string x = "x" + std::to_string(k);
+      if (ins[k].is_scalar) {
+        s << "  " << ct << " " << x << " = " << x << "_s;\n";
+        continue;
+      }
+      s << "  " << ct << " " << x << " = "
+        << convert_expr(ins[k].dtype, compute, lane_value(ins[k].dtype, x + "_v" + sl)) << ";\n";
+    }
+    for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+    s << "  {\n" << op.body << "\n  }\n";
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string y = "y" + std::to_string(k);
+      s << "  " << y << "_v" << sl << " = " << lane_store(compute, outs[k].dtype, y) << ";\n";
+    }
+    s << "  }\n";
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    DType t = outs[k].dtype;
+    if (t == DType::F16)
+      s << "  vstore_half" << kVecWidth << "_rte(" << y << "_v, i, " << y << "_p + " << y << "_o);\n";
+    else
+      s << "  ((__global " << vec_type(t) << "*)(" << y << "_p + " << y << "_o))[i] = " << y << "_v;\n";
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// Facts about the compute type (and output 0's storage) the op bodies and preludes may test
+// with #if, so one body serves every dtype: integer vs float semantics, 16-bit precision.
+std::string type_macros(DType compute, const std::vector<EwOperand>& outs) {
+  std::ostringstream s;
+  DType y0 = outs.empty() ? compute : outs[0].dtype;
+  s << "typedef " << compute_cl_type(compute) << " dl_t;\n"
+    << "#define DL_IS_FLOAT " << (is_floating(compute) ? 1 : 0) << "\n"
+    << "#define DL_IS_DOUBLE " << (compute == DType::F64 ? 1 : 0) << "\n"
+    << "#define DL_IS_BOOL " << (compute == DType::Bool ? 1 : 0) << "\n"
+    << "#define DL_IS_SIGNED " << (is_floating(compute) || is_signed_int(compute) ? 1 : 0) << "\n"
+    << "#define DL_BITS " << 8 * dtype_size(compute) << "\n"
+    << "#define DL_Y0_F16 " << (y0 == DType::F16 ? 1 : 0) << "\n"
+    << "#define DL_Y0_BF16 " << (y0 == DType::BF16 ? 1 : 0) << "\n";
   return s.str();
 }
 
@@ -113,8 +201,9 @@ std::string program_text(const ElementwiseOp& op, DType compute, const std::vect
   std::string src;
   if (needs_fp64(compute, outs, ins)) src += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   src += kernel_source("common");
+  src += type_macros(compute, outs);
   src += op.prelude + "\n";
-  for (int mode : {0, 32, 64}) src += kernel_text(op, compute, outs, ins, mode);
+  for (Mode mode : {kContig, kVec, kStrided32, kStrided64}) src += kernel_text(op, compute, outs, ins, mode);
   return src;
 }
 
@@ -170,6 +259,13 @@ bool all_contiguous(const EwShape& shape, const std::vector<EwOperand>& outs, co
   return true;
 }
 
+bool vector_aligned(const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  for (auto* list : {&outs, &ins})
+    for (auto& o : *list)
+      if (!o.is_scalar && o.offset % kVecWidth != 0) return false;
+  return true;
+}
+
 } // namespace
 
 void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
@@ -218,35 +314,47 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
   if (!k->contig) {
     cl_program prog = ctx.program(program_text(op, compute, outs, ins));
     k->contig = create_kernel(prog, "ew_contig");
+    k->vec4 = create_kernel(prog, "ew_vec4");
     k->strided32 = create_kernel(prog, "ew_strided32");
     k->strided64 = create_kernel(prog, "ew_strided64");
   }
 
   bool contig = all_contiguous(shape, outs, ins);
   bool narrow = !contig && fits_32bit(shape, outs, ins);
-  cl_kernel kernel = contig ? k->contig : (narrow ? k->strided32 : k->strided64);
-  KernelArgs args(kernel);
-  if (narrow)
-    args.add<cl_uint>(static_cast<cl_uint>(n));
-  else
-    args.add<cl_ulong>(n);
-  if (!contig) {
-    args.add<cl_int>(shape.rank);
-    narrow ? add_dims<cl_int>(args, shape.sizes, shape.rank) : add_dims<cl_long>(args, shape.sizes, shape.rank);
-  }
-  auto add_operand = [&](const EwOperand& o) {
-    if (o.is_scalar) {
-      add_scalar(args, compute, o.value);
-      return;
+  // Contiguous operands that all start on a vector boundary take the vectorized kernel for
+  // the whole vectors; the rest (and unaligned views) the one-element-per-item kernel.
+  uint64_t n_vec = contig && vector_aligned(outs, ins) ? n / kVecWidth : 0;
+  auto launch = [&](cl_kernel kernel, uint64_t items, uint64_t first) {
+    KernelArgs args(kernel);
+    if (narrow)
+      args.add<cl_uint>(static_cast<cl_uint>(items));
+    else
+      args.add<cl_ulong>(items);
+    if (!contig) {
+      args.add<cl_int>(shape.rank);
+      narrow ? add_dims<cl_int>(args, shape.sizes, shape.rank) : add_dims<cl_long>(args, shape.sizes, shape.rank);
     }
-    args.add(o.mem).add<cl_ulong>(o.offset);
-    if (!contig)
-      narrow ? add_dims<cl_int>(args, o.strides, shape.rank) : add_dims<cl_long>(args, o.strides, shape.rank);
+    auto add_operand = [&](const EwOperand& o) {
+      if (o.is_scalar) {
+        add_scalar(args, compute, o.value);
+        return;
+      }
+      args.add(o.mem).add<cl_ulong>(o.offset + first);
+      if (!contig)
+        narrow ? add_dims<cl_int>(args, o.strides, shape.rank) : add_dims<cl_long>(args, o.strides, shape.rank);
+    };
+    for (auto& o : outs) add_operand(o);
+    for (auto& i : ins) add_operand(i);
+    for (auto& p : params) add_scalar(args, compute, p);
+    launch_1d(q, kernel, items, ctx.work_group_size(256), op.name.c_str());
   };
-  for (auto& o : outs) add_operand(o);
-  for (auto& i : ins) add_operand(i);
-  for (auto& p : params) add_scalar(args, compute, p);
-  launch_1d(q, kernel, n, ctx.work_group_size(256), op.name.c_str());
+  if (!contig) {
+    launch(narrow ? k->strided32 : k->strided64, n, 0);
+    return;
+  }
+  if (n_vec) launch(k->vec4, n_vec, 0);
+  uint64_t done = n_vec * kVecWidth;
+  if (done < n) launch(k->contig, n - done, done);
 }
 
 } // namespace dlprim

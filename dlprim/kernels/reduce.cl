@@ -1,0 +1,215 @@
+// Reduction kernels. The generator (reduce.cpp) prepends the op: T (accumulate type),
+// W (parameter type), acc_t (state), IN_T / OUT0_T / OUT1_T (storage types), LOAD_P(p)
+// (value at p as T), VEC / IN_VEC_T / COMBINE_VEC (vector loads), op_init, op_combine,
+// op_merge and store_out (finalize + store).
+//
+// A work-group is a tile of TO outputs x TR threads splitting the reduced range of each.
+// Row order (tr fastest) makes adjacent threads read adjacent reduced elements: used when
+// the reduced dim is the contiguous one. Column order (to fastest) makes them read adjacent
+// outputs: used when a kept dim is the contiguous one. A long reduced range is split into
+// `chunks`; their states go to `part` and red_merge combines and finalises them.
+
+// `part` is passed as bytes + byte offset: the caching allocator hands out sub-ranges whose
+// offset need not be a multiple of sizeof(acc_t) (only of its alignment).
+#define PART ((__global acc_t*)(part_p + part_off))
+#define COLS_OB 64
+
+// Offsets of output `o` (flattened over the kept dims, innermost last).
+inline void kept_offsets(ulong o, int krank, dl_dims64 ksz, dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1,
+                         long* ib, long* ob0, long* ob1) {
+  long i = 0, a = 0, b = 0;
+  for (int d = krank - 1; d >= 0; --d) {
+    ulong q = o / (ulong)ksz.v[d];
+    long c = (long)(o - q * (ulong)ksz.v[d]);
+    i += c * kin.v[d];
+    a += c * kout0.v[d];
+    b += c * kout1.v[d];
+    o = q;
+  }
+  *ib = i;
+  *ob0 = a;
+  *ob1 = b;
+}
+
+// Input offset of the outer reduced index `jo` (the reduced dims except the innermost).
+inline long outer_offset(ulong jo, int rrank, dl_dims64 rsz, dl_dims64 rin) {
+  long off = 0;
+  for (int d = rrank - 1; d >= 0; --d) {
+    ulong q = jo / (ulong)rsz.v[d];
+    off += (long)(jo - q * (ulong)rsz.v[d]) * rin.v[d];
+    jo = q;
+  }
+  return off;
+}
+
+// Merges the TR states of each output of the tile in local memory (tree), leaving the
+// result in the tr == 0 thread's `acc`.
+inline void tile_merge(acc_t* acc, __local acc_t* scratch, uint lid, uint tr, uint TR, uint partner_step) {
+  if (TR == 1) return;
+  scratch[lid] = *acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = TR >> 1; s > 0; s >>= 1) {
+    if (tr < s) {
+      acc_t b = scratch[lid + s * partner_step];
+      op_merge(acc, &b);
+      scratch[lid] = *acc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long si, ulong chunks,
+                      ulong chunk_len, uint TO, uint TR, int col_order, int krank, dl_dims64 ksz,
+                      dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1, int rrank, dl_dims64 rsz,
+                      dl_dims64 rin, __global const IN_T* in, ulong in_o, __global OUT0_T* out0,
+                      ulong out0_o, __global OUT1_T* out1, ulong out1_o, __global acc_t* part, W w0, W w1,
+                      __local acc_t* scratch) {
+  uint lid = get_local_id(0);
+  uint to = col_order ? lid % TO : lid / TR;
+  uint tr = col_order ? lid / TO : lid % TR;
+  ulong g = get_group_id(0);
+  ulong tile = g / chunks, c = g - tile * chunks;
+  ulong o = tile * TO + to;
+  acc_t acc;
+  op_init(&acc);
+  long ib = 0, ob0 = 0, ob1 = 0;
+  if (o < n_out) {
+    kept_offsets(o, krank, ksz, kin, kout0, kout1, &ib, &ob0, &ob1);
+    ulong start = c * chunk_len, end = min(R, start + chunk_len);
+    __global const IN_T* base = in + in_o + ib;
+    if (vectorised) {
+      // One contiguous reduced dim; base is VEC-aligned and chunk starts are multiples of
+      // VEC. Each lane has its own state (independent dependency chains).
+      __global const IN_VEC_T* pv = (__global const IN_VEC_T*)base;
+      acc_t lanes[VEC];
+      for (int k = 0; k < VEC; ++k) op_init(&lanes[k]);
+      ulong ve = end / VEC;
+#pragma unroll 4
+      for (ulong v = start / VEC + tr; v < ve; v += TR) {
+        IN_VEC_T q = pv[v];
+        COMBINE_VEC(lanes, q, v * VEC);
+      }
+      for (ulong j = ve * VEC + tr; j < end; j += TR) op_combine(&lanes[0], LOAD_P(base + j), j, w0, w1);
+      for (int k = 1; k < VEC; ++k) op_merge(&lanes[0], &lanes[k]);
+      acc = lanes[0];
+    } else if (rrank == 0) {
+      // One reduced dim: walk a pointer.
+      __global const IN_T* p = base + (long)(start + tr) * si;
+      long step = (long)TR * si;
+#pragma unroll 4
+      for (ulong j = start + tr; j < end; j += TR, p += step) op_combine(&acc, LOAD_P(p), j, w0, w1);
+    } else {
+      // Several reduced dims: step along the innermost, recompute the outer offset only
+      // when a row is crossed.
+      ulong j = start + tr;
+      ulong jo = j / Ri, ji = j - jo * Ri;
+      long ooff = outer_offset(jo, rrank, rsz, rin);
+      for (; j < end; j += TR) {
+        op_combine(&acc, LOAD_P(base + ooff + (long)ji * si), j, w0, w1);
+        ji += TR;
+        if (ji >= Ri) {
+          ulong q = ji / Ri;
+          jo += q;
+          ji -= q * Ri;
+          ooff = outer_offset(jo, rrank, rsz, rin);
+        }
+      }
+    }
+  }
+  tile_merge(&acc, scratch, lid, tr, TR, col_order ? TO : 1);
+  if (tr == 0 && o < n_out) {
+    if (chunks == 1)
+      store_out(&acc, R, w0, w1, out0, (long)out0_o + ob0, out1, (long)out1_o + ob1);
+    else
+      part[o * chunks + c] = acc;
+  }
+}
+
+#define RED_TILE_ARGS                                                                                     \
+  ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ulong chunk_len, uint TO, uint TR, int col_order, \
+      int krank, dl_dims64 ksz, dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1, int rrank, dl_dims64 rsz,  \
+      dl_dims64 rin, __global const IN_T *in, ulong in_o, __global OUT0_T *out0, ulong out0_o,             \
+      __global OUT1_T *out1, ulong out1_o, __global uchar *part_p, ulong part_off, W w0, W w1,             \
+      __local acc_t *scratch
+#define RED_TILE_PASS                                                                                   \
+  n_out, R, Ri, si, chunks, chunk_len, TO, TR, col_order, krank, ksz, kin, kout0, kout1, rrank, rsz, rin, \
+      in, in_o, out0, out0_o, out1, out1_o, part, w0, w1, scratch
+
+__kernel void red_tile(RED_TILE_ARGS) { __global acc_t* part = PART; tile_body(0, RED_TILE_PASS); }
+__kernel void red_tile_vec(RED_TILE_ARGS) { __global acc_t* part = PART; tile_body(1, RED_TILE_PASS); }
+
+// Second pass: part holds [n_out][chunks] states; TR threads merge the chunks of one output.
+__kernel void red_merge(ulong n_out, ulong chunks, ulong R, uint TR, int krank, dl_dims64 ksz,
+                        dl_dims64 kout0, dl_dims64 kout1, __global const uchar* part_p, ulong part_off,
+                        __global OUT0_T* out0, ulong out0_o, __global OUT1_T* out1, ulong out1_o, W w0, W w1,
+                        __local acc_t* scratch) {
+  __global const acc_t* part = (__global const acc_t*)(part_p + part_off);
+  uint lid = get_local_id(0);
+  uint to = lid / TR, tr = lid % TR;
+  ulong o = get_group_id(0) * (get_local_size(0) / TR) + to;
+  acc_t acc;
+  op_init(&acc);
+  if (o < n_out) {
+    for (ulong c = tr; c < chunks; c += TR) {
+      acc_t b = part[o * chunks + c];
+      op_merge(&acc, &b);
+    }
+  }
+  tile_merge(&acc, scratch, lid, tr, TR, 1);
+  if (tr == 0 && o < n_out) {
+    long ib, ob0, ob1;
+    kept_offsets(o, krank, ksz, kout0, kout0, kout1, &ib, &ob0, &ob1);
+    store_out(&acc, R, w0, w1, out0, (long)out0_o + ob0, out1, (long)out1_o + ob1);
+  }
+}
+
+// For CPU devices, whose work-items run one after another: a work-item owns COLS_OB adjacent
+// outputs and walks its chunk of the reduced range row by row, so each step reads adjacent
+// memory (the column plan of the tile kernel would make each work-item stride through memory).
+__kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ulong chunk_len, int krank,
+                       dl_dims64 ksz, dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1, int rrank, dl_dims64 rsz,
+                       dl_dims64 rin, __global const IN_T* in, ulong in_o, __global OUT0_T* out0, ulong out0_o,
+                       __global OUT1_T* out1, ulong out1_o, __global uchar* part_p, ulong part_off, W w0, W w1) {
+  __global acc_t* part = PART;
+  ulong g = get_global_id(0);
+  ulong tile = g / chunks, c = g - tile * chunks;
+  ulong o0 = tile * COLS_OB;
+  if (o0 >= n_out) return;
+  int nb = (int)min((ulong)COLS_OB, n_out - o0);
+  long ib[COLS_OB];
+  acc_t acc[COLS_OB];
+  for (int k = 0; k < nb; ++k) {
+    long ob0, ob1;
+    kept_offsets(o0 + k, krank, ksz, kin, kout0, kout1, &ib[k], &ob0, &ob1);
+    op_init(&acc[k]);
+  }
+  // Outputs in one run of the innermost kept dim with unit stride: plain indexing.
+  int unit = nb > 1 && ib[nb - 1] - ib[0] == nb - 1;
+  ulong start = c * chunk_len, end = min(R, start + chunk_len);
+  ulong jo = Ri ? start / Ri : 0, ji = start - jo * Ri;
+  long ooff = outer_offset(jo, rrank, rsz, rin);
+  __global const IN_T* base = in + in_o;
+  for (ulong j = start; j < end; ++j) {
+    __global const IN_T* row = base + ooff + (long)ji * si;
+    if (unit) {
+      __global const IN_T* p = row + ib[0];
+      for (int k = 0; k < nb; ++k) op_combine(&acc[k], LOAD_P(p + k), j, w0, w1);
+    } else {
+      for (int k = 0; k < nb; ++k) op_combine(&acc[k], LOAD_P(row + ib[k]), j, w0, w1);
+    }
+    if (++ji == Ri) {
+      ji = 0;
+      ooff = outer_offset(++jo, rrank, rsz, rin);
+    }
+  }
+  for (int k = 0; k < nb; ++k) {
+    ulong o = o0 + k;
+    if (chunks == 1) {
+      long i, ob0, ob1;
+      kept_offsets(o, krank, ksz, kin, kout0, kout1, &i, &ob0, &ob1);
+      store_out(&acc[k], R, w0, w1, out0, (long)out0_o + ob0, out1, (long)out1_o + ob1);
+    } else {
+      part[o * chunks + c] = acc[k];
+    }
+  }
+}

@@ -2,7 +2,7 @@
 few steps on ocl and on the CPU, with foreach=True (the default on ocl) and foreach=False."""
 import pytest
 import torch
-from opinfo_compare import run_opinfo
+from opinfo_compare import FOREACH_REDUCED_TOL, opinfos_named, run_opinfo
 from torch.testing import assert_close
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -241,24 +241,17 @@ FOREACH_OPINFOS = ["_foreach_add", "_foreach_sub", "_foreach_mul", "_foreach_div
 # Ops of other families that some samples or backward formulas need (comparisons for the
 # maximum/clamp gradients, pow for rsqrt's, linalg_vector_norm for norm orders other than 1, 2, inf).
 FOREIGN = {"eq", "ne", "lt", "le", "gt", "ge", "pow", "abs", "sgn", "sign", "linalg_vector_norm", "mul", "div"}
-# The CPU itself rounds alpha to float16 in its vectorised loop but not in the scalar tail, so
-# samples with alpha differ from any single formula by an ulp (and more after cancellation).
-REDUCED_TOL = {torch.float16: dict(rtol=1e-2, atol=1e-2), torch.bfloat16: dict(rtol=2e-2, atol=5e-2)}
 
 
 @pytest.mark.parametrize("name", FOREACH_OPINFOS)
 def test_opinfo_yardstick(name):
-    from torch.testing._internal.common_methods_invocations import (
-        foreach_binary_op_db, foreach_other_op_db, foreach_pointwise_op_db, foreach_reduce_op_db,
-        foreach_unary_op_db)
-    ops = [o for o in foreach_unary_op_db + foreach_binary_op_db + foreach_pointwise_op_db + foreach_reduce_op_db
-           + foreach_other_op_db if o.name == name]
+    ops = opinfos_named([name])
     if not ops:
         pytest.skip(f"no OpInfo named {name} in this torch")
     dtypes = FLOATS + [torch.int64, torch.int32, torch.uint8, torch.bool]
     passed, failures, blocked = 0, [], []
     for op in ops:
-        p, f = run_opinfo(op, dtypes, foreign=FOREIGN, blocked=blocked, tol=REDUCED_TOL)
+        p, f = run_opinfo(op, dtypes, foreign=FOREIGN, blocked=blocked, tol=FOREACH_REDUCED_TOL)
         passed += p
         failures += f
     assert not failures, f"{len(failures)} of {passed + len(failures)} samples failed:\n" + "\n".join(failures[:20])

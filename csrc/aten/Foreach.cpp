@@ -229,12 +229,12 @@ void unary_(TensorList self) {
 }
 
 void zero_(TensorList self) {
-  for (const at::Tensor& t : self) const_cast<at::Tensor&>(t).zero_();
+  for (const at::Tensor& t : self) t.zero_();
 }
 
 void copy_(TensorList self, TensorList src, bool non_blocking) {
   at::native::check_foreach_api_restrictions(self, src);
-  for (size_t i = 0; i < self.size(); ++i) const_cast<at::Tensor&>(self[i]).copy_(src[i], non_blocking);
+  for (size_t i = 0; i < self.size(); ++i) self[i].copy_(src[i], non_blocking);
 }
 
 // ---- addcmul / addcdiv: self + value * tensor1 (* or /) tensor2

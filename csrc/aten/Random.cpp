@@ -117,7 +117,8 @@ struct RandomFromToKernel {
   }
 };
 
-// random_() without bounds: [0, max] for integers, [0, 2^mantissa digits] for floating types.
+// random_() without bounds: [0, max] for integers, [0, 2^mantissa digits] for floating types;
+// like the CPU, not for the unsigned types wider than 8 bits (random_(from, to) is).
 template <typename RNG>
 struct RandomKernel {
   void operator()(at::TensorIteratorBase& iter, std::optional<at::Generator> gen) {
@@ -134,9 +135,6 @@ struct RandomKernel {
       case c10::kShort: range = uint64_t(1) << 15; break;
       case c10::kInt: range = uint64_t(1) << 31; break;
       case c10::kLong: range = uint64_t(1) << 63; break;
-      case c10::kUInt16: range = uint64_t(1) << 16; break;
-      case c10::kUInt32: range = uint64_t(1) << 32; break;
-      case c10::kUInt64: range = 0; break;  // all 64 bits
       default: TORCH_CHECK_NOT_IMPLEMENTED(false, "\"random_ocl\" not implemented for '", c10::toString(t), "'");
     }
     fill(Distribution::IntegerRange, iter.tensor_base(0), range_params(range, 0), gen, "random_");

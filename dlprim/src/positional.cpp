@@ -17,6 +17,13 @@ std::string program_text(const PositionalOp& op, DType compute, DType out, DType
   if (fp64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << kernel_source("common");
   s << "typedef " << ct << " dl_ct;\n";
+  if (out == DType::F16)
+    s << "inline float dl_round_f16(float x) { ushort u; vstore_half_rte(x, 0, (__private half*)&u); "
+         "return vload_half(0, (__private const half*)&u); }\n#define DL_ROUND(v) dl_round_f16(v)\n";
+  else if (out == DType::BF16)
+    s << "#define DL_ROUND(v) dl_bf16_to_float(dl_float_to_bf16(v))\n";
+  else
+    s << "#define DL_ROUND(v) (v)\n";
   s << "__kernel void dl_positional(ulong n, int rank, dl_dims64 shape, __global " << storage_cl_type(out)
     << "* y0_p, ulong y0_o, dl_dims64 y0_s";
   if (op.has_input) s << ", __global const " << storage_cl_type(in) << "* x0_p, ulong x0_o, dl_dims64 x0_s";

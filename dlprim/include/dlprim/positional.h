@@ -13,7 +13,8 @@ namespace dlprim {
 //   c[d]    coordinate of dim d (long), d < rank      idx   the row-major index (ulong)
 //   x0      the input element at the same coordinates (ops with an input), of type ct
 //   k0..k3  integer parameters (long)                 f0..f3  parameters of type ct
-// The compute type is also available as `dl_ct`.
+// The compute type is also available as `dl_ct`; DL_ROUND(v) rounds v to the precision of a
+// 16-bit floating output (identity otherwise), for ops whose CPU version computes in that type.
 // An op object must outlive every launch of it (ops live in static tables).
 struct PositionalOp {
   std::string name;

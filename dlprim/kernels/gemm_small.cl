@@ -54,7 +54,7 @@ __kernel void gemm_dot(int M, int N, int K, int k_outer, int groups, SMALL_OPERA
 
 // GELU epilogues run as a second pass over C: inlining erf/tanh into every unrolled output
 // of the tiled kernel would bloat it for a rarely used fusion.
-__kernel void gemm_activation(int M, int N, int groups, ulong total, int act, __global T *C, ulong c_off, long c_sm,
+__kernel void gemm_activation(int M, int N, int groups, ulong total, int act, __global TC *C, ulong c_off, long c_sm,
                               long c_sn, long c_bs, long c_gs) {
   ulong id = get_global_id(0);
   if (id >= total) return;
@@ -62,8 +62,8 @@ __kernel void gemm_activation(int M, int N, int groups, ulong total, int act, __
   int m = (int)(r / (ulong)N), n = (int)(r - (ulong)m * (ulong)N);
   int bi = (int)(zb / (ulong)groups), gi = (int)(zb - (ulong)bi * (ulong)groups);
   long ci = GEMM_C_INDEX(bi, gi, m, n);
-  ACC v = LOAD_T(C, ci);
+  ACC v = LOAD_C(C, ci);
   if (act == 2) v = (ACC)0.5 * v * ((ACC)1 + erf(v * (ACC)0.70710678118654752440));
   else if (act == 3) v = (ACC)0.5 * v * ((ACC)1 + tanh((ACC)0.79788456080286535588 * (v + (ACC)0.044715 * v * v * v)));
-  STORE_T(C, ci, v);
+  STORE_C(C, ci, v);
 }

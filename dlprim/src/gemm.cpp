@@ -64,10 +64,12 @@ std::string class_bucket(int64_t v) {
   return std::to_string(b);
 }
 
-const std::string& tiled_program(DType dtype, const TileConfig& cfg, bool a_kc, bool b_nc, bool idx64,
+DType out_dtype(const Gemm& g) { return g.c_dtype_set ? g.c_dtype : g.dtype; }
+
+const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& cfg, bool a_kc, bool b_nc, bool idx64,
                                  std::string* text) {
   std::ostringstream s;
-  s << detail::gemm_program_head(dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
+  s << detail::gemm_program_head(dtype, c_dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
     << "\n#define IDX_T " << (idx64 ? "long" : "int") << "\n"
     << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm")
     << kernel_source("gemm_tiled");
@@ -75,15 +77,15 @@ const std::string& tiled_program(DType dtype, const TileConfig& cfg, bool a_kc, 
   return *text;
 }
 
-detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, const TileConfig& cfg, bool a_kc, bool b_nc,
-                                   bool idx64) {
-  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + "|" + cfg.str() + "|" + (a_kc ? "1" : "0") +
+detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtype, const TileConfig& cfg, bool a_kc,
+                                   bool b_nc, bool idx64) {
+  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg.str() + "|" + (a_kc ? "1" : "0") +
                     (b_nc ? "1" : "0") + (idx64 ? "L" : "I");
   detail::LockedKernel& slot = detail::kernel_slot(ctx, key);
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
     std::string text;
-    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, cfg, a_kc, b_nc, idx64, &text)), "gemm_tiled");
+    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, c_dtype, cfg, a_kc, b_nc, idx64, &text)), "gemm_tiled");
     if (detail::kernel_max_work_group(ctx, k) < static_cast<size_t>(cfg.threads())) {
       clReleaseKernel(k);
       throw Error("gemm: tile config " + cfg.str() + " needs more resources than the device has");
@@ -93,17 +95,20 @@ detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, const TileCo
   return slot;
 }
 
-detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, const char* name) {
-  detail::LockedKernel& slot = detail::kernel_slot(ctx, std::string("gemm_small|") + dtype_name(dtype) + "|" + name);
+detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name) {
+  detail::LockedKernel& slot = detail::kernel_slot(
+      ctx, std::string("gemm_small|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
-    std::string text = detail::gemm_program_head(dtype) + kernel_source("gemm_small");
+    std::string text = detail::gemm_program_head(dtype, c_dtype) + kernel_source("gemm_small");
     slot.k = create_kernel(ctx.program(text), name);
   }
   return slot;
 }
 
 void check_supported(const Context& ctx, const Gemm& g) {
+  if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
+    throw Error("gemm: C must have the dtype of A and B or their accumulation type");
   if (!is_floating(g.dtype))
     throw Error(std::string("gemm: dtype ") + dtype_name(g.dtype) + " is not supported (floating types only)");
   if (g.dtype == DType::F64 && !ctx.info().fp64)
@@ -121,7 +126,7 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   p.g = in;
   Gemm& g = p.g;
   if (g.M == 0 || g.N == 0 || zcount(g) == 0) return p;
-  if (g.alpha == 0) g.k_outer = 0;  // BLAS semantics: the product is not evaluated
+  if (g.alpha == 0 && g.alpha_zero_skips) g.k_outer = 0;  // BLAS semantics: the product is not evaluated
   // Write C along its unit stride: C^T = B^T A^T when C is column-major.
   if (g.c.col_stride != 1 && g.c.row_stride == 1 && g.N > 1) {
     std::swap(g.M, g.N);
@@ -194,7 +199,7 @@ public:
     TileConfig cfg;
     if (!TileConfig::parse(cfg_str, &cfg)) return -1;
     DType acc = compute_dtype(p_.g.dtype);
-    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, cfg, p_.a_kc, p_.b_nc, false);
+    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, p_.a_kc, p_.b_nc, false);
     setup();
     Gemm g = scratch_gemm();
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
@@ -326,7 +331,7 @@ void add_small_operands(KernelArgs& a, const Gemm& g) {
 
 void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
   const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_small");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_small");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);
   a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
@@ -348,7 +353,7 @@ void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
 
 void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
   const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_dot");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);
   a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
@@ -365,7 +370,7 @@ void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
 namespace detail {
 void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, int splits, int64_t zc, cl_mem ws,
                          uint64_t ws_off, std::vector<cl_event>* events) {
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_split_reduce");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_split_reduce");
   std::lock_guard<std::mutex> lock(slot.m);
   uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
   KernelArgs a(slot.k);
@@ -383,7 +388,7 @@ void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, 
 namespace detail {
 void launch_activation(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t zc) {
   if (g.act != Activation::Gelu && g.act != Activation::GeluTanh) return;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_activation");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_activation");
   std::lock_guard<std::mutex> lock(slot.m);
   uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
   KernelArgs a(slot.k);
@@ -410,7 +415,7 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
       break;
     case Path::Tiled: {
       if (p.split.splits > 1 && !workspace) throw Error("gemm: missing split-K workspace");
-      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, p.cfg, p.a_kc, p.b_nc, p.idx64);
+      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, p.a_kc, p.b_nc, p.idx64);
       TileTuner::run_tiled(ctx, q, p.g, p.a_kc, p.b_nc, p.lda, p.ldb, p.cfg, p.split, slot, workspace,
                            workspace_offset, nullptr);
       break;

@@ -27,8 +27,10 @@ struct Plan {
   TileConfig cfg;
   detail::SplitPlan split;
   bool small_nfast = true;
-  size_t dot_local = 1;
-  uint64_t workspace_bytes() const { return path == Path::Tiled ? split.workspace_bytes : 0; }
+  size_t dot_local = 1;     // 0: the CPU dot kernel (one work-item per output)
+  uint64_t pack_bytes = 0;  // B repacked n-contiguous for the CPU vector kernels (0: not packed)
+  uint64_t pack_space() const { return (pack_bytes + 255) / 256 * 256; }
+  uint64_t workspace_bytes() const { return path == Path::Tiled ? pack_space() + split.workspace_bytes : 0; }
 };
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -163,6 +165,8 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
     if (p.b_nc != !p.a_kc) p.small_nfast = p.b_nc;
     else p.small_nfast = g.N >= g.M;
     if ((p.small_nfast ? g.M : g.N) > 65535) p.small_nfast = !p.small_nfast;
+  } else if (p.path == Path::Dot && ctx.info().is_cpu) {
+    p.dot_local = 0;
   } else if (p.path == Path::Dot) {
     size_t L = 1, cap = std::min<size_t>(256, ctx.work_group_size(256));
     while (L * 2 <= cap && static_cast<int64_t>(L * 2) <= Ktot) L *= 2;
@@ -170,6 +174,10 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   }
   return p;
 }
+
+// CPU vector kernels read B along n; a B contiguous along k is first repacked (O(K*N) next to
+// the O(M*N*K) product) unless M is too small for that to pay.
+bool wants_packed_b(const TileConfig& cfg, bool b_nc, int64_t M) { return !cfg.local && cfg.vn > 1 && !b_nc && M >= 16; }
 
 // Times `cfg` on a scratch problem shaped like `p` (same layouts, sizes capped).
 class TileTuner {
@@ -199,9 +207,11 @@ public:
     TileConfig cfg;
     if (!TileConfig::parse(cfg_str, &cfg)) return -1;
     DType acc = compute_dtype(p_.g.dtype);
-    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, p_.a_kc, p_.b_nc, false);
+    // A config that would run on repacked B is timed on an n-contiguous B.
+    bool b_nc = p_.b_nc || wants_packed_b(cfg, p_.b_nc, rM_);
+    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, p_.a_kc, b_nc, false);
     setup();
-    Gemm g = scratch_gemm();
+    Gemm g = scratch_gemm(b_nc);
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
     if (split.workspace_bytes > ws_bytes_) {
       if (ws_) clReleaseMemObject(ws_);
@@ -210,7 +220,7 @@ public:
     }
     auto run_once = [&]() {
       std::vector<cl_event> events;
-      run_tiled(ctx_, q_, g, p_.a_kc, p_.b_nc, p_.a_kc ? rK_ : rM_, p_.b_nc ? rN_ : rK_, cfg, split, slot, ws_, 0, &events);
+      run_tiled(ctx_, q_, g, p_.a_kc, b_nc, p_.a_kc ? rK_ : rM_, b_nc ? rN_ : rK_, cfg, split, slot, ws_, 0, &events);
       return events_elapsed_us(events);
     };
     double warm = run_once();
@@ -248,7 +258,7 @@ private:
     b_ = alloc(static_cast<uint64_t>(rK_) * rN_ * rZ_ * es);
     c_ = alloc(static_cast<uint64_t>(rM_) * rN_ * rZ_ * es);
   }
-  Gemm scratch_gemm() const {
+  Gemm scratch_gemm(bool b_nc) const {
     Gemm g;
     g.dtype = p_.g.dtype;
     g.M = rM_;
@@ -256,7 +266,7 @@ private:
     g.K = rK_;
     g.batch = rZ_;
     g.a = {a_, 0, p_.a_kc ? rK_ : 1, p_.a_kc ? 1 : rM_, rM_ * rK_, 0, 0};
-    g.b = {b_, 0, p_.b_nc ? rN_ : 1, p_.b_nc ? 1 : rK_, rK_ * rN_, 0, 0};
+    g.b = {b_, 0, b_nc ? rN_ : 1, b_nc ? 1 : rK_, rK_ * rN_, 0, 0};
     g.c = {c_, 0, rN_, 1, rM_ * rN_, 0, 0};
     return g;
   }
@@ -319,6 +329,10 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   }
   TileConfig::parse(chosen, &p.cfg);
   p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, zcount(g), acc);
+  if (wants_packed_b(p.cfg, p.b_nc, g.M)) {
+    uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g) * dtype_size(g.dtype);
+    if (bytes <= (256ull << 20)) p.pack_bytes = bytes;
+  }
   return p;
 }
 
@@ -351,7 +365,38 @@ void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
   }
 }
 
+void run_dot_vec(const Context& ctx, cl_command_queue q, const Plan& p) {
+  const Gemm& g = p.g;
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot_vec");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t outputs = static_cast<uint64_t>(g.M) * g.N * zcount(g);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups)).add<cl_ulong>(outputs);
+  add_small_operands(a, g);
+  detail::add_out_args(a, g);
+  launch_1d(q, slot.k, outputs, std::min<size_t>(16, ctx.work_group_size(16)));
+}
+
+// Rewrites g.b to point at a dense n-contiguous copy of B in `ws` (see wants_packed_b).
+void pack_b(const Context& ctx, cl_command_queue q, Gemm& g, cl_mem ws, uint64_t ws_off_bytes) {
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_pack_b");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t total = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g);
+  uint64_t p_off = ws_off_bytes / dtype_size(g.dtype);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.K)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.groups));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_ulong>(total);
+  a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(g.b.row_stride).add<cl_long>(g.b.col_stride);
+  a.add<cl_long>(g.b.batch_stride).add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
+  a.add(ws).add<cl_ulong>(p_off);
+  launch_1d(q, slot.k, total, ctx.work_group_size(256));
+  int64_t kn = g.K * g.N;
+  g.b = {ws, p_off, g.N, 1, g.groups * g.k_outer * kn, g.k_outer * kn, kn};
+}
+
 void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
+  if (p.dot_local == 0) return run_dot_vec(ctx, q, p);
   const Gemm& g = p.g;
   detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot");
   std::lock_guard<std::mutex> lock(slot.m);
@@ -414,10 +459,18 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
       run_dot(ctx, q, p);
       break;
     case Path::Tiled: {
-      if (p.split.splits > 1 && !workspace) throw Error("gemm: missing split-K workspace");
-      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, p.a_kc, p.b_nc, p.idx64);
-      TileTuner::run_tiled(ctx, q, p.g, p.a_kc, p.b_nc, p.lda, p.ldb, p.cfg, p.split, slot, workspace,
-                           workspace_offset, nullptr);
+      if (p.workspace_bytes() && !workspace) throw Error("gemm: missing workspace");
+      bool b_nc = p.b_nc;
+      int64_t ldb = p.ldb;
+      if (p.pack_bytes) {
+        pack_b(ctx, q, p.g, workspace, workspace_offset);
+        b_nc = true;
+        ldb = p.g.N;
+      }
+      bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
+      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, p.a_kc, b_nc, idx64);
+      TileTuner::run_tiled(ctx, q, p.g, p.a_kc, b_nc, p.lda, ldb, p.cfg, p.split, slot, workspace,
+                           workspace_offset + p.pack_space(), nullptr);
       break;
     }
   }
@@ -429,9 +482,10 @@ std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
   switch (p.path) {
     case Path::Empty: return "empty";
     case Path::Small: return std::string("small ") + (p.small_nfast ? "n-fast" : "m-fast");
-    case Path::Dot: return "dot local=" + std::to_string(p.dot_local);
+    case Path::Dot: return p.dot_local ? "dot local=" + std::to_string(p.dot_local) : std::string("dot per-item");
     case Path::Tiled:
-      return "tiled " + p.cfg.str() + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "");
+      return "tiled " + p.cfg.str() + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +
+             (p.pack_bytes ? " packed-B" : "");
   }
   return "";
 }

@@ -215,3 +215,35 @@ def test_ops_conv2d():
     yc.backward(g)
     for a, c in ((xd, xc), (wd, wc), (bd, bc)):
         torch.testing.assert_close(a.grad.cpu(), c.grad, atol=1e-4, rtol=1e-5)
+
+
+# The implicit-GEMM forward kernel is what GPUs pick; on a CPU device it runs only when forced.
+IMPLICIT_CONFIGS = ["32x32x16 t8x8 v4x4 local", "128x128x16 t16x16 v4x4 local", "64x64x32 t8x8 v8x8 local",
+                    "64x64x16 t16x16 v1x1 local"]
+
+
+@pytest.mark.parametrize("config", IMPLICIT_CONFIGS)
+def test_implicit_gemm_forward(config, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT", "1")
+    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    for i, case in enumerate(grid_cases()[:12]):
+        p = params_of(case)
+        if p["groups"] == p["cin"]:
+            continue  # depthwise has its own kernel
+        torch.manual_seed(i)
+        x = torch.randn(p["batch"], p["cin"], p["h"], p["w"])
+        w = torch.randn(p["cout"], p["cin"] // p["groups"], p["kh"], p["kw"])
+        b = torch.randn(p["cout"])
+        kw = dict(stride=p["stride"], padding=p["pad"], dilation=p["dil"], groups=p["groups"])
+        ref = F.conv2d(x.double(), w.double(), b.double(), **kw)
+        mag = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), **kw)
+        xd = x.to(DEV)
+        if i % 2:
+            xd = xd.contiguous(memory_format=torch.channels_last)
+        out = F.conv2d(xd, w.to(DEV), b.to(DEV), **kw)
+        check(f"output {case}", out, ref, mag, w[0].numel(), torch.float32)
+    # Few output tiles and a long reduction: split-K partial sums.
+    x, w = torch.randn(1, 64, 5, 5), torch.randn(8, 64, 3, 3)
+    out = F.conv2d(x.to(DEV), w.to(DEV), padding=1)
+    check("split-K", out, F.conv2d(x.double(), w.double(), padding=1), F.conv2d(x.double().abs(), w.double().abs(),
+                                                                               padding=1), 64 * 9, torch.float32)

@@ -4,7 +4,7 @@
 #include <dlprim/embedded.h>
 #include <dlprim/gemm.h>
 
-#include "gemm_internal.h"
+#include "conv_internal.h"
 
 #include <algorithm>
 
@@ -224,6 +224,10 @@ uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvSha
   ConvBuffer none;
   switch (pass) {
     case ConvPass::Forward:
+      if (!direct) {
+        detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, in, out);
+        if (ip.use) return ip.split.workspace_bytes;
+      }
       return gemm_pass_bytes(ctx, s, cols_bytes, chunk,
                              [&](int64_t nb) { return forward_gemm(s, dtype, direct, in, none, none, out, nullptr, 0, 0, nb); });
     case ConvPass::BackwardData:
@@ -235,6 +239,36 @@ uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvSha
   }
   return 0;
 }
+
+namespace detail {
+
+uint64_t im2col_forward_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
+                                  const ConvTensor& y) {
+  Path p = path_of(s);
+  bool direct = use_direct(p, s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  ConvBuffer none;
+  return gemm_pass_bytes(ctx, s, direct ? 0 : c.bytes, chunk,
+                         [&](int64_t nb) { return forward_gemm(s, dtype, direct, x, none, none, y, nullptr, 0, 0, nb); });
+}
+
+void im2col_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                    const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset) {
+  bool direct = use_direct(path_of(s), s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    int64_t nb = std::min(chunk, s.N - b0);
+    uint64_t cols_off = ws_offset / dtype_size(dtype);
+    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
+    Gemm g = forward_gemm(s, dtype, direct, x, w, bias, y, ws, cols_off, b0, nb);
+    gemm(ctx, q, g, ws, gemm_off);
+  }
+}
+
+} // namespace detail
 
 void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                     const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset) {
@@ -257,17 +291,11 @@ void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, 
     return;
   }
   if (!pixel_linear(y, s.OH, s.OW)) throw Error("conv2d: output rows must be contiguous in pixels");
-  bool direct = use_direct(p, s, x);
-  Cols c = cols_plan(ctx, s, dtype);
-  int64_t chunk = direct ? s.N : c.images;
-  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    int64_t nb = std::min(chunk, s.N - b0);
-    uint64_t cols_off = ws_offset / dtype_size(dtype);
-    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
-    Gemm g = forward_gemm(s, dtype, direct, x, w, bias, y, ws, cols_off, b0, nb);
-    gemm(ctx, q, g, ws, gemm_off);
+  if (!use_direct(p, s, x)) {
+    detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, x, y);
+    if (ip.use) return detail::implicit_forward(ctx, q, ip, s, dtype, x, w, bias, y, ws, ws_offset);
   }
+  detail::im2col_forward(ctx, q, s, dtype, x, w, bias, y, ws, ws_offset);
 }
 
 void conv2d_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& dy,

@@ -220,7 +220,7 @@ public:
     }
     auto run_once = [&]() {
       std::vector<cl_event> events;
-      run_tiled(ctx_, q_, g, p_.a_kc, b_nc, p_.a_kc ? rK_ : rM_, b_nc ? rN_ : rK_, cfg, split, slot, ws_, 0, &events);
+      run_tiled(ctx_, q_, g, p_.a_kc ? rK_ : rM_, b_nc ? rN_ : rK_, cfg, split, slot, ws_, 0, &events);
       return events_elapsed_us(events);
     };
     double warm = run_once();
@@ -236,9 +236,10 @@ public:
     return best;
   }
 
-  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, bool a_kc, bool b_nc, int64_t lda,
-                        int64_t ldb, const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot,
-                        cl_mem ws, uint64_t ws_off, std::vector<cl_event>* events);
+  // Enqueues the tiled kernel (built for g's layouts) and, for split-K, the reduction.
+  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                        const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                        uint64_t ws_off, std::vector<cl_event>* events);
 
 private:
   cl_mem alloc(uint64_t bytes) {
@@ -281,11 +282,9 @@ private:
   uint64_t ws_bytes_ = 0;
 };
 
-void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, bool a_kc, bool b_nc, int64_t lda,
-                          int64_t ldb, const TileConfig& cfg, const detail::SplitPlan& split,
-                          detail::LockedKernel& slot, cl_mem ws, uint64_t ws_off, std::vector<cl_event>* events) {
-  (void)a_kc;
-  (void)b_nc;
+void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                          const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                          uint64_t ws_off, std::vector<cl_event>* events) {
   int64_t z = zcount(g);
   bool partial = split.splits > 1;
   {
@@ -469,8 +468,8 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
       }
       bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
       detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, p.a_kc, b_nc, idx64);
-      TileTuner::run_tiled(ctx, q, p.g, p.a_kc, b_nc, p.lda, ldb, p.cfg, p.split, slot, workspace,
-                           workspace_offset + p.pack_space(), nullptr);
+      TileTuner::run_tiled(ctx, q, p.g, p.lda, ldb, p.cfg, p.split, slot, workspace, workspace_offset + p.pack_space(),
+                           nullptr);
       break;
     }
   }

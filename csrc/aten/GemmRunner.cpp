@@ -73,6 +73,7 @@ void run_gemm(const GemmCall& c) {
   g.alpha = c.alpha;
   g.beta = c.beta;
   g.act = c.act;
+  g.alpha_zero_skips = c.alpha_zero_skips;
 
   int device = out.device().index();
   dlprim::Context& ctx = context(device);

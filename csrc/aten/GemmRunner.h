@@ -15,6 +15,7 @@ struct GemmCall {
   double alpha = 1, beta = 0;
   dlprim::Activation act = dlprim::Activation::None;
   bool sum_batches = false;  // out = sum over z of a[z] @ b[z] (addbmm)
+  bool alpha_zero_skips = true;  // see dlprim::Gemm (ATen's baddbmm and addr evaluate 0 * product)
 };
 
 void run_gemm(const GemmCall& call);

@@ -106,6 +106,7 @@ void run_batched(const char* op, const at::Tensor& b1, const at::Tensor& b2, con
   c.alpha = alpha.toDouble();
   c.beta = self ? beta.toDouble() : 0.0;
   c.sum_batches = sum_batches;
+  c.alpha_zero_skips = sum_batches;  // ATen's baddbmm evaluates 0 * (b1 @ b2); addbmm does not
   if (sum_batches && b1.size(0) == 0) c.alpha = 0;  // an empty sum
   run_gemm(c);
 }
@@ -196,6 +197,7 @@ at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::T
   at::native::resize_output(out, {vec1.size(0), vec2.size(0)});
   GemmCall c;
   c.op = "addr";
+  c.alpha_zero_skips = false;  // ATen's addr evaluates 0 * outer (NaN/inf propagate)
   c.a = column3(vec1);
   c.b = row3(vec2);
   c.out = as3(out);

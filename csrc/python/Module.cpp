@@ -72,6 +72,8 @@ void warn_from_dlprim(const std::string& msg) { TORCH_WARN("ocl: ", msg); }
 
 } // namespace
 
+void init_ops_bindings(py::module& m);  // OpsBindings.cpp
+
 } // namespace pytorch_ocl
 
 PYBIND11_MODULE(_C, m) {
@@ -125,5 +127,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("fallback_stats", &fallback_counts);
   m.def("reset_fallback_stats", &reset_fallback_counts);
   m.def("set_strict", &set_strict);
+  init_ops_bindings(m);
   m.def("is_strict", &is_strict);
 }

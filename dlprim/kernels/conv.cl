@@ -26,8 +26,9 @@ __kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong
   STORE_T(cols, col_off + id, v);
 }
 
-// The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it.
-__kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const T *cols, ulong col_off, __global T *DX,
+// The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it. The
+// patches hold unrounded sums, in the accumulation type.
+__kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,
                           ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
   ulong id = get_global_id(0);
   if (id >= total) return;
@@ -39,7 +40,7 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const T *cols, ul
   const int c = (int)(t % (ulong)C), b = (int)(t / (ulong)C);
   const int g = c / Cg, ci = c - g * Cg;
   const int npix = OH * OW, kg = Cg * KH * KW;
-  __global const T *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
+  __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
   ACC acc = 0;
   for (int kh = 0; kh < KH; ++kh) {
     const int th = ih + pad_h - kh * dil_h;
@@ -53,7 +54,7 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const T *cols, ul
       if (tw % stride_w) continue;
       const int ow = tw / stride_w;
       if (ow >= OW) continue;
-      acc += LOAD_T(base, (long)(kh * KW + kw) * npix + oh * OW + ow);
+      acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
     }
   }
   STORE_T(DX, (long)dx_off + b * dx_sn + (long)c * dx_sc + ih * dx_sh + iw * dx_sw, acc);

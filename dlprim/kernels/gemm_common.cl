@@ -3,6 +3,8 @@
 //   T             storage type of A, B, C and D (half/ushort storage for f16/bf16)
 //   ACC           accumulation type (float, or double for f64)
 //   LOAD_T(p, i)  element i of buffer p as ACC;  STORE_T(p, i, v) stores ACC v at p[i]
+//   TC, LOAD_C, STORE_C  the same for C and D (usually T; the accumulation type for
+//                 intermediate results that must not be rounded to 16 bits)
 //
 // Output convention: C(m, n) of batch entry (bi, gi) lives at
 //   c_off + bi * c_bs + gi * c_gs + m * c_sm + n * c_sn
@@ -10,7 +12,7 @@
 // result = act(alpha * acc + beta * D); has_d == 0 never reads D (beta == 0 ignores NaN in D).
 
 #define GEMM_OUT_ARGS                                                                        \
-  __global T *C, ulong c_off, long c_sm, long c_sn, long c_bs, long c_gs, __global const T *D, \
+  __global TC *C, ulong c_off, long c_sm, long c_sn, long c_bs, long c_gs, __global const TC *D, \
       ulong d_off, long d_sm, long d_sn, long d_bs, long d_gs, int has_d, int act, ACC alpha, ACC beta
 
 #define GEMM_C_INDEX(bi, gi, m, n) \
@@ -25,9 +27,9 @@
 #define GEMM_STORE(bi, gi, m, n, value)                                              \
   do {                                                                               \
     ACC v_ = alpha * (value);                                                        \
-    if (has_d) v_ += beta * LOAD_T(D, GEMM_D_INDEX(bi, gi, m, n));                   \
+    if (has_d) v_ += beta * LOAD_C(D, GEMM_D_INDEX(bi, gi, m, n));                   \
     v_ = GEMM_ACTIVATE(v_, act);                                                     \
-    STORE_T(C, GEMM_C_INDEX(bi, gi, m, n), v_);                                      \
+    STORE_C(C, GEMM_C_INDEX(bi, gi, m, n), v_);                                      \
   } while (0)
 
 // Sums split-K partial results W[((zb * splits + s) * M + m) * N + n] over s and applies the

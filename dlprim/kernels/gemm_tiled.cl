@@ -210,11 +210,17 @@ __kernel __attribute__((reqd_work_group_size(TN, TM, 1))) void KERNEL_NAME(
   }
 #endif
 
+  // Unrolled on GPUs so that acc stays in registers; CPU variants keep it in memory anyway and
+  // an unrolled epilogue (with 16-bit rounding code per element) costs minutes of compile time.
+#if USE_LOCAL
 #pragma unroll
+#endif
   for (int i = 0; i < RM; ++i) {
     const int m = m0 + ROW_OF(i);
     if (m >= M) continue;
+#if USE_LOCAL
 #pragma unroll
+#endif
     for (int j = 0; j < RN; ++j) {
       const int n = n0 + COL_OF(j);
       if (n >= N) continue;

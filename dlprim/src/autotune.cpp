@@ -14,6 +14,7 @@ namespace {
 std::mutex g_mutex;
 std::map<std::string, std::string> g_decisions;  // full key -> config
 std::map<std::string, std::string> g_labels;     // full key -> "family|class"
+AutotuneStats g_stats;
 
 // Bumped whenever kernels change enough that stored decisions should be re-timed.
 constexpr const char* kTuneVersion = "t1";
@@ -65,7 +66,8 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   DiskCache& disk = DiskCache::instance();
   std::string chosen;
   if (mode != TuneMode::Force && disk.load_value(key, &chosen) && is_candidate(chosen)) {
-    // Stored by an earlier process.
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.loaded;
   } else {
     chosen.clear();
     double best = 0;
@@ -81,8 +83,13 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
         chosen = c;
       }
     }
-    if (chosen.empty()) chosen = fallback;
-    else disk.store_value(key, chosen);
+    if (chosen.empty()) {
+      chosen = fallback;
+    } else {
+      disk.store_value(key, chosen);
+      std::lock_guard<std::mutex> lock(g_mutex);
+      ++g_stats.timed;
+    }
   }
   std::lock_guard<std::mutex> lock(g_mutex);
   g_decisions[key] = chosen;
@@ -95,6 +102,11 @@ std::vector<std::pair<std::string, std::string>> autotune_decisions() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& kv : g_decisions) out.emplace_back(g_labels[kv.first], kv.second);
   return out;
+}
+
+AutotuneStats autotune_stats() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_stats;
 }
 
 void autotune_reset_memory() {

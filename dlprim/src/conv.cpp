@@ -4,7 +4,7 @@
 #include <dlprim/embedded.h>
 #include <dlprim/gemm.h>
 
-#include "gemm_internal.h"
+#include "conv_internal.h"
 
 #include <algorithm>
 
@@ -66,6 +66,7 @@ struct Cols {
   uint64_t bytes;               // of one chunk
 };
 
+// `dtype` is the patch element type (the accumulation type for the input gradient).
 Cols cols_plan(const Context& ctx, const ConvShape& s, DType dtype) {
   Cols c;
   c.kg = s.C / s.groups * s.KH * s.KW;
@@ -118,10 +119,13 @@ Gemm backward_data_gemm(const ConvShape& s, DType dtype, bool direct, const Conv
   g.groups = G;
   g.a = {w.mem, w.offset, 1, Kg, 0, Mg * Kg, 0};
   g.b = {dy.mem, dy.offset + b0 * dy.sn, dy.sc, dy.sw, dy.sn, Mg * dy.sc, 0};
-  if (direct)
+  if (direct) {
     g.c = {dx.mem, dx.offset + b0 * dx.sn, dx.sc, dx.sw, dx.sn, (s.C / G) * dx.sc, 0};
-  else
+  } else {
     g.c = {cols, cols_off, npix, 1, G * Kg * npix, Kg * npix, 0};
+    g.c_dtype = compute_dtype(dtype);  // summed again by col2im: keep full precision
+    g.c_dtype_set = true;
+  }
   return g;
 }
 
@@ -214,12 +218,16 @@ uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvSha
   Path p = path_of(s);
   if (p == Path::Depthwise || s.N == 0) return 0;
   bool direct = use_direct(p, s, in);
-  Cols c = cols_plan(ctx, s, dtype);
+  Cols c = cols_plan(ctx, s, pass == ConvPass::BackwardData ? compute_dtype(dtype) : dtype);
   int64_t chunk = direct ? s.N : c.images;
   uint64_t cols_bytes = direct ? 0 : c.bytes;
   ConvBuffer none;
   switch (pass) {
     case ConvPass::Forward:
+      if (!direct) {
+        detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, in, out);
+        if (ip.use) return ip.split.workspace_bytes;
+      }
       return gemm_pass_bytes(ctx, s, cols_bytes, chunk,
                              [&](int64_t nb) { return forward_gemm(s, dtype, direct, in, none, none, out, nullptr, 0, 0, nb); });
     case ConvPass::BackwardData:
@@ -231,6 +239,36 @@ uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvSha
   }
   return 0;
 }
+
+namespace detail {
+
+uint64_t im2col_forward_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
+                                  const ConvTensor& y) {
+  Path p = path_of(s);
+  bool direct = use_direct(p, s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  ConvBuffer none;
+  return gemm_pass_bytes(ctx, s, direct ? 0 : c.bytes, chunk,
+                         [&](int64_t nb) { return forward_gemm(s, dtype, direct, x, none, none, y, nullptr, 0, 0, nb); });
+}
+
+void im2col_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                    const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset) {
+  bool direct = use_direct(path_of(s), s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    int64_t nb = std::min(chunk, s.N - b0);
+    uint64_t cols_off = ws_offset / dtype_size(dtype);
+    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
+    Gemm g = forward_gemm(s, dtype, direct, x, w, bias, y, ws, cols_off, b0, nb);
+    gemm(ctx, q, g, ws, gemm_off);
+  }
+}
+
+} // namespace detail
 
 void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                     const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset) {
@@ -253,17 +291,11 @@ void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, 
     return;
   }
   if (!pixel_linear(y, s.OH, s.OW)) throw Error("conv2d: output rows must be contiguous in pixels");
-  bool direct = use_direct(p, s, x);
-  Cols c = cols_plan(ctx, s, dtype);
-  int64_t chunk = direct ? s.N : c.images;
-  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    int64_t nb = std::min(chunk, s.N - b0);
-    uint64_t cols_off = ws_offset / dtype_size(dtype);
-    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
-    Gemm g = forward_gemm(s, dtype, direct, x, w, bias, y, ws, cols_off, b0, nb);
-    gemm(ctx, q, g, ws, gemm_off);
+  if (!use_direct(p, s, x)) {
+    detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, x, y);
+    if (ip.use) return detail::implicit_forward(ctx, q, ip, s, dtype, x, w, bias, y, ws, ws_offset);
   }
+  detail::im2col_forward(ctx, q, s, dtype, x, w, bias, y, ws, ws_offset);
 }
 
 void conv2d_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& dy,
@@ -287,12 +319,13 @@ void conv2d_backward_data(const Context& ctx, cl_command_queue q, const ConvShap
   }
   if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
   bool direct = use_direct(p, s, dx);
-  Cols c = cols_plan(ctx, s, dtype);
+  DType col_t = compute_dtype(dtype);
+  Cols c = cols_plan(ctx, s, col_t);
   int64_t chunk = direct ? s.N : c.images;
   uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
   for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
     int64_t nb = std::min(chunk, s.N - b0);
-    uint64_t cols_off = ws_offset / dtype_size(dtype);
+    uint64_t cols_off = ws_offset / dtype_size(col_t);
     Gemm g = backward_data_gemm(s, dtype, direct, dy, w, dx, ws, cols_off, b0, nb);
     if (s.K == 0) g.k_outer = 0;  // no output channels: the gradient is zero
     gemm(ctx, q, g, ws, gemm_off);

@@ -27,8 +27,10 @@ struct Plan {
   TileConfig cfg;
   detail::SplitPlan split;
   bool small_nfast = true;
-  size_t dot_local = 1;
-  uint64_t workspace_bytes() const { return path == Path::Tiled ? split.workspace_bytes : 0; }
+  size_t dot_local = 1;     // 0: the CPU dot kernel (one work-item per output)
+  uint64_t pack_bytes = 0;  // B repacked n-contiguous for the CPU vector kernels (0: not packed)
+  uint64_t pack_space() const { return (pack_bytes + 255) / 256 * 256; }
+  uint64_t workspace_bytes() const { return path == Path::Tiled ? pack_space() + split.workspace_bytes : 0; }
 };
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -64,10 +66,12 @@ std::string class_bucket(int64_t v) {
   return std::to_string(b);
 }
 
-const std::string& tiled_program(DType dtype, const TileConfig& cfg, bool a_kc, bool b_nc, bool idx64,
+DType out_dtype(const Gemm& g) { return g.c_dtype_set ? g.c_dtype : g.dtype; }
+
+const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& cfg, bool a_kc, bool b_nc, bool idx64,
                                  std::string* text) {
   std::ostringstream s;
-  s << detail::gemm_program_head(dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
+  s << detail::gemm_program_head(dtype, c_dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
     << "\n#define IDX_T " << (idx64 ? "long" : "int") << "\n"
     << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm")
     << kernel_source("gemm_tiled");
@@ -75,15 +79,15 @@ const std::string& tiled_program(DType dtype, const TileConfig& cfg, bool a_kc, 
   return *text;
 }
 
-detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, const TileConfig& cfg, bool a_kc, bool b_nc,
-                                   bool idx64) {
-  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + "|" + cfg.str() + "|" + (a_kc ? "1" : "0") +
+detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtype, const TileConfig& cfg, bool a_kc,
+                                   bool b_nc, bool idx64) {
+  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg.str() + "|" + (a_kc ? "1" : "0") +
                     (b_nc ? "1" : "0") + (idx64 ? "L" : "I");
   detail::LockedKernel& slot = detail::kernel_slot(ctx, key);
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
     std::string text;
-    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, cfg, a_kc, b_nc, idx64, &text)), "gemm_tiled");
+    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, c_dtype, cfg, a_kc, b_nc, idx64, &text)), "gemm_tiled");
     if (detail::kernel_max_work_group(ctx, k) < static_cast<size_t>(cfg.threads())) {
       clReleaseKernel(k);
       throw Error("gemm: tile config " + cfg.str() + " needs more resources than the device has");
@@ -93,17 +97,20 @@ detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, const TileCo
   return slot;
 }
 
-detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, const char* name) {
-  detail::LockedKernel& slot = detail::kernel_slot(ctx, std::string("gemm_small|") + dtype_name(dtype) + "|" + name);
+detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name) {
+  detail::LockedKernel& slot = detail::kernel_slot(
+      ctx, std::string("gemm_small|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
-    std::string text = detail::gemm_program_head(dtype) + kernel_source("gemm_small");
+    std::string text = detail::gemm_program_head(dtype, c_dtype) + kernel_source("gemm_small");
     slot.k = create_kernel(ctx.program(text), name);
   }
   return slot;
 }
 
 void check_supported(const Context& ctx, const Gemm& g) {
+  if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
+    throw Error("gemm: C must have the dtype of A and B or their accumulation type");
   if (!is_floating(g.dtype))
     throw Error(std::string("gemm: dtype ") + dtype_name(g.dtype) + " is not supported (floating types only)");
   if (g.dtype == DType::F64 && !ctx.info().fp64)
@@ -121,7 +128,7 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   p.g = in;
   Gemm& g = p.g;
   if (g.M == 0 || g.N == 0 || zcount(g) == 0) return p;
-  if (g.alpha == 0) g.k_outer = 0;  // BLAS semantics: the product is not evaluated
+  if (g.alpha == 0 && g.alpha_zero_skips) g.k_outer = 0;  // BLAS semantics: the product is not evaluated
   // Write C along its unit stride: C^T = B^T A^T when C is column-major.
   if (g.c.col_stride != 1 && g.c.row_stride == 1 && g.N > 1) {
     std::swap(g.M, g.N);
@@ -158,6 +165,8 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
     if (p.b_nc != !p.a_kc) p.small_nfast = p.b_nc;
     else p.small_nfast = g.N >= g.M;
     if ((p.small_nfast ? g.M : g.N) > 65535) p.small_nfast = !p.small_nfast;
+  } else if (p.path == Path::Dot && ctx.info().is_cpu) {
+    p.dot_local = 0;
   } else if (p.path == Path::Dot) {
     size_t L = 1, cap = std::min<size_t>(256, ctx.work_group_size(256));
     while (L * 2 <= cap && static_cast<int64_t>(L * 2) <= Ktot) L *= 2;
@@ -165,6 +174,10 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   }
   return p;
 }
+
+// CPU vector kernels read B along n; a B contiguous along k is first repacked (O(K*N) next to
+// the O(M*N*K) product) unless M is too small for that to pay.
+bool wants_packed_b(const TileConfig& cfg, bool b_nc, int64_t M) { return !cfg.local && cfg.vn > 1 && !b_nc && M >= 16; }
 
 // Times `cfg` on a scratch problem shaped like `p` (same layouts, sizes capped).
 class TileTuner {
@@ -194,9 +207,11 @@ public:
     TileConfig cfg;
     if (!TileConfig::parse(cfg_str, &cfg)) return -1;
     DType acc = compute_dtype(p_.g.dtype);
-    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, cfg, p_.a_kc, p_.b_nc, false);
+    // A config that would run on repacked B is timed on an n-contiguous B.
+    bool b_nc = p_.b_nc || wants_packed_b(cfg, p_.b_nc, rM_);
+    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, p_.a_kc, b_nc, false);
     setup();
-    Gemm g = scratch_gemm();
+    Gemm g = scratch_gemm(b_nc);
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
     if (split.workspace_bytes > ws_bytes_) {
       if (ws_) clReleaseMemObject(ws_);
@@ -205,7 +220,7 @@ public:
     }
     auto run_once = [&]() {
       std::vector<cl_event> events;
-      run_tiled(ctx_, q_, g, p_.a_kc, p_.b_nc, p_.a_kc ? rK_ : rM_, p_.b_nc ? rN_ : rK_, cfg, split, slot, ws_, 0, &events);
+      run_tiled(ctx_, q_, g, p_.a_kc ? rK_ : rM_, b_nc ? rN_ : rK_, cfg, split, slot, ws_, 0, &events);
       return events_elapsed_us(events);
     };
     double warm = run_once();
@@ -221,9 +236,10 @@ public:
     return best;
   }
 
-  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, bool a_kc, bool b_nc, int64_t lda,
-                        int64_t ldb, const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot,
-                        cl_mem ws, uint64_t ws_off, std::vector<cl_event>* events);
+  // Enqueues the tiled kernel (built for g's layouts) and, for split-K, the reduction.
+  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                        const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                        uint64_t ws_off, std::vector<cl_event>* events);
 
 private:
   cl_mem alloc(uint64_t bytes) {
@@ -243,7 +259,7 @@ private:
     b_ = alloc(static_cast<uint64_t>(rK_) * rN_ * rZ_ * es);
     c_ = alloc(static_cast<uint64_t>(rM_) * rN_ * rZ_ * es);
   }
-  Gemm scratch_gemm() const {
+  Gemm scratch_gemm(bool b_nc) const {
     Gemm g;
     g.dtype = p_.g.dtype;
     g.M = rM_;
@@ -251,7 +267,7 @@ private:
     g.K = rK_;
     g.batch = rZ_;
     g.a = {a_, 0, p_.a_kc ? rK_ : 1, p_.a_kc ? 1 : rM_, rM_ * rK_, 0, 0};
-    g.b = {b_, 0, p_.b_nc ? rN_ : 1, p_.b_nc ? 1 : rK_, rK_ * rN_, 0, 0};
+    g.b = {b_, 0, b_nc ? rN_ : 1, b_nc ? 1 : rK_, rK_ * rN_, 0, 0};
     g.c = {c_, 0, rN_, 1, rM_ * rN_, 0, 0};
     return g;
   }
@@ -266,11 +282,9 @@ private:
   uint64_t ws_bytes_ = 0;
 };
 
-void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, bool a_kc, bool b_nc, int64_t lda,
-                          int64_t ldb, const TileConfig& cfg, const detail::SplitPlan& split,
-                          detail::LockedKernel& slot, cl_mem ws, uint64_t ws_off, std::vector<cl_event>* events) {
-  (void)a_kc;
-  (void)b_nc;
+void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                          const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                          uint64_t ws_off, std::vector<cl_event>* events) {
   int64_t z = zcount(g);
   bool partial = split.splits > 1;
   {
@@ -314,6 +328,10 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   }
   TileConfig::parse(chosen, &p.cfg);
   p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, zcount(g), acc);
+  if (wants_packed_b(p.cfg, p.b_nc, g.M)) {
+    uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g) * dtype_size(g.dtype);
+    if (bytes <= (256ull << 20)) p.pack_bytes = bytes;
+  }
   return p;
 }
 
@@ -326,7 +344,7 @@ void add_small_operands(KernelArgs& a, const Gemm& g) {
 
 void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
   const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_small");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_small");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);
   a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
@@ -346,9 +364,40 @@ void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
   }
 }
 
-void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
+void run_dot_vec(const Context& ctx, cl_command_queue q, const Plan& p) {
   const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_dot");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot_vec");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t outputs = static_cast<uint64_t>(g.M) * g.N * zcount(g);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups)).add<cl_ulong>(outputs);
+  add_small_operands(a, g);
+  detail::add_out_args(a, g);
+  launch_1d(q, slot.k, outputs, std::min<size_t>(16, ctx.work_group_size(16)));
+}
+
+// Rewrites g.b to point at a dense n-contiguous copy of B in `ws` (see wants_packed_b).
+void pack_b(const Context& ctx, cl_command_queue q, Gemm& g, cl_mem ws, uint64_t ws_off_bytes) {
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_pack_b");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t total = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g);
+  uint64_t p_off = ws_off_bytes / dtype_size(g.dtype);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.K)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.groups));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_ulong>(total);
+  a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(g.b.row_stride).add<cl_long>(g.b.col_stride);
+  a.add<cl_long>(g.b.batch_stride).add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
+  a.add(ws).add<cl_ulong>(p_off);
+  launch_1d(q, slot.k, total, ctx.work_group_size(256));
+  int64_t kn = g.K * g.N;
+  g.b = {ws, p_off, g.N, 1, g.groups * g.k_outer * kn, g.k_outer * kn, kn};
+}
+
+void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
+  if (p.dot_local == 0) return run_dot_vec(ctx, q, p);
+  const Gemm& g = p.g;
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);
   a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
@@ -365,7 +414,7 @@ void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
 namespace detail {
 void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, int splits, int64_t zc, cl_mem ws,
                          uint64_t ws_off, std::vector<cl_event>* events) {
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_split_reduce");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_split_reduce");
   std::lock_guard<std::mutex> lock(slot.m);
   uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
   KernelArgs a(slot.k);
@@ -383,7 +432,7 @@ void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, 
 namespace detail {
 void launch_activation(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t zc) {
   if (g.act != Activation::Gelu && g.act != Activation::GeluTanh) return;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, "gemm_activation");
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_activation");
   std::lock_guard<std::mutex> lock(slot.m);
   uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
   KernelArgs a(slot.k);
@@ -409,10 +458,18 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
       run_dot(ctx, q, p);
       break;
     case Path::Tiled: {
-      if (p.split.splits > 1 && !workspace) throw Error("gemm: missing split-K workspace");
-      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, p.cfg, p.a_kc, p.b_nc, p.idx64);
-      TileTuner::run_tiled(ctx, q, p.g, p.a_kc, p.b_nc, p.lda, p.ldb, p.cfg, p.split, slot, workspace,
-                           workspace_offset, nullptr);
+      if (p.workspace_bytes() && !workspace) throw Error("gemm: missing workspace");
+      bool b_nc = p.b_nc;
+      int64_t ldb = p.ldb;
+      if (p.pack_bytes) {
+        pack_b(ctx, q, p.g, workspace, workspace_offset);
+        b_nc = true;
+        ldb = p.g.N;
+      }
+      bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
+      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, p.a_kc, b_nc, idx64);
+      TileTuner::run_tiled(ctx, q, p.g, p.lda, ldb, p.cfg, p.split, slot, workspace, workspace_offset + p.pack_space(),
+                           nullptr);
       break;
     }
   }
@@ -424,9 +481,10 @@ std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
   switch (p.path) {
     case Path::Empty: return "empty";
     case Path::Small: return std::string("small ") + (p.small_nfast ? "n-fast" : "m-fast");
-    case Path::Dot: return "dot local=" + std::to_string(p.dot_local);
+    case Path::Dot: return p.dot_local ? "dot local=" + std::to_string(p.dot_local) : std::string("dot per-item");
     case Path::Tiled:
-      return "tiled " + p.cfg.str() + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "");
+      return "tiled " + p.cfg.str() + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +
+             (p.pack_bytes ? " packed-B" : "");
   }
   return "";
 }

@@ -31,8 +31,9 @@ std::vector<TileConfig> tile_candidates(const Context& ctx, DType acc);
 // The config used without tuning.
 TileConfig default_tile_config(const Context& ctx, DType acc, int64_t M, int64_t N);
 
-// Type macros (T, ACC, LOAD_T, STORE_T) + common.cl + gemm_common.cl.
-std::string gemm_program_head(DType dtype);
+// Type macros (T, ACC, LOAD_T, STORE_T; TC, LOAD_C, STORE_C for C and D) + common.cl + gemm_common.cl.
+std::string gemm_program_head(DType dtype, DType c_dtype);
+inline std::string gemm_program_head(DType dtype) { return gemm_program_head(dtype, dtype); }
 // Tile macros of the skeleton for a variant whose loads are k-fast (A) / n-fast (B).
 std::string tile_defines(const TileConfig& c, DType dtype, bool a_kfast, bool b_nfast, const std::string& kernel_name);
 

@@ -96,14 +96,22 @@ TileConfig default_tile_config(const Context& ctx, DType acc, int64_t M, int64_t
   return {4, 4, 4, 1, 1, 1, 1, 0};  // one work-item: fits any device
 }
 
-std::string gemm_program_head(DType dtype) {
+std::string gemm_program_head(DType dtype, DType c_dtype) {
   DType acc = compute_dtype(dtype);
   std::ostringstream s;
-  if (dtype == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  if (dtype == DType::F64 || c_dtype == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << "#define T " << storage_cl_type(dtype) << "\n";
   s << "#define ACC " << compute_cl_type(acc) << "\n";
   s << "#define LOAD_T(p, i) (" << load_expr(dtype, "(p)", "(i)") << ")\n";
   s << "#define STORE_T(p, i, v) " << store_stmt(dtype, "(p)", "(i)", "(v)") << "\n";
+  const char* at = compute_cl_type(acc);
+  s << "#define ACC16 " << at << "16\n#define ACC8 " << at << "8\n#define ACC4 " << at << "4\n";
+  if (dtype == DType::F16) s << "#define VLOAD16_T(p) vload_half16(0, (p))\n";
+  else if (dtype == DType::BF16) s << "#define VLOAD16_T(p) as_float16(convert_uint16(vload16(0, (p))) << 16)\n";
+  else s << "#define VLOAD16_T(p) vload16(0, (p))\n";
+  s << "#define TC " << storage_cl_type(c_dtype) << "\n";
+  s << "#define LOAD_C(p, i) ((ACC)" << load_expr(c_dtype, "(p)", "(i)") << ")\n";
+  s << "#define STORE_C(p, i, v) " << store_stmt(c_dtype, "(p)", "(i)", "(v)") << "\n";
   s << kernel_source("common") << "\n" << kernel_source("gemm_common") << "\n";
   return s.str();
 }

@@ -29,6 +29,11 @@ double events_elapsed_us(std::vector<cl_event>& events);
 
 // Decisions made or loaded in this process: ("family|class", config), for reports and tests.
 std::vector<std::pair<std::string, std::string>> autotune_decisions();
+struct AutotuneStats {
+  uint64_t timed = 0;   // shape classes tuned by timing in this process
+  uint64_t loaded = 0;  // decisions read back from the disk cache
+};
+AutotuneStats autotune_stats();
 // Forgets the in-memory decisions (the stored ones stay); for tests.
 void autotune_reset_memory();
 

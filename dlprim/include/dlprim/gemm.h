@@ -30,12 +30,19 @@ struct GemmMatrix {
 };
 
 struct Gemm {
-  DType dtype = DType::F32;  // of A, B, C and D
+  DType dtype = DType::F32;  // of A and B, and of C and D unless c_dtype says otherwise
+  // C and D may instead have the accumulation type (compute_dtype(dtype)), for intermediate
+  // results of 16-bit products that should not be rounded to 16 bits.
+  DType c_dtype = DType::F32;
+  bool c_dtype_set = false;  // false: C and D have `dtype`
   int64_t M = 0, N = 0, K = 0;
   int64_t batch = 1;    // independent products (index b)
   int64_t groups = 1;   // a second batch level (index g); entry z = b * groups + g
   int64_t k_outer = 1;  // products summed into each output (addbmm, conv weight gradients)
   double alpha = 1, beta = 0;
+  // BLAS semantics: alpha == 0 skips the product (NaN/inf in A or B do not propagate).
+  // ATen follows it for addmm/addmv/addbmm but not for baddbmm/addr; those clear this.
+  bool alpha_zero_skips = true;
   bool has_d = false;   // D is read only when set (so beta == 0 ignores NaN in D)
   Activation act = Activation::None;
   GemmMatrix a, b, c, d;

@@ -28,11 +28,14 @@ def _summary(request):
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or not RESULTS:
         return
-    reporter.write_line("")
-    reporter.write_line("OpInfo pointwise pass rate (strict, (op, sample) pairs):")
+    lines = ["", "OpInfo pointwise pass rate (strict, (op, sample) pairs):"]
     for dtype, rows in sorted(RESULTS.items()):
         passed = sum(1 for r in rows if r[2] is None)
-        reporter.write_line(f"  {dtype:>14}: {passed}/{len(rows)} = {100.0 * passed / len(rows):.1f}%")
+        lines.append(f"  {dtype:>14}: {passed}/{len(rows)} = {100.0 * passed / len(rows):.1f}%")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # teardown output is captured otherwise
+        for line in lines:
+            reporter.write_line(line)
 
 
 @pytest.mark.parametrize("op,dtype", CASES, ids=[f"{P.opinfo_id(op)}-{str(dt)[6:]}" for op, dt in CASES])

@@ -8,52 +8,52 @@
 #if DL_IS_FLOAT
 #define DL_NAN ((dl_t)NAN)
 #define DL_INF ((dl_t)INFINITY)
-inline int dl_isnan(dl_t x) { return isnan(x); }
-inline int dl_isinf(dl_t x) { return isinf(x); }
-inline dl_t dl_abs(dl_t x) { return fabs(x); }
+static inline int dl_isnan(dl_t x) { return isnan(x); }
+static inline int dl_isinf(dl_t x) { return isinf(x); }
+static inline dl_t dl_abs(dl_t x) { return fabs(x); }
 #else
-inline int dl_isnan(dl_t x) { return 0; }
-inline int dl_isinf(dl_t x) { return 0; }
+static inline int dl_isnan(dl_t x) { return 0; }
+static inline int dl_isinf(dl_t x) { return 0; }
 #if DL_IS_SIGNED
-inline dl_t dl_abs(dl_t x) { return x < 0 ? (dl_t)(-x) : x; }
+static inline dl_t dl_abs(dl_t x) { return x < 0 ? (dl_t)(-x) : x; }
 #else
-inline dl_t dl_abs(dl_t x) { return x; }
+static inline dl_t dl_abs(dl_t x) { return x; }
 #endif
 #endif
 
 #if DL_IS_BOOL
-inline dl_t dl_bitwise_not(dl_t x) { return !x; }
+static inline dl_t dl_bitwise_not(dl_t x) { return !x; }
 #elif DL_IS_FLOAT
-inline dl_t dl_bitwise_not(dl_t x) { return x; }
+static inline dl_t dl_bitwise_not(dl_t x) { return x; }
 #else
-inline dl_t dl_bitwise_not(dl_t x) { return ~x; }
+static inline dl_t dl_bitwise_not(dl_t x) { return ~x; }
 #endif
 
 #if DL_IS_FLOAT
-inline int dl_signbit(dl_t x) { return signbit(x); }
+static inline int dl_signbit(dl_t x) { return signbit(x); }
 #elif DL_IS_SIGNED
-inline int dl_signbit(dl_t x) { return x < 0; }
+static inline int dl_signbit(dl_t x) { return x < 0; }
 #else
-inline int dl_signbit(dl_t x) { return 0; }
+static inline int dl_signbit(dl_t x) { return 0; }
 #endif
 
 // sign: NaN gives 0 as on the CPU.
-inline dl_t dl_sign(dl_t x) { return (dl_t)((DL_ZERO < x) - (x < DL_ZERO)); }
+static inline dl_t dl_sign(dl_t x) { return (dl_t)((DL_ZERO < x) - (x < DL_ZERO)); }
 
 #if DL_IS_FLOAT
-inline dl_t dl_floor(dl_t x) { return floor(x); }
-inline dl_t dl_ceil(dl_t x) { return ceil(x); }
-inline dl_t dl_trunc(dl_t x) { return trunc(x); }
-inline dl_t dl_round(dl_t x) { return rint(x); }  // half to even, like std::nearbyint
+static inline dl_t dl_floor(dl_t x) { return floor(x); }
+static inline dl_t dl_ceil(dl_t x) { return ceil(x); }
+static inline dl_t dl_trunc(dl_t x) { return trunc(x); }
+static inline dl_t dl_round(dl_t x) { return rint(x); }  // half to even, like std::nearbyint
 #else
-inline dl_t dl_floor(dl_t x) { return x; }
-inline dl_t dl_ceil(dl_t x) { return x; }
-inline dl_t dl_trunc(dl_t x) { return x; }
-inline dl_t dl_round(dl_t x) { return x; }
+static inline dl_t dl_floor(dl_t x) { return x; }
+static inline dl_t dl_ceil(dl_t x) { return x; }
+static inline dl_t dl_trunc(dl_t x) { return x; }
+static inline dl_t dl_round(dl_t x) { return x; }
 #endif
 
 // round(x, decimals): w = decimals as a float.
-inline dl_t dl_round_decimals(dl_t x, dl_t decimals) {
+static inline dl_t dl_round_decimals(dl_t x, dl_t decimals) {
 #if DL_IS_FLOAT
   int d = (int)decimals;
   if (d < 0) {
@@ -68,25 +68,25 @@ inline dl_t dl_round_decimals(dl_t x, dl_t decimals) {
 }
 
 // maximum/minimum propagate NaN; fmax/fmin ignore it (OpenCL's fmax/fmin do).
-inline dl_t dl_maximum(dl_t a, dl_t b) {
+static inline dl_t dl_maximum(dl_t a, dl_t b) {
   if (dl_isnan(a) || dl_isnan(b)) return dl_isnan(a) ? a : b;
   return a > b ? a : b;
 }
-inline dl_t dl_minimum(dl_t a, dl_t b) {
+static inline dl_t dl_minimum(dl_t a, dl_t b) {
   if (dl_isnan(a) || dl_isnan(b)) return dl_isnan(a) ? a : b;
   return a < b ? a : b;
 }
 #if DL_IS_FLOAT
-inline dl_t dl_fmax(dl_t a, dl_t b) { return fmax(a, b); }
-inline dl_t dl_fmin(dl_t a, dl_t b) { return fmin(a, b); }
+static inline dl_t dl_fmax(dl_t a, dl_t b) { return fmax(a, b); }
+static inline dl_t dl_fmin(dl_t a, dl_t b) { return fmin(a, b); }
 #else
-inline dl_t dl_fmax(dl_t a, dl_t b) { return a > b ? a : b; }
-inline dl_t dl_fmin(dl_t a, dl_t b) { return a < b ? a : b; }
+static inline dl_t dl_fmax(dl_t a, dl_t b) { return a > b ? a : b; }
+static inline dl_t dl_fmin(dl_t a, dl_t b) { return a < b ? a : b; }
 #endif
 
 // Division with ATen's rounding modes. Integer division by zero has no trap on the device:
 // it gives 0 (the CPU raises ZeroDivisionError), and MIN / -1 wraps.
-inline dl_t dl_int_div(dl_t a, dl_t b) {
+static inline dl_t dl_int_div(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
   return a / b;
 #else
@@ -98,7 +98,7 @@ inline dl_t dl_int_div(dl_t a, dl_t b) {
 #endif
 }
 #if !DL_IS_FLOAT
-inline dl_t dl_int_rem(dl_t a, dl_t b) {
+static inline dl_t dl_int_rem(dl_t a, dl_t b) {
   if (b == 0) return 0;
 #if DL_IS_SIGNED
   if (b == (dl_t)-1) return 0;
@@ -107,7 +107,7 @@ inline dl_t dl_int_rem(dl_t a, dl_t b) {
 }
 #endif
 
-inline dl_t dl_div_trunc(dl_t a, dl_t b) {
+static inline dl_t dl_div_trunc(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
   return trunc(a / b);
 #else
@@ -115,7 +115,7 @@ inline dl_t dl_div_trunc(dl_t a, dl_t b) {
 #endif
 }
 
-inline dl_t dl_div_floor(dl_t a, dl_t b) {
+static inline dl_t dl_div_floor(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
   if (b == 0) return a / b;
   dl_t mod = fmod(a, b);
@@ -142,7 +142,7 @@ inline dl_t dl_div_floor(dl_t a, dl_t b) {
 }
 
 // Python's modulus: the result takes the divisor's sign.
-inline dl_t dl_remainder(dl_t a, dl_t b) {
+static inline dl_t dl_remainder(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
   dl_t m = fmod(a, b);
   if (m != 0 && (b < 0) != (m < 0)) m += b;
@@ -156,7 +156,7 @@ inline dl_t dl_remainder(dl_t a, dl_t b) {
 #endif
 }
 
-inline dl_t dl_fmod(dl_t a, dl_t b) {
+static inline dl_t dl_fmod(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
   return fmod(a, b);
 #else
@@ -165,7 +165,7 @@ inline dl_t dl_fmod(dl_t a, dl_t b) {
 }
 
 // pow: integers by squaring with the CPU's rules for negative exponents.
-inline dl_t dl_pow(dl_t a, dl_t b) {
+static inline dl_t dl_pow(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
   return pow(a, b);
 #else
@@ -187,7 +187,7 @@ inline dl_t dl_pow(dl_t a, dl_t b) {
 }
 
 // Shifts: out-of-range counts give 0 (left) or the sign fill (right), as on the CPU.
-inline dl_t dl_shift_left(dl_t a, dl_t b) {
+static inline dl_t dl_shift_left(dl_t a, dl_t b) {
 #if DL_IS_FLOAT || DL_IS_BOOL
   return a;
 #else
@@ -195,7 +195,7 @@ inline dl_t dl_shift_left(dl_t a, dl_t b) {
   return (dl_t)(a << b);
 #endif
 }
-inline dl_t dl_shift_right(dl_t a, dl_t b) {
+static inline dl_t dl_shift_right(dl_t a, dl_t b) {
 #if DL_IS_FLOAT || DL_IS_BOOL
   return a;
 #else
@@ -206,30 +206,30 @@ inline dl_t dl_shift_right(dl_t a, dl_t b) {
 }
 
 #if DL_IS_FLOAT
-inline dl_t dl_logaddexp(dl_t a, dl_t b) {
+static inline dl_t dl_logaddexp(dl_t a, dl_t b) {
   if (isinf(a) && a == b) return a;
   dl_t m = fmax(a, b);
   return m + log1p(exp(-fabs(a - b)));
 }
-inline dl_t dl_logaddexp2(dl_t a, dl_t b) {
+static inline dl_t dl_logaddexp2(dl_t a, dl_t b) {
   if (isinf(a) && a == b) return a;
   dl_t m = fmax(a, b);
   return m + log1p(exp2(-fabs(a - b))) / log((dl_t)2);
 }
-inline dl_t dl_xlogy(dl_t x, dl_t y) {
+static inline dl_t dl_xlogy(dl_t x, dl_t y) {
   if (isnan(y)) return y;
   if (x == 0) return 0;
   return x * log(y);
 }
-inline dl_t dl_sigmoid(dl_t x) { return DL_ONE / (DL_ONE + exp(-x)); }
+static inline dl_t dl_sigmoid(dl_t x) { return DL_ONE / (DL_ONE + exp(-x)); }
 
 // clamp with NaN in x propagated (scalar bounds); fmin/fmax would drop it.
-inline dl_t dl_clamp(dl_t x, dl_t lo, dl_t hi) {
+static inline dl_t dl_clamp(dl_t x, dl_t lo, dl_t hi) {
   if (isnan(x)) return x;
   return fmin(fmax(x, lo), hi);
 }
 #else
-inline dl_t dl_clamp(dl_t x, dl_t lo, dl_t hi) {
+static inline dl_t dl_clamp(dl_t x, dl_t lo, dl_t hi) {
   x = x < lo ? lo : x;
   return x > hi ? hi : x;
 }
@@ -237,15 +237,15 @@ inline dl_t dl_clamp(dl_t x, dl_t lo, dl_t hi) {
 
 #if DL_IS_FLOAT
 // nextafter at the precision of the output's storage (16-bit floats step by a 16-bit ulp).
-inline float dl_f16_bits_to_float(ushort h) {
+static inline float dl_f16_bits_to_float(ushort h) {
   return vload_half(0, (const __private half*)&h);
 }
-inline ushort dl_float_to_f16_bits(float f) {
+static inline ushort dl_float_to_f16_bits(float f) {
   ushort h;
   vstore_half_rte(f, 0, (__private half*)&h);
   return h;
 }
-inline dl_t dl_nextafter(dl_t a, dl_t b) {
+static inline dl_t dl_nextafter(dl_t a, dl_t b) {
 #if DL_Y0_F16 || DL_Y0_BF16
   if (isnan(a) || isnan(b)) return a + b;
   if (a == b) return b;

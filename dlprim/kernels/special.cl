@@ -10,7 +10,7 @@
 #define DL_PI ((dl_t)3.14159265358979323846)
 
 // Inverse error function: a rational first guess, then two Newton steps on erf(x) - y.
-inline dl_t dl_erfinv(dl_t y) {
+static inline dl_t dl_erfinv(dl_t y) {
   if (isnan(y) || y < -1 || y > 1) return (dl_t)NAN;
   if (y == 1) return (dl_t)INFINITY;
   if (y == -1) return -(dl_t)INFINITY;
@@ -34,7 +34,7 @@ inline dl_t dl_erfinv(dl_t y) {
 
 // digamma: reflection for negative x, recurrence up to x >= 10, then the asymptotic series
 // ln x - 1/(2x) - sum B_2k / (2k x^2k).
-inline dl_t dl_digamma_positive(dl_t x) {
+static inline dl_t dl_digamma_positive(dl_t x) {
   dl_t result = 0;
   while (x < 10) {
     result -= 1 / x;
@@ -51,7 +51,7 @@ inline dl_t dl_digamma_positive(dl_t x) {
   return result + log(x) - (dl_t)0.5 / x - series;
 }
 
-inline dl_t dl_digamma(dl_t x) {
+static inline dl_t dl_digamma(dl_t x) {
   if (x == 0) return copysign((dl_t)INFINITY, -x);
   if (x < 0) {
     if (x == trunc(x)) return (dl_t)NAN;
@@ -62,7 +62,7 @@ inline dl_t dl_digamma(dl_t x) {
 }
 
 // trigamma: reflection below 1/2, six recurrence steps, then the asymptotic series.
-inline dl_t dl_trigamma(dl_t x) {
+static inline dl_t dl_trigamma(dl_t x) {
   dl_t sign = 1, result = 0;
   if (x < (dl_t)0.5) {
     sign = -1;
@@ -80,7 +80,7 @@ inline dl_t dl_trigamma(dl_t x) {
 }
 
 // Hurwitz zeta(s, q) = sum_k (k + q)^-s: direct sum, then Euler-Maclaurin with (2k)!/B_2k.
-inline dl_t dl_zeta(dl_t s, dl_t q) {
+static inline dl_t dl_zeta(dl_t s, dl_t q) {
   if (s == 1) return (dl_t)INFINITY;
   if (s < 1) return (dl_t)NAN;
   if (q <= 0) {
@@ -120,7 +120,7 @@ inline dl_t dl_zeta(dl_t s, dl_t q) {
 }
 
 // polygamma(n, x) = (-1)^(n+1) n! zeta(n+1, x) for n >= 2.
-inline dl_t dl_polygamma(dl_t n, dl_t x) {
+static inline dl_t dl_polygamma(dl_t n, dl_t x) {
   if (n == 0) return dl_digamma(x);
   if (n == 1) return dl_trigamma(x);
   dl_t fact = 1;

@@ -2,6 +2,7 @@
 // shape normalisation and the launch plan.
 #include <dlprim/embedded.h>
 #include <dlprim/reduce.h>
+#include <dlprim/rows.h>
 
 #include "reduce_op_text.h"
 
@@ -149,10 +150,11 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
   // Enough groups to fill the device several times over (GPUs hide latency with many
   // resident groups; CPUs only need a few per core for balance).
   uint64_t cus = std::max<uint32_t>(1, dev.compute_units);
-  uint64_t target_groups = cus * (dev.is_cpu ? 4 : 16);
-  uint64_t min_per_thread = dev.is_cpu ? 64 : 16;  // elements a thread should reduce at least
+  bool cpu = cpu_mapping(ctx);
+  uint64_t target_groups = cus * (cpu ? 4 : 16);
+  uint64_t min_per_thread = cpu ? 64 : 16;  // elements a thread should reduce at least
 
-  if (p.col && dev.is_cpu) {
+  if (p.col && cpu) {
     // Work-items run one after another: each owns a block of adjacent outputs (red_cols).
     p.cols = true;
     p.vec = false;
@@ -164,7 +166,7 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
     p.TO = static_cast<uint32_t>(std::min<uint64_t>({p.L, 64, pow2_ceil(p.n_out)}));
     p.TR = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TO, pow2_ceil(ceil_div(p.R, 4))));
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TR, pow2_ceil(p.n_out)));
-  } else if (dev.is_cpu) {
+  } else if (cpu) {
     // One work-item per (output, chunk), reading a contiguous span.
     p.TR = 1;
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L, pow2_ceil(p.n_out)));

@@ -12,7 +12,7 @@
 // `part` is passed as bytes + byte offset: the caching allocator hands out sub-ranges whose
 // offset need not be a multiple of sizeof(acc_t) (only of its alignment).
 #define PART ((__global acc_t*)(part_p + part_off))
-#define COLS_OB 64
+#define COLS_OB 128
 
 // Offsets of output `o` (flattened over the kept dims, innermost last).
 inline void kept_offsets(ulong o, int krank, dl_dims64 ksz, dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1,
@@ -60,9 +60,8 @@ inline void tile_merge(acc_t* acc, __local acc_t* scratch, uint lid, uint tr, ui
 
 #define BLOCK_N 256
 
-// Called when a block of BLOCK_N steps is full (*c1 == BLOCK_N): moves it into the next level.
-inline void block_tick(acc_t* acc, acc_t* mid, acc_t* blk, uint* c1, uint* c2) {
-  *c1 = 0;
+// Called when a block of BLOCK_N steps is complete: moves it into the next level.
+inline void block_tick(acc_t* acc, acc_t* mid, acc_t* blk, uint* c2) {
   op_merge(mid, blk);
   op_init(blk);
   if (++*c2 < BLOCK_N) return;
@@ -95,7 +94,8 @@ inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long
     // CPU devices; this keeps the rounding error of sums near that of a 3-level tree.
     acc_t mid;
     op_init(&mid);
-    uint c1 = 0, c2 = 0;
+    uint c2 = 0;
+    ulong block = (ulong)BLOCK_N * TR;  // index span of one block of a work-item's steps
     if (vectorised) {
       // One contiguous reduced dim; base is VEC-aligned and chunk starts are multiples of
       // VEC. Each lane has its own state (independent dependency chains).
@@ -103,20 +103,20 @@ inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long
       acc_t lanes[VEC];
       for (int k = 0; k < VEC; ++k) op_init(&lanes[k]);
       ulong ve = end / VEC;
+      for (ulong v = start / VEC + tr; v < ve;) {
+        ulong stop = min(ve, v + block);
 #pragma unroll 4
-      for (ulong v = start / VEC + tr; v < ve; v += TR) {
-        IN_VEC_T q = pv[v];
-        COMBINE_VEC(lanes, q, v * VEC);
-        if (++c1 == BLOCK_N) {
-          for (int k = 1; k < VEC; ++k) {
-            op_merge(&lanes[0], &lanes[k]);
-            op_init(&lanes[k]);
-          }
-          block_tick(&acc, &mid, &lanes[0], &c1, &c2);
+        for (; v < stop; v += TR) {
+          IN_VEC_T q = pv[v];
+          COMBINE_VEC(lanes, q, v * VEC);
         }
+        for (int k = 1; k < VEC; ++k) {
+          op_merge(&lanes[0], &lanes[k]);
+          op_init(&lanes[k]);
+        }
+        block_tick(&acc, &mid, &lanes[0], &c2);
       }
       for (ulong j = ve * VEC + tr; j < end; j += TR) op_combine(&lanes[0], LOAD_P(base + j), j, w0, w1);
-      for (int k = 1; k < VEC; ++k) op_merge(&lanes[0], &lanes[k]);
       op_merge(&mid, &lanes[0]);
     } else if (rrank == 0) {
       // One reduced dim: walk a pointer.
@@ -124,23 +124,27 @@ inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long
       long step = (long)TR * si;
       acc_t blk;
       op_init(&blk);
+      for (ulong j = start + tr; j < end;) {
+        ulong stop = min(end, j + block);
 #pragma unroll 4
-      for (ulong j = start + tr; j < end; j += TR, p += step) {
-        op_combine(&blk, LOAD_P(p), j, w0, w1);
-        if (++c1 == BLOCK_N) block_tick(&acc, &mid, &blk, &c1, &c2);
+        for (; j < stop; j += TR, p += step) op_combine(&blk, LOAD_P(p), j, w0, w1);
+        block_tick(&acc, &mid, &blk, &c2);
       }
-      op_merge(&mid, &blk);
     } else {
       // Several reduced dims: step along the innermost, recompute the outer offset only
       // when a row is crossed.
       acc_t blk;
       op_init(&blk);
+      uint c1 = 0;
       ulong j = start + tr;
       ulong jo = j / Ri, ji = j - jo * Ri;
       long ooff = outer_offset(jo, rrank, rsz, rin);
       for (; j < end; j += TR) {
         op_combine(&blk, LOAD_P(base + ooff + (long)ji * si), j, w0, w1);
-        if (++c1 == BLOCK_N) block_tick(&acc, &mid, &blk, &c1, &c2);
+        if (++c1 == BLOCK_N) {
+          c1 = 0;
+          block_tick(&acc, &mid, &blk, &c2);
+        }
         ji += TR;
         if (ji >= Ri) {
           ulong q = ji / Ri;
@@ -200,6 +204,7 @@ __kernel void red_merge(ulong n_out, ulong chunks, ulong R, uint TR, int krank, 
   }
 }
 
+#if DL_CPU_KERNELS
 // For CPU devices, whose work-items run one after another: a work-item owns COLS_OB adjacent
 // outputs and walks its chunk of the reduced range row by row, so each step reads adjacent
 // memory (the column plan of the tile kernel would make each work-item stride through memory).
@@ -270,3 +275,4 @@ __kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ul
     }
   }
 }
+#endif

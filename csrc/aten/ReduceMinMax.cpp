@@ -112,7 +112,8 @@ at::Tensor& all_extremum_out(const dlprim::ReduceOp& op, const at::Tensor& self,
   check_out(out, self.scalar_type(), name);
   DimMask all;
   all.set();
-  check_nonempty_reduction(self, all, true, name);
+  TORCH_CHECK(self.numel() > 0, name, ": Expected reduction dim to be specified for input.numel() == 0. Specify "
+              "the reduction dim with the 'dim' argument.");
   launch_reduction(op, self, all, false, {out}, extremum_acc(self.scalar_type()), {0, 0}, name);
   return out;
 }

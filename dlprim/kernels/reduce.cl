@@ -12,7 +12,7 @@
 // `part` is passed as bytes + byte offset: the caching allocator hands out sub-ranges whose
 // offset need not be a multiple of sizeof(acc_t) (only of its alignment).
 #define PART ((__global acc_t*)(part_p + part_off))
-#define COLS_OB 64
+#define COLS_OB 128
 
 // Offsets of output `o` (flattened over the kept dims, innermost last).
 inline void kept_offsets(ulong o, int krank, dl_dims64 ksz, dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1,
@@ -58,6 +58,18 @@ inline void tile_merge(acc_t* acc, __local acc_t* scratch, uint lid, uint tr, ui
   }
 }
 
+#define BLOCK_N 256
+
+// Called when a block of BLOCK_N steps is complete: moves it into the next level.
+inline void block_tick(acc_t* acc, acc_t* mid, acc_t* blk, uint* c2) {
+  op_merge(mid, blk);
+  op_init(blk);
+  if (++*c2 < BLOCK_N) return;
+  *c2 = 0;
+  op_merge(acc, mid);
+  op_init(mid);
+}
+
 inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long si, ulong chunks,
                       ulong chunk_len, uint TO, uint TR, int col_order, int krank, dl_dims64 ksz,
                       dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1, int rrank, dl_dims64 rsz,
@@ -77,6 +89,13 @@ inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long
     kept_offsets(o, krank, ksz, kin, kout0, kout1, &ib, &ob0, &ob1);
     ulong start = c * chunk_len, end = min(R, start + chunk_len);
     __global const IN_T* base = in + in_o + ib;
+    // Blocked accumulation: `blk` takes BLOCK_N steps, then merges into `mid`, which merges
+    // into `acc` every BLOCK_N blocks. Serial spans of a work-item can be millions long on
+    // CPU devices; this keeps the rounding error of sums near that of a 3-level tree.
+    acc_t mid;
+    op_init(&mid);
+    uint c2 = 0;
+    ulong block = (ulong)BLOCK_N * TR;  // index span of one block of a work-item's steps
     if (vectorised) {
       // One contiguous reduced dim; base is VEC-aligned and chunk starts are multiples of
       // VEC. Each lane has its own state (independent dependency chains).
@@ -84,28 +103,48 @@ inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long
       acc_t lanes[VEC];
       for (int k = 0; k < VEC; ++k) op_init(&lanes[k]);
       ulong ve = end / VEC;
+      for (ulong v = start / VEC + tr; v < ve;) {
+        ulong stop = min(ve, v + block);
 #pragma unroll 4
-      for (ulong v = start / VEC + tr; v < ve; v += TR) {
-        IN_VEC_T q = pv[v];
-        COMBINE_VEC(lanes, q, v * VEC);
+        for (; v < stop; v += TR) {
+          IN_VEC_T q = pv[v];
+          COMBINE_VEC(lanes, q, v * VEC);
+        }
+        for (int k = 1; k < VEC; ++k) {
+          op_merge(&lanes[0], &lanes[k]);
+          op_init(&lanes[k]);
+        }
+        block_tick(&acc, &mid, &lanes[0], &c2);
       }
       for (ulong j = ve * VEC + tr; j < end; j += TR) op_combine(&lanes[0], LOAD_P(base + j), j, w0, w1);
-      for (int k = 1; k < VEC; ++k) op_merge(&lanes[0], &lanes[k]);
-      acc = lanes[0];
+      op_merge(&mid, &lanes[0]);
     } else if (rrank == 0) {
       // One reduced dim: walk a pointer.
       __global const IN_T* p = base + (long)(start + tr) * si;
       long step = (long)TR * si;
+      acc_t blk;
+      op_init(&blk);
+      for (ulong j = start + tr; j < end;) {
+        ulong stop = min(end, j + block);
 #pragma unroll 4
-      for (ulong j = start + tr; j < end; j += TR, p += step) op_combine(&acc, LOAD_P(p), j, w0, w1);
+        for (; j < stop; j += TR, p += step) op_combine(&blk, LOAD_P(p), j, w0, w1);
+        block_tick(&acc, &mid, &blk, &c2);
+      }
     } else {
       // Several reduced dims: step along the innermost, recompute the outer offset only
       // when a row is crossed.
+      acc_t blk;
+      op_init(&blk);
+      uint c1 = 0;
       ulong j = start + tr;
       ulong jo = j / Ri, ji = j - jo * Ri;
       long ooff = outer_offset(jo, rrank, rsz, rin);
       for (; j < end; j += TR) {
-        op_combine(&acc, LOAD_P(base + ooff + (long)ji * si), j, w0, w1);
+        op_combine(&blk, LOAD_P(base + ooff + (long)ji * si), j, w0, w1);
+        if (++c1 == BLOCK_N) {
+          c1 = 0;
+          block_tick(&acc, &mid, &blk, &c2);
+        }
         ji += TR;
         if (ji >= Ri) {
           ulong q = ji / Ri;
@@ -114,7 +153,9 @@ inline void tile_body(const int vectorised, ulong n_out, ulong R, ulong Ri, long
           ooff = outer_offset(jo, rrank, rsz, rin);
         }
       }
+      op_merge(&mid, &blk);
     }
+    op_merge(&acc, &mid);
   }
   tile_merge(&acc, scratch, lid, tr, TR, col_order ? TO : 1);
   if (tr == 0 && o < n_out) {
@@ -163,6 +204,7 @@ __kernel void red_merge(ulong n_out, ulong chunks, ulong R, uint TR, int krank, 
   }
 }
 
+#if DL_CPU_KERNELS
 // For CPU devices, whose work-items run one after another: a work-item owns COLS_OB adjacent
 // outputs and walks its chunk of the reduced range row by row, so each step reads adjacent
 // memory (the column plan of the tile kernel would make each work-item stride through memory).
@@ -177,12 +219,15 @@ __kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ul
   if (o0 >= n_out) return;
   int nb = (int)min((ulong)COLS_OB, n_out - o0);
   long ib[COLS_OB];
-  acc_t acc[COLS_OB];
+  acc_t acc[COLS_OB], mid[COLS_OB], blk[COLS_OB];  // blocked accumulation as in tile_body
   for (int k = 0; k < nb; ++k) {
     long ob0, ob1;
     kept_offsets(o0 + k, krank, ksz, kin, kout0, kout1, &ib[k], &ob0, &ob1);
     op_init(&acc[k]);
+    op_init(&mid[k]);
+    op_init(&blk[k]);
   }
+  uint c1 = 0, c2 = 0;
   // Outputs in one run of the innermost kept dim with unit stride: plain indexing.
   int unit = nb > 1 && ib[nb - 1] - ib[0] == nb - 1;
   ulong start = c * chunk_len, end = min(R, start + chunk_len);
@@ -193,14 +238,31 @@ __kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ul
     __global const IN_T* row = base + ooff + (long)ji * si;
     if (unit) {
       __global const IN_T* p = row + ib[0];
-      for (int k = 0; k < nb; ++k) op_combine(&acc[k], LOAD_P(p + k), j, w0, w1);
+      for (int k = 0; k < nb; ++k) op_combine(&blk[k], LOAD_P(p + k), j, w0, w1);
     } else {
-      for (int k = 0; k < nb; ++k) op_combine(&acc[k], LOAD_P(row + ib[k]), j, w0, w1);
+      for (int k = 0; k < nb; ++k) op_combine(&blk[k], LOAD_P(row + ib[k]), j, w0, w1);
+    }
+    if (++c1 == BLOCK_N) {
+      c1 = 0;
+      int up = ++c2 == BLOCK_N;
+      if (up) c2 = 0;
+      for (int k = 0; k < nb; ++k) {
+        op_merge(&mid[k], &blk[k]);
+        op_init(&blk[k]);
+        if (up) {
+          op_merge(&acc[k], &mid[k]);
+          op_init(&mid[k]);
+        }
+      }
     }
     if (++ji == Ri) {
       ji = 0;
       ooff = outer_offset(++jo, rrank, rsz, rin);
     }
+  }
+  for (int k = 0; k < nb; ++k) {
+    op_merge(&mid[k], &blk[k]);
+    op_merge(&acc[k], &mid[k]);
   }
   for (int k = 0; k < nb; ++k) {
     ulong o = o0 + k;
@@ -213,3 +275,4 @@ __kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ul
     }
   }
 }
+#endif

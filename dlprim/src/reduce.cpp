@@ -2,6 +2,7 @@
 // shape normalisation and the launch plan.
 #include <dlprim/embedded.h>
 #include <dlprim/reduce.h>
+#include <dlprim/rows.h>
 
 #include "reduce_op_text.h"
 
@@ -63,8 +64,10 @@ std::vector<ReduceDim> sorted(std::vector<ReduceDim> dims, bool reduced, bool ke
   return out;
 }
 
-std::string program_text(const ReduceOp& op, DType in, DType acc, DType out0, DType out1) {
-  return reduce_op_text(op, in, acc, out0, out1) + kernel_source("reduce");
+// red_cols (for CPU devices) is compiled only there.
+std::string program_text(const ReduceOp& op, DType in, DType acc, DType out0, DType out1, bool cpu) {
+  return reduce_op_text(op, in, acc, out0, out1) + (cpu ? "#define DL_CPU_KERNELS 1\n" : "") +
+         kernel_source("reduce");
 }
 
 struct Kernels {
@@ -82,18 +85,19 @@ Kernels& kernels_for(const Context& ctx, const ReduceOp& op, DType in, DType acc
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->tile) {
-    cl_program prog = ctx.program(program_text(op, in, acc, out0, out1));
+    bool cpu = ctx.info().is_cpu;
+    cl_program prog = ctx.program(program_text(op, in, acc, out0, out1, cpu));
     k->tile = create_kernel(prog, "red_tile");
     k->tile_vec = create_kernel(prog, "red_tile_vec");
     k->merge = create_kernel(prog, "red_merge");
-    k->cols = create_kernel(prog, "red_cols");
+    if (cpu) k->cols = create_kernel(prog, "red_cols");
   }
   return *k;
 }
 
 // ---------------------------------------------------------------- plan
 
-constexpr uint64_t kColsBlock = 64;  // COLS_OB in reduce.cl
+constexpr uint64_t kColsBlock = 128;  // COLS_OB in reduce.cl
 
 uint64_t pow2_ceil(uint64_t v) {
   uint64_t p = 1;
@@ -146,13 +150,15 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
   p.vec = !p.col && vw > 1 && p.outer_rank == 0 && p.si == 1 && aligned && p.R >= static_cast<uint64_t>(vw);
   uint64_t step = p.vec ? static_cast<uint64_t>(vw) : 1;  // elements per thread per iteration
 
-  // Enough groups to fill the device several times over (GPUs hide latency with many
-  // resident groups; CPUs only need a few per core for balance).
+  // Groups for a long reduction: on GPUs about one resident wave (a compute unit holds
+  // ~2048 threads, i.e. 8 groups of 256), each thread then loading tens of vectors; on CPUs a
+  // few work-items per core for balance.
   uint64_t cus = std::max<uint32_t>(1, dev.compute_units);
-  uint64_t target_groups = cus * (dev.is_cpu ? 4 : 16);
-  uint64_t min_per_thread = dev.is_cpu ? 64 : 16;  // elements a thread should reduce at least
+  bool cpu = cpu_mapping(ctx);
+  uint64_t target_groups = cpu ? cus * 4 : cus * std::max<uint64_t>(1, 2048 / p.L);
+  uint64_t min_per_thread = cpu ? 64 : 32;  // elements a thread should reduce at least
 
-  if (p.col && dev.is_cpu) {
+  if (p.col && cpu) {
     // Work-items run one after another: each owns a block of adjacent outputs (red_cols).
     p.cols = true;
     p.vec = false;
@@ -164,12 +170,13 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
     p.TO = static_cast<uint32_t>(std::min<uint64_t>({p.L, 64, pow2_ceil(p.n_out)}));
     p.TR = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TO, pow2_ceil(ceil_div(p.R, 4))));
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TR, pow2_ceil(p.n_out)));
-  } else if (dev.is_cpu) {
+  } else if (cpu) {
     // One work-item per (output, chunk), reading a contiguous span.
     p.TR = 1;
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L, pow2_ceil(p.n_out)));
   } else {
-    p.TR = static_cast<uint32_t>(std::min<uint64_t>(p.L, pow2_ceil(ceil_div(p.R, step * 4))));
+    // Row plan: at least 16 loads per thread before the local-memory tree.
+    p.TR = static_cast<uint32_t>(std::min<uint64_t>(p.L, pow2_ceil(ceil_div(p.R, step * 16))));
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TR, pow2_ceil(p.n_out)));
   }
   uint64_t tiles = ceil_div(p.n_out, p.TO);

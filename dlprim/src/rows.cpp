@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace dlprim {
 
@@ -36,6 +37,14 @@ bool describe_rows(const std::vector<int64_t>& sizes, const std::vector<std::vec
   return true;
 }
 
+bool cpu_mapping(const Context& ctx) {
+  static const bool force_gpu = [] {
+    const char* v = std::getenv("PYTORCH_OCL_GPU_MAPPING");
+    return v && std::strcmp(v, "0") != 0 && *v;
+  }();
+  return ctx.info().is_cpu && !force_gpu;
+}
+
 namespace {
 uint32_t pow2_ceil(uint64_t v) {
   uint64_t p = 1;
@@ -55,7 +64,7 @@ RowsTiling rows_tiling(const Context& ctx, const RowsShape& s, uint32_t max_grou
   uint64_t rows = std::max<uint64_t>(1, s.n_rows());
   int64_t row_min = s.rank > 0 ? std::llabs(s.strides[0][s.rank - 1]) : INT64_MAX;
   t.col_order = s.rank > 0 && rows > 1 && row_min < std::llabs(s.step[0]);
-  if (ctx.info().is_cpu) {
+  if (cpu_mapping(ctx)) {
     // Work-items run one after another: one per row, reading it sequentially.
     t.TR = 1;
     t.TO = std::min(L, pow2_ceil(rows));

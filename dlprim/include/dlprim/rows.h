@@ -39,6 +39,11 @@ struct RowsTiling {
   uint32_t TO = 1, TR = 1;
   bool col_order = false;
 };
+// Whether kernels should map work as for a CPU device (work-items run one after another:
+// each reads a contiguous span). False on GPUs, and on every device when the environment
+// variable PYTORCH_OCL_GPU_MAPPING=1 is set (testing the GPU mappings on a CPU device).
+bool cpu_mapping(const Context& ctx);
+
 // A tiling for `shape` whose tensor 0 is read: on CPU devices one work-item per row.
 RowsTiling rows_tiling(const Context& ctx, const RowsShape& shape, uint32_t max_group);
 

@@ -1,8 +1,6 @@
 #include "aten/Launch.h"
 
 #include <c10/core/Scalar.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
 
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -18,31 +16,6 @@ dlprim::Scalar to_dlprim_scalar(const c10::Scalar& s) {
   return dlprim::Scalar::integral(s.toLong());
 }
 
-namespace {
-
-// The 16-bit float type every ocl tensor input shares, or Undefined. The CPU casts a Python
-// number to the iteration's common dtype before computing (CUDA keeps it in opmath precision);
-// tests compare with the CPU, so a float scalar is rounded the same way when that dtype is 16-bit.
-c10::ScalarType shared_16bit_float_input(at::TensorIteratorBase& iter) {
-  c10::ScalarType found = c10::ScalarType::Undefined;
-  for (int k = iter.noutputs(); k < iter.ntensors(); ++k) {
-    if (iter.is_cpu_scalar(k)) continue;
-    c10::ScalarType st = iter.dtype(k);
-    if (st != c10::kHalf && st != c10::kBFloat16) return c10::ScalarType::Undefined;
-    if (found != c10::ScalarType::Undefined && found != st) return c10::ScalarType::Undefined;
-    found = st;
-  }
-  return found;
-}
-
-double round_to(c10::ScalarType st, double v) {
-  if (st == c10::kHalf) return static_cast<float>(c10::Half(static_cast<float>(v)));
-  if (st == c10::kBFloat16) return static_cast<float>(c10::BFloat16(static_cast<float>(v)));
-  return v;
-}
-
-} // namespace
-
 void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase& iter, c10::ScalarType compute,
                         const std::vector<dlprim::Scalar>& params) {
   if (iter.numel() == 0) return;
@@ -55,14 +28,13 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
 
   std::vector<dlprim::EwOperand> outs, ins;
   int device = iter.device(0).index();
-  c10::ScalarType scalar_rounding = shared_16bit_float_input(iter);
   for (int k = 0; k < iter.ntensors(); ++k) {
     dlprim::EwOperand o;
     c10::ScalarType st = iter.dtype(k);
     o.dtype = to_dlprim(st, name);
     if (k >= iter.noutputs() && iter.is_cpu_scalar(k)) {
       o.is_scalar = true;
-      o.value = c10::isFloatingType(st) ? dlprim::Scalar::floating(round_to(scalar_rounding, iter.scalar_value<double>(k)))
+      o.value = c10::isFloatingType(st) ? dlprim::Scalar::floating(iter.scalar_value<double>(k))
                                         : dlprim::Scalar::integral(iter.scalar_value<int64_t>(k));
       ins.push_back(o);
       continue;

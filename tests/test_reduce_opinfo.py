@@ -212,7 +212,7 @@ def test_opinfo_other_dtypes(label):
     """Forward only, fewer samples: every declared dtype the kernels support."""
     failures = []
     for dtype in OTHER_DTYPES:
-        if dtype == torch.float64 and not torch.ocl.get_device_properties(0).has_fp64:
+        if dtype == torch.float64 and not torch.ocl.get_device_properties(0).fp64:
             continue
         for r in run_op(_OPINFOS[label], dtype, max_samples=4, grads=False):
             if r[3] == Outcome.FAIL:

@@ -164,9 +164,17 @@ static inline dl_t dl_fmod(dl_t a, dl_t b) {
 #endif
 }
 
-// pow: integers by squaring with the CPU's rules for negative exponents.
+// pow: integers by squaring with the CPU's rules for negative exponents. Floats take the
+// CPU's (and CUDA's) exact shortcuts for the common exponents: a driver's pow() may be a few
+// ulp off, which gradients such as atanh's 1 / (1 - x^2) amplify near the poles.
 static inline dl_t dl_pow(dl_t a, dl_t b) {
 #if DL_IS_FLOAT
+  if (b == (dl_t)2) return a * a;
+  if (b == (dl_t)3) return a * a * a;
+  if (b == (dl_t)0.5) return sqrt(a);
+  if (b == (dl_t)-0.5) return (dl_t)1 / sqrt(a);
+  if (b == (dl_t)-1) return (dl_t)1 / a;
+  if (b == (dl_t)-2) return (dl_t)1 / (a * a);
   return pow(a, b);
 #else
 #if DL_IS_SIGNED

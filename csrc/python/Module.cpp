@@ -119,9 +119,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("disk_cache_usable", &dlprim::disk_cache_usable);
   m.def("disk_cache_warning", &dlprim::disk_cache_warning);
 
-  m.def("measure_launch_us", [](int device, int launches, bool profiling, int n_args, unsigned flush_every) {
-    return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every);
-  });
+  m.def(
+      "measure_launch_us",
+      [](int device, int launches, bool profiling, int n_args, unsigned flush_every, bool set_args_each_launch) {
+        return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every,
+                                         set_args_each_launch);
+      },
+      py::arg("device"), py::arg("launches"), py::arg("profiling"), py::arg("n_args"), py::arg("flush_every"),
+      py::arg("set_args_each_launch") = true);
   bind_user_kernels(m);
   bind_profiler(m);
   m.def("fallback_stats", &fallback_counts);

@@ -235,7 +235,12 @@ def check_model(device, width, batch, size, tol):
         out.square().sum().backward()
         outs.append((out.detach(), {n: p.grad for n, p in model.named_parameters()}))
     (out_r, grads_r), (out_c, grads_c) = outs
-    failed = 0
+    with torch.no_grad(), pytorch_ocl.profiler.profile() as prof:
+        custom(x)
+    launches = sum(r[0] == "example_tiled_conv2d" for r in prof.records)
+    failed = int(launches != replaced)
+    print(f"check {'OK  ' if not failed else 'FAIL'} custom ResNet forward launched the kernel {launches} times for "
+          f"{replaced} nn.Conv2d")
     diff = max_rel_diff(out_c, out_r)
     failed += diff > tol
     print(f"check {'OK  ' if diff <= tol else 'FAIL'} ResNet logits: max relative diff {diff:.2e} (tolerance {tol:.0e})")

@@ -1,8 +1,9 @@
 """A hand-written OpenCL matmul replacing every nn.Linear of a small GPT-2-style model.
 
 What it shows:
-- `pytorch_ocl.Kernel`: a tiled matmul (TS x TS tiles of both operands staged in `__local` memory; any M/N/K,
-  tails padded with zeros; operands read through their strides, so transposed views need no copies; optional bias).
+- `pytorch_ocl.Kernel`: a tiled matmul (64 x 16 / 16 x 64 slices of both operands staged in `__local` memory,
+  4 x 4 outputs per work-item held in registers; any M/N/K, tails padded with zeros; operands read through their
+  strides, so transposed views need no copies; optional bias).
 - `pytorch_ocl.library.custom_op`: the kernel as a PyTorch op `ocl_examples::linear` with a fake (shape)
   implementation and an autograd formula (dX = dY W and dW = dY^T X run the same kernel on transposed views,
   db = dY summed over rows).
@@ -32,46 +33,73 @@ from typing import Optional  # noqa: E402
 import pytorch_ocl  # noqa: E402
 from pytorch_ocl import Kernel, int32, int64  # noqa: E402
 
-TILE = 16
+TS, WPT = 16, 4  # a group is TS x TS work-items; each computes WPT x WPT outputs: a 64 x 64 tile of C
 
 # C[M,N] = A[M,K] @ B[K,N] (+ bias[N]). A and B are addressed through (row, column) element strides.
-# Work-item (c, r) of a TS x TS group owns C[group_row*TS + r, group_col*TS + c]; each step of the K loop stages
-# one TS x TS tile of A and of B in local memory (out-of-range elements load as 0, so tails need no special case).
+# A group owns a BM x BM tile of C (BM = TS*WPT); work-item (c, r) owns rows r, r+TS, r+2TS, ... and columns
+# c, c+TS, ... of it (interleaved, so neighbouring work-items touch neighbouring columns: coalesced stores).
+# Each step of the K loop stages a BM x TS slice of A and a TS x BM slice of B in local memory, every work-item
+# loading WPT elements of each; out-of-range elements load as 0, so M/N/K tails need no special case.
 MATMUL_SOURCE = r"""
-__kernel void example_tiled_matmul(__global float* C, ulong c_off,
-                                   __global const float* A, ulong a_off, long a_sm, long a_sk,
-                                   __global const float* B, ulong b_off, long b_sk, long b_sn,
-                                   __global const float* bias, ulong bias_off,
-                                   int M, int N, int K)
+#define BM (TS * WPT)
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+void example_tiled_matmul(__global float* C, ulong c_off,
+                          __global const float* A, ulong a_off, long a_sm, long a_sk,
+                          __global const float* B, ulong b_off, long b_sk, long b_sn,
+                          __global const float* bias, ulong bias_off,
+                          int M, int N, int K)
 {
-    __local float As[TS][TS];
-    __local float Bs[TS][TS + 1];   /* +1: rows of Bs start in different banks */
-    const int lc = get_local_id(0), lr = get_local_id(1);
-    const int row = get_group_id(1) * TS + lr;
-    const int col = get_group_id(0) * TS + lc;
+    __local float As[TS][BM + 1];   /* As[k][m]; +1: the transposing stores hit different banks */
+    __local float Bs[TS][BM];       /* Bs[k][n] */
+    const int lc = get_local_id(0), lr = get_local_id(1), lid = lr * TS + lc;
+    const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BM;
     A += a_off; B += b_off;
-    float acc = 0.0f;
+    float acc[WPT][WPT];
+    for (int i = 0; i < WPT; ++i)
+        for (int j = 0; j < WPT; ++j)
+            acc[i][j] = 0.0f;
+
     for (int k0 = 0; k0 < K; k0 += TS) {
-        const int ka = k0 + lc, kb = k0 + lr;
-        As[lr][lc] = (row < M && ka < K) ? A[row * a_sm + ka * a_sk] : 0.0f;
-        Bs[lr][lc] = (kb < K && col < N) ? B[kb * b_sk + col * b_sn] : 0.0f;
+        for (int e = 0; e < WPT; ++e) {
+            const int idx = lid + e * TS * TS;
+            /* A: consecutive work-items walk along k (contiguous for a row-major A) */
+            const int am = idx / TS, ak = idx % TS;
+            const int gm = m0 + am, gka = k0 + ak;
+            As[ak][am] = (gm < M && gka < K) ? A[gm * a_sm + gka * a_sk] : 0.0f;
+            /* B: consecutive work-items walk along n */
+            const int bk = idx / BM, bn = idx % BM;
+            const int gkb = k0 + bk, gn = n0 + bn;
+            Bs[bk][bn] = (gkb < K && gn < N) ? B[gkb * b_sk + gn * b_sn] : 0.0f;
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
-        #pragma unroll
-        for (int k = 0; k < TS; ++k)
-            acc = fma(As[lr][k], Bs[k][lc], acc);
+        for (int k = 0; k < TS; ++k) {
+            float a[WPT], b[WPT];
+            for (int i = 0; i < WPT; ++i) a[i] = As[k][lr + i * TS];
+            for (int j = 0; j < WPT; ++j) b[j] = Bs[k][lc + j * TS];
+            for (int i = 0; i < WPT; ++i)
+                for (int j = 0; j < WPT; ++j)
+                    acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (row < M && col < N) {
+    for (int i = 0; i < WPT; ++i) {
+        const int row = m0 + lr + i * TS;
+        for (int j = 0; j < WPT; ++j) {
+            const int col = n0 + lc + j * TS;
+            if (row < M && col < N) {
 #ifdef HAS_BIAS
-        acc += bias[bias_off + col];
+                C[c_off + (long)row * N + col] = acc[i][j] + bias[bias_off + col];
+#else
+                C[c_off + (long)row * N + col] = acc[i][j];
 #endif
-        C[c_off + (long)row * N + col] = acc;
+            }
+        }
     }
 }
 """
 # strided=True: the kernel indexes its operands through the strides passed to it, so views are accepted as-is.
 MATMUL = {has_bias: Kernel(MATMUL_SOURCE, "example_tiled_matmul",
-                           options=f"-DTS={TILE}" + (" -DHAS_BIAS" if has_bias else ""), strided=True)
+                           options=f"-DTS={TS} -DWPT={WPT}" + (" -DHAS_BIAS" if has_bias else ""), strided=True)
           for has_bias in (False, True)}
 
 
@@ -86,9 +114,10 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] 
     if m == 0 or n == 0:
         return c
     bias_arg = bias.contiguous() if bias is not None else c  # c: placeholder the kernel never reads without HAS_BIAS
-    groups = (math.ceil(n / TILE) * TILE, math.ceil(m / TILE) * TILE)
+    block = TS * WPT
+    groups = (math.ceil(n / block) * TS, math.ceil(m / block) * TS)
     MATMUL[bias is not None](c, a, int64(a.stride(0)), int64(a.stride(1)), b, int64(b.stride(0)), int64(b.stride(1)),
-                             bias_arg, int32(m), int32(n), int32(k), global_size=groups, local_size=(TILE, TILE))
+                             bias_arg, int32(m), int32(n), int32(k), global_size=groups, local_size=(TS, TS))
     return c
 
 

@@ -2,11 +2,11 @@
 
 What it shows:
 - `pytorch_ocl.Kernel`: a tiled direct convolution written as an implicit GEMM. The output is the matrix
-  Y[OC, N*OH*OW] = W[OC, C*KH*KW] @ patches[C*KH*KW, N*OH*OW]; each work-group computes a TS x TS tile of Y,
-  staging a tile of weights and a tile of image patches in `__local` memory per step. The patch elements are
-  gathered straight from the input image (no im2col buffer); padding is handled by index bounds (outside the
-  image reads as 0), so any stride, dilation, padding, batch and odd spatial size works. groups=1 only (grouped and
-  depthwise convolutions are out of scope for this example).
+  Y[OC, N*OH*OW] = W[OC, C*KH*KW] @ patches[C*KH*KW, N*OH*OW]; each work-group computes a 64 x 64 tile of Y
+  (4 x 4 outputs per work-item, in registers), staging a slice of weights and a slice of image patches in `__local`
+  memory per step. The patch elements are gathered straight from the input image (no im2col buffer); padding is
+  handled by index bounds (outside the image reads as 0), so any stride, dilation, padding, batch and odd spatial
+  size works. groups=1 only (grouped and depthwise convolutions are out of scope for this example).
 - `pytorch_ocl.library.custom_op`: the kernel as the op `ocl_examples::conv2d` (fake + autograd; the backward uses
   the built-in convolution gradients, torch.nn.grad.conv2d_input / conv2d_weight).
 - Checked against torch.nn.functional.conv2d over strides {1,2,3} x dilations {1,2} x paddings {0,1,2} x batch sizes
@@ -36,63 +36,85 @@ from typing import List, Optional  # noqa: E402
 import pytorch_ocl  # noqa: E402
 from pytorch_ocl import Kernel, int32  # noqa: E402
 
-TILE = 16
+TS, WPT = 16, 4  # a group is TS x TS work-items; each computes WPT x WPT outputs: a 64 x 64 tile of Y
 
-# x: (N, C, H, W), w: (OC, C, KH, KW), y: (N, OC, OH, OW), all contiguous. Work-item (lp, lo) of a group owns
-# output channel oc = group_oc*TS + lo at output position p = group_p*TS + lp, where p enumerates (n, oh, ow).
-# The reduction index r enumerates (c, kh, kw), the order of W's last three dimensions.
+# x: (N, C, H, W), w: (OC, C, KH, KW), y: (N, OC, OH, OW), all contiguous. Column p of Y enumerates (n, oh, ow),
+# row r of the patch matrix enumerates (c, kh, kw), the order of W's last three dimensions (so W is a plain
+# OC x R row-major matrix). A group owns a BM x BM tile of Y (BM = TS*WPT, rows: output channels, columns:
+# positions); work-item (c, r) owns channels r, r+TS, ... and positions c, c+TS, ... of it. Each step stages a
+# BM x TS slice of W and a TS x BM slice of patches in local memory; out-of-range elements load as 0.
 CONV_SOURCE = r"""
-__kernel void example_tiled_conv2d(__global float* y, ulong y_off,
-                                   __global const float* x, ulong x_off,
-                                   __global const float* w, ulong w_off,
-                                   __global const float* bias, ulong bias_off,
-                                   int N, int C, int H, int W, int OC, int KH, int KW, int OH, int OW,
-                                   int sh, int sw, int ph, int pw, int dh, int dw)
+#define BM (TS * WPT)
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+void example_tiled_conv2d(__global float* y, ulong y_off,
+                          __global const float* x, ulong x_off,
+                          __global const float* w, ulong w_off,
+                          __global const float* bias, ulong bias_off,
+                          int N, int C, int H, int W, int OC, int KH, int KW, int OH, int OW,
+                          int sh, int sw, int ph, int pw, int dh, int dw)
 {
-    __local float Ws[TS][TS];       /* Ws[oc][r] */
-    __local float Xs[TS][TS + 1];   /* Xs[r][p]; +1: rows start in different banks */
-    const int lp = get_local_id(0), lo = get_local_id(1);
-    const int P = N * OH * OW, R = C * KH * KW;
-    const int oc = get_group_id(1) * TS + lo;
-    const int p = get_group_id(0) * TS + lp;
+    __local float Ws[TS][BM + 1];   /* Ws[r][oc]; +1: the transposing stores hit different banks */
+    __local float Xs[TS][BM];       /* Xs[r][p] */
+    const int lc = get_local_id(0), lr = get_local_id(1), lid = lr * TS + lc;
+    const int OHW = OH * OW, P = N * OHW, KK = KH * KW, R = C * KK;
+    const int oc0 = get_group_id(1) * BM, p0 = get_group_id(0) * BM;
     x += x_off; w += w_off;
+    float acc[WPT][WPT];
+    for (int i = 0; i < WPT; ++i)
+        for (int j = 0; j < WPT; ++j)
+            acc[i][j] = 0.0f;
 
-    /* The patch column this work-item gathers for the Xs tile: position p_load = group_p*TS + lp (same as p). */
-    const int n = p / (OH * OW), ohw = p % (OH * OW);
-    const int ih0 = (ohw / OW) * sh - ph, iw0 = (ohw % OW) * sw - pw;
-    const int x_base = n * C * H * W;
-
-    float acc = 0.0f;
     for (int r0 = 0; r0 < R; r0 += TS) {
-        /* weights: row oc, reduction index r0 + lp */
-        const int rw = r0 + lp;
-        Ws[lo][lp] = (oc < OC && rw < R) ? w[oc * R + rw] : 0.0f;
-        /* patches: reduction index r0 + lo, position p */
-        const int rx = r0 + lo;
-        float v = 0.0f;
-        if (p < P && rx < R) {
-            const int c = rx / (KH * KW), k = rx % (KH * KW);
-            const int ih = ih0 + (k / KW) * dh, iw = iw0 + (k % KW) * dw;
-            if (ih >= 0 && ih < H && iw >= 0 && iw < W)   /* padding: outside the image reads as 0 */
-                v = x[x_base + (c * H + ih) * W + iw];
+        for (int e = 0; e < WPT; ++e) {
+            const int idx = lid + e * TS * TS;
+            /* weights: consecutive work-items walk along r (contiguous) */
+            const int wo = idx / TS, wr = idx % TS;
+            const int goc = oc0 + wo, gwr = r0 + wr;
+            Ws[wr][wo] = (goc < OC && gwr < R) ? w[goc * R + gwr] : 0.0f;
+            /* patches: consecutive work-items walk along p (along ow within an image row) */
+            const int xr = idx / BM, xp = idx % BM;
+            const int r = r0 + xr, p = p0 + xp;
+            float v = 0.0f;
+            if (r < R && p < P) {
+                const int n = p / OHW, ohw = p % OHW, c = r / KK, k = r % KK;
+                const int ih = (ohw / OW) * sh - ph + (k / KW) * dh;
+                const int iw = (ohw % OW) * sw - pw + (k % KW) * dw;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W)   /* padding: outside the image reads as 0 */
+                    v = x[((n * C + c) * H + ih) * W + iw];
+            }
+            Xs[xr][xp] = v;
         }
-        Xs[lo][lp] = v;
         barrier(CLK_LOCAL_MEM_FENCE);
-        #pragma unroll
-        for (int k = 0; k < TS; ++k)
-            acc = fma(Ws[lo][k], Xs[k][lp], acc);
+        for (int k = 0; k < TS; ++k) {
+            float a[WPT], b[WPT];
+            for (int i = 0; i < WPT; ++i) a[i] = Ws[k][lr + i * TS];
+            for (int j = 0; j < WPT; ++j) b[j] = Xs[k][lc + j * TS];
+            for (int i = 0; i < WPT; ++i)
+                for (int j = 0; j < WPT; ++j)
+                    acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (oc < OC && p < P) {
+    for (int j = 0; j < WPT; ++j) {
+        const int p = p0 + lc + j * TS;
+        if (p >= P)
+            continue;
+        const int n = p / OHW, ohw = p % OHW;
+        for (int i = 0; i < WPT; ++i) {
+            const int oc = oc0 + lr + i * TS;
+            if (oc < OC) {
 #ifdef HAS_BIAS
-        acc += bias[bias_off + oc];
+                y[y_off + (long)(n * OC + oc) * OHW + ohw] = acc[i][j] + bias[bias_off + oc];
+#else
+                y[y_off + (long)(n * OC + oc) * OHW + ohw] = acc[i][j];
 #endif
-        y[y_off + ((long)(n * OC + oc) * OH * OW) + ohw] = acc;
+            }
+        }
     }
 }
 """
 CONV = {has_bias: Kernel(CONV_SOURCE, "example_tiled_conv2d",
-                         options=f"-DTS={TILE}" + (" -DHAS_BIAS" if has_bias else ""))
+                         options=f"-DTS={TS} -DWPT={WPT}" + (" -DHAS_BIAS" if has_bias else ""))
         for has_bias in (False, True)}
 
 
@@ -135,9 +157,10 @@ def ocl_conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     (n, c, h, w), (oc, _, kh, kw), (oh, ow) = x.shape, weight.shape, y.shape[2:]
     x, weight = x.contiguous(), weight.contiguous()
     bias_arg = bias.contiguous() if bias is not None else y  # placeholder the kernel never reads without HAS_BIAS
-    global_size = (math.ceil(n * oh * ow / TILE) * TILE, math.ceil(oc / TILE) * TILE)
+    block = TS * WPT
+    global_size = (math.ceil(n * oh * ow / block) * TS, math.ceil(oc / block) * TS)
     ints = [int32(v) for v in (n, c, h, w, oc, kh, kw, oh, ow, *stride, *padding, *dilation)]
-    CONV[bias is not None](y, x, weight, bias_arg, *ints, global_size=global_size, local_size=(TILE, TILE))
+    CONV[bias is not None](y, x, weight, bias_arg, *ints, global_size=global_size, local_size=(TS, TS))
     return y
 
 

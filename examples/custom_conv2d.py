@@ -335,9 +335,9 @@ def main():
     print(f"device {device}: {torch.ocl.get_device_name(device.index or 0)}")
     tol = 1e-4  # float32, different summation order than the built-in convolution
     if args.quick:
-        grids, (width, batch, size), reps = [((3, 5), (11, 9))], (8, 2, 17), 2
+        grids, (width, batch, size), reps = [((3, 67), (11, 9))], (8, 2, 17), 2
     else:
-        grids, (width, batch, size), reps = [((3, 5), (11, 9)), ((19, 33), (23, 17))], (32, 8, 63), 10
+        grids, (width, batch, size), reps = [((3, 67), (11, 9)), ((19, 70), (23, 17))], (32, 8, 63), 10
     failed = sum(check_grid(device, channels, size, tol) for channels, size in grids)
     model_failed, model, x = check_model(device, width, batch, size, tol)
     failed += model_failed

@@ -340,10 +340,10 @@ def main():
     torch.manual_seed(0)
     # Odd sizes everywhere so that M, N and K all have tails (not multiples of the 16 x 16 tile).
     if args.quick:
-        shapes = [(1, 1, 1), (17, 5, 33), (40, 48, 16), (3, 0, 7), (5, 9, 0)]
+        shapes = [(1, 1, 1), (17, 5, 33), (70, 130, 33), (3, 0, 7), (5, 9, 0)]
         cfg, batch, reps = dict(vocab=101, block_size=13, n_embd=40, n_head=4, n_layer=2), 2, 3
     else:
-        shapes = [(1, 1, 1), (17, 5, 33), (40, 48, 16), (3, 0, 7), (5, 9, 0), (129, 257, 65), (300, 100, 700)]
+        shapes = [(1, 1, 1), (17, 5, 33), (70, 130, 33), (3, 0, 7), (5, 9, 0), (40, 48, 16), (129, 257, 65), (300, 100, 700)]
         cfg, batch, reps = dict(vocab=1013, block_size=64, n_embd=132, n_head=4, n_layer=4), 4, 20
     print(f"device {device}: {torch.ocl.get_device_name(device.index or 0)}")
     check = Checker()

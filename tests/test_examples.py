@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO, _base_env
 
 EXAMPLES = {
-    "custom_matmul.py": ["linear M=17 N=5 K=33 bias=True", "linear M=5 N=9 K=0 bias=False", "GPT logits", "GPT loss",
+    "custom_matmul.py": ["linear M=17 N=5 K=33 bias=True", "linear M=5 N=9 K=0 bias=False", "linear M=70 N=130 K=33 bias=True", "GPT logits", "GPT loss",
                          "GPT gradients"],
     "custom_conv2d.py": ["conv2d grid: 108 cases", "ResNet logits", "ResNet gradients"],
 }

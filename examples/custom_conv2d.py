@@ -25,13 +25,13 @@ import os
 import sys
 import time
 import types
+from typing import List, Optional
 
 os.environ.setdefault("PYTORCH_OCL_STRICT", "1")
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from typing import List, Optional  # noqa: E402
 
 import pytorch_ocl  # noqa: E402
 from pytorch_ocl import Kernel, int32  # noqa: E402
@@ -274,7 +274,8 @@ def check_model(device, width, batch, size, tol):
           f"{replaced} nn.Conv2d")
     diff = max_rel_diff(out_c, out_r)
     failed += diff > tol
-    print(f"check {'OK  ' if diff <= tol else 'FAIL'} ResNet logits: max relative diff {diff:.2e} (tolerance {tol:.0e})")
+    print(f"check {'OK  ' if diff <= tol else 'FAIL'} ResNet logits: max relative diff {diff:.2e} "
+          f"(tolerance {tol:.0e})")
     diff = max(max_rel_diff(grads_c[n], grads_r[n]) for n in grads_r)
     failed += diff > tol
     print(f"check {'OK  ' if diff <= tol else 'FAIL'} ResNet gradients of all {len(grads_r)} parameters: max relative "

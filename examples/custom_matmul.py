@@ -22,13 +22,13 @@ import os
 import sys
 import time
 import types
+from typing import Optional
 
 os.environ.setdefault("PYTORCH_OCL_STRICT", "1")
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from typing import Optional  # noqa: E402
 
 import pytorch_ocl  # noqa: E402
 from pytorch_ocl import Kernel, int32, int64  # noqa: E402
@@ -338,12 +338,13 @@ def main():
     pytorch_ocl.set_strict(True)
     device = torch.device(args.device)
     torch.manual_seed(0)
-    # Odd sizes everywhere so that M, N and K all have tails (not multiples of the 16 x 16 tile).
+    # Odd sizes so that M, N and K have tails (not multiples of the 64 x 64 tile of C or of the 16-deep K step).
     if args.quick:
         shapes = [(1, 1, 1), (17, 5, 33), (70, 130, 33), (3, 0, 7), (5, 9, 0)]
         cfg, batch, reps = dict(vocab=101, block_size=13, n_embd=40, n_head=4, n_layer=2), 2, 3
     else:
-        shapes = [(1, 1, 1), (17, 5, 33), (70, 130, 33), (3, 0, 7), (5, 9, 0), (40, 48, 16), (129, 257, 65), (300, 100, 700)]
+        shapes = [(1, 1, 1), (17, 5, 33), (70, 130, 33), (3, 0, 7), (5, 9, 0), (40, 48, 16), (129, 257, 65),
+                  (300, 100, 700)]
         cfg, batch, reps = dict(vocab=1013, block_size=64, n_embd=132, n_head=4, n_layer=4), 4, 20
     print(f"device {device}: {torch.ocl.get_device_name(device.index or 0)}")
     check = Checker()

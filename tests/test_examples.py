@@ -9,9 +9,11 @@ import pytest
 from conftest import REPO, _base_env
 
 EXAMPLES = {
-    "custom_matmul.py": ["linear M=17 N=5 K=33 bias=True", "linear M=5 N=9 K=0 bias=False", "linear M=70 N=130 K=33 bias=True", "GPT logits", "GPT loss",
+    "custom_matmul.py": ["linear M=17 N=5 K=33 bias=True", "linear M=70 N=130 K=33 bias=False", "M=5 N=9 K=0",
+                         "vs float64 CPU", "launched the kernel 9 times for 9 nn.Linear", "GPT logits", "GPT loss",
                          "GPT gradients"],
-    "custom_conv2d.py": ["conv2d grid: 108 cases", "ResNet logits", "ResNet gradients"],
+    "custom_conv2d.py": ["conv2d grid: 108 cases", "launched the kernel 8 times for 8 nn.Conv2d", "ResNet logits",
+                         "ResNet gradients"],
 }
 
 

@@ -72,7 +72,8 @@ at::Tensor& update_scale(at::Tensor& scale, at::Tensor& growth_tracker, const at
   check_ocl(growth_tracker, op, "growth_tracker");
   TORCH_CHECK(growth_tracker.numel() == 1 && growth_tracker.scalar_type() == c10::kInt, op,
               ": growth_tracker must be a 1-element int tensor.");
-  at::Tensor s = scale.view(c10::IntArrayRef{}), t = growth_tracker.view(c10::IntArrayRef{}), found = found_inf.view(c10::IntArrayRef{});
+  at::Tensor s = scale.view(c10::IntArrayRef{}), t = growth_tracker.view(c10::IntArrayRef{});
+  at::Tensor found = found_inf.view(c10::IntArrayRef{});
   auto iter = at::TensorIteratorConfig()
                   .add_output(s)
                   .add_output(t)

@@ -1,5 +1,5 @@
-// Index-driven copies (storage copied as is, any dtype): gather along one dimension, and the
-// stream compaction behind masked_select.
+// Index-driven copies: gather along one dimension, and the stream compaction behind
+// masked_select. DL_T is an unsigned type of the element's width: bits are copied as is.
 
 // out[i] = src[coords(i) with coordinate `dim` replaced by index[i]]; i runs over the index's
 // contiguous shape `sizes` (rank <= 8), src is read through its own element strides.

@@ -30,8 +30,13 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   const char* op = "gather";
   check_ocl(self, op, "self");
   check_ocl(index, op, "index");
-  TORCH_CHECK_INDEX(index.scalar_type() == c10::kLong, "gather(): Expected dtype int64 for index");
+  TORCH_CHECK_INDEX(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt || index.numel() == 0,
+                    "gather(): Expected dtype int32/int64 for index");
   dim = c10::maybe_wrap_dim(dim, self.dim());
+  if (index.numel() == 0) {  // the CPU checks no shapes for an empty index
+    at::native::resize_output(out, index.sizes());
+    return out;
+  }
   int64_t rank = std::max<int64_t>(self.dim(), 1);
   TORCH_CHECK(std::max<int64_t>(index.dim(), 1) == rank, "Index tensor must have the same number of dimensions as input tensor");
   TORCH_CHECK(rank <= dlprim::kGatherMaxDims, op, ": at most ", dlprim::kGatherMaxDims, " dimensions are supported");
@@ -50,7 +55,7 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   // Negative indices are out of bounds for gather, as on the CPU.
   TORCH_CHECK_INDEX(lo_v >= 0 && hi_v < dim_size, "index ", lo_v < 0 ? lo_v : hi_v, " is out of bounds for dimension ",
                     dim, " with size ", dim_size);
-  at::Tensor idx = index.contiguous();
+  at::Tensor idx = index.to(c10::kLong).contiguous();
   at::Tensor res = out.is_contiguous() && !out.is_same(self) ? out : at::empty(index.sizes(), self.options());
   int64_t sizes[dlprim::kGatherMaxDims], strides[dlprim::kGatherMaxDims];
   for (int64_t d = 0; d < rank; ++d) {

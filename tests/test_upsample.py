@@ -70,3 +70,14 @@ def test_upsample_errors():
         torch.ops.aten.upsample_nearest2d(torch.randn(1, 2, 3, 4, device="ocl"), [0, 3])
     with pytest.raises(TypeError):
         F.interpolate(torch.ones(1, 1, 2, 2, dtype=torch.int32, device="ocl"), scale_factor=2, mode="bilinear")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("size,scale", [((3, 2), None), ((13, 4), None), (None, 0.3), (None, 1.5)])
+def test_interpolate_antialias(mode, align, size, scale):
+    x = torch.randn(2, 3, 11, 9)
+    fn = lambda t: F.interpolate(t, size=size, scale_factor=scale, mode=mode, align_corners=align,  # noqa: E731
+                                 antialias=True)
+    check(fn, x, dtype=torch.float64)
+    check(fn, x, layout=CL)

@@ -1,4 +1,5 @@
-// Upsampling: nearest / nearest-exact (1-D, 2-D, 3-D), linear, bilinear, trilinear, bicubic;
+// Upsampling: nearest / nearest-exact (1-D, 2-D, 3-D), linear, bilinear, trilinear, bicubic,
+// antialiased bilinear / bicubic;
 // forward (.out) and backward (.grad_input). Every op is one call of the shared upsample
 // kernels with a mode and the number of spatial dims; the *.vec overloads are
 // CompositeImplicit and reach these. Inputs are made contiguous (channels_last copied).
@@ -21,10 +22,12 @@ using Scales = std::vector<std::optional<double>>;
 using dlprim::UpsampleMode;
 
 const char* mode_name(UpsampleMode m, size_t k) {
-  static const char* names[4][3] = {{"upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d"},
+  static const char* names[6][3] = {{"upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d"},
                                     {"_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"},
                                     {"upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"},
-                                    {"upsample_bicubic1d", "upsample_bicubic2d", "upsample_bicubic3d"}};
+                                    {"upsample_bicubic1d", "upsample_bicubic2d", "upsample_bicubic3d"},
+                                    {"", "_upsample_bilinear2d_aa", ""},
+                                    {"", "_upsample_bicubic2d_aa", ""}};
   return names[int(m)][k - 1];
 }
 
@@ -112,6 +115,8 @@ constexpr auto N = UpsampleMode::Nearest;
 constexpr auto E = UpsampleMode::NearestExact;
 constexpr auto L = UpsampleMode::Linear;
 constexpr auto C = UpsampleMode::Cubic;
+constexpr auto AL = UpsampleMode::AntialiasLinear;
+constexpr auto AC = UpsampleMode::AntialiasCubic;
 
 // Nearest modes (no align_corners argument), one wrapper per spatial rank.
 template <UpsampleMode M>
@@ -164,6 +169,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bilinear2d_backward.grad_input", TORCH_FN(interp2_bw<L>));
   m.impl("upsample_trilinear3d_backward.grad_input", TORCH_FN(interp3_bw<L>));
   m.impl("upsample_bicubic2d_backward.grad_input", TORCH_FN(interp2_bw<C>));
+  m.impl("_upsample_bilinear2d_aa.out", TORCH_FN(interp2<AL>));
+  m.impl("_upsample_bicubic2d_aa.out", TORCH_FN(interp2<AC>));
+  m.impl("_upsample_bilinear2d_aa_backward.grad_input", TORCH_FN(interp2_bw<AL>));
+  m.impl("_upsample_bicubic2d_aa_backward.grad_input", TORCH_FN(interp2_bw<AC>));
 }
 
 } // namespace pytorch_ocl

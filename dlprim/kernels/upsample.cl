@@ -1,7 +1,7 @@
 // Upsampling (interpolation) over contiguous planes of (D, H, W); 1-D and 2-D calls use
 // D = 1 (and H = 1). Every axis is separable: an output coordinate reads up to 4 "taps"
 // (input indices clamped to the axis, with weights). mode: 0 nearest, 1 nearest-exact,
-// 2 linear, 3 cubic (A = -0.75). The index and weight arithmetic follows PyTorch's CPU
+// 2 linear, 3 cubic (A = -0.75); 4/5 antialiased linear/cubic (2-D only, kernels at the end). The index and weight arithmetic follows PyTorch's CPU
 // kernels (float for the nearest indices, DL_ACC for linear/cubic), so results match.
 // Backward is a gather: each input element sums the outputs whose taps land on it.
 
@@ -111,6 +111,86 @@ __kernel void upsample_bwd(__global const DL_T* gy, ulong gy_off, __global DL_T*
         DL_ACC w = dl_axis_weight(c, ow, iw, in.z, out.z, ns.z, ls2, &hit);
         if (hit) acc += wd * wh * w * DL_LOAD(gp, row + ow);
       }
+    }
+  }
+  DL_STORE(gx, gx_off + e, acc);
+}
+
+// ---- Antialiased (mode 4: bilinear, 5: bicubic with a = -0.5) over (H, W) ----
+// Output o of an axis reads inputs [xmin, xmin + xsize) around center = scale * (o + 0.5) with
+// a filter stretched by the scale when downsampling, weights normalized to sum 1 (as the CPU).
+
+inline DL_ACC dl_aa_filter(int mode, DL_ACC x) {
+  x = fabs(x);
+  if (mode == 4) return x < 1 ? 1 - x : (DL_ACC)0;
+  DL_ACC A = (DL_ACC)-0.5;
+  if (x < 1) return dl_cubic1(x, A);
+  if (x < 2) return dl_cubic2(x, A);
+  return 0;
+}
+
+typedef struct { int xmin, xsize; DL_ACC center, invscale, inv_total; } dl_aa_win;
+
+inline dl_aa_win dl_aa_window(int mode, int o, int I, DL_ACC scale) {
+  DL_ACC support = (mode == 4 ? 1 : 2) * (scale >= 1 ? scale : (DL_ACC)1);
+  dl_aa_win w;
+  w.center = scale * ((DL_ACC)o + (DL_ACC)0.5);
+  w.invscale = scale >= 1 ? 1 / scale : (DL_ACC)1;
+  w.xmin = max((int)(w.center - support + (DL_ACC)0.5), 0);
+  w.xsize = max(min((int)(w.center + support + (DL_ACC)0.5), I) - w.xmin, 0);
+  DL_ACC total = 0;
+  for (int j = 0; j < w.xsize; ++j) total += dl_aa_filter(mode, ((DL_ACC)(j + w.xmin) - w.center + (DL_ACC)0.5) * w.invscale);
+  w.inv_total = total != 0 ? 1 / total : (DL_ACC)1;
+  return w;
+}
+
+inline DL_ACC dl_aa_weight(int mode, dl_aa_win w, int i) {
+  DL_ACC v = dl_aa_filter(mode, ((DL_ACC)i - w.center + (DL_ACC)0.5) * w.invscale);
+  return v * w.inv_total;
+}
+
+__kernel void upsample_aa_fwd(__global const DL_T* x, ulong x_off, __global DL_T* y, ulong y_off, ulong total,
+                              int4 in, int4 out, float4 ns, DL_ACC ls0, DL_ACC ls1, DL_ACC ls2, dl_up_cfg c) {
+  ulong e = get_global_id(0);
+  if (e >= total) return;
+  int ow = e % out.z, oh = (e / out.z) % out.y;
+  ulong plane = e / ((ulong)out.z * out.y);
+  __global const DL_T* xp = x + x_off + plane * (ulong)in.y * in.z;
+  dl_aa_win wh = dl_aa_window(c.mode, oh, in.y, ls1), ww = dl_aa_window(c.mode, ow, in.z, ls2);
+  DL_ACC acc = 0;
+  for (int a = wh.xmin; a < wh.xmin + wh.xsize; ++a) {
+    DL_ACC row = 0;
+    for (int b = ww.xmin; b < ww.xmin + ww.xsize; ++b) row += dl_aa_weight(c.mode, ww, b) * DL_LOAD(xp, (ulong)a * in.z + b);
+    acc += dl_aa_weight(c.mode, wh, a) * row;
+  }
+  DL_STORE(y, y_off + e, acc);
+}
+
+// Outputs whose window can contain input i: |i + 0.5 - center(o)| <= support + 1.
+inline int2 dl_aa_candidates(int mode, int i, int O, DL_ACC scale) {
+  DL_ACC support = (mode == 4 ? 1 : 2) * (scale >= 1 ? scale : (DL_ACC)1);
+  if (scale <= 0) return (int2)(0, O - 1);
+  DL_ACC lo = floor(((DL_ACC)i - support - 1) / scale) - 2, hi = ceil(((DL_ACC)i + support + 2) / scale) + 2;
+  return (int2)(lo < 0 ? 0 : (lo > O - 1 ? O - 1 : (int)lo), hi > O - 1 ? O - 1 : (hi < 0 ? 0 : (int)hi));
+}
+
+__kernel void upsample_aa_bwd(__global const DL_T* gy, ulong gy_off, __global DL_T* gx, ulong gx_off, ulong total,
+                              int4 in, int4 out, float4 ns, DL_ACC ls0, DL_ACC ls1, DL_ACC ls2, dl_up_cfg c) {
+  ulong e = get_global_id(0);
+  if (e >= total) return;
+  int iw = e % in.z, ih = (e / in.z) % in.y;
+  ulong plane = e / ((ulong)in.z * in.y);
+  __global const DL_T* gp = gy + gy_off + plane * (ulong)out.y * out.z;
+  int2 rh = dl_aa_candidates(c.mode, ih, out.y, ls1), rw = dl_aa_candidates(c.mode, iw, out.z, ls2);
+  DL_ACC acc = 0;
+  for (int oh = rh.x; oh <= rh.y; ++oh) {
+    dl_aa_win wh = dl_aa_window(c.mode, oh, in.y, ls1);
+    if (ih < wh.xmin || ih >= wh.xmin + wh.xsize) continue;
+    DL_ACC a = dl_aa_weight(c.mode, wh, ih);
+    for (int ow = rw.x; ow <= rw.y; ++ow) {
+      dl_aa_win ww = dl_aa_window(c.mode, ow, in.z, ls2);
+      if (iw < ww.xmin || iw >= ww.xmin + ww.xsize) continue;
+      acc += a * dl_aa_weight(c.mode, ww, iw) * DL_LOAD(gp, (ulong)oh * out.z + ow);
     }
   }
   DL_STORE(gx, gx_off + e, acc);

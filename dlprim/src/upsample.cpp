@@ -29,12 +29,12 @@ uint64_t count(uint64_t planes, const int* s) { return planes * uint64_t(s[0]) *
 
 void upsample_forward(const Context& ctx, cl_command_queue q, DType t, uint64_t planes, const UpsampleGeometry& g,
                       Buffer x, Buffer y) {
-  run(ctx, q, t, "upsample_fwd", "upsample", x, y, count(planes, g.out), g);
+  run(ctx, q, t, int(g.mode) >= 4 ? "upsample_aa_fwd" : "upsample_fwd", "upsample", x, y, count(planes, g.out), g);
 }
 
 void upsample_backward(const Context& ctx, cl_command_queue q, DType t, uint64_t planes, const UpsampleGeometry& g,
                        Buffer grad_y, Buffer grad_x) {
-  run(ctx, q, t, "upsample_bwd", "upsample_backward", grad_y, grad_x, count(planes, g.in), g);
+  run(ctx, q, t, int(g.mode) >= 4 ? "upsample_aa_bwd" : "upsample_bwd", "upsample_backward", grad_y, grad_x, count(planes, g.in), g);
 }
 
 } // namespace dlprim

@@ -5,7 +5,8 @@
 
 namespace dlprim {
 
-enum class UpsampleMode { Nearest = 0, NearestExact = 1, Linear = 2, Cubic = 3 };
+// The antialiased modes work over (H, W) only.
+enum class UpsampleMode { Nearest = 0, NearestExact = 1, Linear = 2, Cubic = 3, AntialiasLinear = 4, AntialiasCubic = 5 };
 
 struct UpsampleGeometry {
   int in[3], out[3];       // D, H, W

@@ -411,3 +411,66 @@ print("GPU-MAPPING-OK")
 def test_gpu_mappings_on_this_device():
     proc = run_python(GPU_MAPPING_SCRIPT, env={"PYTORCH_OCL_GPU_MAPPING": "1"}, timeout=600)
     assert "GPU-MAPPING-OK" in proc.stdout
+
+
+# The GPU-only kernels (column reduction with vector loads across columns, register-held
+# softmax rows, 2-D broadcast elementwise) run on this device under PYTORCH_OCL_GPU_MAPPING=1.
+GPU_FAST_PATHS_SCRIPT = r"""
+import torch, pytorch_ocl
+from torch.testing import assert_close
+torch.manual_seed(0)
+def chk(a, e, **kw):
+    if isinstance(e, (tuple, list)):
+        for x, y in zip(a, e): chk(x, y, **kw)
+        return
+    assert_close(a.cpu(), e, equal_nan=True, **kw)
+# Column reductions: aligned (vector) and unaligned/odd widths, chunked, outer kept dims.
+base = torch.randn(3001, 261)
+cols = [base[:, :260], base[:500, 1:], base[:300, :33], torch.randn(6, 50, 72)]
+ties = torch.randint(0, 3, (1000, 64)).float()
+ties[::7, 5] = float('nan')
+for x in cols + [ties]:
+    d = x.to('ocl')
+    chk(d.sum(-2), x.sum(-2), rtol=1e-4, atol=1e-3)
+    chk(d.argmax(-2), x.argmax(-2))
+    chk(tuple(d.min(-2)), tuple(x.min(-2)))
+    chk(d.logsumexp(-2), x.logsumexp(-2), rtol=1e-5, atol=1e-5)
+for dt in (torch.float16, torch.float64, torch.uint8):
+    x = (torch.randn(999, 136) * 10).to(dt)
+    d = x.to('ocl')
+    chk(d.sum(0), x.sum(0), rtol=1e-2, atol=1e-1)
+    chk(d.argmax(0), x.argmax(0))
+# Softmax rows: float4 rows (one or several rows per group), odd lengths, views, 16-bit.
+sm = [torch.randn(16, 4096), torch.randn(300, 64), torch.randn(33, 1029), torch.randn(40, 260)[:, 1:]]
+special = torch.randn(4, 64)
+special[0, 3] = float('inf'); special[1, :] = float('-inf'); special[2, 9] = float('nan'); special[3, 1:] = float('-inf')
+for x in sm + [special]:
+    d = x.to('ocl')
+    chk(d.softmax(1), x.softmax(1), rtol=1e-5, atol=1e-6)
+    chk(d.log_softmax(1), x.log_softmax(1), rtol=1e-5, atol=1e-5)
+    gy = torch.randn(x.shape)
+    for name in ('_softmax_backward_data', '_log_softmax_backward_data'):
+        f = getattr(torch.ops.aten, name)
+        y = x.softmax(1) if name == '_softmax_backward_data' else x.log_softmax(1)
+        chk(f(gy.to('ocl'), y.to('ocl'), 1, torch.float32), f(gy, y, 1, torch.float32), rtol=1e-5, atol=1e-5)
+x = torch.randn(20, 1024).half()
+chk(x.to('ocl').softmax(1), x.float().softmax(1).half(), rtol=1e-2, atol=1e-3)
+# Elementwise rows kernel: row / column / scalar-tensor broadcasts, views, 16-bit, 3 inputs.
+a, r, c = torch.randn(37, 1024), torch.randn(1024), torch.randn(37, 1)
+for ad, e in [(lambda t: t(a) + t(r), a + r), (lambda t: t(a) * t(c), a * c),
+              (lambda t: t(a)[:, 4:20] - t(r)[:16], a[:, 4:20] - r[:16]),
+              (lambda t: t(r) + t(torch.tensor(2.5)), r + 2.5),
+              (lambda t: torch.where(t(c) > 0, t(a), t(r)), torch.where(c > 0, a, r)),
+              (lambda t: t(a).half() + t(r).half(), a.half() + r.half())]:
+    chk(ad(lambda v: v.to('ocl')), e, rtol=1e-3, atol=1e-3)
+out = torch.zeros(37, 1028).to('ocl')
+torch.add(a.to('ocl'), r.to('ocl'), out=out[:, 4:])
+chk(out[:, 4:], a + r)
+chk(out[:, :4], torch.zeros(37, 4))
+print("GPU-FAST-PATHS-OK")
+"""
+
+
+def test_gpu_fast_paths_on_this_device():
+    proc = run_python(GPU_FAST_PATHS_SCRIPT, env={"PYTORCH_OCL_GPU_MAPPING": "1"}, timeout=600)
+    assert "GPU-FAST-PATHS-OK" in proc.stdout

@@ -276,3 +276,96 @@ __kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ul
   }
 }
 #endif
+
+#if DL_GPU_KERNELS
+// Column reduction for GPUs (the innermost kept dim has unit input stride, one reduced dim).
+// A work-group is TX threads along adjacent columns x TY threads along the reduced dim; a
+// thread owns `vectorised ? VEC : 1` adjacent columns and reads them with one vector load
+// per row, so a warp row-load is 32 x 16 contiguous bytes. Four rows are loaded before they
+// are combined (independent loads in flight hide memory latency); the TY partial states of a
+// column merge in local memory. Groups: (outer kept index, column block, chunk of rows).
+inline void colv_body(const int vectorised, ulong n_out, ulong C, ulong R, long si, ulong chunks,
+                      ulong chunk_len, uint TX, uint TY, int krank, dl_dims64 ksz, dl_dims64 kin,
+                      dl_dims64 kout0, dl_dims64 kout1, __global const IN_T* in, ulong in_o,
+                      __global OUT0_T* out0, ulong out0_o, __global OUT1_T* out1, ulong out1_o,
+                      __global acc_t* part, W w0, W w1, __local acc_t* scratch) {
+  const uint nl = vectorised ? VEC : 1;  // columns per thread
+  uint lid = get_local_id(0);
+  uint tx = lid % TX, ty = lid / TX;
+  ulong g = get_group_id(0);
+  ulong tile = g / chunks, c = g - tile * chunks;
+  ulong span = (ulong)TX * nl;
+  ulong cblocks = (C + span - 1) / span;
+  ulong ko = tile / cblocks, cb = tile - ko * cblocks;
+  ulong col = cb * span + (ulong)tx * nl;
+  ulong o = ko * C + col;
+  bool active = col < C;
+  acc_t acc[VEC], blk[VEC];
+  for (uint k = 0; k < VEC; ++k) {
+    op_init(&acc[k]);
+    op_init(&blk[k]);
+  }
+  long ib = 0, ob0 = 0, ob1 = 0;
+  if (active) {
+    kept_offsets(o, krank, ksz, kin, kout0, kout1, &ib, &ob0, &ob1);
+    ulong start = c * chunk_len, end = min(R, start + chunk_len);
+    __global const IN_T* base = in + in_o + ib;
+    long step = (long)TY * si;
+    for (ulong j = start + ty; j < end;) {
+      // Blocks of BLOCK_N rows per thread keep long sums accurate (as in tile_body).
+      ulong stop = min(end, j + (ulong)BLOCK_N * TY);
+      __global const IN_T* p = base + (long)j * si;
+      if (vectorised) {
+        for (; j + 3 * (ulong)TY < stop; j += 4 * (ulong)TY, p += 4 * step) {
+          IN_VEC_T q0 = *(__global const IN_VEC_T*)p;
+          IN_VEC_T q1 = *(__global const IN_VEC_T*)(p + step);
+          IN_VEC_T q2 = *(__global const IN_VEC_T*)(p + 2 * step);
+          IN_VEC_T q3 = *(__global const IN_VEC_T*)(p + 3 * step);
+          COMBINE_COLS(blk, q0, j);
+          COMBINE_COLS(blk, q1, j + TY);
+          COMBINE_COLS(blk, q2, j + 2 * TY);
+          COMBINE_COLS(blk, q3, j + 3 * TY);
+        }
+        for (; j < stop; j += TY, p += step) {
+          IN_VEC_T q0 = *(__global const IN_VEC_T*)p;
+          COMBINE_COLS(blk, q0, j);
+        }
+      } else {
+        for (; j + 3 * (ulong)TY < stop; j += 4 * (ulong)TY, p += 4 * step) {
+          T x0 = LOAD_P(p), x1 = LOAD_P(p + step), x2 = LOAD_P(p + 2 * step), x3 = LOAD_P(p + 3 * step);
+          op_combine(&blk[0], x0, j, w0, w1);
+          op_combine(&blk[0], x1, j + TY, w0, w1);
+          op_combine(&blk[0], x2, j + 2 * TY, w0, w1);
+          op_combine(&blk[0], x3, j + 3 * TY, w0, w1);
+        }
+        for (; j < stop; j += TY, p += step) op_combine(&blk[0], LOAD_P(p), j, w0, w1);
+      }
+      for (uint k = 0; k < nl; ++k) {
+        op_merge(&acc[k], &blk[k]);
+        op_init(&blk[k]);
+      }
+    }
+  }
+  for (uint k = 0; k < nl; ++k) tile_merge(&acc[k], scratch, lid, ty, TY, TX);
+  if (ty != 0 || !active) return;
+  long os0 = krank > 0 ? kout0.v[krank - 1] : 0, os1 = krank > 0 ? kout1.v[krank - 1] : 0;
+  for (uint k = 0; k < nl; ++k) {
+    if (chunks == 1)
+      store_out(&acc[k], R, w0, w1, out0, (long)out0_o + ob0 + (long)k * os0, out1, (long)out1_o + ob1 + (long)k * os1);
+    else
+      part[(o + k) * chunks + c] = acc[k];
+  }
+}
+
+#define RED_COLV_ARGS                                                                                   \
+  ulong n_out, ulong C, ulong R, long si, ulong chunks, ulong chunk_len, uint TX, uint TY, int krank,    \
+      dl_dims64 ksz, dl_dims64 kin, dl_dims64 kout0, dl_dims64 kout1, __global const IN_T *in,            \
+      ulong in_o, __global OUT0_T *out0, ulong out0_o, __global OUT1_T *out1, ulong out1_o,              \
+      __global uchar *part_p, ulong part_off, W w0, W w1, __local acc_t *scratch
+#define RED_COLV_PASS                                                                              \
+  n_out, C, R, si, chunks, chunk_len, TX, TY, krank, ksz, kin, kout0, kout1, in, in_o, out0, out0_o, \
+      out1, out1_o, part, w0, w1, scratch
+
+__kernel void red_colv(RED_COLV_ARGS) { __global acc_t* part = PART; colv_body(1, RED_COLV_PASS); }
+__kernel void red_col1(RED_COLV_ARGS) { __global acc_t* part = PART; colv_body(0, RED_COLV_PASS); }
+#endif

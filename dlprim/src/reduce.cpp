@@ -64,15 +64,16 @@ std::vector<ReduceDim> sorted(std::vector<ReduceDim> dims, bool reduced, bool ke
   return out;
 }
 
-// red_cols (for CPU devices) is compiled only there.
-std::string program_text(const ReduceOp& op, DType in, DType acc, DType out0, DType out1, bool cpu) {
+// red_cols (for CPU devices) is compiled only there, red_colv/red_col1 only where the GPU
+// mappings are used.
+std::string program_text(const ReduceOp& op, DType in, DType acc, DType out0, DType out1, bool cpu, bool gpu) {
   return reduce_op_text(op, in, acc, out0, out1) + (cpu ? "#define DL_CPU_KERNELS 1\n" : "") +
-         kernel_source("reduce");
+         (gpu ? "#define DL_GPU_KERNELS 1\n" : "") + kernel_source("reduce");
 }
 
 struct Kernels {
   std::mutex m;  // argument setting + enqueue of one cl_kernel must not interleave
-  cl_kernel tile = nullptr, tile_vec = nullptr, merge = nullptr, cols = nullptr;
+  cl_kernel tile = nullptr, tile_vec = nullptr, merge = nullptr, cols = nullptr, colv = nullptr, col1 = nullptr;
 };
 
 Kernels& kernels_for(const Context& ctx, const ReduceOp& op, DType in, DType acc, DType out0, DType out1) {
@@ -86,11 +87,16 @@ Kernels& kernels_for(const Context& ctx, const ReduceOp& op, DType in, DType acc
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->tile) {
     bool cpu = ctx.info().is_cpu;
-    cl_program prog = ctx.program(program_text(op, in, acc, out0, out1, cpu));
+    bool gpu = !cpu_mapping(ctx);
+    cl_program prog = ctx.program(program_text(op, in, acc, out0, out1, cpu, gpu));
     k->tile = create_kernel(prog, "red_tile");
     k->tile_vec = create_kernel(prog, "red_tile_vec");
     k->merge = create_kernel(prog, "red_merge");
     if (cpu) k->cols = create_kernel(prog, "red_cols");
+    if (gpu) {
+      k->colv = create_kernel(prog, "red_colv");
+      k->col1 = create_kernel(prog, "red_col1");
+    }
   }
   return *k;
 }
@@ -117,6 +123,8 @@ struct Plan {
   int outer_rank = 0;  // reduced dims besides the innermost
   bool col = false, vec = false;
   bool cols = false;  // CPU column kernel (red_cols)
+  bool colv = false;  // GPU column kernel (red_colv when vec, else red_col1); TO/TR = TX/TY
+  uint64_t C = 0;     // colv: columns (the innermost kept dim)
   uint32_t L = 1, TO = 1, TR = 1;
   uint64_t chunks = 1, chunk_len = 0;
   uint32_t merge_TR = 1;
@@ -165,6 +173,23 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
     uint64_t tiles = ceil_div(p.n_out, kColsBlock);
     if (tiles < target_groups)
       p.chunks = std::min(ceil_div(target_groups, tiles), std::max<uint64_t>(1, p.R / min_per_thread));
+  } else if (p.col && p.outer_rank == 0 && s.kept_in[s.kept_rank - 1] == 1 && s.kept_sizes[s.kept_rank - 1] >= 16) {
+    // Contiguous columns (red_colv): TX threads across the columns, each owning VEC adjacent
+    // ones when every row start is VEC-aligned; TY threads across rows.
+    p.colv = true;
+    p.C = static_cast<uint64_t>(s.kept_sizes[s.kept_rank - 1]);
+    bool al = in.offset % vw == 0 && p.si % vw == 0 && p.C % vw == 0;
+    for (int d = 0; d + 1 < s.kept_rank; ++d) al = al && s.kept_in[d] % vw == 0;
+    p.vec = vw > 1 && al;
+    uint64_t w = p.vec ? static_cast<uint64_t>(vw) : 1;
+    p.TO = static_cast<uint32_t>(std::min<uint64_t>({p.L, 64, pow2_ceil(ceil_div(p.C, w))}));
+    p.TR = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TO, pow2_ceil(ceil_div(p.R, 4))));
+    uint64_t tiles = (p.n_out / p.C) * ceil_div(p.C, p.TO * w);
+    if (tiles < target_groups) {
+      uint64_t by_groups = ceil_div(target_groups, tiles);
+      uint64_t by_work = std::max<uint64_t>(1, p.R / (static_cast<uint64_t>(p.TR) * min_per_thread));
+      p.chunks = std::min(by_groups, by_work);
+    }
   } else if (p.col) {
     // Adjacent threads on adjacent outputs; the rest of the group splits the reduced range.
     p.TO = static_cast<uint32_t>(std::min<uint64_t>({p.L, 64, pow2_ceil(p.n_out)}));
@@ -180,7 +205,7 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TR, pow2_ceil(p.n_out)));
   }
   uint64_t tiles = ceil_div(p.n_out, p.TO);
-  if (!p.cols && tiles < target_groups) {
+  if (!p.cols && !p.colv && tiles < target_groups) {
     uint64_t by_groups = ceil_div(target_groups, tiles);
     uint64_t by_work = std::max<uint64_t>(1, p.R / (static_cast<uint64_t>(p.TR) * min_per_thread));
     p.chunks = std::min(by_groups, by_work);
@@ -252,7 +277,27 @@ void reduce(const Context& ctx, cl_command_queue q, const ReduceOp& op, DType ac
   uint64_t part_off = p.chunks > 1 ? workspace_offset_bytes : 0;
 
   cl_kernel tile = p.vec ? k.tile_vec : k.tile;
-  if (p.cols) {
+  if (p.colv) {
+    cl_kernel kc = p.vec ? k.colv : k.col1;
+    KernelArgs a(kc);
+    a.add<cl_ulong>(p.n_out).add<cl_ulong>(p.C).add<cl_ulong>(p.R).add<cl_long>(p.si);
+    a.add<cl_ulong>(p.chunks).add<cl_ulong>(p.chunk_len);
+    a.add<cl_uint>(p.TO).add<cl_uint>(p.TR);
+    a.add<cl_int>(shape.kept_rank);
+    add_dims<cl_long>(a, shape.kept_sizes);
+    add_dims<cl_long>(a, shape.kept_in);
+    add_dims<cl_long>(a, shape.kept_out0);
+    add_dims<cl_long>(a, shape.kept_out1);
+    a.add(in.mem).add<cl_ulong>(in.offset);
+    a.add(o0.mem).add<cl_ulong>(o0.offset).add(o1.mem).add<cl_ulong>(o1.offset);
+    a.add(part).add<cl_ulong>(part_off);
+    add_param(a, acc, params[0]);
+    add_param(a, acc, params[1]);
+    a.add_local(static_cast<size_t>(p.L) * state_bytes(op));
+    uint64_t w = p.vec ? static_cast<uint64_t>(reduce_vector_width(in.dtype)) : 1;
+    uint64_t groups = (p.n_out / p.C) * ceil_div(p.C, p.TO * w) * p.chunks;
+    launch_1d(q, kc, groups * p.TO * p.TR, p.TO * p.TR, op.name.c_str());
+  } else if (p.cols) {
     KernelArgs a(k.cols);
     a.add<cl_ulong>(p.n_out).add<cl_ulong>(p.R).add<cl_ulong>(p.Ri).add<cl_long>(p.si);
     a.add<cl_ulong>(p.chunks).add<cl_ulong>(p.chunk_len);

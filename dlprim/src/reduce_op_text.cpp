@@ -77,6 +77,13 @@ std::string reduce_op_text(const ReduceOp& op, DType in, DType acc, DType out0, 
     s << " op_combine(&(lanes)[" << k << "], " << lane_value(in, acc, lane) << ", (j0) + " << k << ", w0, w1);";
   }
   s << " } while (0)\n";
+  // Lanes of a vector are adjacent outputs at the same reduced index (column reductions).
+  s << "#define COMBINE_COLS(lanes, q, j) do {";
+  for (int k = 0; k < vec; ++k) {
+    std::string lane = vec == 1 ? "(q)" : "(q).s" + std::string(1, "0123456789abcdef"[k]);
+    s << " op_combine(&(lanes)[" << k << "], " << lane_value(in, acc, lane) << ", (j), w0, w1);";
+  }
+  s << " } while (0)\n";
   s << "typedef struct {";
   for (const std::string& f : op.state) s << " " << f << ";";
   s << " } acc_t;\n" << op.prelude << "\n";

@@ -61,7 +61,7 @@ def test_index_select_dtypes(dtype):
         i = idx % x.shape[dim]
         same(torch.index_select(x.to(D), dim, i.to(D)), torch.index_select(x, dim, i))
     same(x.to(D).transpose(0, 2).index_select(1, idx.to(D) % 4), x.transpose(0, 2).index_select(1, idx % 4))
-    same(x.to(D).index_select(0, idx.int().to(D)), x.index_select(0, idx.int()))
+    same(x.to(D).index_select(0, i.int().to(D)), x.index_select(0, i.int()))
 
 
 def test_index_select_edge_cases():
@@ -215,7 +215,7 @@ def test_gather_scatter_grad_and_errors():
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_index_add_copy_fill(dtype):
     x = make((5, 3), dtype)
-    idx = torch.tensor([0, 4, 0, -1, 2])
+    idx = torch.tensor([0, 4, 0, 3, 2])  # index_add/copy/reduce take no negative indices (index_fill does)
     src = make((5, 3), dtype, 1)
     if dtype in SUM_DTYPES:
         same(x.to(D).index_add(0, idx.to(D), src.to(D)), x.index_add(0, idx, src))
@@ -225,7 +225,7 @@ def test_index_add_copy_fill(dtype):
     uniq = torch.tensor([4, 0, 2])
     same(x.to(D).index_copy(0, uniq.to(D), src[:3].to(D)), x.index_copy(0, uniq, src[:3]))
     same(x.to(D).index_fill(1, torch.tensor([2, 0], device=D), 1), x.index_fill(1, torch.tensor([2, 0]), 1))
-    same(x.to(D).index_fill(0, idx.to(D), make((), dtype, 3).to(D)), x.index_fill(0, idx, make((), dtype, 3)))
+    same(x.to(D).index_fill(0, -idx.to(D) - 1, make((), dtype, 3).to(D)), x.index_fill(0, -idx - 1, make((), dtype, 3)))
     if dtype not in (torch.bool,):
         for red in ("prod", "mean", "amax", "amin"):
             same(x.to(D).index_reduce(0, idx.to(D), src.to(D), red, include_self=False),

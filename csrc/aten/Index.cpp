@@ -10,8 +10,11 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/core/List.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_unique2.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/nonzero.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -33,10 +36,11 @@ void check_index_1d(const at::Tensor& index, const char* op) {
 }
 
 // Keys of a 1-D index along `dim` of `big` (already 1-d if it was 0-dim).
-at::Tensor dim_keys(const at::Tensor& big, int64_t dim, const at::Tensor& index, bool for_sort, const char* op) {
+at::Tensor dim_keys(const at::Tensor& big, int64_t dim, const at::Tensor& index, bool for_sort, bool wrap,
+                    const char* op) {
   int64_t n = index.numel();
   KeyBuilder kb(big.device(), {n}, op, for_sort);
-  kb.add(on_device(index, big).reshape({n}), big.size(dim), big.stride(dim), dim);
+  kb.add(on_device(index, big).reshape({n}), big.size(dim), big.stride(dim), dim, wrap);
   return kb.finish();
 }
 
@@ -51,7 +55,7 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(self.device());
   at::Tensor big = as_1d(self);
-  at::Tensor keys = dim_keys(big, dim, index, false, "index_select");
+  at::Tensor keys = dim_keys(big, dim, index, false, false, "index_select");
   keyed_gather(big, dims_except(big.dim(), dim), keys, index.numel(), as_1d(out).movedim(dim, 0), "index_select");
   return out;
 }
@@ -122,7 +126,7 @@ Advanced make_advanced(const at::Tensor& self, const c10::List<std::optional<at:
 at::Tensor advanced_keys(const at::Tensor& self, const Advanced& a, bool for_sort, const char* op) {
   KeyBuilder kb(self.device(), a.row_shape, op, for_sort);
   for (int64_t d = 0; d < self.dim(); ++d)
-    if (a.idx[d].defined()) kb.add(a.idx[d], self.size(d), self.stride(d), d);
+    if (a.idx[d].defined()) kb.add(a.idx[d], self.size(d), self.stride(d), d, true);
   return kb.finish();
 }
 
@@ -178,7 +182,7 @@ at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor
   c10::DeviceGuard guard(self.device());
   at::Tensor flat = self.reshape({-1});
   KeyBuilder kb(self.device(), index.sizes(), "take");
-  kb.add(on_device(index, self), flat.numel(), 1, 0);
+  kb.add(on_device(index, self), flat.numel(), 1, 0, true);
   keyed_gather(flat, {}, kb.finish(), kb.rows(), out, "take");
   return out;
 }
@@ -202,7 +206,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   c10::DeviceGuard guard(self.device());
   at::Tensor flat = self.is_contiguous() ? self.view({-1}) : self.contiguous().view({-1});
   KeyBuilder kb(self.device(), index.sizes(), "put_", accumulate);
-  kb.add(on_device(index, self), flat.numel(), 1, 0);
+  kb.add(on_device(index, self), flat.numel(), 1, 0, true);
   at::Tensor keys = kb.finish();
   at::Tensor dense = on_device(source, self).reshape(index.sizes());
   if (accumulate)
@@ -215,7 +219,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
 
 // out = self with rows `index` along dim replaced by (or reduced with) source's.
 void index_update(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                  at::Tensor& out, const dlprim::IndexReduce* mode, bool include_self, double alpha, const char* op) {
+                  at::Tensor& out, const dlprim::IndexReduce* mode, bool include_self, double alpha, bool wrap, const char* op) {
   check_ocl(self, op, "self");
   dim = c10::maybe_wrap_dim(dim, self.dim());
   check_index_1d(index, op);
@@ -224,7 +228,7 @@ void index_update(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
   if (index.numel() == 0) return;
   c10::DeviceGuard guard(self.device());
   at::Tensor big = as_1d(out);
-  at::Tensor keys = dim_keys(big, dim, index, mode != nullptr, op);  // checks the indices
+  at::Tensor keys = dim_keys(big, dim, index, mode != nullptr, wrap, op);  // checks the indices
   if (out.numel() == 0) return;
   at::Tensor dense = as_1d(on_device(source, self)).movedim(dim, 0);
   std::vector<int64_t> inner = dims_except(big.dim(), dim);
@@ -236,14 +240,14 @@ void index_update(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                            at::Tensor& out) {
-  index_update(self, dim, index, source, out, nullptr, false, 1.0, "index_copy");
+  index_update(self, dim, index, source, out, nullptr, false, 1.0, false, "index_copy");
   return out;
 }
 
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const c10::Scalar& alpha, at::Tensor& out) {
   dlprim::IndexReduce mode = dlprim::IndexReduce::Sum;
-  index_update(self, dim, index, source, out, &mode, true, alpha.toDouble(), "index_add");
+  index_update(self, dim, index, source, out, &mode, true, alpha.toDouble(), false, "index_add");
   return out;
 }
 
@@ -252,7 +256,7 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   dlprim::IndexReduce mode = parse_reduce(reduce, "index_reduce");
   TORCH_CHECK(mode != dlprim::IndexReduce::Sum, "index_reduce(): Expected reduce to be one of prod, mean, amax or ",
               "amin but got ", reduce, ".");
-  index_update(self, dim, index, source, out, &mode, include_self, 1.0, "index_reduce");
+  index_update(self, dim, index, source, out, &mode, include_self, 1.0, false, "index_reduce");
   return out;
 }
 
@@ -264,7 +268,7 @@ at::Tensor& index_fill_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& 
   at::Tensor v = value.to(self.device(), self.scalar_type());
   std::vector<int64_t> shape = as_1d(self).movedim(dim, 0).sizes().vec();
   shape[0] = index.numel();
-  index_update(self, dim, index, v.expand(shape).movedim(0, dim), self, nullptr, false, 1.0, "index_fill_");
+  index_update(self, dim, index, v.expand(shape).movedim(0, dim), self, nullptr, false, 1.0, true, "index_fill_");
   return self;
 }
 
@@ -283,12 +287,27 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
   KeyBuilder kb(grad.device(), {n}, "embedding_backward", true);
   std::optional<int64_t> skip;
   if (padding_idx >= 0) skip = padding_idx;
-  kb.add(on_device(indices, grad).reshape({n}), num_weights, d, 0, {}, skip);
+  kb.add(on_device(indices, grad).reshape({n}), num_weights, d, 0, true, {}, skip);
   at::Tensor keys = kb.finish();
   keyed_reduce(grad_weight, {1}, keys, n, grad.reshape({n, d}),
                scale_grad_by_freq ? dlprim::IndexReduce::Mean : dlprim::IndexReduce::Sum, false, 1.0,
                "embedding_backward");
   return grad_weight;
+}
+
+// max_norm embeddings: rows of the distinct indices whose norm exceeds max_norm are scaled
+// down to it (in place), composed of our native ops.
+at::Tensor& embedding_renorm_(at::Tensor& self, const at::Tensor& indices, double max_norm, double norm_type) {
+  check_ocl(self, "embedding_renorm_", "self");
+  TORCH_CHECK(self.dim() == 2, "embedding_renorm_(): input must be 2-D, got ", self.dim(), "-D");
+  c10::DeviceGuard guard(self.device());
+  at::Tensor u = std::get<0>(at::_unique2(on_device(indices, self).reshape({-1}), true, false, false));
+  if (u.numel() == 0) return self;
+  at::Tensor rows = self.index_select(0, u);
+  at::Tensor norms = at::linalg_vector_norm(rows, norm_type, c10::IntArrayRef{1}, true);
+  at::Tensor scale = at::where(norms.gt(max_norm), norms.add(1e-7).reciprocal().mul(max_norm), 1.0);
+  self.index_copy_(0, u, rows.mul(scale));
+  return self;
 }
 
 } // namespace
@@ -308,6 +327,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor_));
   m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar_));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+  m.impl("embedding_renorm_", TORCH_FN(embedding_renorm_));
 }
 
 } // namespace pytorch_ocl

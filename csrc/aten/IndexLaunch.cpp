@@ -167,7 +167,8 @@ KeyBuilder::KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const cha
   flag_ = at::zeros({1}, opts.dtype(c10::kInt));
 }
 
-void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int64_t dim, c10::IntArrayRef pos,
+void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int64_t dim, bool wrap,
+                     c10::IntArrayRef pos,
                      std::optional<int64_t> skip) {
   TORCH_CHECK_INDEX(idx_in.scalar_type() == c10::kLong || idx_in.scalar_type() == c10::kInt, op_,
                     ": tensors used as indices must be long or int tensors, got ", idx_in.scalar_type());
@@ -186,10 +187,10 @@ void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int
   cl_command_queue q = current_queue(device);
   dlprim::StridedOperand io = operand(idx, m.strides[0], op_);
   OCL_DLPRIM_CALL(op_, dlprim::index_keys(context(device), q, m.shape, dev_ptr(keys_), !first_, io, m.strides[1],
-                                          size, stride, skip.has_value(), skip.value_or(0), dev_ptr(flag_)));
+                                          wrap, size, stride, skip.has_value(), skip.value_or(0), dev_ptr(flag_)));
   note_enqueued(q);
   first_ = false;
-  added_.push_back({idx_in, size, dim});
+  added_.push_back({idx_in, size, dim, wrap});
 }
 
 const at::Tensor& KeyBuilder::finish() {
@@ -200,7 +201,7 @@ const at::Tensor& KeyBuilder::finish() {
     at::Tensor cpu = a.idx.to(c10::kCPU, c10::kLong).contiguous();
     const int64_t* p = cpu.data_ptr<int64_t>();
     for (int64_t i = 0; i < cpu.numel(); ++i)
-      TORCH_CHECK_INDEX(p[i] >= -a.size && p[i] < a.size, op_, ": index ", p[i],
+      TORCH_CHECK_INDEX(p[i] >= (a.wrap ? -a.size : 0) && p[i] < a.size, op_, ": index ", p[i],
                         " is out of bounds for dimension ", a.dim, " with size ", a.size);
   }
   TORCH_CHECK_INDEX(false, op_, ": index out of range");

@@ -21,10 +21,11 @@ public:
   // Keys for the rows of `row_sizes` on `device`; `for_sort` pads the key tensor to a power of
   // two with -1 (the layout index_reduce_rows sorts).
   KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort = false);
-  // keys += pos . coords + wrap(idx) * stride, idx (int or long) broadcast to the row shape,
-  // checked against `size` (`dim` names it in errors); pos (one stride per row dim) may be empty.
+  // keys += pos . coords + idx * stride, idx (int or long) broadcast to the row shape, checked
+  // against [0, size) or, with `wrap` (ops that take negative indices), [-size, size) and
+  // wrapped; `dim` names it in errors; pos (one stride per row dim) may be empty.
   // Rows whose index equals *skip get key -1 for good.
-  void add(const at::Tensor& idx, int64_t size, int64_t stride, int64_t dim, c10::IntArrayRef pos = {},
+  void add(const at::Tensor& idx, int64_t size, int64_t stride, int64_t dim, bool wrap, c10::IntArrayRef pos = {},
            std::optional<int64_t> skip = std::nullopt);
   // Raises for out-of-range indices; returns the (possibly padded) long key tensor.
   const at::Tensor& finish();
@@ -34,6 +35,7 @@ private:
   struct Added {
     at::Tensor idx;
     int64_t size, dim;
+    bool wrap;
   };
   const char* op_;
   std::vector<int64_t> row_sizes_;

@@ -170,6 +170,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, b
   return {values, inverse, return_counts ? counts : at::empty({0}, long_opts)};
 }
 
+std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [values, inverse, counts] = unique2(self, sorted, return_inverse, false);
+  return {values, inverse};
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self, bool return_inverse,
                                                                   bool return_counts, std::optional<int64_t> dim) {
   check_ocl(self, "unique_consecutive", "self");
@@ -196,9 +201,6 @@ at::Tensor& ocl_searchsorted_out(const at::Tensor& sorted_sequence, const at::Te
     right = *side == "right";
   }
   TORCH_CHECK(sorted_sequence.dim() >= 1, "torch.searchsorted(): boundaries tensor should have positive dimension");
-  TORCH_CHECK(sorted_sequence.scalar_type() == self.scalar_type(),
-              "torch.searchsorted(): boundaries and input value tensors should have same dtype, but got ",
-              sorted_sequence.scalar_type(), " and ", self.scalar_type());
   bool one_row = sorted_sequence.dim() == 1;
   if (!one_row) {
     TORCH_CHECK(self.dim() == sorted_sequence.dim() &&
@@ -217,8 +219,10 @@ at::Tensor& ocl_searchsorted_out(const at::Tensor& sorted_sequence, const at::Te
   c10::DeviceGuard guard(sorted_sequence.device());
   at::native::resize_output(out, self.sizes());
   if (self.numel() == 0) return out;
-  at::Tensor values = self.to(sorted_sequence.device()).contiguous();
-  at::Tensor bounds = sorted_sequence.contiguous();
+  // Mixed dtypes compare in the promoted type, as on the CPU.
+  c10::ScalarType t = c10::promoteTypes(sorted_sequence.scalar_type(), self.scalar_type());
+  at::Tensor values = self.to(sorted_sequence.device(), t).contiguous();
+  at::Tensor bounds = sorted_sequence.to(t).contiguous();
   at::Tensor result = out.scalar_type() == c10::kLong && out.is_contiguous() ? out : at::empty(self.sizes(),
                                                                                                 out.options().dtype(c10::kLong));
   int64_t m = bounds.size(-1);
@@ -276,6 +280,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave));
   m.impl("bincount", TORCH_FN(bincount));
   m.impl("_unique2", TORCH_FN(unique2));
+  m.impl("_unique", TORCH_FN(unique));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
   m.impl("searchsorted.Tensor", TORCH_FN(ocl_searchsorted));
   m.impl("searchsorted.Tensor_out", TORCH_FN(ocl_searchsorted_out));

@@ -17,7 +17,8 @@ namespace {
 at::Tensor as_1d(const at::Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
 
 void check_index(const at::Tensor& self, int64_t dim, const at::Tensor& index, const char* op) {
-  TORCH_CHECK(index.scalar_type() == c10::kLong, op, "(): Expected dtype int64 for index");
+  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, op,
+              "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(index.dim() == self.dim() || index.numel() == 0 || (index.dim() <= 1 && self.dim() <= 1), op,
               "(): Index tensor must have the same number of dimensions as self tensor");
   if (index.dim() == self.dim())
@@ -33,7 +34,7 @@ at::Tensor element_keys(const at::Tensor& big, int64_t dim, const at::Tensor& in
   std::vector<int64_t> pos(idx.dim());
   for (int64_t d = 0; d < idx.dim(); ++d) pos[d] = d == dim ? 0 : big.stride(d);
   KeyBuilder kb(big.device(), idx.sizes(), op, for_sort);
-  kb.add(idx, big.size(dim), big.stride(dim), dim, pos);
+  kb.add(idx, big.size(dim), big.stride(dim), dim, false, pos);
   return kb.finish();
 }
 

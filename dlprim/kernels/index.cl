@@ -23,11 +23,12 @@
     }                                                                                        \
   }
 
-// keys[r] (+)= pos(r) + wrap(idx[r]) * stride over a row-major row shape; idx is a strided
+// keys[r] (+)= pos(r) + wrap(idx[r]) * stride over a row-major row shape, for indices in
+// [lo, size) (lo is -size for ops that wrap negative indices, else 0); idx is a strided
 // operand of type DL_T. With has_skip, rows whose index equals `skip` get key -1 (padding_idx).
 __kernel void dl_index_keys(ulong n, int rank, dl_dims64 shape, __global long* keys, ulong keys_off,
                             int accumulate, __global const DL_T* idx, ulong idx_off, dl_dims64 idx_s,
-                            dl_dims64 pos_s, long size, long stride, int has_skip, long skip,
+                            dl_dims64 pos_s, long lo, long size, long stride, int has_skip, long skip,
                             __global int* flag, ulong flag_off) {
   ulong r = get_global_id(0);
   if (r >= n) return;
@@ -41,7 +42,7 @@ __kernel void dl_index_keys(ulong n, int rank, dl_dims64 shape, __global long* k
     keys[r] = -1;
     return;
   }
-  if (k < -size || k >= size) {
+  if (k < lo || k >= size) {
     *flag = 1;
     keys[r] = -1;
     return;
@@ -85,6 +86,16 @@ __kernel void dl_index_scatter(ulong n, ulong inner_n, int rank, dl_dims64 shape
 // of equal keys folds the whole run in row order, so results are deterministic and sums add in
 // the same order as a sequential loop. mode: 0 sum (of alpha * value), 1 prod, 2 mean, 3 amax,
 // 4 amin. include_self folds the current big value in first (and counts it for the mean).
+// Each step is rounded to the storage type (16-bit floats, small ints), as the CPU computes
+// these reductions in the tensor's dtype.
+// (Through a ulong: a half variable needs cl_khr_fp16, a half pointer does not.)
+inline DL_ACC dl_round(DL_ACC v) {
+  ulong u = 0;
+  __private DL_T* t = (__private DL_T*)&u;
+  DL_STORE(t, 0, v);
+  return DL_LOAD(t, 0);
+}
+
 #define DL_MODE_SUM 0
 #define DL_MODE_PROD 1
 #define DL_MODE_MEAN 2
@@ -117,9 +128,9 @@ __kernel void dl_index_reduce(ulong n, ulong inner_n, int rank, dl_dims64 shape,
   for (ulong k = j; k < n_rows && keys[k] == key; ++k) {
     DL_ACC v = DL_LOAD(dense, dense_off + rows[k] * dense_row_s + off_d);
     if (mode == DL_MODE_SUM || mode == DL_MODE_MEAN) {
-      acc = acc + (mode == DL_MODE_SUM ? alpha * v : v);
+      acc = dl_round(acc + (mode == DL_MODE_SUM ? dl_round(alpha * v) : v));
     } else if (mode == DL_MODE_PROD) {
-      acc = acc * v;
+      acc = dl_round(acc * v);
     } else if (count == 0) {
       acc = v;
     } else if (mode == DL_MODE_AMAX) {

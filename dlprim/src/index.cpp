@@ -67,8 +67,8 @@ void run_keyed(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, con
 } // namespace
 
 void index_keys(const Context& ctx, cl_command_queue q, const RowMajorShape& shape, DevPtr keys, bool accumulate,
-                const StridedOperand& idx, const std::array<int64_t, kMaxDims>& pos_strides, int64_t size,
-                int64_t stride, bool has_skip, int64_t skip, DevPtr flag) {
+                const StridedOperand& idx, const std::array<int64_t, kMaxDims>& pos_strides, bool wrap,
+                int64_t size, int64_t stride, bool has_skip, int64_t skip, DevPtr flag) {
   uint64_t n = shape.numel();
   if (n == 0) return;
   TypedKernel k = typed_kernel(ctx, "index", idx.dtype, "dl_index_keys");
@@ -80,7 +80,7 @@ void index_keys(const Context& ctx, cl_command_queue q, const RowMajorShape& sha
   a.add(idx.mem).add<cl_ulong>(idx.offset);
   add_dims(a, idx.strides, shape.rank);
   add_dims(a, pos_strides, shape.rank);
-  a.add<cl_long>(size).add<cl_long>(stride).add<cl_int>(has_skip ? 1 : 0).add<cl_long>(skip);
+  a.add<cl_long>(wrap ? -size : 0).add<cl_long>(size).add<cl_long>(stride).add<cl_int>(has_skip ? 1 : 0).add<cl_long>(skip);
   a.add(flag.mem).add<cl_ulong>(flag.offset);
   launch_1d(q, k.kernel, n, ctx.work_group_size(256));
 }

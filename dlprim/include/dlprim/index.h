@@ -26,11 +26,11 @@ struct KeyedLaunch {
 };
 
 // keys[r] (+= when accumulate) pos . coords(r) + wrap(idx(r)) * stride, for r over `shape`;
-// idx's dtype is its operand's. An index outside [-size, size) sets the int at `flag` to 1 and
+// idx's dtype is its operand's. An index outside [-size, size) (wrap) or [0, size) sets the int at `flag` to 1 and
 // the key to -1; so does (without touching the flag) an index equal to `skip` when has_skip.
 void index_keys(const Context& ctx, cl_command_queue q, const RowMajorShape& shape, DevPtr keys, bool accumulate,
-                const StridedOperand& idx, const std::array<int64_t, kMaxDims>& pos_strides, int64_t size,
-                int64_t stride, bool has_skip, int64_t skip, DevPtr flag);
+                const StridedOperand& idx, const std::array<int64_t, kMaxDims>& pos_strides, bool wrap,
+                int64_t size, int64_t stride, bool has_skip, int64_t skip, DevPtr flag);
 
 // dense = big[keys] (gather) or big[keys] = dense (scatter, one write wins on duplicates).
 // The operands' dtype only matters through its size: the data is moved as bits.

@@ -17,7 +17,7 @@ namespace {
 at::Tensor as_1d(const at::Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
 
 void check_index(const at::Tensor& self, int64_t dim, const at::Tensor& index, const char* op) {
-  TORCH_CHECK(index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, op,
+  TORCH_CHECK(index.numel() == 0 || index.scalar_type() == c10::kLong || index.scalar_type() == c10::kInt, op,
               "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(index.dim() == self.dim() || index.numel() == 0 || (index.dim() <= 1 && self.dim() <= 1), op,
               "(): Index tensor must have the same number of dimensions as self tensor");

@@ -131,3 +131,81 @@ __kernel void wino_output(int K, int OH, int OW, int tiles_h, int tiles_w, int P
       if (w0 + j < OW) STORE_T(Y, base + (h0 + i) * y_sh + (w0 + j) * y_sw, o[j] + bias);
   }
 }
+
+// Weight gradient: dw = G^T [ (A dy A^T) (.) (B^T x B) ] G summed over tiles (the forward's
+// bilinear form differentiated w.r.t. the filter), so the 36 GEMMs reduce over the tiles:
+// M[a][k][c] = sum_p D[a][k][p] V[a][c][p], with V from wino_input on x.
+
+// 1-D transform A (6 x 4) of 4 values into 6.
+#define WINO_A(y0, y1, y2, y3, o0, o1, o2, o3, o4, o5) \
+  do {                                                 \
+    ACC e02 = (y0) + (y2), e13 = (y1) + (y3);          \
+    o0 = (y0);                                         \
+    o1 = e02 + e13;                                    \
+    o2 = e02 - e13;                                    \
+    ACC f02 = (y0) + 4 * (y2), f13 = 2 * (y1) + 8 * (y3); \
+    o3 = f02 + f13;                                    \
+    o4 = f02 - f13;                                    \
+    o5 = (y3);                                         \
+  } while (0)
+
+// 1-D transform G^T (3 x 6) of 6 values into 3.
+#define WINO_GT(m0, m1, m2, m3, m4, m5, o0, o1, o2)                                              \
+  do {                                                                                           \
+    ACC s12 = (m1) + (m2), d12 = (m1) - (m2), s34 = (m3) + (m4), d34 = (m3) - (m4);              \
+    o0 = (m0) * ((ACC)1 / (ACC)4) - s12 * ((ACC)1 / (ACC)6) + s34 * ((ACC)1 / (ACC)24);          \
+    o1 = d34 * ((ACC)1 / (ACC)12) - d12 * ((ACC)1 / (ACC)6);                                     \
+    o2 = (s34 - s12) * ((ACC)1 / (ACC)6) + (m5);                                                 \
+  } while (0)
+
+// D[a][k][p] = (A dy A^T)[a] for the 4x4 output-gradient tile p of channel k (zero outside).
+__kernel void wino_grad_output(int K, int OH, int OW, int tiles_h, int tiles_w, int P, __global const T *DY,
+                               ulong dy_off, long dy_sn, long dy_sc, long dy_sh, long dy_sw, __global ACC *D,
+                               ulong d_off) {
+  const ulong id = get_global_id(0);
+  if (id >= (ulong)P * K) return;
+  const int k = (int)(id / (ulong)P), p = (int)(id - (ulong)k * P);
+  const int per_image = tiles_h * tiles_w;
+  const int n = p / per_image, r = p - n * per_image, th = r / tiles_w, tw = r - th * tiles_w;
+  const int h0 = th * 4, w0 = tw * 4;
+  const long base = (long)dy_off + n * dy_sn + (long)k * dy_sc;
+  ACC t[24];  // A dy: 6 rows x 4 columns
+  for (int j = 0; j < 4; ++j) {
+    const int w = w0 + j;
+    ACC y[4];
+    for (int i = 0; i < 4; ++i)
+      y[i] = (w < OW && h0 + i < OH) ? LOAD_T(DY, base + (h0 + i) * dy_sh + w * dy_sw) : (ACC)0;
+    WINO_A(y[0], y[1], y[2], y[3], t[j], t[4 + j], t[8 + j], t[12 + j], t[16 + j], t[20 + j]);
+  }
+  __global ACC *out = D + d_off + (long)k * P + p;
+  const long step = (long)K * P;
+  for (int i = 0; i < 6; ++i) {
+    ACC v0, v1, v2, v3, v4, v5;
+    WINO_A(t[4 * i], t[4 * i + 1], t[4 * i + 2], t[4 * i + 3], v0, v1, v2, v3, v4, v5);
+    out[(6 * i + 0) * step] = v0;
+    out[(6 * i + 1) * step] = v1;
+    out[(6 * i + 2) * step] = v2;
+    out[(6 * i + 3) * step] = v3;
+    out[(6 * i + 4) * step] = v4;
+    out[(6 * i + 5) * step] = v5;
+  }
+}
+
+// dw[k, c, r, s] = (G^T M G)[r][s] for M[a][k][c]; dw contiguous [K, C, 3, 3].
+__kernel void wino_grad_weight(int K, int C, __global const ACC *M, ulong m_off, __global T *DW, ulong dw_off) {
+  const int id = get_global_id(0);
+  if (id >= K * C) return;
+  __global const ACC *in = M + m_off + id;
+  const long step = (long)K * C;
+  ACC t[18];  // G^T m: 3 rows x 6 columns
+  for (int j = 0; j < 6; ++j)
+    WINO_GT(in[j * step], in[(6 + j) * step], in[(12 + j) * step], in[(18 + j) * step], in[(24 + j) * step],
+            in[(30 + j) * step], t[j], t[6 + j], t[12 + j]);
+  for (int i = 0; i < 3; ++i) {
+    ACC o0, o1, o2;
+    WINO_GT(t[6 * i], t[6 * i + 1], t[6 * i + 2], t[6 * i + 3], t[6 * i + 4], t[6 * i + 5], o0, o1, o2);
+    STORE_T(DW, (long)dw_off + (long)id * 9 + 3 * i, o0);
+    STORE_T(DW, (long)dw_off + (long)id * 9 + 3 * i + 1, o1);
+    STORE_T(DW, (long)dw_off + (long)id * 9 + 3 * i + 2, o2);
+  }
+}

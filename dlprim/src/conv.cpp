@@ -229,7 +229,7 @@ std::string conv2d_algorithm(const Context& ctx, ConvPass pass, const ConvShape&
     return "im2col";
   }
   if (pass == ConvPass::BackwardData) return detail::winograd_backward_data_chosen(ctx, s, dtype) ? "winograd" : "col2im";
-  return "im2col";
+  return detail::winograd_backward_weight_chosen(ctx, s, dtype) ? "winograd" : "im2col";
 }
 
 uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype,
@@ -256,8 +256,9 @@ uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvSha
         return detail::winograd_workspace(ctx, detail::winograd_backward_data_conv(s), dtype);
       return detail::gemm_backward_data_workspace(ctx, s, dtype, in, out);
     case ConvPass::BackwardWeight:
-      return gemm_pass_bytes(ctx, s, cols_bytes, chunk,
-                             [&](int64_t nb) { return backward_weight_gemm(s, dtype, direct, in, out, none, nullptr, 0, 0, nb); });
+      if (!direct && detail::winograd_backward_weight_chosen(ctx, s, dtype))
+        return detail::winograd_weight_workspace(ctx, s, dtype);
+      return detail::gemm_backward_weight_workspace(ctx, s, dtype, in, out);
   }
   return 0;
 }
@@ -317,6 +318,40 @@ void gemm_backward_data(const Context& ctx, cl_command_queue q, const ConvShape&
     if (s.K == 0) g.k_outer = 0;  // no output channels: the gradient is zero
     gemm(ctx, q, g, ws, gemm_off);
     if (!direct) launch_col2im(ctx, q, s, dtype, ws, cols_off, dx, b0, nb);
+  }
+}
+
+uint64_t gemm_backward_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
+                                        const ConvTensor& dy) {
+  Path p = path_of(s);
+  bool direct = use_direct(p, s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  ConvBuffer none;
+  return gemm_pass_bytes(ctx, s, direct ? 0 : c.bytes, chunk, [&](int64_t nb) {
+    return backward_weight_gemm(s, dtype, direct, x, dy, none, nullptr, 0, 0, nb);
+  });
+}
+
+void gemm_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                          const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws, uint64_t ws_offset) {
+  Path p = path_of(s);
+  if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
+  bool direct = use_direct(p, s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
+  if (s.N == 0) {  // an empty sum: zero weights gradient
+    Gemm g = backward_weight_gemm(s, dtype, true, x, dy, dw, nullptr, 0, 0, 0);
+    gemm(ctx, q, g, ws, gemm_off);
+    return;
+  }
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    int64_t nb = std::min(chunk, s.N - b0);
+    uint64_t cols_off = ws_offset / dtype_size(dtype);
+    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
+    Gemm g = backward_weight_gemm(s, dtype, direct, x, dy, dw, ws, cols_off, b0, nb);
+    gemm(ctx, q, g, ws, gemm_off);
   }
 }
 
@@ -399,23 +434,9 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
     launch_1d(q, k.k, static_cast<uint64_t>(s.K) * s.KH * s.KW * L, L);
     return;
   }
-  if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
-  bool direct = use_direct(p, s, x);
-  Cols c = cols_plan(ctx, s, dtype);
-  int64_t chunk = direct ? s.N : c.images;
-  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
-  if (s.N == 0) {  // an empty sum: zero weights gradient
-    Gemm g = backward_weight_gemm(s, dtype, true, x, dy, dw, nullptr, 0, 0, 0);
-    gemm(ctx, q, g, ws, gemm_off);
-    return;
-  }
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    int64_t nb = std::min(chunk, s.N - b0);
-    uint64_t cols_off = ws_offset / dtype_size(dtype);
-    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
-    Gemm g = backward_weight_gemm(s, dtype, direct, x, dy, dw, ws, cols_off, b0, nb);
-    gemm(ctx, q, g, ws, gemm_off);
-  }
+  if (s.N > 0 && !use_direct(p, s, x) && detail::winograd_backward_weight_chosen(ctx, s, dtype))
+    return detail::winograd_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
+  detail::gemm_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
 }
 
 } // namespace dlprim

@@ -23,6 +23,12 @@ uint64_t gemm_backward_data_workspace(const Context& ctx, const ConvShape& s, DT
 void gemm_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& dy,
                         const ConvBuffer& w, const ConvTensor& dx, cl_mem ws, uint64_t ws_offset);
 
+// The im2col + GEMM weight gradient (conv.cpp) and its workspace.
+uint64_t gemm_backward_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
+                                        const ConvTensor& dy);
+void gemm_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                          const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws, uint64_t ws_offset);
+
 // Autotuning class buckets: sizes by powers of 4 from 16, batches 1, 2-4, 5-16, 17-64, ...
 std::string shape_bucket(int64_t v);
 std::string batch_bucket(int64_t z);
@@ -69,6 +75,13 @@ WinoConv winograd_backward_data_conv(const ConvShape& s);  // dx = conv(dy, rota
 uint64_t winograd_workspace(const Context& ctx, const WinoConv& c, DType dtype);
 void winograd_run(const Context& ctx, cl_command_queue q, const WinoConv& c, DType dtype, const ConvTensor& x,
                   const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset);
+// The weight gradient (dw contiguous [K, C, 3, 3]) through Winograd, and its workspace.
+uint64_t winograd_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype);
+void winograd_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
+                              const ConvTensor& x, const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws,
+                              uint64_t ws_offset);
+// Whether the weight gradient of `s` runs through Winograd (forced, or timed faster than im2col + GEMM).
+bool winograd_backward_weight_chosen(const Context& ctx, const ConvShape& s, DType dtype);
 // Whether the input gradient of `s` runs through Winograd (forced, or timed faster than GEMM + col2im).
 bool winograd_backward_data_chosen(const Context& ctx, const ConvShape& s, DType dtype);
 

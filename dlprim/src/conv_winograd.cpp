@@ -2,8 +2,9 @@
 // transforms (kernels/conv_winograd.cl), 36 batched GEMMs through gemm() (so the tuned tiled
 // kernel does the products), and the output transform with the bias. The input gradient of
 // such a convolution is itself one (flipped, transposed weights; padding 2 - p), so it runs
-// through the same code. Whether it is used is decided by timing (conv_implicit.cpp for the
-// forward, winograd_backward_data_chosen below for the input gradient).
+// through the same code; the weight gradient transforms x and dy tiles and reduces over the
+// tiles in the 36 GEMMs. Whether it is used is decided by timing (conv_implicit.cpp for the
+// forward, the *_chosen functions below for the gradients).
 #include <dlprim/autotune.h>
 #include <dlprim/embedded.h>
 
@@ -54,7 +55,30 @@ Gemm chunk_gemm(const WinoConv& c, DType acc, int64_t nb, cl_mem ws, uint64_t u_
   return g;
 }
 
-Layout layout_of(const Context& ctx, const WinoConv& c, DType dtype) {
+// The weight gradient's 36 products of one chunk: M[a] (+)= D[a] @ V[a]^T, reducing over tiles.
+Gemm weight_chunk_gemm(const WinoConv& c, DType acc, int64_t nb, bool accumulate, cl_mem ws, uint64_t m_off,
+                       uint64_t v_off, uint64_t d_off) {
+  int64_t P = nb * tiles(c);
+  Gemm g;
+  g.dtype = acc;
+  g.M = c.Cout;
+  g.N = c.Cin;
+  g.K = P;
+  g.batch = kPoints;
+  g.a = {ws, d_off, P, 1, c.Cout * P, 0, 0};
+  g.b = {ws, v_off, 1, P, c.Cin * P, 0, 0};
+  g.c = {ws, m_off, c.Cin, 1, c.Cout * c.Cin, 0, 0};
+  if (accumulate) {
+    g.has_d = true;
+    g.beta = 1;
+    g.d = g.c;
+  }
+  return g;
+}
+
+// `weight_grad`: the layout of the weight gradient (U holds its transformed result, the chunk's
+// M the transformed output gradient).
+Layout layout_of(const Context& ctx, const WinoConv& c, DType dtype, bool weight_grad = false) {
   DType acc = compute_dtype(dtype);
   size_t es = dtype_size(acc);
   Layout l;
@@ -67,9 +91,27 @@ Layout layout_of(const Context& ctx, const WinoConv& c, DType dtype) {
   l.u_bytes = static_cast<uint64_t>(kPoints) * c.Cout * c.Cin * es;
   l.v_bytes = static_cast<uint64_t>(kPoints) * c.Cin * P * es;
   l.m_bytes = static_cast<uint64_t>(kPoints) * c.Cout * P * es;
-  for (int64_t nb : {l.images, c.N % l.images})
-    if (nb > 0) l.gemm_bytes = std::max(l.gemm_bytes, gemm_workspace_bytes(ctx, chunk_gemm(c, acc, nb, nullptr, 0, 0, 0)));
+  for (int64_t nb : {l.images, c.N % l.images}) {
+    if (nb <= 0) continue;
+    Gemm g = weight_grad ? weight_chunk_gemm(c, acc, nb, false, nullptr, 0, 0, 0) : chunk_gemm(c, acc, nb, nullptr, 0, 0, 0);
+    l.gemm_bytes = std::max(l.gemm_bytes, gemm_workspace_bytes(ctx, g));
+  }
   return l;
+}
+
+// V = B^T d B of the input tiles of images [b0, b0 + P / tiles).
+void launch_input(const Context& ctx, cl_command_queue q, const WinoConv& c, const Layout& l, DType dtype,
+                  const ConvTensor& x, int64_t b0, int64_t P, cl_mem ws, uint64_t v_off) {
+  if (c.Cin == 0) return;
+  LockedKernel& k = wino_kernel(ctx, dtype, "wino_input");
+  std::lock_guard<std::mutex> lock(k.m);
+  KernelArgs a(k.k);
+  a.add<cl_int>(static_cast<int>(c.Cin)).add<cl_int>(static_cast<int>(c.H)).add<cl_int>(static_cast<int>(c.W));
+  a.add<cl_int>(static_cast<int>(l.tiles_h)).add<cl_int>(static_cast<int>(l.tiles_w));
+  a.add<cl_int>(static_cast<int>(c.ph)).add<cl_int>(static_cast<int>(c.pw)).add<cl_int>(static_cast<int>(P));
+  a.add(x.mem).add<cl_ulong>(x.offset + b0 * x.sn).add<cl_long>(x.sn).add<cl_long>(x.sc).add<cl_long>(x.sh);
+  a.add<cl_long>(x.sw).add(ws).add<cl_ulong>(v_off);
+  launch_1d(q, k.k, static_cast<uint64_t>(P) * c.Cin, ctx.work_group_size(128));
 }
 
 const char* env_winograd() { return std::getenv("PYTORCH_OCL_CONV_WINOGRAD"); }
@@ -151,17 +193,7 @@ void winograd_run(const Context& ctx, cl_command_queue q, const WinoConv& c, DTy
   for (int64_t b0 = 0; b0 < c.N; b0 += l.images) {
     int64_t nb = std::min(l.images, c.N - b0);
     int64_t P = nb * tiles(c);
-    if (c.Cin > 0) {
-      LockedKernel& k = wino_kernel(ctx, dtype, "wino_input");
-      std::lock_guard<std::mutex> lock(k.m);
-      KernelArgs a(k.k);
-      a.add<cl_int>(static_cast<int>(c.Cin)).add<cl_int>(static_cast<int>(c.H)).add<cl_int>(static_cast<int>(c.W));
-      a.add<cl_int>(static_cast<int>(l.tiles_h)).add<cl_int>(static_cast<int>(l.tiles_w));
-      a.add<cl_int>(static_cast<int>(c.ph)).add<cl_int>(static_cast<int>(c.pw)).add<cl_int>(static_cast<int>(P));
-      a.add(x.mem).add<cl_ulong>(x.offset + b0 * x.sn).add<cl_long>(x.sn).add<cl_long>(x.sc).add<cl_long>(x.sh);
-      a.add<cl_long>(x.sw).add(ws).add<cl_ulong>(v_off / es);
-      launch_1d(q, k.k, static_cast<uint64_t>(P) * c.Cin, wg);
-    }
+    launch_input(ctx, q, c, l, dtype, x, b0, P, ws, v_off / es);
     Gemm g = chunk_gemm(c, acc, nb, ws, u_off / es, v_off / es, m_off / es);
     if (c.Cin == 0) g.k_outer = 0;  // no input channels: zeros (plus the bias)
     gemm(ctx, q, g, ws, g_off);
@@ -178,6 +210,79 @@ void winograd_run(const Context& ctx, cl_command_queue q, const WinoConv& c, DTy
       launch_1d(q, k.k, static_cast<uint64_t>(P) * c.Cout, wg);
     }
   }
+}
+
+uint64_t winograd_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype) {
+  return layout_of(ctx, winograd_forward_conv(s), dtype, true).total();
+}
+
+void winograd_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
+                              const ConvTensor& x, const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws,
+                              uint64_t ws_offset) {
+  WinoConv c = winograd_forward_conv(s);
+  if (c.Cout == 0 || c.Cin == 0) return;
+  const int64_t lim = 0x7fffffff;
+  Layout l = layout_of(ctx, c, dtype, true);
+  if (c.Cout * c.Cin > lim || static_cast<int64_t>(l.images) * tiles(c) > lim)
+    throw Error("conv2d: too large for the Winograd path");
+  DType acc = compute_dtype(dtype);
+  size_t es = dtype_size(acc);
+  // U holds the transformed weight gradient, V the input tiles, M the output-gradient tiles.
+  uint64_t u_off = ws_offset, v_off = u_off + align_up(l.u_bytes), m_off = v_off + align_up(l.v_bytes);
+  uint64_t g_off = m_off + align_up(l.m_bytes);
+  size_t wg = ctx.work_group_size(128);
+  if (c.N == 0) {  // an empty sum: zeros
+    Gemm g = weight_chunk_gemm(c, acc, 1, false, ws, u_off / es, v_off / es, m_off / es);
+    g.k_outer = 0;
+    gemm(ctx, q, g, ws, g_off);
+  }
+  for (int64_t b0 = 0; b0 < c.N; b0 += l.images) {
+    int64_t nb = std::min(l.images, c.N - b0);
+    int64_t P = nb * tiles(c);
+    launch_input(ctx, q, c, l, dtype, x, b0, P, ws, v_off / es);
+    {
+      LockedKernel& k = wino_kernel(ctx, dtype, "wino_grad_output");
+      std::lock_guard<std::mutex> lock(k.m);
+      KernelArgs a(k.k);
+      a.add<cl_int>(static_cast<int>(c.Cout)).add<cl_int>(static_cast<int>(c.OH)).add<cl_int>(static_cast<int>(c.OW));
+      a.add<cl_int>(static_cast<int>(l.tiles_h)).add<cl_int>(static_cast<int>(l.tiles_w)).add<cl_int>(static_cast<int>(P));
+      a.add(dy.mem).add<cl_ulong>(dy.offset + b0 * dy.sn).add<cl_long>(dy.sn).add<cl_long>(dy.sc).add<cl_long>(dy.sh);
+      a.add<cl_long>(dy.sw).add(ws).add<cl_ulong>(m_off / es);
+      launch_1d(q, k.k, static_cast<uint64_t>(P) * c.Cout, wg);
+    }
+    gemm(ctx, q, weight_chunk_gemm(c, acc, nb, b0 > 0, ws, u_off / es, v_off / es, m_off / es), ws, g_off);
+  }
+  LockedKernel& k = wino_kernel(ctx, dtype, "wino_grad_weight");
+  std::lock_guard<std::mutex> lock(k.m);
+  KernelArgs a(k.k);
+  a.add<cl_int>(static_cast<int>(c.Cout)).add<cl_int>(static_cast<int>(c.Cin)).add(ws).add<cl_ulong>(u_off / es);
+  a.add(dw.mem).add<cl_ulong>(dw.offset);
+  launch_1d(q, k.k, static_cast<uint64_t>(c.Cout) * c.Cin, wg);
+}
+
+bool winograd_backward_weight_chosen(const Context& ctx, const ConvShape& s, DType dtype) {
+  if (!winograd_eligible(s)) return false;
+  int env = winograd_env();
+  if (env >= 0) return env == 1;
+  if (autotune_mode() == TuneMode::Off) return false;
+  std::ostringstream cls;
+  cls << dtype_name(dtype) << "|C" << shape_bucket(s.C) << "|K" << shape_bucket(s.K) << "|P" << shape_bucket(s.OH * s.OW)
+      << "|Z" << batch_bucket(s.N) << "|p" << s.ph << "x" << s.pw;
+  ConvScratch scratch(ctx, s, dtype);
+  std::string chosen = autotune_select(
+      ctx, "conv_bwd_weight", cls.str(), {"gemm", "winograd"}, "gemm", [&](const std::string& cand) {
+        const ConvShape& t = scratch.shape();
+        ConvBuffer dw = scratch.w();
+        if (cand == "winograd")
+          return scratch.time_us(winograd_weight_workspace(ctx, t, dtype), [&](cl_command_queue q, cl_mem ws) {
+            winograd_backward_weight(ctx, q, t, dtype, scratch.x(), scratch.y(), dw, ws, 0);
+          });
+        return scratch.time_us(gemm_backward_weight_workspace(ctx, t, dtype, scratch.x(), scratch.y()),
+                               [&](cl_command_queue q, cl_mem ws) {
+                                 gemm_backward_weight(ctx, q, t, dtype, scratch.x(), scratch.y(), dw, ws, 0);
+                               });
+      });
+  return chosen == "winograd";
 }
 
 bool winograd_backward_data_chosen(const Context& ctx, const ConvShape& s, DType dtype) {

@@ -4,13 +4,16 @@ gradient (which runs as a Winograd convolution of the output gradient), the weig
 (transformed x and dy tiles, reduced over the tiles in the 36 GEMMs) and the bias gradient.
 
 Tolerance: the bound of test_conv.py (8 * eps_acc * sqrt(R) * mag + 2 * eps_out * |ref|, R the
-reduction length, mag the same computation on absolute values) times WINOGRAD_FACTOR for the
-output, the input gradient and the weight gradient. The transforms scale values by up to ~10 (the points +-2 give
-entries 4, 5 and 8 in B^T and A^T, and 1/24 in G) before the products are summed, so the
-rounding error relative to the magnitudes grows by about that much compared with direct
-summation; measured worst err/tol is ~1-3 with the factor applied (see the assertion message).
+reduction length, mag the same computation on absolute values) with R + 36 for R and its first
+term times WINOGRAD_FACTOR (16), for the output and the input and weight gradients. The
+transforms scale values by up to ~10 (the points +-2 give entries 4, 5 and 8 in B^T and A^T,
+and 1/24 in G) before the products are summed, so the rounding error relative to the
+magnitudes grows by about that much compared with direct summation, and they sum 36 terms per
+output even for one input channel. Measured worst err/tol with this bound: 0.51 (PoCL, all
+cases; WINO_REPORT=1 prints it).
 """
 import math
+import os
 
 import pytest
 import torch
@@ -31,11 +34,18 @@ def _forced_winograd(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_CONV_WINOGRAD", "1")
 
 
+WORST = {}
+
+
 def check(name, got, ref, mag, red, dtype, factor):
     got = got.detach().cpu().double()
     assert got.shape == ref.shape, (name, got.shape, ref.shape)
+    if factor > 1:  # the transforms add 36-term sums to the reduction
+        red = red + 36
     tol = factor * 8 * EPS[ACC[dtype]] * math.sqrt(max(red, 1)) * mag + 2 * EPS[dtype] * ref.abs() + 1e-30
     err = (got - ref).abs()
+    if os.environ.get("WINO_REPORT"):
+        print(f"\nERRTOL {name} {dtype} {(err / tol).max().item():.3f}")
     assert (err <= tol).all(), f"{name}: max err {err.max().item():.3e}, worst err/tol {(err / tol).max().item():.2f}"
 
 
@@ -44,9 +54,9 @@ def run(n, cin, cout, h, w, pad, bias=True, dtype=torch.float32, layout=None):
     x = torch.randn(n, cin, h, w).to(dtype)
     wt = (torch.randn(cout, cin, 3, 3) / math.sqrt(cin * 9)).to(dtype)
     b = torch.randn(cout).to(dtype) if bias else None
-    xr = x.double().requires_grad_()
-    wr = wt.double().requires_grad_()
-    br = b.double().requires_grad_() if bias else None
+    xr = x.double().clone().requires_grad_()
+    wr = wt.double().clone().requires_grad_()
+    br = b.double().clone().requires_grad_() if bias else None
     y = F.conv2d(xr, wr, br, 1, pad)
     gy = torch.randn_like(y).to(dtype).double()
     y.backward(gy)

@@ -146,8 +146,9 @@ WinoConv winograd_forward_conv(const ConvShape& s) {
   return c;
 }
 
-// dx = conv(dy, w') with w'[c, k] = w[k, c] rotated by 180 degrees and padding 2 - p: the
-// output is H + 2 (2 - p) - 2 = H... wide, exactly the input size (OH = H + 2p - 2).
+// dx = conv(dy, w') with w'[c, k] = w[k, c] rotated by 180 degrees and padding 2 - p (which
+// may be negative: the windows then start inside dy): its output size OH + 2 (2 - p) - 2 is
+// H, since OH = H + 2p - 2.
 WinoConv winograd_backward_data_conv(const ConvShape& s) {
   WinoConv c;
   c.N = s.N;

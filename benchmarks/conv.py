@@ -138,6 +138,16 @@ def run_layer(layer, batch, device, budget_s):
     return fwd, bwd
 
 
+def algorithms(layer, batch, device):
+    """What the ocl device ran for the layer (the tuning decisions are cached by then)."""
+    cin, cout, k, s, p, g, h = layer
+    try:
+        a = pytorch_ocl.ops.conv_algorithms((batch, cin, h, h), (cout, cin // g, k, k), s, p, 1, g, device=device)
+    except (AttributeError, RuntimeError) as e:  # an older build without conv_algorithms
+        return f"? ({type(e).__name__})"
+    return f"{a['forward']} / {a['backward_data']} / {a['backward_weight']}"
+
+
 def geomean(values):
     values = [v for v in values if v]
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
@@ -176,7 +186,7 @@ def main(argv=None) -> int:
                 br.append(r_b / o_b)
                 gf = flops(layer, batch)
                 rows.append([net, batch, name, o_f * 1e3, r_f * 1e3, r_f / o_f, o_b * 1e3, r_b * 1e3, r_b / o_b,
-                             gf / o_f / 1e9, 2 * gf / o_b / 1e9])
+                             gf / o_f / 1e9, 2 * gf / o_b / 1e9, algorithms(layer, batch, args.device)])
                 print(" | ".join(common.fmt(c) for c in rows[-1]), file=sys.stderr)
             gf_, gb_ = geomean(fr), geomean(br)
             summary_rows.append([net, batch, len(layers), gf_, gb_, geomean(fr + br)])
@@ -184,7 +194,7 @@ def main(argv=None) -> int:
             ratios += [gf_, gb_]
 
     header = ["net", "batch", "layer", "fwd ocl ms", "fwd ref ms", "fwd ref/ocl", "bwd ocl ms", "bwd ref ms",
-              "bwd ref/ocl", "fwd ocl GFLOP/s", "bwd ocl GFLOP/s"]
+              "bwd ref/ocl", "fwd ocl GFLOP/s", "bwd ocl GFLOP/s", "ocl algorithm fwd / bwd data / bwd weight"]
     summary_header = ["net", "batch", "layers", "fwd geomean ref/ocl", "bwd geomean ref/ocl", "fwd+bwd geomean"]
     summary = common.markdown_table(summary_header, summary_rows)
     print(common.markdown_table(header, rows))
@@ -201,7 +211,9 @@ def main(argv=None) -> int:
     ]
     notes = ["ratio = ref time / ocl time: > 1 means ocl is faster",
              "bwd = input gradient + weight gradient in one aten.convolution_backward call (no bias)",
-             "GFLOP/s counts 2*N*K*OH*OW*C/g*KH*KW per direction (bwd counts both gradients)"]
+             "GFLOP/s counts 2*N*K*OH*OW*C/g*KH*KW per direction (bwd counts both gradients)",
+             "ocl algorithm: winograd = F(4x4,3x3) transforms + 36 batched GEMMs; implicit = implicit-GEMM "
+             "tile config and split-K count; im2col / col2im = patch matrix + GEMM; gemm1x1; depthwise"]
     md = common.write_markdown(args.out, "Convolution layers", preamble, header, rows, notes)
     png = common.plot_ratios(os.path.splitext(args.out)[0] + ".png", labels, ratios,
                              f"conv {args.device} vs {args.ref} (geomean, >1: ocl faster)", "ref time / ocl time")

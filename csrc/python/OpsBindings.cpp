@@ -9,6 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <dlprim/autotune.h>
+#include <dlprim/conv.h>
 #include <dlprim/gemm.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -76,6 +77,56 @@ std::string gemm_plan(int device, int64_t M, int64_t N, int64_t K, bool trans_a,
   return out;
 }
 
+dlprim::DType dtype_named(const std::string& dtype, const char* op) {
+  if (dtype == "float64") return dlprim::DType::F64;
+  if (dtype == "float16") return dlprim::DType::F16;
+  if (dtype == "bfloat16") return dlprim::DType::BF16;
+  TORCH_CHECK(dtype == "float32", op, ": unknown dtype ", dtype);
+  return dlprim::DType::F32;
+}
+
+// The algorithm each pass of a conv2d layer runs on `device` (contiguous NCHW tensors; tuning
+// it first if needed): {"forward": ..., "backward_data": ..., "backward_weight": ...}.
+py::dict conv_algorithms(int device, std::vector<int64_t> input, std::vector<int64_t> weight, std::vector<int64_t> stride,
+                         std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
+                         const std::string& dtype) {
+  TORCH_CHECK(input.size() == 4 && weight.size() == 4 && stride.size() == 2 && padding.size() == 2 &&
+                  dilation.size() == 2, "conv_algorithms: expected 4-D shapes and pairs");
+  dlprim::ConvShape s;
+  s.N = input[0];
+  s.C = input[1];
+  s.H = input[2];
+  s.W = input[3];
+  s.K = weight[0];
+  s.KH = weight[2];
+  s.KW = weight[3];
+  s.sh = stride[0];
+  s.sw = stride[1];
+  s.ph = padding[0];
+  s.pw = padding[1];
+  s.dh = dilation[0];
+  s.dw = dilation[1];
+  s.groups = groups;
+  s.OH = dlprim::conv_output_size(s.H, s.KH, s.sh, s.ph, s.dh);
+  s.OW = dlprim::conv_output_size(s.W, s.KW, s.sw, s.pw, s.dw);
+  TORCH_CHECK(s.OH > 0 && s.OW > 0 && s.C == weight[1] * groups, "conv_algorithms: invalid geometry");
+  dlprim::DType dt = dtype_named(dtype, "conv_algorithms");
+  dlprim::ConvTensor x{nullptr, 0, s.C * s.H * s.W, s.H * s.W, s.W, 1};
+  dlprim::ConvTensor y{nullptr, 0, s.K * s.OH * s.OW, s.OH * s.OW, s.OW, 1};
+  dlprim::Context& ctx = context(device);
+  py::dict d;
+  std::string f, bd, bw;
+  OCL_DLPRIM_CALL("conv_algorithms", {
+    f = dlprim::conv2d_algorithm(ctx, dlprim::ConvPass::Forward, s, dt, x, y);
+    bd = dlprim::conv2d_algorithm(ctx, dlprim::ConvPass::BackwardData, s, dt, x, y);
+    bw = dlprim::conv2d_algorithm(ctx, dlprim::ConvPass::BackwardWeight, s, dt, x, y);
+  });
+  d["forward"] = f;
+  d["backward_data"] = bd;
+  d["backward_weight"] = bw;
+  return d;
+}
+
 } // namespace
 
 void init_ops_bindings(py::module& m) {
@@ -92,6 +143,8 @@ void init_ops_bindings(py::module& m) {
         });
   m.def("gemm_plan", &gemm_plan, py::arg("device"), py::arg("M"), py::arg("N"), py::arg("K"),
         py::arg("trans_a") = false, py::arg("trans_b") = false, py::arg("batch") = 1, py::arg("dtype") = "float32");
+  m.def("conv_algorithms", &conv_algorithms, py::arg("device"), py::arg("input"), py::arg("weight"),
+        py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("dtype") = "float32");
   m.def("autotune_decisions", &dlprim::autotune_decisions);
   m.def("autotune_stats", [] {
     auto s = dlprim::autotune_stats();

@@ -7,6 +7,7 @@
 #include "conv_internal.h"
 
 #include <algorithm>
+#include <string>
 
 namespace dlprim {
 
@@ -15,7 +16,9 @@ namespace {
 enum class Path { Depthwise, Gemm1x1, Im2col };
 
 Path path_of(const ConvShape& s) {
-  if (s.C / s.groups == 1) return Path::Depthwise;
+  // One input channel per group: direct kernels, except that a forced Winograd takes the
+  // single-channel ungrouped case too (so that it is testable there).
+  if (s.C / s.groups == 1 && !(detail::winograd_env() == 1 && detail::winograd_eligible(s))) return Path::Depthwise;
   if (s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.ph == 0 && s.pw == 0) return Path::Gemm1x1;
   return Path::Im2col;
 }
@@ -212,6 +215,23 @@ const char* conv2d_path(const ConvShape& s) {
   return "";
 }
 
+std::string conv2d_algorithm(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype,
+                             const ConvTensor& in, const ConvTensor& out) {
+  check(ctx, s, dtype);
+  Path p = path_of(s);
+  if (p == Path::Depthwise) return "depthwise";
+  bool direct = use_direct(p, s, in);
+  if (direct) return "gemm1x1";
+  if (pass == ConvPass::Forward) {
+    detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, in, out);
+    if (ip.winograd) return "winograd";
+    if (ip.use) return "implicit " + ip.cfg.str() + " splits=" + std::to_string(ip.split.splits);
+    return "im2col";
+  }
+  if (pass == ConvPass::BackwardData) return detail::winograd_backward_data_chosen(ctx, s, dtype) ? "winograd" : "col2im";
+  return detail::winograd_backward_weight_chosen(ctx, s, dtype) ? "winograd" : "im2col";
+}
+
 uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype,
                                 const ConvTensor& in, const ConvTensor& out) {
   check(ctx, s, dtype);
@@ -226,16 +246,19 @@ uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvSha
     case ConvPass::Forward:
       if (!direct) {
         detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, in, out);
+        if (ip.winograd) return detail::winograd_workspace(ctx, detail::winograd_forward_conv(s), dtype);
         if (ip.use) return ip.split.workspace_bytes;
       }
       return gemm_pass_bytes(ctx, s, cols_bytes, chunk,
                              [&](int64_t nb) { return forward_gemm(s, dtype, direct, in, none, none, out, nullptr, 0, 0, nb); });
     case ConvPass::BackwardData:
-      return gemm_pass_bytes(ctx, s, cols_bytes, chunk,
-                             [&](int64_t nb) { return backward_data_gemm(s, dtype, direct, out, none, in, nullptr, 0, 0, nb); });
+      if (!direct && detail::winograd_backward_data_chosen(ctx, s, dtype))
+        return detail::winograd_workspace(ctx, detail::winograd_backward_data_conv(s), dtype);
+      return detail::gemm_backward_data_workspace(ctx, s, dtype, in, out);
     case ConvPass::BackwardWeight:
-      return gemm_pass_bytes(ctx, s, cols_bytes, chunk,
-                             [&](int64_t nb) { return backward_weight_gemm(s, dtype, direct, in, out, none, nullptr, 0, 0, nb); });
+      if (!direct && detail::winograd_backward_weight_chosen(ctx, s, dtype))
+        return detail::winograd_weight_workspace(ctx, s, dtype);
+      return detail::gemm_backward_weight_workspace(ctx, s, dtype, in, out);
   }
   return 0;
 }
@@ -268,6 +291,70 @@ void im2col_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, 
   }
 }
 
+uint64_t gemm_backward_data_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& dx,
+                                      const ConvTensor& dy) {
+  Path p = path_of(s);
+  bool direct = use_direct(p, s, dx);
+  Cols c = cols_plan(ctx, s, compute_dtype(dtype));
+  int64_t chunk = direct ? s.N : c.images;
+  ConvBuffer none;
+  return gemm_pass_bytes(ctx, s, direct ? 0 : c.bytes, chunk, [&](int64_t nb) {
+    return backward_data_gemm(s, dtype, direct, dy, none, dx, nullptr, 0, 0, nb);
+  });
+}
+
+void gemm_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& dy,
+                        const ConvBuffer& w, const ConvTensor& dx, cl_mem ws, uint64_t ws_offset) {
+  if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
+  bool direct = use_direct(path_of(s), s, dx);
+  DType col_t = compute_dtype(dtype);
+  Cols c = cols_plan(ctx, s, col_t);
+  int64_t chunk = direct ? s.N : c.images;
+  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    int64_t nb = std::min(chunk, s.N - b0);
+    uint64_t cols_off = ws_offset / dtype_size(col_t);
+    Gemm g = backward_data_gemm(s, dtype, direct, dy, w, dx, ws, cols_off, b0, nb);
+    if (s.K == 0) g.k_outer = 0;  // no output channels: the gradient is zero
+    gemm(ctx, q, g, ws, gemm_off);
+    if (!direct) launch_col2im(ctx, q, s, dtype, ws, cols_off, dx, b0, nb);
+  }
+}
+
+uint64_t gemm_backward_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
+                                        const ConvTensor& dy) {
+  Path p = path_of(s);
+  bool direct = use_direct(p, s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  ConvBuffer none;
+  return gemm_pass_bytes(ctx, s, direct ? 0 : c.bytes, chunk, [&](int64_t nb) {
+    return backward_weight_gemm(s, dtype, direct, x, dy, none, nullptr, 0, 0, nb);
+  });
+}
+
+void gemm_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                          const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws, uint64_t ws_offset) {
+  Path p = path_of(s);
+  if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
+  bool direct = use_direct(p, s, x);
+  Cols c = cols_plan(ctx, s, dtype);
+  int64_t chunk = direct ? s.N : c.images;
+  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
+  if (s.N == 0) {  // an empty sum: zero weights gradient
+    Gemm g = backward_weight_gemm(s, dtype, true, x, dy, dw, nullptr, 0, 0, 0);
+    gemm(ctx, q, g, ws, gemm_off);
+    return;
+  }
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    int64_t nb = std::min(chunk, s.N - b0);
+    uint64_t cols_off = ws_offset / dtype_size(dtype);
+    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
+    Gemm g = backward_weight_gemm(s, dtype, direct, x, dy, dw, ws, cols_off, b0, nb);
+    gemm(ctx, q, g, ws, gemm_off);
+  }
+}
+
 } // namespace detail
 
 void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
@@ -293,6 +380,8 @@ void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, 
   if (!pixel_linear(y, s.OH, s.OW)) throw Error("conv2d: output rows must be contiguous in pixels");
   if (!use_direct(p, s, x)) {
     detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, x, y);
+    if (ip.winograd)
+      return detail::winograd_run(ctx, q, detail::winograd_forward_conv(s), dtype, x, w, bias, y, ws, ws_offset);
     if (ip.use) return detail::implicit_forward(ctx, q, ip, s, dtype, x, w, bias, y, ws, ws_offset);
   }
   detail::im2col_forward(ctx, q, s, dtype, x, w, bias, y, ws, ws_offset);
@@ -317,20 +406,10 @@ void conv2d_backward_data(const Context& ctx, cl_command_queue q, const ConvShap
     launch_1d(q, k.k, total, ctx.work_group_size(256));
     return;
   }
-  if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
-  bool direct = use_direct(p, s, dx);
-  DType col_t = compute_dtype(dtype);
-  Cols c = cols_plan(ctx, s, col_t);
-  int64_t chunk = direct ? s.N : c.images;
-  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    int64_t nb = std::min(chunk, s.N - b0);
-    uint64_t cols_off = ws_offset / dtype_size(col_t);
-    Gemm g = backward_data_gemm(s, dtype, direct, dy, w, dx, ws, cols_off, b0, nb);
-    if (s.K == 0) g.k_outer = 0;  // no output channels: the gradient is zero
-    gemm(ctx, q, g, ws, gemm_off);
-    if (!direct) launch_col2im(ctx, q, s, dtype, ws, cols_off, dx, b0, nb);
-  }
+  if (!use_direct(p, s, dx) && detail::winograd_backward_data_chosen(ctx, s, dtype))
+    return detail::winograd_run(ctx, q, detail::winograd_backward_data_conv(s), dtype, dy, w, ConvBuffer{}, dx, ws,
+                                ws_offset);
+  detail::gemm_backward_data(ctx, q, s, dtype, dy, w, dx, ws, ws_offset);
 }
 
 void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
@@ -355,23 +434,9 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
     launch_1d(q, k.k, static_cast<uint64_t>(s.K) * s.KH * s.KW * L, L);
     return;
   }
-  if (!pixel_linear(dy, s.OH, s.OW)) throw Error("conv2d backward: grad_output rows must be contiguous in pixels");
-  bool direct = use_direct(p, s, x);
-  Cols c = cols_plan(ctx, s, dtype);
-  int64_t chunk = direct ? s.N : c.images;
-  uint64_t gemm_off = ws_offset + (direct ? 0 : align_up(c.bytes));
-  if (s.N == 0) {  // an empty sum: zero weights gradient
-    Gemm g = backward_weight_gemm(s, dtype, true, x, dy, dw, nullptr, 0, 0, 0);
-    gemm(ctx, q, g, ws, gemm_off);
-    return;
-  }
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    int64_t nb = std::min(chunk, s.N - b0);
-    uint64_t cols_off = ws_offset / dtype_size(dtype);
-    if (!direct) launch_im2col(ctx, q, s, dtype, x, b0, nb, ws, cols_off, c);
-    Gemm g = backward_weight_gemm(s, dtype, direct, x, dy, dw, ws, cols_off, b0, nb);
-    gemm(ctx, q, g, ws, gemm_off);
-  }
+  if (s.N > 0 && !use_direct(p, s, x) && detail::winograd_backward_weight_chosen(ctx, s, dtype))
+    return detail::winograd_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
+  detail::gemm_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
 }
 
 } // namespace dlprim

@@ -6,7 +6,6 @@
 #include "conv_internal.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -19,12 +18,7 @@ namespace detail {
 namespace {
 
 const char* kIm2col = "im2col";
-
-std::string bucket(int64_t v) {
-  int b = 0;
-  for (int64_t lim = 16; v > lim && b < 6; lim *= 4) ++b;
-  return std::to_string(b);
-}
+const char* kWinograd = "winograd";
 
 // Patch offsets per k = (ci, kh, kw), one table per geometry and input strides, kept for the
 // context's lifetime (a few KB each).
@@ -125,117 +119,80 @@ void run_implicit(const Context& ctx, cl_command_queue q, const TileConfig& cfg,
   if (partial) launch_split_reduce(ctx, q, g, split.splits, z, ws, ws_offset / acc_size, events);
 }
 
-// Times the candidates (implicit tile configs, im2col) on scratch tensors of the layer's shape
-// (batch capped), by wall clock around a finished queue: the im2col path is several launches.
-class ConvTuner {
-public:
-  ConvTuner(const Context& ctx, const ConvShape& s, DType dtype) : ctx_(ctx), s_(s), dtype_(dtype) {
-    s_.N = std::min<int64_t>(s.N, 8);
+// Times a forward candidate (an implicit tile config, "im2col" or "winograd") on scratch tensors
+// of the layer's shape, by wall clock around a finished queue: some paths are several launches.
+double time_forward(const Context& ctx, ConvScratch& scratch, DType dtype, const std::string& cand) {
+  const ConvShape& s = scratch.shape();
+  ConvTensor x = scratch.x(), y = scratch.y();
+  ConvBuffer w = scratch.w(), none;
+  if (cand == kWinograd) {
+    WinoConv c = winograd_forward_conv(s);
+    return scratch.time_us(winograd_workspace(ctx, c, dtype), [&](cl_command_queue q, cl_mem ws) {
+      winograd_run(ctx, q, c, dtype, x, w, none, y, ws, 0);
+    });
   }
-  ~ConvTuner() {
-    for (cl_mem m : {x_, w_, y_, ws_})
-      if (m) clReleaseMemObject(m);
-    if (q_) clReleaseCommandQueue(q_);
-  }
-  double time_us(const std::string& cand) {
-    setup();
-    ConvTensor x{x_, 0, s_.C * s_.H * s_.W, s_.H * s_.W, s_.W, 1};
-    ConvTensor y{y_, 0, s_.K * s_.OH * s_.OW, s_.OH * s_.OW, s_.OW, 1};
-    ConvBuffer w{w_, 0}, none;
-    TileConfig cfg;
-    SplitPlan split;
-    uint64_t need = 0;
-    bool implicit = cand != kIm2col;
-    if (implicit) {
-      if (!TileConfig::parse(cand, &cfg)) return -1;
-      split = split_of(ctx_, s_, dtype_, cfg);
-      need = split.workspace_bytes;
-    } else {
-      need = im2col_forward_workspace(ctx_, s_, dtype_, x, y);
-    }
-    if (need > ws_bytes_) {
-      if (ws_) clReleaseMemObject(ws_);
-      ws_ = alloc(need);
-      ws_bytes_ = need;
-    }
-    auto run = [&]() {
-      if (implicit)
-        run_implicit(ctx_, q_, cfg, split, s_, dtype_, x, w, none, y, ws_, 0, nullptr);
-      else
-        im2col_forward(ctx_, q_, s_, dtype_, x, w, none, y, ws_, 0);
-    };
-    run();  // warm-up (builds programs)
-    DLPRIM_CL_CHECK(clFinish(q_));
-    double best = -1;
-    for (int r = 0; r < 3; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      run();
-      DLPRIM_CL_CHECK(clFinish(q_));
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      best = best < 0 ? us : std::min(best, us);
-    }
-    return best;
-  }
-
-private:
-  cl_mem alloc(uint64_t bytes) {
-    cl_int err = CL_SUCCESS;
-    cl_mem m = clCreateBuffer(ctx_.context(), CL_MEM_READ_WRITE, std::max<uint64_t>(bytes, 16), nullptr, &err);
-    DLPRIM_CL_CHECK(err);
-    float zero = 0;
-    DLPRIM_CL_CHECK(clEnqueueFillBuffer(q_, m, &zero, sizeof(zero), 0, std::max<uint64_t>(bytes, 16) / 4 * 4, 0,
-                                        nullptr, nullptr));
-    return m;
-  }
-  void setup() {
-    if (q_) return;
-    q_ = ctx_.create_queue();
-    size_t es = dtype_size(dtype_);
-    x_ = alloc(static_cast<uint64_t>(s_.N) * s_.C * s_.H * s_.W * es);
-    w_ = alloc(static_cast<uint64_t>(s_.K) * (s_.C / s_.groups) * s_.KH * s_.KW * es);
-    y_ = alloc(static_cast<uint64_t>(s_.N) * s_.K * s_.OH * s_.OW * es);
-  }
-
-  const Context& ctx_;
-  ConvShape s_;
-  DType dtype_;
-  cl_command_queue q_ = nullptr;
-  cl_mem x_ = nullptr, w_ = nullptr, y_ = nullptr, ws_ = nullptr;
-  uint64_t ws_bytes_ = 0;
-};
+  if (cand == kIm2col)
+    return scratch.time_us(im2col_forward_workspace(ctx, s, dtype, x, y), [&](cl_command_queue q, cl_mem ws) {
+      im2col_forward(ctx, q, s, dtype, x, w, none, y, ws, 0);
+    });
+  TileConfig cfg;
+  if (!TileConfig::parse(cand, &cfg)) return -1;
+  SplitPlan split = split_of(ctx, s, dtype, cfg);
+  return scratch.time_us(split.workspace_bytes, [&](cl_command_queue q, cl_mem ws) {
+    run_implicit(ctx, q, cfg, split, s, dtype, x, w, none, y, ws, 0, nullptr);
+  });
+}
 
 } // namespace
 
 ImplicitPlan implicit_forward_plan(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
                                    const ConvTensor& y) {
   ImplicitPlan p;
+  (void)y;
+  bool wino = winograd_eligible(s) && winograd_env() != 0;
+  if (wino && winograd_env() == 1) {
+    p.winograd = true;
+    return p;
+  }
+  std::vector<std::string> cands;
+  std::string chosen = kIm2col;
   // CPU devices: im2col feeds the SIMD GEMM kernels, which beat per-element gathers there.
   const char* env = std::getenv("PYTORCH_OCL_CONV_IMPLICIT");
-  if (ctx.info().is_cpu && !(env && std::string(env) == "1")) return p;
-  if (env && std::string(env) == "0") return p;
-  if (s.H != 1 && x.sh != s.W * x.sw) return p;  // odd views: im2col gathers any strides
-  (void)y;
+  bool implicit = !(ctx.info().is_cpu && !(env && std::string(env) == "1")) && !(env && std::string(env) == "0") &&
+                  (s.H == 1 || x.sh == s.W * x.sw);  // odd views: im2col gathers any strides
   DType acc = compute_dtype(dtype);
   int64_t Mg = s.K / s.groups, npix = s.OH * s.OW, Kg = s.C / s.groups * s.KH * s.KW;
-  TileConfig fallback = default_tile_config(ctx, acc, Mg, npix);
-  if (!implicit_fits(fallback)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};
-  std::string chosen = tile_config_fits(ctx, fallback, acc) ? fallback.str() : kIm2col;
   TileConfig forced;
   const char* forced_env = std::getenv("PYTORCH_OCL_GEMM_CONFIG");
-  if (forced_env && TileConfig::parse(forced_env, &forced) && implicit_fits(forced) && tile_config_fits(ctx, forced, acc)) {
-    chosen = forced.str();
-  } else if (autotune_mode() != TuneMode::Off) {
-    std::vector<std::string> cands;
-    for (const auto& c : tile_candidates(ctx, acc))
-      if (implicit_fits(c)) cands.push_back(c.str());
-    if (cands.empty()) return p;
+  if (implicit) {
+    TileConfig fallback = default_tile_config(ctx, acc, Mg, npix);
+    if (!implicit_fits(fallback)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};
+    if (tile_config_fits(ctx, fallback, acc)) chosen = fallback.str();
+    if (forced_env && TileConfig::parse(forced_env, &forced) && implicit_fits(forced) &&
+        tile_config_fits(ctx, forced, acc)) {
+      chosen = forced.str();
+      wino = false;
+    } else {
+      for (const auto& c : tile_candidates(ctx, acc))
+        if (implicit_fits(c)) cands.push_back(c.str());
+    }
+  }
+  if (!cands.empty() || wino) {
     cands.push_back(kIm2col);
-    std::ostringstream cls;
-    cls << dtype_name(dtype) << "|M" << bucket(Mg) << "|N" << bucket(npix) << "|K" << bucket(Kg) << "|k" << s.KH << "x"
-        << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z" << (s.N * s.groups > 1 ? 1 : 0);
-    ConvTuner tuner(ctx, s, dtype);
-    chosen = autotune_select(ctx, "conv_fwd", cls.str(), cands, chosen,
-                             [&](const std::string& c) { return tuner.time_us(c); });
+    if (wino) cands.push_back(kWinograd);
+    if (autotune_mode() != TuneMode::Off) {
+      std::ostringstream cls;
+      cls << dtype_name(dtype) << "|M" << shape_bucket(Mg) << "|N" << shape_bucket(npix) << "|K" << shape_bucket(Kg)
+          << "|k" << s.KH << "x" << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z"
+          << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp");
+      ConvScratch scratch(ctx, s, dtype);
+      chosen = autotune_select(ctx, "conv_fwd", cls.str(), cands, chosen,
+                               [&](const std::string& c) { return time_forward(ctx, scratch, dtype, c); });
+    }
+  }
+  if (chosen == kWinograd) {
+    p.winograd = true;
+    return p;
   }
   if (chosen == kIm2col || !TileConfig::parse(chosen, &p.cfg)) return p;
   p.use = true;

@@ -20,7 +20,7 @@ import torch
 
 from . import _C
 
-__all__ = ["matmul", "conv2d", "gemm_plan", "autotune_decisions", "autotune_stats"]
+__all__ = ["matmul", "conv2d", "gemm_plan", "conv_algorithms", "autotune_decisions", "autotune_stats"]
 
 
 def _pair(v):
@@ -94,6 +94,19 @@ def gemm_plan(M, N, K, trans_a=False, trans_b=False, batch=1, dtype=torch.float3
     if index is None:
         index = _C.current_device()
     return _C.gemm_plan(index, M, N, K, trans_a, trans_b, batch, str(dtype).replace("torch.", ""))
+
+
+def conv_algorithms(input_shape, weight_shape, stride=1, padding=0, dilation=1, groups=1, dtype=torch.float32,
+                    device=None):
+    """The algorithm each pass of a conv2d layer runs on `device` for contiguous tensors (tunes
+    it first when tuning is on): {'forward': 'winograd' | 'implicit <tile config> splits=n' |
+    'im2col' | 'gemm1x1' | 'depthwise', 'backward_data': 'winograd' | 'col2im' | ...,
+    'backward_weight': ...}."""
+    index = torch.device(device).index if device is not None else None
+    if index is None:
+        index = _C.current_device()
+    return dict(_C.conv_algorithms(index, list(input_shape), list(weight_shape), _pair(stride), _pair(padding),
+                                   _pair(dilation), int(groups), str(dtype).replace("torch.", "")))
 
 
 def autotune_decisions():

@@ -5,12 +5,16 @@
 // Paths: depthwise (one input channel per group) uses direct kernels; 1x1 stride-1 unpadded
 // convolutions are one GEMM on the input; the rest stage image patches (im2col) in the
 // workspace a few images at a time and run the tuned GEMM on them (col2im for the input
-// gradient). Weights are [K, C / groups, KH, KW] contiguous.
+// gradient), or on GPUs gather the patches inside the GEMM (implicit GEMM). 3x3 stride-1
+// ungrouped layers may run as Winograd F(4x4, 3x3) (forward and input gradient) where it is
+// timed faster (PYTORCH_OCL_CONV_WINOGRAD=0/1 disables/forces it). Weights are
+// [K, C / groups, KH, KW] contiguous.
 #pragma once
 #include <dlprim/context.h>
 #include <dlprim/dtype.h>
 
 #include <cstdint>
+#include <string>
 
 namespace dlprim {
 
@@ -58,5 +62,10 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
 
 // Which path a convolution of this shape takes ("depthwise", "gemm1x1", "im2col"); for tests.
 const char* conv2d_path(const ConvShape& s);
+// The algorithm `pass` runs for this layer on this device (tuning it first if needed), e.g.
+// "winograd", "implicit 128x64x16 t16x16 v4x4 local splits=1", "im2col", "col2im", "gemm1x1",
+// "depthwise"; for benchmarks and tests. `in` / `out` give the strides as in conv2d_workspace_bytes.
+std::string conv2d_algorithm(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype, const ConvTensor& in,
+                             const ConvTensor& out);
 
 } // namespace dlprim

@@ -97,9 +97,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(const at::Ten
   at::Tensor g3 = g.view({N, C, HxW});
   if (mask[1]) {
     at::Tensor xhat = at::mul(at::sub(x.view({N, group, n}), m.view({N, group, 1})), r.view({N, group, 1}));
-    dw = at::sum(at::mul(g3, xhat.view({N, C, HxW})), {0, 2}, false, acc).to(x.scalar_type());
+    dw = at::sum(at::mul(g3, xhat.view({N, C, HxW})), at::IntArrayRef{0, 2}, false, acc).to(x.scalar_type());
   }
-  if (mask[2]) db = at::sum(g3, {0, 2}, false, acc).to(x.scalar_type());
+  if (mask[2]) db = at::sum(g3, at::IntArrayRef{0, 2}, false, acc).to(x.scalar_type());
   return {dx, dw, db};
 }
 

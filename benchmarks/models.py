@@ -11,11 +11,16 @@ zero on a warm kernel cache). A cuda reference runs twice: fp32 with TF32 off (t
 the goals use) and torch's default. Networks come from torchvision when it imports, else from
 tests/models.py (small stand-ins, 32x32 inputs). CPU fallbacks are counted and reported: a
 network that needed one is marked, since its time then includes host round trips.
+A cuda reference is measured in a child process of the same run that does not load ocl: with
+ocl registered, torch (>= 2.8) makes it the accelerator and CUDA's autograd then fails
+(pytorch#161129, see the README's coexistence note).
 """
 import argparse
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -24,10 +29,6 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import common
-
-common.import_backend()
-
-import pytorch_ocl  # noqa: E402
 
 NETS = ["resnet18", "resnet50", "mobilenet_v2", "vgg16", "alexnet", "efficientnet_b0", "convnext_small",
         "densenet161"]
@@ -129,6 +130,23 @@ def ref_variants(ref):
     return [("cuda TF32 off", tf32(False)), ("cuda default", default)]
 
 
+def measure_ref_in_child(name, label, args):
+    """Runs this script with --child for one network and reference variant; returns measure()'s tuple."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-label", label, "--ref", args.ref,
+           "--batch-infer", str(args.batch_infer), "--batch-train", str(args.batch_train), "--iters", str(args.iters)]
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"reference child failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return tuple(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def run_child(args):
+    ctor, size, _ = constructors([args.child])[args.child]
+    dict(ref_variants(args.ref))[args.child_label]()
+    print(json.dumps(measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
+
+
 def fmt_mb(b):
     return "-" if b != b else f"{b / 2**20:.0f}"
 
@@ -143,7 +161,13 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="batch 2, 2 iterations, first two networks (CI smoke)")
     parser.add_argument("--out", default="results/models.md")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-label", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        return run_child(args)
+    common.import_backend()
+    import pytorch_ocl
     if args.quick:
         args.batch_infer, args.batch_train, args.iters = 2, 2, 2
         args.nets = ",".join(args.nets.split(",")[:2])
@@ -161,8 +185,11 @@ def main(argv=None):
         fallbacks = sum(pytorch_ocl.fallback_stats().values())
         refs_out = []
         for label, setup in refs:
-            setup()
-            refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
+            if torch.device(args.ref).type == "cuda":
+                refs_out.append((label, measure_ref_in_child(name, label, args)))
+            else:
+                setup()
+                refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
         rows.append((name, source, o, refs_out, fallbacks))
     write_report(args, rows, refs)
 

@@ -1,15 +1,25 @@
 """Check whole networks on a device against the CPU: forward (eval and train mode) and every
-parameter gradient, from the same initial weights and inputs.
+parameter gradient (in both modes), from the same initial weights and inputs.
 
     python3 validate_network.py --device ocl:0                 # torchvision models if it imports
     python3 validate_network.py --models tiny_resnet,tiny_vgg  # the project's own (tests/models.py)
 
-Tolerance: for every compared tensor, max|dev - cpu| <= rtol * max|cpu| + atol, with
-rtol = 2e-3 and atol = 1e-4 for float32 by default: the device sums convolutions and matrix
-products in a different order than the CPU, so errors grow with the reduction length; 2e-3 of
-the tensor's largest magnitude covers the deepest networks here while still catching any wrong
-kernel (those give O(1) relative errors). Train mode runs with dropout off (p=0), because the
-device and the CPU draw different random masks; batch norm uses batch statistics as usual.
+Reference and tolerance. Each network also runs on the CPU in float64 (the reference) and in
+float32 (the yardstick: what an accurate float32 implementation with another summation order
+gets). For every compared tensor, with err(t) = max|t - ref64| and scale = max|ref64|:
+
+    pass  iff  err(device) <= max(rtol * scale + atol, factor * err(cpu float32))
+
+rtol = 2e-3, atol = 1e-4, factor = 10 by default. The first term covers well-conditioned
+tensors: the device sums convolutions and matrix products in another order, so errors grow with
+the reduction length, and 2e-3 of the largest magnitude still catches any wrong kernel (those
+give O(1) relative errors). The second term is needed for real networks in train mode at small
+batch: a bias followed by a train-mode batch norm has an exact gradient of zero (the norm removes
+any shift), and batch statistics over few values make deep gradients ill-conditioned; there the
+CPU's own float32 result is off by 10-100% of the float64 one (measured on torchvision's
+resnet18/mobilenet_v2 at batch 2), and the device is held to the same order of error.
+Train mode runs with dropout off (p=0) and stochastic depth off, because the device and the CPU
+draw different random masks; batch norm uses batch statistics as usual.
 Exit code: 0 when every network passes, 1 otherwise.
 """
 import argparse
@@ -50,57 +60,63 @@ def no_dropout(model):
     for m in model.modules():
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
+        elif type(m).__name__ == "StochasticDepth":  # torchvision.ops (efficientnet, convnext)
+            m.p = 0.0
     return model
 
 
-def max_error(dev, ref):
-    dev, ref = dev.detach().double().cpu(), ref.detach().double().cpu()
-    scale = ref.abs().max().item() if ref.numel() else 0.0
-    err = (dev - ref).abs().max().item() if ref.numel() else 0.0
-    return err, scale
+def max_error(t, ref):
+    t, ref = t.detach().double().cpu(), ref.detach().double().cpu()
+    if not ref.numel():
+        return 0.0, 0.0
+    return (t - ref).abs().max().item(), ref.abs().max().item()
 
 
-def run(model, x, g, device, train):
-    """Forward output and parameter gradients of (output * g).sum() on `device`."""
-    model = model.to(device)
-    model.train(train)
+def run(model, x, g, device, dtype):
+    """Forward output and parameter gradients of (output * g).sum() on `device` in `dtype`."""
+    model = model.to(device, dtype)
     model.zero_grad(set_to_none=True)
     sync = getattr(torch, device.type).synchronize if device.type != "cpu" else (lambda: None)
     t0 = time.perf_counter()
-    out = model(x.to(device))
-    if train:
-        (out * g.to(device)).sum().backward()
+    out = model(x.to(device, dtype))
+    if g is None:
+        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    (out * g.to(device, dtype)).sum().backward()
     sync()
     elapsed = time.perf_counter() - t0
-    grads = {n: p.grad for n, p in model.named_parameters() if train and p.grad is not None}
-    return out, grads, elapsed
+    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    return out, grads, elapsed, g
 
 
-def validate(name, ctor, shape, device, rtol, atol):
+def validate(name, ctor, shape, device, rtol, atol, factor):
     torch.manual_seed(0)
     base = no_dropout(ctor())
     x = torch.randn(shape)
     result = {"name": name, "worst": 0.0, "worst_what": "", "ok": True, "time_dev": 0.0, "time_cpu": 0.0}
 
-    def check(what, dev, ref):
-        err, scale = max_error(dev, ref)
-        rel = err / (scale + 1e-30)
-        if err > rtol * scale + atol:
+    def check(what, dev, cpu32, ref):
+        err_d, scale = max_error(dev, ref)
+        err_c, _ = max_error(cpu32, ref)
+        allowed = max(rtol * scale + atol, factor * err_c)
+        ratio = err_d / allowed
+        if not ratio <= 1.0:  # also catches NaN
             result["ok"] = False
-        if rel >= result["worst"]:
-            result["worst"], result["worst_what"] = rel, what
+        if not ratio <= result["worst"]:
+            result["worst"], result["worst_what"] = ratio, what
 
-    g = None  # the output gradient, drawn once the output's shape is known
     for train in (False, True):
-        ref_model, dev_model = copy.deepcopy(base), copy.deepcopy(base)
-        out_c, grads_c, t_c = run(ref_model, x, g, torch.device("cpu"), train)
-        if g is None:
-            g = torch.randn_like(out_c)
-        out_d, grads_d, t_d = run(dev_model, x, g, device, train)
         mode = "train" if train else "eval"
-        check(f"{mode} output", out_d, out_c)
-        for n, gc in grads_c.items():
-            check(f"grad {n}", grads_d[n], gc)
+        runs = {}
+        g = None
+        for key, dev, dtype in (("ref", torch.device("cpu"), torch.float64), ("cpu", torch.device("cpu"), torch.float32),
+                                ("dev", device, torch.float32)):
+            model = copy.deepcopy(base).train(train)
+            runs[key] = run(model, x, g, dev, dtype)
+            g = runs[key][3]
+        (out_r, grads_r, _, _), (out_c, grads_c, t_c, _), (out_d, grads_d, t_d, _) = runs["ref"], runs["cpu"], runs["dev"]
+        check(f"{mode} output", out_d, out_c, out_r)
+        for n, gr in grads_r.items():
+            check(f"{mode} grad {n}", grads_d[n], grads_c[n], gr)
         result["time_dev"] += t_d
         result["time_cpu"] += t_c
     return result
@@ -112,6 +128,7 @@ def main(argv=None):
     ap.add_argument("--models", help="comma-separated subset")
     ap.add_argument("--rtol", type=float, default=2e-3)
     ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--factor", type=float, default=10.0, help="allowed multiple of the CPU float32 error")
     ap.add_argument("--out", help="also write the table as markdown to this file")
     args = ap.parse_args(argv)
     device = torch.device(args.device)
@@ -120,16 +137,17 @@ def main(argv=None):
     unknown = [n for n in names if n not in models]
     if unknown:
         ap.error(f"unknown models {unknown}; available: {sorted(models)}")
-    print(f"networks from {source}; device {device}; tolerance max|err| <= {args.rtol} * max|ref| + {args.atol}")
+    print(f"networks from {source}; device {device}; vs a float64 CPU reference; pass iff max|err| <= "
+          f"max({args.rtol} * max|ref| + {args.atol}, {args.factor} * max|err of CPU float32|)")
     rows = []
     for name in tqdm(names, desc="networks", unit="net", file=sys.stdout):
         ctor, shape = models[name]
         try:
-            rows.append(validate(name, ctor, shape, device, args.rtol, args.atol))
+            rows.append(validate(name, ctor, shape, device, args.rtol, args.atol, args.factor))
         except Exception as e:  # a crash is a failure of this network, not of the run
             rows.append({"name": name, "ok": False, "worst": float("nan"), "worst_what": f"error: {e}".splitlines()[0][:120],
                          "time_dev": 0.0, "time_cpu": 0.0})
-    lines = ["| network | result | worst relative error | where | device s | cpu s |", "|---|---|---|---|---|---|"]
+    lines = ["| network | result | worst error / allowed | where | device s | cpu s |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['name']} | {'pass' if r['ok'] else 'FAIL'} | {r['worst']:.2e} | {r['worst_what']} | "
                      f"{r['time_dev']:.2f} | {r['time_cpu']:.2f} |")

@@ -20,8 +20,10 @@ PY="$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')" || { echo "s
 TORCH_PIN="torch==2.13.0"
 APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers libsqlite3-dev ccache
               build-essential)
-# scikit-learn: its bundled digits are mnist.py's offline dataset.
-BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest scikit-learn)
+# scikit-learn: its bundled digits are mnist.py's offline dataset; expecttest: torch's OpInfo
+# database (the op-level tests) imports it.
+BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest scikit-learn
+                    expecttest)
 MAIN_JOB=("$PY" demo.py)  # becomes the mnist training demo when it lands
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }

@@ -348,3 +348,26 @@ def test_view_as_real_and_complex_are_views():
     assert c.dtype == torch.complex64 and c.device.type == "ocl"
     assert_close(c.cpu(), torch.view_as_complex(pairs), rtol=0, atol=0)
     assert_close(dev.real.cpu(), cpu.real, rtol=0, atol=0)
+
+
+def test_dense_copies_as_gpu_kernels():
+    """GPUs copy dense tensors of >= 1 MiB with a vectorized kernel over the widest words that
+    divide the offsets and length; PYTORCH_OCL_GPU_MAPPING=1 selects that path on a CPU device."""
+    from conftest import run_python
+
+    code = """
+        import torch, pytorch_ocl
+        torch.manual_seed(0)
+        for dtype, n, off in [(torch.float32, 1 << 18, 0), (torch.float32, (1 << 18) + 3, 1),
+                              (torch.uint8, (1 << 20) + 5, 3), (torch.float16, (1 << 19) + 2, 2),
+                              (torch.int64, 1 << 17, 1), (torch.bool, 1 << 20, 0), (torch.complex64, 1 << 17, 1)]:
+            src = (torch.randn(n + off) * 100).to(dtype)
+            d = src.to("ocl")[off:]
+            out = torch.empty(n + 7, dtype=dtype, device="ocl")[7:]
+            out.copy_(d)
+            assert torch.equal(out.cpu(), src[off:]), (dtype, n, off)
+            assert torch.equal(d.clone().cpu(), src[off:]), (dtype, n, off)
+        print("ok")
+    """
+    out = run_python(code, env={"PYTORCH_OCL_GPU_MAPPING": "1"}).stdout
+    assert "ok" in out

@@ -45,4 +45,4 @@ def test_nothing_recorded_outside_the_block():
 def test_torch_ocl_profile_alias():
     with torch.ocl.profile() as prof:
         torch.ones(10, device="ocl").mul_(3)
-    assert [r[0] for r in prof.records] == ["mul"]
+    assert {r[0] for r in prof.records} == {"mul"}  # vector body + scalar tail may be two launches

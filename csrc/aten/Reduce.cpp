@@ -1,137 +1,140 @@
-// Reductions over any set of dims: each op is one table row for the dlprim reduce generator.
-#include "core/Errors.h"
+// Sum-like reductions (sum, mean, prod, nansum) and logical ones (any, all, count_nonzero):
+// each op is one dlprim ReduceOp row; ReduceLaunch does shapes, strides and aliasing.
+#include "aten/ReduceLaunch.h"
 #include "core/TensorUtils.h"
-#include "core/Trace.h"
 
-#include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/fill.h>
-#include <c10/core/DeviceGuard.h>
-#include <dlprim/reduce.h>
+#include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
 namespace pytorch_ocl {
 
 namespace {
 
-// name, identity, fold x into acc, merge b into a, result (w0 = 1/N for means)
-const dlprim::ReduceOp k_sum{"sum", "0", "acc = acc + x;", "a = a + b;", "acc"};
-const dlprim::ReduceOp k_mean{"mean", "0", "acc = acc + x;", "a = a + b;", "acc * w0"};
+// state, init, combine (x at index j), merge (b into a), finalize (y0 from a and count n)
+const dlprim::ReduceOp k_sum{"sum", {"T s"}, "a->s = 0;", "a->s += x;", "a->s += b->s;", "y0 = a->s;"};
+const dlprim::ReduceOp k_nansum{"nansum", {"T s"}, "a->s = 0;", "if (!IS_NAN(x)) a->s += x;", "a->s += b->s;",
+                                "y0 = a->s;"};
+const dlprim::ReduceOp k_mean{"mean", {"T s"}, "a->s = 0;", "a->s += x;", "a->s += b->s;", "y0 = a->s / (T)n;"};
+const dlprim::ReduceOp k_prod{"prod", {"T s"}, "a->s = 1;", "a->s *= x;", "a->s *= b->s;", "y0 = a->s;"};
+// Logical results are counts/flags in a long; x keeps the input's type so that 0.5 or NaN
+// count as true.
+const dlprim::ReduceOp k_any{"any", {"long b"}, "a->b = 0;", "a->b |= (x != 0);", "a->b |= b->b;", "y0 = a->b;", "",
+                             1, dlprim::ReduceValue::Index};
+const dlprim::ReduceOp k_all{"all", {"long b"}, "a->b = 1;", "a->b &= (x != 0);", "a->b &= b->b;", "y0 = a->b;", "",
+                             1, dlprim::ReduceValue::Index};
+const dlprim::ReduceOp k_count_nonzero{"count_nonzero", {"long c"}, "a->c = 0;", "a->c += (x != 0);",
+                                       "a->c += b->c;", "y0 = a->c;", "", 1, dlprim::ReduceValue::Index};
 
-// One dim of the input as the reduction sees it.
-struct DimInfo {
-  int64_t size, in_stride, out_stride;
-  bool reduced;
-};
-
-// Appends a dim as the new innermost one, merged into the previous when all its strides
-// continue it. False when more than kMaxDims dims remain unmerged.
-bool push_dim(int& rank, std::array<int64_t, dlprim::kMaxDims>& sizes, std::array<int64_t, dlprim::kMaxDims>& in,
-              std::array<int64_t, dlprim::kMaxDims>* out, const DimInfo& d) {
-  if (rank > 0 && in[rank - 1] == d.in_stride * d.size && (!out || (*out)[rank - 1] == d.out_stride * d.size)) {
-    sizes[rank - 1] *= d.size;
-    in[rank - 1] = d.in_stride;
-    if (out) (*out)[rank - 1] = d.out_stride;
-    return true;
-  }
-  if (rank == dlprim::kMaxDims) return false;
-  sizes[rank] = d.size;
-  in[rank] = d.in_stride;
-  if (out) (*out)[rank] = d.out_stride;
-  ++rank;
-  return true;
+// Result dtype of sum/prod/nansum: `dtype`, else integers (and bool) widen to int64.
+c10::ScalarType sum_result_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong : self.scalar_type();
 }
 
-bool describe(const std::vector<DimInfo>& dims, dlprim::ReduceShape& shape) {
-  shape = dlprim::ReduceShape();
-  for (const DimInfo& d : dims) {
-    if (d.size == 1) continue;
-    bool ok = d.reduced ? push_dim(shape.reduced_rank, shape.red_sizes, shape.red_in_strides, nullptr, d)
-                        : push_dim(shape.kept_rank, shape.kept_sizes, shape.kept_in_strides, &shape.kept_out_strides, d);
-    if (!ok) return false;
-  }
-  return true;
+void check_out_dtype(const at::Tensor& out, c10::ScalarType expected, const char* name) {
+  TORCH_CHECK(out.scalar_type() == expected, name, ": Expected out tensor to have dtype ", expected,
+              ", but got ", out.scalar_type(), " instead");
 }
 
-void run_reduce(const dlprim::ReduceOp& op, const at::Tensor& self, at::OptionalIntArrayRef dim_opt, bool keepdim,
-                at::Tensor& out, const char* name) {
-  check_ocl(self, name, "self");
-  check_ocl(out, name, "out");
-  TORCH_CHECK(self.device() == out.device(), name, ": self and out are on different devices");
-  int64_t ndim = self.dim();
-  auto mask = at::dim_list_to_bitset(dim_opt.value_or(c10::IntArrayRef{}), ndim);
-  bool all = !dim_opt.has_value() || dim_opt->empty();
-  std::vector<int64_t> out_shape;
-  for (int64_t d = 0; d < ndim; ++d) {
-    bool reduced = all || mask[d];
-    if (!reduced)
-      out_shape.push_back(self.size(d));
-    else if (keepdim)
-      out_shape.push_back(1);
-  }
-  at::native::resize_output(out, out_shape);
-  if (out.numel() == 0) return;
-  c10::DeviceGuard guard(self.device());
-  if (self.numel() == 0) {
-    out.fill_(op.name == "mean" ? std::numeric_limits<double>::quiet_NaN() : 0.0);
-    return;
-  }
-
-  std::vector<DimInfo> dims;
-  int64_t out_dim = 0;
-  for (int64_t d = 0; d < ndim; ++d) {
-    bool reduced = all || mask[d];
-    int64_t os = (!reduced || keepdim) ? out.stride(out_dim++) : 0;
-    dims.push_back({self.size(d), self.stride(d), os, reduced});
-  }
-  at::Tensor input = self;
-  dlprim::ReduceShape shape;
-  if (!describe(dims, shape)) {
-    // Too many unmergeable dims: copy the input with kept dims first and reduced dims last,
-    // which merges each group into one dim.
-    std::vector<int64_t> perm;
-    for (int pass = 0; pass < 2; ++pass)
-      for (int64_t d = 0; d < ndim; ++d)
-        if (dims[d].reduced == (pass == 1)) perm.push_back(d);
-    input = self.permute(perm).contiguous();
-    std::vector<DimInfo> permuted;
-    for (size_t i = 0; i < perm.size(); ++i) permuted.push_back({input.size(i), input.stride(i), dims[perm[i]].out_stride, dims[perm[i]].reduced});
-    TORCH_CHECK(describe(permuted, shape), name, ": cannot describe the reduction of shape ", self.sizes());
-  }
-  dlprim::DType in_t = to_dlprim(self.scalar_type(), name), out_t = to_dlprim(out.scalar_type(), name);
-  dlprim::DType acc = dlprim::is_floating(out_t) ? dlprim::compute_dtype(out_t) : dlprim::accumulate_dtype(out_t);
-  double n_reduced = static_cast<double>(self.numel()) / static_cast<double>(std::max<int64_t>(1, out.numel()));
-  int device = self.device().index();
-  dlprim::Context& ctx = context(device);
-  uint64_t ws_bytes = 0;
-  OCL_DLPRIM_CALL(name, ws_bytes = dlprim::reduce_workspace_bytes(ctx, shape, acc));
-  at::Tensor ws;
-  if (ws_bytes) ws = at::empty({static_cast<int64_t>(ws_bytes)}, self.options().dtype(at::kByte));
-  BufferRef in_buf = buffer_of(input), out_buf = buffer_of(out);
-  dlprim::StridedView in{in_t, in_buf.mem, in_buf.offset / input.itemsize()};
-  dlprim::StridedView outv{out_t, out_buf.mem, out_buf.offset / out.itemsize()};
-  BufferRef ws_buf = ws.defined() ? buffer_of(ws) : BufferRef{};
-  OCL_TRACE(name, " in=", self.sizes(), " ", self.scalar_type(), " out=", out.sizes(), " ", out.scalar_type(),
-            " kept_rank=", shape.kept_rank, " reduced_rank=", shape.reduced_rank);
-  cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(name, dlprim::reduce(ctx, q, op, acc, shape, in, outv, 1.0 / n_reduced, ws_buf.mem, ws_buf.offset));
-  note_enqueued(q);
+// Shared by the sum-like ops: the result dtype is `dtype`, or that of an out already
+// allocated by the functional form, or the op's default.
+at::Tensor& sum_like(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out, const char* name) {
+  if (dtype) check_out_dtype(out, *dtype, name);
+  c10::ScalarType acc = sum_acc_type(out.scalar_type());
+  launch_reduction(op, self, mask, keepdim, {out}, acc, {0, 0}, name);
+  return out;
 }
 
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  run_reduce(k_sum, self, dim, keepdim, out, "sum");
-  return out;
+  return sum_like(k_sum, self, reduction_mask(dim, self.dim()), keepdim, dtype, out, "sum");
+}
+
+at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  // For integers nothing is NaN: a plain sum.
+  const dlprim::ReduceOp& op = c10::isIntegralType(self.scalar_type(), true) ? k_sum : k_nansum;
+  return sum_like(op, self, reduction_mask(dim, self.dim()), keepdim, dtype, out, "nansum");
+}
+
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                  std::optional<c10::ScalarType> dtype) {
+  at::Tensor out = at::empty({0}, self.options().dtype(sum_result_type(self, dtype)));
+  return nansum_out(self, dim, keepdim, dtype, out);
 }
 
 at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                      std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   c10::ScalarType t = dtype.value_or(self.scalar_type());
-  TORCH_CHECK(c10::isFloatingType(t), "mean(): could not infer output dtype. Input dtype must be either a "
-              "floating point or complex dtype. Got: ", t);
-  run_reduce(k_mean, self, dim, keepdim, out, "mean");
+  TORCH_CHECK(c10::isFloatingType(t) || c10::isComplexType(t),
+              "mean(): could not infer output dtype. ", (dtype ? "Optional" : "Input"),
+              " dtype must be either a floating point or complex dtype. Got: ", t);
+  return sum_like(k_mean, self, reduction_mask(dim, self.dim()), keepdim, dtype, out, "mean");
+}
+
+at::Tensor& prod_int_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
+                         at::Tensor& out) {
+  return sum_like(k_prod, self, single_dim_mask(dim, self.dim()), keepdim, dtype, out, "prod");
+}
+
+at::Tensor prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  at::Tensor out = at::empty({}, self.options().dtype(sum_result_type(self, dtype)));
+  DimMask all;
+  all.set();
+  return sum_like(k_prod, self, all, false, dtype, out, "prod");
+}
+
+at::Tensor& prod_out(const at::Tensor& self, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  DimMask all;
+  all.set();
+  return sum_like(k_prod, self, all, false, dtype, out, "prod");
+}
+
+// any/all: bool results, except uint8 inputs which give uint8 (as on CPU).
+at::Tensor& logical_out(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
+                        at::Tensor& out, const char* name) {
+  c10::ScalarType expected = self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool;
+  check_out_dtype(out, expected, name);
+  // x is compared with 0 in the input's own type (float stays float).
+  c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
+  launch_reduction(op, self, mask, keepdim, {out}, acc, {0, 0}, name);
+  return out;
+}
+
+// dim=None reduces everything; an explicit empty list reduces nothing (CPU semantics).
+DimMask logical_mask(at::OptionalIntArrayRef dim, int64_t ndim) {
+  if (dim.has_value() && dim->empty()) return DimMask();
+  return reduction_mask(dim, ndim);
+}
+
+at::Tensor& any_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_any, self, single_dim_mask(dim, self.dim()), keepdim, out, "any");
+}
+at::Tensor& any_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_any, self, logical_mask(dim, self.dim()), keepdim, out, "any");
+}
+at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
+  return logical_out(k_any, self, logical_mask(std::nullopt, self.dim()), false, out, "any");
+}
+at::Tensor& all_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_all, self, single_dim_mask(dim, self.dim()), keepdim, out, "all");
+}
+at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_all, self, logical_mask(dim, self.dim()), keepdim, out, "all");
+}
+at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
+  return logical_out(k_all, self, logical_mask(std::nullopt, self.dim()), false, out, "all");
+}
+
+at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
+  c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
+  launch_reduction(k_count_nonzero, self, reduction_mask(dims, self.dim()), false, {out}, acc, {0, 0},
+                   "count_nonzero");
   return out;
 }
 
@@ -140,6 +143,18 @@ at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool k
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", TORCH_FN(sum_out));
   m.impl("mean.out", TORCH_FN(mean_out));
+  m.impl("nansum.out", TORCH_FN(nansum_out));
+  m.impl("nansum", TORCH_FN(nansum));
+  m.impl("prod.int_out", TORCH_FN(prod_int_out));
+  m.impl("prod", TORCH_FN(prod));
+  m.impl("prod.out", TORCH_FN(prod_out));
+  m.impl("any.out", TORCH_FN(any_out));
+  m.impl("any.dims_out", TORCH_FN(any_dims_out));
+  m.impl("any.all_out", TORCH_FN(any_all_out));
+  m.impl("all.out", TORCH_FN(all_out));
+  m.impl("all.dims_out", TORCH_FN(all_dims_out));
+  m.impl("all.all_out", TORCH_FN(all_all_out));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero));
 }
 
 } // namespace pytorch_ocl

@@ -1,5 +1,6 @@
 // pytorch_ocl._C: the few runtime entry points the Python package needs.
 #include "aten/Fallback.h"
+#include "aten/PointwiseRegistry.h"
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Generator.h"
@@ -71,6 +72,8 @@ void warn_from_dlprim(const std::string& msg) { TORCH_WARN("ocl: ", msg); }
 
 } // namespace
 
+void init_ops_bindings(py::module& m);  // OpsBindings.cpp
+
 } // namespace pytorch_ocl
 
 PYBIND11_MODULE(_C, m) {
@@ -80,6 +83,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("torch_version_built") = TORCH_VERSION;
   m.attr("disk_cache_compiled") = dlprim::disk_cache_compiled();
 
+  m.def("_pointwise_ops", &pointwise_op_table, "Rows of the pointwise op table: (id, kind, aten, dtypes, registered overloads)");
   m.def("device_count", &device_count);
   m.def("enumeration_error", &enumeration_error);
   m.def("current_device", &current_device);
@@ -115,13 +119,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("disk_cache_usable", &dlprim::disk_cache_usable);
   m.def("disk_cache_warning", &dlprim::disk_cache_warning);
 
-  m.def("measure_launch_us", [](int device, int launches, bool profiling, int n_args, unsigned flush_every) {
-    return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every);
-  });
+  m.def(
+      "measure_launch_us",
+      [](int device, int launches, bool profiling, int n_args, unsigned flush_every, bool set_args_each_launch) {
+        return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every,
+                                         set_args_each_launch);
+      },
+      py::arg("device"), py::arg("launches"), py::arg("profiling"), py::arg("n_args"), py::arg("flush_every"),
+      py::arg("set_args_each_launch") = true);
   bind_user_kernels(m);
   bind_profiler(m);
   m.def("fallback_stats", &fallback_counts);
   m.def("reset_fallback_stats", &reset_fallback_counts);
   m.def("set_strict", &set_strict);
+  init_ops_bindings(m);
   m.def("is_strict", &is_strict);
 }

@@ -17,24 +17,17 @@ inline uint4 dl_philox(ulong seed, ulong group, ulong offset) {
   return c;
 }
 
-// Uniform in [0, 1) with 24 random bits.
+// The second, independent stream of words used where one value needs 64 random bits
+// (float64 uniforms, integer ranges of 2^32 or more): the top bit of the offset selects it.
+#define DL_WIDE_STREAM 0x8000000000000000UL
+
+inline uint dl_word(uint4 r, int j) { return j == 0 ? r.x : (j == 1 ? r.y : (j == 2 ? r.z : r.w)); }
+
+// Uniform in [0, 1) with 24 random bits, and in the open interval (0, 1) (safe for log()).
 inline float dl_uniform_f(uint x) { return (float)(x >> 8) * 5.9604644775390625e-08f; }
+inline float dl_uniform_open_f(uint x) { return ((float)(x >> 8) + 0.5f) * 5.9604644775390625e-08f; }
 
-// Uniform in (0, 1]: safe for log().
-inline float dl_uniform_open_f(uint x) { return ((float)(x >> 8) + 1.0f) * 5.9604644775390625e-08f; }
-
-// Fills DL_PER_ITEM consecutive outputs per work-item. DL_STORE(index, float_value) and
-// DL_TRANSFORM(u0, u1, u2, u3, &v0..&v3) are defined by the generator per distribution and dtype.
-__kernel void dl_random_fill(__global DL_T* out, ulong out_offset, ulong n, ulong seed,
-                             ulong philox_offset, DL_CT a, DL_CT b) {
-  ulong g = get_global_id(0);
-  ulong first = g * 4;
-  if (first >= n) return;
-  uint4 r = dl_philox(seed, g, philox_offset);
-  DL_CT v[4];
-  DL_TRANSFORM(r, a, b, v);
-  for (int j = 0; j < 4; ++j) {
-    ulong i = first + j;
-    if (i < n) { DL_STORE(out, out_offset + i, v[j]); }
-  }
+// One 32-bit word of element `i` of a stream where element i uses word i % 4 of group i / 4.
+inline uint dl_philox_word(ulong seed, ulong i, ulong offset) {
+  return dl_word(dl_philox(seed, i >> 2, offset), (int)(i & 3));
 }

@@ -102,7 +102,8 @@ bool DiskCache::open_db() {
   sqlite3_busy_timeout(db, 10000);
   char* err = nullptr;
   const char* schema =
-      "CREATE TABLE IF NOT EXISTS programs(key TEXT PRIMARY KEY, binary BLOB NOT NULL);";
+      "CREATE TABLE IF NOT EXISTS programs(key TEXT PRIMARY KEY, binary BLOB NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS tuning(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
   rc = read_only_ ? sqlite3_exec(db, "SELECT count(*) FROM programs;", nullptr, nullptr, &err)
                   : sqlite3_exec(db, schema, nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
@@ -158,6 +159,43 @@ void DiskCache::store(const std::string& key, const std::vector<unsigned char>& 
   }
 }
 
+bool DiskCache::load_value(const std::string& key, std::string* value) {
+  if (!db_) return false;
+  auto* db = static_cast<sqlite3*>(db_);
+  sqlite3_stmt* st = nullptr;
+  // A read-only cache made by an older version may lack the table: then nothing is found.
+  if (sqlite3_prepare_v2(db, "SELECT value FROM tuning WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK)
+    return false;
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  bool found = false;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    if (p) {
+      value->assign(p);
+      found = true;
+    }
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
+void DiskCache::store_value(const std::string& key, const std::string& value) {
+  if (!db_ || read_only_) return;
+  auto* db = static_cast<sqlite3*>(db_);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO tuning(key, value) VALUES(?, ?);", -1, &st, nullptr) !=
+      SQLITE_OK)
+    return;
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, value.c_str(), -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    read_only_ = true;
+    warn(std::string("kernel cache write failed (") + sqlite3_errstr(rc) + "); tuning results will not be stored");
+  }
+}
+
 #else  // no SQLite at build time: memory cache only
 
 bool DiskCache::compiled() { return false; }
@@ -166,6 +204,8 @@ DiskCache::~DiskCache() {}
 bool DiskCache::open_db() { return false; }
 bool DiskCache::load(const std::string&, std::vector<unsigned char>*) { return false; }
 void DiskCache::store(const std::string&, const std::vector<unsigned char>&) {}
+bool DiskCache::load_value(const std::string&, std::string*) { return false; }
+void DiskCache::store_value(const std::string&, const std::string&) {}
 
 #endif
 

@@ -15,6 +15,9 @@ public:
                    const std::string& options) const;
   bool load(const std::string& key, std::vector<unsigned char>* binary);
   void store(const std::string& key, const std::vector<unsigned char>& binary);
+  // Small text values (autotuning results), in their own table next to the binaries.
+  bool load_value(const std::string& key, std::string* value);
+  void store_value(const std::string& key, const std::string& value);
 
   const std::string& path() const { return path_; }
   bool usable() const { return db_ != nullptr; }

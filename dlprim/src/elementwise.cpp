@@ -1,5 +1,6 @@
 #include <dlprim/elementwise.h>
 #include <dlprim/embedded.h>
+#include <dlprim/rows.h>
 
 #include <cstring>
 #include <limits>
@@ -38,7 +39,8 @@ struct ProgramKeyHash {
 
 struct Kernels {
   std::mutex m;  // clSetKernelArg + enqueue on one cl_kernel must not interleave
-  cl_kernel contig = nullptr, strided32 = nullptr, strided64 = nullptr;
+  cl_kernel contig = nullptr, vec4 = nullptr, strided32 = nullptr, strided64 = nullptr;
+  cl_kernel rows = nullptr;  // built on first use (GPU mappings only)
 };
 
 bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
@@ -50,21 +52,133 @@ bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::ve
   return false;
 }
 
-// Text of one kernel; `mode` is 0 (contiguous), 32 or 64 (strided with that index width).
-std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
-                        const std::vector<EwOperand>& ins, int mode) {
+constexpr int kVecWidth = 4;  // elements per work-item of the vectorized contiguous kernel
+
+// Kernel modes: contiguous (one element per work-item), contiguous vectorized (kVecWidth
+// elements per work-item through one aligned vector load/store per operand), strided with
+// 32- or 64-bit index math, and rows: 2-D, vectorized along contiguous rows, each input
+// either a full row (unit stride) or one value broadcast along the row (stride 0).
+enum Mode { kContig = 0, kRows = 2, kVec = 4, kStrided32 = 32, kStrided64 = 64 };
+
+// The register vector type a vectorized load of `t` produces (16-bit floats load as float).
+std::string vec_type(DType t) {
+  return std::string(t == DType::F16 ? "float" : storage_cl_type(t)) + std::to_string(kVecWidth);
+}
+
+// One lane of a loaded vector, as compute_dtype(t).
+std::string lane_value(DType t, const std::string& lane) {
+  if (t == DType::BF16) return "dl_bf16_to_float(" + lane + ")";
+  if (t == DType::Bool) return "((uchar)(" + lane + " != 0))";
+  return lane;
+}
+
+// A compute value converted to the lane type of an output vector of `t`.
+std::string lane_store(DType compute, DType t, const std::string& value) {
+  if (t == DType::F16) return "(float)(" + convert_expr(compute, DType::F32, value) + ")";
+  if (t == DType::BF16) return "dl_float_to_bf16((float)(" + convert_expr(compute, DType::F32, value) + "))";
+  if (t == DType::Bool) return "(uchar)((" + value + ") != 0)";
+  return convert_expr(compute, t, value);
+}
+
+// The per-lane body of a vectorized kernel: x<k>_v vectors (or x<k>_s scalars) in,
+// y<k>_v vectors out.
+std::string vector_lanes(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                         const std::vector<EwOperand>& ins) {
   const char* ct = compute_cl_type(compute);
-  const char* it = mode == 32 ? "uint" : "ulong";
-  const char* dims = mode == 32 ? "dl_dims32" : "dl_dims64";
-  const char* off = mode == 32 ? "int" : "long";
+  std::ostringstream s;
+  for (size_t k = 0; k < outs.size(); ++k) s << "  " << vec_type(outs[k].dtype) << " y" << k << "_v;\n";
+  for (int lane = 0; lane < kVecWidth; ++lane) {
+    std::string sl = ".s" + std::to_string(lane);
+    s << "  {\n";
+    for (size_t k = 0; k < ins.size(); ++k) {
+      std::string x = "x" + std::to_string(k);
+      if (ins[k].is_scalar) {
+        s << "  " << ct << " " << x << " = " << x << "_s;\n";
+        continue;
+      }
+      s << "  " << ct << " " << x << " = "
+        << convert_expr(ins[k].dtype, compute, lane_value(ins[k].dtype, x + "_v" + sl)) << ";\n";
+    }
+    for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+    s << "  {\n" << op.body << "\n  }\n";
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string y = "y" + std::to_string(k);
+      s << "  " << y << "_v" << sl << " = " << lane_store(compute, outs[k].dtype, y) << ";\n";
+    }
+    s << "  }\n";
+  }
+  return s.str();
+}
+
+// Vector store of y<k>_v at vector index `vi` of pointer `base`.
+std::string vector_store(DType t, const std::string& v, const std::string& vi, const std::string& base) {
+  if (t == DType::F16) return "  vstore_half" + std::to_string(kVecWidth) + "_rte(" + v + ", " + vi + ", " + base + ");\n";
+  return "  ((__global " + vec_type(t) + "*)(" + base + "))[" + vi + "] = " + v + ";\n";
+}
+
+// Vector load of vector index `vi` of pointer `base`.
+std::string vector_load(DType t, const std::string& vi, const std::string& base) {
+  if (t == DType::F16) return "vload_half" + std::to_string(kVecWidth) + "(" + vi + ", " + base + ")";
+  return "((__global const " + vec_type(t) + "*)(" + base + "))[" + vi + "]";
+}
+
+// ew_rows: n vectors of kVecWidth elements over rows of mv vectors. Work-item i is row
+// i / mv, vector i % mv of it (one 32-bit division per kVecWidth elements). Every array
+// operand has a row stride (elements; a multiple of kVecWidth where rows are read as
+// vectors); an input with flag bc holds one value per row (stride 0 along it), read once and
+// broadcast to the lanes. Row starts of vector operands are aligned.
+std::string rows_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                             const std::vector<EwOperand>& ins) {
+  const char* ct = compute_cl_type(compute);
+  std::ostringstream s, params, loads;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    params << ", __global " << storage_cl_type(outs[k].dtype) << "* " << y << "_p, ulong " << y << "_o, long "
+           << y << "_r";
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string x = "x" + std::to_string(k);
+    if (ins[k].is_scalar) {
+      params << ", " << ct << " " << x << "_s";
+      continue;
+    }
+    DType t = ins[k].dtype;
+    params << ", __global const " << storage_cl_type(t) << "* " << x << "_p, ulong " << x << "_o, long " << x
+           << "_r, int " << x << "_bc";
+    std::string base = x + "_p + " + x + "_o + (long)row * " + x + "_r";
+    std::string one = t == DType::F16 ? "vload_half(0, " + base + ")" : "(" + base + ")[0]";
+    loads << "  " << vec_type(t) << " " << x << "_v = " << x << "_bc ? (" << vec_type(t) << ")(" << one
+          << ") : " << vector_load(t, "cv", base) << ";\n";
+  }
+  for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
+  s << "__kernel void ew_rows(uint n, uint mv" << params.str() << ") {\n"
+    << "  uint i = get_global_id(0);\n  if (i >= n) return;\n"
+    << "  uint row = i / mv, cv = i - row * mv;\n"
+    << loads.str() << vector_lanes(op, compute, outs, ins);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    s << vector_store(outs[k].dtype, y + "_v", "cv", y + "_p + " + y + "_o + (long)row * " + y + "_r");
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// Text of one kernel of the given mode.
+std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                        const std::vector<EwOperand>& ins, Mode mode) {
+  const char* ct = compute_cl_type(compute);
+  const bool strided = mode == kStrided32 || mode == kStrided64;
+  if (mode == kRows) return rows_kernel_text(op, compute, outs, ins);
+  const char* it = mode == kStrided32 ? "uint" : "ulong";
+  const char* dims = mode == kStrided32 ? "dl_dims32" : "dl_dims64";
+  const char* off = mode == kStrided32 ? "int" : "long";
   std::ostringstream s, params, loads, stores, index;
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string y = "y" + std::to_string(k);
     params << ", __global " << storage_cl_type(outs[k].dtype) << "* " << y << "_p, ulong " << y << "_o";
-    if (mode) params << ", " << dims << " " << y << "_s";
-    std::string idx = mode ? "(long)" + y + "_o + o_" + y : y + "_o + i";
-    stores << "  " << store_stmt(outs[k].dtype, y + "_p", idx,
-                                 convert_expr(compute, outs[k].dtype, y)) << "\n";
+    if (strided) params << ", " << dims << " " << y << "_s";
+    std::string idx = strided ? "(long)" + y + "_o + o_" + y : y + "_o + i";
+    stores << "  " << store_stmt(outs[k].dtype, y + "_p", idx, convert_expr(compute, outs[k].dtype, y)) << "\n";
   }
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string x = "x" + std::to_string(k);
@@ -74,14 +188,14 @@ std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vecto
       continue;
     }
     params << ", __global const " << storage_cl_type(ins[k].dtype) << "* " << x << "_p, ulong " << x << "_o";
-    if (mode) params << ", " << dims << " " << x << "_s";
-    std::string idx = mode ? "(long)" + x + "_o + o_" + x : x + "_o + i";
+    if (strided) params << ", " << dims << " " << x << "_s";
+    std::string idx = strided ? "(long)" + x + "_o + o_" + x : x + "_o + i";
     loads << "  " << ct << " " << x << " = "
           << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", idx)) << ";\n";
   }
   for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
 
-  if (mode) {
+  if (strided) {
     index << "  " << it << " r = i;\n";
     std::ostringstream decl, acc;
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -98,23 +212,57 @@ std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vecto
           << " c = r - q * sz; r = q;" << acc.str() << "\n  }\n";
   }
 
-  std::string name = mode == 0 ? "ew_contig" : (mode == 32 ? "ew_strided32" : "ew_strided64");
+  const char* name = mode == kContig ? "ew_contig" : mode == kVec ? "ew_vec4" : mode == kStrided32 ? "ew_strided32" : "ew_strided64";
   s << "__kernel void " << name << "(" << it << " n";
-  if (mode) s << ", int rank, " << dims << " shape";
-  s << params.str() << ") {\n  " << it << " i = get_global_id(0);\n  if (i >= n) return;\n"
-    << index.str() << loads.str();
-  for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
-  s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+  if (strided) s << ", int rank, " << dims << " shape";
+  s << params.str() << ") {\n  " << it << " i = get_global_id(0);\n  if (i >= n) return;\n";
+  if (mode != kVec) {
+    s << index.str() << loads.str();
+    for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+    s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+    return s.str();
+  }
+  // Vectorized: n counts vectors; every array operand starts at a multiple of kVecWidth
+  // elements, so (base + offset) is aligned for the vector type.
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k].is_scalar) continue;
+    std::string x = "x" + std::to_string(k);
+    DType t = ins[k].dtype;
+    s << "  " << vec_type(t) << " " << x << "_v = " << vector_load(t, "i", x + "_p + " + x + "_o") << ";\n";
+  }
+  s << vector_lanes(op, compute, outs, ins);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    s << vector_store(outs[k].dtype, y + "_v", "i", y + "_p + " + y + "_o");
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// Facts about the compute type (and output 0's storage) the op bodies and preludes may test
+// with #if, so one body serves every dtype: integer vs float semantics, 16-bit precision.
+std::string type_macros(DType compute, const std::vector<EwOperand>& outs) {
+  std::ostringstream s;
+  DType y0 = outs.empty() ? compute : outs[0].dtype;
+  s << "typedef " << compute_cl_type(compute) << " dl_t;\n"
+    << "#define DL_IS_FLOAT " << (is_floating(compute) ? 1 : 0) << "\n"
+    << "#define DL_IS_DOUBLE " << (compute == DType::F64 ? 1 : 0) << "\n"
+    << "#define DL_IS_BOOL " << (compute == DType::Bool ? 1 : 0) << "\n"
+    << "#define DL_IS_SIGNED " << (is_floating(compute) || is_signed_int(compute) ? 1 : 0) << "\n"
+    << "#define DL_BITS " << 8 * dtype_size(compute) << "\n"
+    << "#define DL_Y0_F16 " << (y0 == DType::F16 ? 1 : 0) << "\n"
+    << "#define DL_Y0_BF16 " << (y0 == DType::BF16 ? 1 : 0) << "\n";
   return s.str();
 }
 
 std::string program_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
-                         const std::vector<EwOperand>& ins) {
+                         const std::vector<EwOperand>& ins, std::initializer_list<Mode> modes) {
   std::string src;
   if (needs_fp64(compute, outs, ins)) src += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   src += kernel_source("common");
+  src += type_macros(compute, outs);
   src += op.prelude + "\n";
-  for (int mode : {0, 32, 64}) src += kernel_text(op, compute, outs, ins, mode);
+  for (Mode mode : modes) src += kernel_text(op, compute, outs, ins, mode);
   return src;
 }
 
@@ -170,6 +318,32 @@ bool all_contiguous(const EwShape& shape, const std::vector<EwOperand>& outs, co
   return true;
 }
 
+bool vector_aligned(const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  for (auto* list : {&outs, &ins})
+    for (auto& o : *list)
+      if (!o.is_scalar && o.offset % kVecWidth != 0) return false;
+  return true;
+}
+
+// Whether ew_rows covers this launch: at most 2 dims (inner size a multiple of kVecWidth),
+// outputs unit-stride along the inner dim, inputs unit-stride or broadcast (stride 0) along
+// it, vector operands aligned at every row start.
+bool rows_layout(const EwShape& shape, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  if (shape.rank < 1 || shape.rank > 2 || shape.sizes[0] % kVecWidth != 0) return false;
+  if (shape.numel() / kVecWidth > std::numeric_limits<uint32_t>::max()) return false;
+  auto ok = [&](const EwOperand& o, bool output) {
+    if (o.is_scalar) return true;
+    int64_t r = shape.rank == 2 ? o.strides[1] : 0;
+    if (o.strides[0] == 0 && !output) return true;
+    return o.strides[0] == 1 && o.offset % kVecWidth == 0 && r % kVecWidth == 0;
+  };
+  for (auto& o : outs)
+    if (!ok(o, true)) return false;
+  for (auto& i : ins)
+    if (!ok(i, false)) return false;
+  return true;
+}
+
 } // namespace
 
 void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
@@ -216,37 +390,69 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->contig) {
-    cl_program prog = ctx.program(program_text(op, compute, outs, ins));
+    cl_program prog = ctx.program(program_text(op, compute, outs, ins, {kContig, kVec, kStrided32, kStrided64}));
     k->contig = create_kernel(prog, "ew_contig");
+    k->vec4 = create_kernel(prog, "ew_vec4");
     k->strided32 = create_kernel(prog, "ew_strided32");
     k->strided64 = create_kernel(prog, "ew_strided64");
   }
 
   bool contig = all_contiguous(shape, outs, ins);
   bool narrow = !contig && fits_32bit(shape, outs, ins);
-  cl_kernel kernel = contig ? k->contig : (narrow ? k->strided32 : k->strided64);
-  KernelArgs args(kernel);
-  if (narrow)
-    args.add<cl_uint>(static_cast<cl_uint>(n));
-  else
-    args.add<cl_ulong>(n);
-  if (!contig) {
-    args.add<cl_int>(shape.rank);
-    narrow ? add_dims<cl_int>(args, shape.sizes, shape.rank) : add_dims<cl_long>(args, shape.sizes, shape.rank);
-  }
-  auto add_operand = [&](const EwOperand& o) {
-    if (o.is_scalar) {
-      add_scalar(args, compute, o.value);
-      return;
+  // Contiguous operands that all start on a vector boundary take the vectorized kernel for
+  // the whole vectors; the rest (and unaligned views) the one-element-per-item kernel.
+  uint64_t n_vec = contig && vector_aligned(outs, ins) ? n / kVecWidth : 0;
+  auto launch = [&](cl_kernel kernel, uint64_t items, uint64_t first) {
+    KernelArgs args(kernel);
+    if (narrow)
+      args.add<cl_uint>(static_cast<cl_uint>(items));
+    else
+      args.add<cl_ulong>(items);
+    if (!contig) {
+      args.add<cl_int>(shape.rank);
+      narrow ? add_dims<cl_int>(args, shape.sizes, shape.rank) : add_dims<cl_long>(args, shape.sizes, shape.rank);
     }
-    args.add(o.mem).add<cl_ulong>(o.offset);
-    if (!contig)
-      narrow ? add_dims<cl_int>(args, o.strides, shape.rank) : add_dims<cl_long>(args, o.strides, shape.rank);
+    auto add_operand = [&](const EwOperand& o) {
+      if (o.is_scalar) {
+        add_scalar(args, compute, o.value);
+        return;
+      }
+      args.add(o.mem).add<cl_ulong>(o.offset + first);
+      if (!contig)
+        narrow ? add_dims<cl_int>(args, o.strides, shape.rank) : add_dims<cl_long>(args, o.strides, shape.rank);
+    };
+    for (auto& o : outs) add_operand(o);
+    for (auto& i : ins) add_operand(i);
+    for (auto& p : params) add_scalar(args, compute, p);
+    launch_1d(q, kernel, items, ctx.work_group_size(256), op.name.c_str());
   };
-  for (auto& o : outs) add_operand(o);
-  for (auto& i : ins) add_operand(i);
-  for (auto& p : params) add_scalar(args, compute, p);
-  launch_1d(q, kernel, n, ctx.work_group_size(256), op.name.c_str());
+  if (!contig && !cpu_mapping(ctx) && rows_layout(shape, outs, ins)) {
+    // GPUs: the strided kernel's per-element index math (a division per dim) and scalar
+    // accesses cost more than the memory traffic of, e.g., [N, M] + [M].
+    if (!k->rows) k->rows = create_kernel(ctx.program(program_text(op, compute, outs, ins, {kRows})), "ew_rows");
+    uint64_t mv = static_cast<uint64_t>(shape.sizes[0]) / kVecWidth;
+    KernelArgs args(k->rows);
+    args.add<cl_uint>(static_cast<cl_uint>(n / kVecWidth)).add<cl_uint>(static_cast<cl_uint>(mv));
+    auto row_stride = [&](const EwOperand& o) { return shape.rank == 2 ? o.strides[1] : int64_t(0); };
+    for (auto& o : outs) args.add(o.mem).add<cl_ulong>(o.offset).add<cl_long>(row_stride(o));
+    for (auto& i : ins) {
+      if (i.is_scalar) {
+        add_scalar(args, compute, i.value);
+        continue;
+      }
+      args.add(i.mem).add<cl_ulong>(i.offset).add<cl_long>(row_stride(i)).add<cl_int>(i.strides[0] == 0 ? 1 : 0);
+    }
+    for (auto& p : params) add_scalar(args, compute, p);
+    launch_1d(q, k->rows, n / kVecWidth, ctx.work_group_size(256), op.name.c_str());
+    return;
+  }
+  if (!contig) {
+    launch(narrow ? k->strided32 : k->strided64, n, 0);
+    return;
+  }
+  if (n_vec) launch(k->vec4, n_vec, 0);
+  uint64_t done = n_vec * kVecWidth;
+  if (done < n) launch(k->contig, n - done, done);
 }
 
 } // namespace dlprim

@@ -5,7 +5,8 @@
 
 namespace dlprim {
 
-double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every) {
+double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every,
+                         bool set_args_each_launch) {
   std::string params, body;
   for (int i = 0; i < n_args; ++i) params += (i ? ", " : "") + std::string("__global float* p") + std::to_string(i);
   if (n_args == 0) params = "void";
@@ -19,9 +20,13 @@ double measure_launch_us(const Context& ctx, int launches, bool profiling, int n
   DLPRIM_CL_CHECK(err);
   size_t global = 256, local = 64;
   auto run = [&](int n) {
-    for (int i = 0; i < n; ++i) {
+    auto set_args = [&]() {
       KernelArgs args(k);
       for (int a = 0; a < n_args; ++a) args.add(buf);
+    };
+    if (!set_args_each_launch) set_args();
+    for (int i = 0; i < n; ++i) {
+      if (set_args_each_launch) set_args();
       DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, &local, 0, nullptr, nullptr));
       if (flush_every && (i + 1) % flush_every == 0) clFlush(q);
     }

@@ -76,3 +76,4 @@ def program_cache_stats():
 
 
 register()
+from . import ops  # noqa: E402,F401  (pytorch_ocl.ops: direct GEMM / convolution kernels)

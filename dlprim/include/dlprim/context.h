@@ -69,6 +69,8 @@ void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* glob
 
 namespace dlprim {
 // Host cost of one launch of an empty kernel with `n_args` arguments, in microseconds,
-// on a fresh queue with or without profiling: a probe for per-op overhead.
-double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every);
+// on a fresh queue with or without profiling: a probe for per-op overhead. With
+// set_args_each_launch false the arguments are set once (separates clSetKernelArg cost).
+double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every,
+                         bool set_args_each_launch = true);
 } // namespace dlprim

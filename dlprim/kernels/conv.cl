@@ -1,0 +1,149 @@
+// Convolution helpers around the GEMM (needs the gemm_program_head defines: T, ACC, LOAD_T,
+// STORE_T). Activations are [N, C, H, W] with element strides (sn, sc, sh, sw); weights are
+// [K, C / groups, KH, KW] contiguous; k = (ci * KH + kh) * KW + kw indexes a patch.
+
+#define CONV_GEOMETRY                                                                                  \
+  int Cg, int H, int W, int KH, int KW, int OH, int OW, int stride_h, int stride_w, int pad_h, int pad_w, \
+      int dil_h, int dil_w, int groups
+
+// Patches of `images` images: cols[((b * groups + g) * Kg + k) * OH * OW + oh * OW + ow]
+// = x[b, g * Cg + ci, oh * stride_h - pad_h + kh * dil_h, ow * stride_w - pad_w + kw * dil_w] (0 outside).
+__kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn, long x_sc,
+                          long x_sh, long x_sw, __global T *cols, ulong col_off) {
+  ulong id = get_global_id(0);
+  if (id >= total) return;
+  const int npix = OH * OW, khw = KH * KW, kg = Cg * khw;
+  const int n = (int)(id % (ulong)npix);
+  ulong t = id / (ulong)npix;
+  const int k = (int)(t % (ulong)kg);
+  const int z = (int)(t / (ulong)kg), b = z / groups, g = z - b * groups;
+  const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
+  const int oh = n / OW, ow = n - oh * OW;
+  const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
+  ACC v = 0;
+  if ((uint)ih < (uint)H && (uint)iw < (uint)W)
+    v = LOAD_T(X, (long)x_off + b * x_sn + (long)(g * Cg + ci) * x_sc + ih * x_sh + iw * x_sw);
+  STORE_T(cols, col_off + id, v);
+}
+
+// The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it. The
+// patches hold unrounded sums, in the accumulation type.
+__kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,
+                          ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
+  ulong id = get_global_id(0);
+  if (id >= total) return;
+  const int iw = (int)(id % (ulong)W);
+  ulong t = id / (ulong)W;
+  const int ih = (int)(t % (ulong)H);
+  t /= (ulong)H;
+  const int C = Cg * groups;
+  const int c = (int)(t % (ulong)C), b = (int)(t / (ulong)C);
+  const int g = c / Cg, ci = c - g * Cg;
+  const int npix = OH * OW, kg = Cg * KH * KW;
+  __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
+  ACC acc = 0;
+  for (int kh = 0; kh < KH; ++kh) {
+    const int th = ih + pad_h - kh * dil_h;
+    if (th < 0) break;
+    if (th % stride_h) continue;
+    const int oh = th / stride_h;
+    if (oh >= OH) continue;
+    for (int kw = 0; kw < KW; ++kw) {
+      const int tw = iw + pad_w - kw * dil_w;
+      if (tw < 0) break;
+      if (tw % stride_w) continue;
+      const int ow = tw / stride_w;
+      if (ow >= OW) continue;
+      acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+    }
+  }
+  STORE_T(DX, (long)dx_off + b * dx_sn + (long)c * dx_sc + ih * dx_sh + iw * dx_sw, acc);
+}
+
+// Depthwise (one input channel per group, `mult` = K / C outputs per channel): direct kernels.
+__kernel void conv_dw_forward(ulong total, CONV_GEOMETRY, int mult, __global const T *X, ulong x_off, long x_sn,
+                              long x_sc, long x_sh, long x_sw, __global const T *Wt, ulong w_off, __global const T *bias,
+                              ulong b_off, int has_bias, __global T *Y, ulong y_off, long y_sn, long y_sc, long y_sh,
+                              long y_sw) {
+  ulong id = get_global_id(0);
+  if (id >= total) return;
+  const int ow = (int)(id % (ulong)OW);
+  ulong t = id / (ulong)OW;
+  const int oh = (int)(t % (ulong)OH);
+  t /= (ulong)OH;
+  const int K = groups * mult;
+  const int co = (int)(t % (ulong)K), b = (int)(t / (ulong)K), ci = co / mult;
+  __global const T *x = X + x_off + b * x_sn + (long)ci * x_sc;
+  __global const T *w = Wt + w_off + (long)co * KH * KW;
+  ACC acc = has_bias ? LOAD_T(bias, b_off + co) : (ACC)0;
+  for (int kh = 0; kh < KH; ++kh) {
+    const int ih = oh * stride_h - pad_h + kh * dil_h;
+    if ((uint)ih >= (uint)H) continue;
+    for (int kw = 0; kw < KW; ++kw) {
+      const int iw = ow * stride_w - pad_w + kw * dil_w;
+      if ((uint)iw < (uint)W) acc += LOAD_T(x, ih * x_sh + iw * x_sw) * LOAD_T(w, kh * KW + kw);
+    }
+  }
+  STORE_T(Y, (long)y_off + b * y_sn + (long)co * y_sc + oh * y_sh + ow * y_sw, acc);
+}
+
+__kernel void conv_dw_backward_data(ulong total, CONV_GEOMETRY, int mult, __global const T *DY, ulong dy_off,
+                                    long dy_sn, long dy_sc, long dy_sh, long dy_sw, __global const T *Wt, ulong w_off,
+                                    __global T *DX, ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
+  ulong id = get_global_id(0);
+  if (id >= total) return;
+  const int iw = (int)(id % (ulong)W);
+  ulong t = id / (ulong)W;
+  const int ih = (int)(t % (ulong)H);
+  t /= (ulong)H;
+  const int ci = (int)(t % (ulong)groups), b = (int)(t / (ulong)groups);
+  ACC acc = 0;
+  for (int m = 0; m < mult; ++m) {
+    const int co = ci * mult + m;
+    __global const T *dy = DY + dy_off + b * dy_sn + (long)co * dy_sc;
+    __global const T *w = Wt + w_off + (long)co * KH * KW;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int th = ih + pad_h - kh * dil_h;
+      if (th < 0) break;
+      if (th % stride_h) continue;
+      const int oh = th / stride_h;
+      if (oh >= OH) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int tw = iw + pad_w - kw * dil_w;
+        if (tw < 0) break;
+        if (tw % stride_w) continue;
+        const int ow = tw / stride_w;
+        if (ow < OW) acc += LOAD_T(dy, oh * dy_sh + ow * dy_sw) * LOAD_T(w, kh * KW + kw);
+      }
+    }
+  }
+  STORE_T(DX, (long)dx_off + b * dx_sn + (long)ci * dx_sc + ih * dx_sh + iw * dx_sw, acc);
+}
+
+// One work-group per weight element (co, kh, kw), reducing over batch and output pixels.
+__kernel void conv_dw_backward_weight(int N, CONV_GEOMETRY, int mult, __global const T *X, ulong x_off, long x_sn,
+                                      long x_sc, long x_sh, long x_sw, __global const T *DY, ulong dy_off, long dy_sn,
+                                      long dy_sc, long dy_sh, long dy_sw, __global T *DW, ulong dw_off,
+                                      __local ACC *scratch) {
+  const int e = (int)get_group_id(0);
+  const int lid = (int)get_local_id(0), L = (int)get_local_size(0);
+  const int kw = e % KW, kh = (e / KW) % KH, co = e / (KW * KH), ci = co / mult;
+  const int npix = OH * OW;
+  const ulong R = (ulong)N * (ulong)npix;
+  ACC acc = 0;
+  for (ulong j = lid; j < R; j += L) {
+    const int b = (int)(j / (ulong)npix), p = (int)(j - (ulong)b * npix);
+    const int oh = p / OW, ow = p - oh * OW;
+    const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
+    if ((uint)ih < (uint)H && (uint)iw < (uint)W)
+      acc += LOAD_T(DY, (long)dy_off + b * dy_sn + (long)co * dy_sc + oh * dy_sh + ow * dy_sw) *
+             LOAD_T(X, (long)x_off + b * x_sn + (long)ci * x_sc + ih * x_sh + iw * x_sw);
+  }
+  scratch[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = L / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] += scratch[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) STORE_T(DW, dw_off + e, scratch[0]);
+}

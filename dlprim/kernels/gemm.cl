@@ -1,0 +1,51 @@
+// Operand hooks of the tiled skeleton (gemm_tiled.cl) for plain strided GEMM.
+// A(m, k) of slice o of batch entry (bi, gi) is
+//   A[a_off + bi * a_bs + gi * a_gs + o * a_os + (A_KCONTIG ? m * lda + k : k * lda + m)]
+// and B(k, n) likewise with B_NCONTIG (k * ldb + n) or not (n * ldb + k). Transposes are
+// layouts, so no operand is ever copied. IDX_T is int when every offset inside a tile fits
+// (the host checks), else long.
+
+#define OPERAND_ARGS                                                                           \
+  __global const T *A, ulong a_off, long lda, long a_bs, long a_gs, long a_os, __global const T *B, \
+      ulong b_off, long ldb, long b_bs, long b_gs, long b_os
+
+#define OPERAND_SETUP                                  \
+  A += a_off + (long)bi * a_bs + (long)gi * a_gs;      \
+  B += b_off + (long)bi * b_bs + (long)gi * b_gs;      \
+  const int m_max = M - 1 - m0, n_max = N - 1 - n0;    \
+  const IDX_T lda_ = (IDX_T)lda, ldb_ = (IDX_T)ldb;
+
+#if A_KCONTIG
+#define A_TILE_BASE(o, k0) (A + (long)(o) * a_os + (long)m0 * lda + (k0))
+#define A_OFF(r, kk) ((IDX_T)(r) * lda_ + (kk))
+#else
+#define A_TILE_BASE(o, k0) (A + (long)(o) * a_os + (long)(k0) * lda + m0)
+#define A_OFF(r, kk) ((IDX_T)(kk) * lda_ + (r))
+#endif
+#if B_NCONTIG
+#define B_TILE_BASE(o, k0) (B + (long)(o) * b_os + (long)(k0) * ldb + n0)
+#define B_OFF(kk, c) ((IDX_T)(kk) * ldb_ + (c))
+#else
+#define B_TILE_BASE(o, k0) (B + (long)(o) * b_os + (long)n0 * ldb + (k0))
+#define B_OFF(kk, c) ((IDX_T)(c) * ldb_ + (kk))
+#endif
+
+#define STEP_SETUP(o, k0)                               \
+  __global const T *Ap = A_TILE_BASE(o, k0);            \
+  __global const T *Bp = B_TILE_BASE(o, k0);            \
+  const int k_left = K - (k0);
+
+// Rows/columns past the edge are clamped to the last valid one (in bounds, results discarded);
+// k past the end reads as 0 in both operands so that it adds nothing.
+#define A_AT(r, kk) ((kk) < k_left ? LOAD_T(Ap, A_OFF(min((r), m_max), (kk))) : (ACC)0)
+#define B_AT(kk, c) ((kk) < k_left ? LOAD_T(Bp, B_OFF((kk), min((c), n_max))) : (ACC)0)
+
+#define A_LOAD_KFAST A_KCONTIG
+#define B_LOAD_NFAST B_NCONTIG
+
+// Check-free loads for steps inside the matrix (CPU vector variant of the skeleton).
+#define A_AT_FAST(r, kk) LOAD_T(Ap, A_OFF(min((r), m_max), (kk)))
+#if VN > 1 && B_NCONTIG
+#define B_VEC_OK (n0 + ((RN / VN - 1) * TN + tx) * VN + VN - 1 < N)
+#define B_VEC_FAST(kk, c) VLOAD_TN(Bp + B_OFF((kk), (c)))
+#endif

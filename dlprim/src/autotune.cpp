@@ -1,0 +1,118 @@
+#include <dlprim/autotune.h>
+
+#include "disk_cache.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace dlprim {
+
+namespace {
+
+std::mutex g_mutex;
+std::map<std::string, std::string> g_decisions;  // full key -> config
+std::map<std::string, std::string> g_labels;     // full key -> "family|class"
+AutotuneStats g_stats;
+
+// Bumped whenever kernels change enough that stored decisions should be re-timed.
+constexpr const char* kTuneVersion = "t1";
+
+} // namespace
+
+TuneMode autotune_mode() {
+  const char* v = std::getenv("PYTORCH_OCL_AUTOTUNE");
+  if (!v || !*v) return TuneMode::On;
+  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return TuneMode::Off;
+  if (std::strcmp(v, "force") == 0) return TuneMode::Force;
+  return TuneMode::On;
+}
+
+double events_elapsed_us(std::vector<cl_event>& events) {
+  double total = 0;
+  bool ok = true;
+  if (!events.empty() && clWaitForEvents(static_cast<cl_uint>(events.size()), events.data()) != CL_SUCCESS) ok = false;
+  for (cl_event e : events) {
+    cl_ulong t0 = 0, t1 = 0;
+    if (ok && clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr) == CL_SUCCESS &&
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr) == CL_SUCCESS)
+      total += static_cast<double>(t1 - t0) * 1e-3;
+    else
+      ok = false;
+    clReleaseEvent(e);
+  }
+  events.clear();
+  return ok ? total : -1.0;
+}
+
+std::string autotune_select(const Context& ctx, const std::string& family, const std::string& shape_class,
+                            const std::vector<std::string>& candidates, const std::string& fallback,
+                            const std::function<double(const std::string&)>& time_us) {
+  TuneMode mode = autotune_mode();
+  if (mode == TuneMode::Off || candidates.size() < 2) return candidates.size() == 1 ? candidates[0] : fallback;
+  std::string label = family + "|" + shape_class;
+  std::string key = std::string(kTuneVersion) + "|" + ctx.info().cache_identity() + "|" + label;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_decisions.find(key);
+    if (it != g_decisions.end()) return it->second;
+  }
+  auto is_candidate = [&](const std::string& c) {
+    for (const auto& x : candidates)
+      if (x == c) return true;
+    return false;
+  };
+  DiskCache& disk = DiskCache::instance();
+  std::string chosen;
+  if (mode != TuneMode::Force && disk.load_value(key, &chosen) && is_candidate(chosen)) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.loaded;
+  } else {
+    chosen.clear();
+    double best = 0;
+    for (const auto& c : candidates) {
+      double t = -1;
+      try {
+        t = time_us(c);
+      } catch (const Error&) {
+        t = -1;  // a candidate that fails to build or launch is skipped, never fatal
+      }
+      if (t >= 0 && (chosen.empty() || t < best)) {
+        best = t;
+        chosen = c;
+      }
+    }
+    if (chosen.empty()) {
+      chosen = fallback;
+    } else {
+      disk.store_value(key, chosen);
+      std::lock_guard<std::mutex> lock(g_mutex);
+      ++g_stats.timed;
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_decisions[key] = chosen;
+  g_labels[key] = label;
+  return chosen;
+}
+
+std::vector<std::pair<std::string, std::string>> autotune_decisions() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : g_decisions) out.emplace_back(g_labels[kv.first], kv.second);
+  return out;
+}
+
+AutotuneStats autotune_stats() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_stats;
+}
+
+void autotune_reset_memory() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_decisions.clear();
+  g_labels.clear();
+}
+
+} // namespace dlprim

@@ -1,0 +1,17 @@
+// OpenCL C text of a ReduceOp, shared by the reduction (reduce.cl) and scan (scan.cl) kernels.
+#pragma once
+#include <dlprim/reduce.h>
+
+#include <string>
+
+namespace dlprim {
+
+// Lanes of a 16-byte vector load of `in` (at most 8).
+int reduce_vector_width(DType in);
+
+// common.cl + the defines and functions the kernels expect: T, W, IN_T, OUT0_T, OUT1_T,
+// IS_NAN, T_HIGHEST/T_LOWEST, LOAD_P, VEC/IN_VEC_T/COMBINE_VEC, acc_t, op_init, op_combine,
+// op_merge and store_out.
+std::string reduce_op_text(const ReduceOp& op, DType in, DType acc, DType out0, DType out1);
+
+} // namespace dlprim

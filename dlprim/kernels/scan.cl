@@ -20,17 +20,7 @@ __kernel void scan_rows(ulong n_rows, ulong D, uint TO, uint TR, int col_order, 
   ulong o = get_group_id(0) * TO + to;
   bool active = o < n_rows;
   long b0 = 0, b1 = 0, b2 = 0;
-  if (active) {
-    ulong t = o;
-    for (int d = rank - 1; d >= 0; --d) {
-      ulong q = t / (ulong)rsz.v[d];
-      long c = (long)(t - q * (ulong)rsz.v[d]);
-      b0 += c * r0.v[d];
-      b1 += c * r1.v[d];
-      b2 += c * r2.v[d];
-      t = q;
-    }
-  }
+  if (active) dl_row_offsets3(o, rank, rsz, r0, r1, r2, &b0, &b1, &b2);
   __global const IN_T* pin = in + in_o + b0;
   acc_t carry;
   op_init(&carry);

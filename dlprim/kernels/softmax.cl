@@ -33,17 +33,7 @@ __kernel void softmax_rows(ulong n_rows, ulong D, uint TO, uint TR, int col_orde
   ulong o = get_group_id(0) * TO + to;
   bool active = o < n_rows;
   long b0 = 0, b1 = 0, by = 0;
-  if (active) {
-    ulong t = o;
-    for (int d = rank - 1; d >= 0; --d) {
-      ulong q = t / (ulong)rsz.v[d];
-      long c = (long)(t - q * (ulong)rsz.v[d]);
-      b0 += c * r0.v[d];
-      b1 += c * r1.v[d];
-      by += c * ry.v[d];
-      t = q;
-    }
-  }
+  if (active) dl_row_offsets3(o, rank, rsz, r0, r1, ry, &b0, &b1, &by);
   __global const IN0_T* p0 = x0 + x0_o + b0;
   __global const IN1_T* p1 = x1 + x1_o + b1;
   __global OUT_T* py = y + y_o + by;
@@ -155,17 +145,7 @@ inline void softmax_reg_body(const int vw, ulong n_rows, ulong D, uint TO, uint 
   ulong o = get_group_id(0) * TO + to;
   bool active = o < n_rows;
   long b0 = 0, b1 = 0, by = 0;
-  if (active) {
-    ulong t = o;
-    for (int d = rank - 1; d >= 0; --d) {
-      ulong q = t / (ulong)rsz.v[d];
-      long c = (long)(t - q * (ulong)rsz.v[d]);
-      b0 += c * r0.v[d];
-      b1 += c * r1.v[d];
-      by += c * ry.v[d];
-      t = q;
-    }
-  }
+  if (active) dl_row_offsets3(o, rank, rsz, r0, r1, ry, &b0, &b1, &by);
   __global const IN0_T* p0 = x0 + x0_o + b0;
   __global OUT_T* py = y + y_o + by;
   ulong nv = D / vw;

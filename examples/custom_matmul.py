@@ -204,15 +204,8 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         pos = torch.arange(idx.shape[1], device=idx.device)
-        x = self.blocks(embed(idx, self.tok.weight) + embed(pos, self.pos.weight))
+        x = self.blocks(self.tok(idx) + self.pos(pos))
         return self.head(self.ln_f(x))
-
-
-def embed(idx, weight):
-    """nn.Embedding's lookup as one-hot @ table: aten::index_select (F.embedding) has no OpenCL kernel in this tree
-    yet, and strict mode forbids its CPU fallback; the matmul form has the same values and gradients."""
-    one_hot = (idx.unsqueeze(-1) == torch.arange(weight.shape[0], device=idx.device)).to(weight.dtype)
-    return one_hot @ weight
 
 
 # --- checks and timing ------------------------------------------------------------------------------------------------

@@ -128,9 +128,10 @@ bool query_stream(const c10::Stream& stream) {
   DLPRIM_CL_CHECK(clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev));
   clFlush(q);
   // The marker completes as soon as the queue reaches it: poll briefly so that an idle
-  // queue answers true, without blocking on a busy one.
+  // queue answers true, without blocking long on a busy one. PoCL's scheduler thread can take
+  // a few milliseconds to retire a marker on an idle queue (2 ms was seen to miss on CI).
   cl_int status = CL_QUEUED;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
   do {
     clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr);
     if (status == CL_COMPLETE || status < 0) break;

@@ -218,21 +218,6 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
   return p;
 }
 
-template <class T>
-void add_dims(KernelArgs& a, const std::array<int64_t, kMaxDims>& v) {
-  struct {
-    T v[kMaxDims];
-  } d{};
-  for (int i = 0; i < kMaxDims; ++i) d.v[i] = static_cast<T>(v[i]);
-  a.add(d);
-}
-
-void add_param(KernelArgs& a, DType acc, double v) {
-  if (acc == DType::F64)
-    a.add<cl_double>(v);
-  else
-    a.add<cl_float>(static_cast<float>(v));
-}
 
 } // namespace
 

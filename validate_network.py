@@ -147,6 +147,9 @@ def main(argv=None):
         except Exception as e:  # a crash is a failure of this network, not of the run
             rows.append({"name": name, "ok": False, "worst": float("nan"), "worst_what": f"error: {e}".splitlines()[0][:120],
                          "time_dev": 0.0, "time_cpu": 0.0})
+        r = rows[-1]  # printed as it lands, so a run cut short still shows what it checked
+        tqdm.write(f"{name}: {'pass' if r['ok'] else 'FAIL'} worst {r['worst']:.2e} at {r['worst_what']} "
+                   f"(device {r['time_dev']:.2f} s, cpu {r['time_cpu']:.2f} s)", file=sys.stdout)
     lines = ["| network | result | worst error / allowed | where | device s | cpu s |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['name']} | {'pass' if r['ok'] else 'FAIL'} | {r['worst']:.2e} | {r['worst_what']} | "

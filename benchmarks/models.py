@@ -191,6 +191,10 @@ def main(argv=None):
                 setup()
                 refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
         rows.append((name, source, o, refs_out, fallbacks))
+        # each network as it lands, so a run cut short still reports what it measured
+        tqdm.write(f"{name}: ocl infer {o[0]:.2f} ms train {o[1]:.2f} ms first {o[3]:.1f} s peak {fmt_mb(o[2])} MB; "
+                   + "; ".join(f"{label} infer {r[0]:.2f} train {r[1]:.2f} peak {fmt_mb(r[2])}" for label, r in refs_out)
+                   + f"; fallbacks {fallbacks}")
     write_report(args, rows, refs)
 
 

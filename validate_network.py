@@ -8,24 +8,26 @@ Reference and tolerance. Each network also runs on the CPU in float64 (the refer
 float32 (the yardstick: what an accurate float32 implementation with another summation order
 gets). Errors are root-mean-square over a tensor, err(t) = rms(t - ref64), scale = rms(ref64):
 
-    float32 pass  iff  err(device f32) <= max(rtol * scale + atol, factor * err(cpu f32))
-    float64 pass  iff  err(device f64) <= 1e-6 * scale + 1e-12     (when the device has fp64)
+    float64 (when the device has it): err(device f64) <= 1e-6 * scale + 1e-12
+    float32 outputs:                  err(device f32) <= max(rtol * scale + atol, factor * err(cpu f32))
+    float32 gradients:                err(device f32) <= max(grad_rtol * scale + atol, factor * err(cpu f32))
 
-rtol = 2e-3, atol = 1e-5, factor = 10 by default.
-Why RMS and not the largest elementwise difference: a ReLU whose input is within rounding of 0,
-or a max-pool window with a near-tie, sends one element's gradient elsewhere under any change of
-summation order, so the elementwise maximum jumps by O(1) of the gradient at a few elements while
-the tensor as a whole is as accurate as the CPU's (measured on torchvision's resnet18/googlenet in
-train mode at batch 2 on an H100: 6% elementwise at one batch-norm input, while the same networks
-run in float64 on the device match the CPU float64 to 1e-13). The second float32 term is needed
-for train mode at small batch: a bias followed by a train-mode batch norm has an exact gradient of
-zero, and batch statistics over few values make deep gradients ill-conditioned, so the CPU's own
-float32 result is off by up to 10% of the float64 one there. Those two looser terms would let a
-subtly wrong kernel through, which is what the float64 run is for: with rounding 1e9 times
-smaller, any logic error (wrong index, tail, stride, race) stands out by many orders of magnitude.
-Its bound is 1e-6 and not 1e-12 because the CPU reference itself is not all float64: its
-hardsigmoid backward multiplies by 1/6 rounded to float32 (a 3e-8 relative error the device does
-not make), and deep train-mode networks amplify such differences.
+rtol = 2e-3, grad_rtol = 5e-2, atol = 1e-5, factor = 10 by default.
+The float64 run is the correctness check: with rounding 1e9 times smaller than float32's, any
+logic error (wrong index, tail, stride, race, precision loss) stands out by orders of magnitude.
+Its bound is 1e-6 and not 1e-12 because the CPU reference itself is not all float64 (its
+hardsigmoid backward multiplies by 1/6 rounded to float32, a 3e-8 relative error the device does
+not make) and deep train-mode networks amplify such differences.
+The float32 run checks the float32-only code paths (e.g. Winograd convolution) and that no
+kernel loses precision. Its gradient bound is loose for a measured reason: a ReLU input within
+rounding of 0 changes sides under any change of summation order, and each such element sends
+its whole upstream gradient the other way. On a ShuffleNetV2 at batch 2 in train mode, the
+device's forward activations are as accurate as the CPU's (max error 8.8e-5 vs 1.2e-4 at the
+last batch norm), yet 2 of its 100352 ReLU inputs land on the other side of 0 (the CPU's float32
+run happened to flip none), which alone puts a 1% RMS error on every gradient below it. CUDA
+PyTorch itself (cuDNN, TF32 off, H100) misses a 2e-3 gradient bound on 5 of the 19 torchvision
+networks for the same reason. Outputs keep the tight bound; the factor term covers train-mode
+batch norm at small batch, where the CPU's own float32 gradients are up to 10% off float64.
 Train mode runs with dropout off (p=0) and stochastic depth off, because the device and the CPU
 draw different random masks; batch norm uses batch statistics as usual.
 Exit code: 0 when every network passes, 1 otherwise.
@@ -103,7 +105,7 @@ def has_fp64(device):
     return True
 
 
-def validate(name, ctor, shape, device, rtol, atol, factor, fp64):
+def validate(name, ctor, shape, device, rtol, grad_rtol, atol, factor, fp64):
     torch.manual_seed(0)
     base = no_dropout(ctor())
     x = torch.randn(shape)
@@ -113,7 +115,8 @@ def validate(name, ctor, shape, device, rtol, atol, factor, fp64):
     def check(what, dev32, cpu32, dev64, ref):
         err_d, scale = rms_error(dev32, ref)
         err_c, _ = rms_error(cpu32, ref)
-        checks = [("", err_d / max(rtol * scale + atol, factor * err_c))]
+        tol = grad_rtol if " grad " in what else rtol
+        checks = [("", err_d / max(tol * scale + atol, factor * err_c))]
         if dev64 is not None:
             checks.append(("64", rms_error(dev64, ref)[0] / (1e-6 * scale + 1e-12)))
         for suffix, ratio in checks:
@@ -147,7 +150,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="ocl:0")
     ap.add_argument("--models", help="comma-separated subset")
-    ap.add_argument("--rtol", type=float, default=2e-3)
+    ap.add_argument("--rtol", type=float, default=2e-3, help="float32 outputs")
+    ap.add_argument("--grad-rtol", type=float, default=5e-2, help="float32 gradients")
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--factor", type=float, default=10.0, help="allowed multiple of the CPU float32 error")
     ap.add_argument("--out", help="also write the table as markdown to this file")
@@ -163,13 +167,13 @@ def main(argv=None):
         ap.error(f"unknown models {unknown}; available: {sorted(models)}")
     fp64 = has_fp64(device)
     print(f"networks from {source}; device {device}; vs a float64 CPU reference; float32 passes iff rms(err) <= "
-          f"max({args.rtol} * rms(ref) + {args.atol}, {args.factor} * rms(err of CPU float32))"
+          f"max({args.rtol} (gradients {args.grad_rtol}) * rms(ref) + {args.atol}, {args.factor} * rms(err of CPU float32))"
           + ("; float64 iff rms(err) <= 1e-6 * rms(ref) + 1e-12" if fp64 else "; the device has no float64"))
     rows = []
     for name in tqdm(names, desc="networks", unit="net", file=sys.stdout):
         ctor, shape = models[name]
         try:
-            rows.append(validate(name, ctor, shape, device, args.rtol, args.atol, args.factor, fp64))
+            rows.append(validate(name, ctor, shape, device, args.rtol, args.grad_rtol, args.atol, args.factor, fp64))
         except Exception as e:  # a crash is a failure of this network, not of the run
             rows.append({"name": name, "ok": False, "worst": float("nan"), "worst_what": f"error: {e}".splitlines()[0][:120],
                          "worst64": float("nan"), "worst64_what": "", "time_dev": 0.0, "time_cpu": 0.0})

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything pytorch_ocl needs on a Debian/Ubuntu machine, builds and installs it, then runs the
-# main job (currently `python3 demo.py`).
+# main job (`python3 mnist.py`: trains a small CNN on ocl:0).
 #
 #   bash scripts/setup.sh            install, then run the main job
 #   bash scripts/setup.sh --no-run   install only
@@ -22,9 +22,9 @@ APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-hea
               build-essential)
 # scikit-learn: its bundled digits are mnist.py's offline dataset; expecttest: torch's OpInfo
 # database (the op-level tests) imports it.
-BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest scikit-learn
-                    expecttest)
-MAIN_JOB=("$PY" demo.py)  # becomes the mnist training demo when it lands
+BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest pytest-xdist
+                    scikit-learn expecttest)
+MAIN_JOB=("$PY" mnist.py)
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 

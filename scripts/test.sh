@@ -15,6 +15,10 @@ if [[ -z "${PYTORCH_OCL_SETUP_DONE:-}" ]]; then
   bash scripts/setup.sh --no-run
 fi
 
-printf '\n==> PYTORCH_OCL_STRICT=1 %s -m pytest -q tests --durations=15 %s\n' "$PY" "$*"
+# Two pytest workers (pytest-xdist): a cold run is mostly single-threaded OpenCL program builds, which then overlap.
+# PYTEST_WORKERS=0 runs everything in this process.
+workers=(-n "${PYTEST_WORKERS:-2}")
+if [[ "${PYTEST_WORKERS:-2}" == 0 ]] || ! "$PY" -c "import xdist" 2>/dev/null; then workers=(); fi
+printf '\n==> PYTORCH_OCL_STRICT=1 %s -m pytest -q tests --durations=15 %s %s\n' "$PY" "${workers[*]}" "$*"
 export PYTORCH_OCL_STRICT=1
-exec "$PY" -m pytest -q tests --durations=15 "$@"
+exec "$PY" -m pytest -q tests --durations=15 "${workers[@]}" "$@"

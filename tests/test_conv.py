@@ -247,3 +247,33 @@ def test_implicit_gemm_forward(config, monkeypatch):
     out = F.conv2d(x.to(DEV), w.to(DEV), padding=1)
     check("split-K", out, F.conv2d(x.double(), w.double(), padding=1), F.conv2d(x.double().abs(), w.double().abs(),
                                                                                padding=1), 64 * 9, torch.float32)
+
+
+DEPTHWISE_SLICES_SCRIPT = r"""
+import sys
+sys.path.insert(0, TESTS)
+import torch, torch.nn.functional as F
+from test_conv import run_case
+torch.manual_seed(0)
+# (N, C, H, W), multiplier, kernel, stride, dilation: few weight elements over many positions,
+# so the weight gradient is cut into slices summed by a second kernel (GPU mapping).
+for shape, mult, k, stride, dil in [((4, 1, 64, 64), 1, 3, 1, 1), ((3, 2, 70, 50), 1, 3, 2, 1),
+                                    ((3, 1, 100, 101), 1, 3, 1, 2), ((1, 1, 3, 3), 1, 3, 1, 1)]:
+    c = shape[1]
+    x = torch.randn(shape)
+    w = torch.randn(c * mult, 1, k, k)
+    b = torch.randn(c * mult)
+    run_case(F.conv2d, x, w, b, stride=stride, padding=k // 2, dilation=dil, groups=c)
+print("ok")
+"""
+
+
+def test_depthwise_weight_gradient_slices():
+    """The sliced depthwise weight gradient (GPU mapping) against float64, incl. slices that end mid-image."""
+    import os
+
+    from conftest import run_python
+
+    code = DEPTHWISE_SLICES_SCRIPT.replace("TESTS", repr(os.path.dirname(os.path.abspath(__file__))))
+    out = run_python(code, env={"PYTORCH_OCL_GPU_MAPPING": "1", "PYTORCH_OCL_AUTOTUNE": "0"}).stdout
+    assert "ok" in out

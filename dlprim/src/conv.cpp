@@ -3,6 +3,7 @@
 #include <dlprim/conv.h>
 #include <dlprim/embedded.h>
 #include <dlprim/gemm.h>
+#include <dlprim/rows.h>
 
 #include "conv_internal.h"
 
@@ -232,10 +233,44 @@ std::string conv2d_algorithm(const Context& ctx, ConvPass pass, const ConvShape&
   return detail::winograd_backward_weight_chosen(ctx, s, dtype) ? "winograd" : "im2col";
 }
 
+namespace {
+
+// Depthwise weight gradient: work-group size, and how many slices of the N * OH * OW positions
+// each weight element's sum is cut into. One group per weight element leaves most of a GPU idle
+// when there are few channels (mobilenet's first depthwise layers: 32 channels x 9 taps = 288
+// groups for 400k positions each); slices of at least 32 positions per work item fix that. CPU
+// devices run one group per core at a time already: no slices there.
+struct DwWeightPlan {
+  size_t local = 1;
+  uint64_t slices = 1, chunk = 0;
+};
+
+DwWeightPlan dw_weight_plan(const Context& ctx, const ConvShape& s, DType) {
+  DwWeightPlan plan;
+  while (plan.local * 2 <= std::min<size_t>(256, ctx.work_group_size(256))) plan.local *= 2;
+  uint64_t positions = static_cast<uint64_t>(s.N) * s.OH * s.OW;
+  uint64_t elements = static_cast<uint64_t>(s.K) * s.KH * s.KW;
+  uint64_t wanted_groups = 8ull * std::max<uint32_t>(ctx.info().compute_units, 1);
+  if (!cpu_mapping(ctx) && elements < wanted_groups) {
+    uint64_t by_work = positions / (plan.local * 32);
+    plan.slices = std::max<uint64_t>(1, std::min<uint64_t>({by_work, (wanted_groups + elements - 1) / elements, 256}));
+  }
+  plan.chunk = (positions + plan.slices - 1) / std::max<uint64_t>(plan.slices, 1);
+  if (plan.chunk == 0) plan.chunk = 1;
+  return plan;
+}
+
+} // namespace
+
 uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype,
                                 const ConvTensor& in, const ConvTensor& out) {
   check(ctx, s, dtype);
   Path p = path_of(s);
+  if (p == Path::Depthwise && pass == ConvPass::BackwardWeight && s.N > 0) {
+    DwWeightPlan plan = dw_weight_plan(ctx, s, dtype);
+    if (plan.slices == 1) return 0;
+    return plan.slices * static_cast<uint64_t>(s.K) * s.KH * s.KW * dtype_size(compute_dtype(dtype));
+  }
   if (p == Path::Depthwise || s.N == 0) return 0;
   bool direct = use_direct(p, s, in);
   Cols c = cols_plan(ctx, s, pass == ConvPass::BackwardData ? compute_dtype(dtype) : dtype);
@@ -419,19 +454,31 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
   if (s.K == 0 || s.C == 0) return;
   Path p = path_of(s);
   if (p == Path::Depthwise) {
-    detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight");
-    std::lock_guard<std::mutex> lock(k.m);
-    size_t L = 1;
-    while (L * 2 <= std::min<size_t>(256, ctx.work_group_size(256))) L *= 2;
-    KernelArgs a(k.k);
-    a.add<cl_int>(static_cast<int>(s.N));
-    add_geometry(a, s);
-    a.add<cl_int>(static_cast<int>(s.K / s.groups));
-    add_tensor(a, x);
-    add_tensor(a, dy);
-    a.add(dw.mem).add<cl_ulong>(dw.offset);
-    a.add_local(L * dtype_size(compute_dtype(dtype)));
-    launch_1d(q, k.k, static_cast<uint64_t>(s.K) * s.KH * s.KW * L, L);
+    DwWeightPlan plan = dw_weight_plan(ctx, s, dtype);
+    uint64_t E = static_cast<uint64_t>(s.K) * s.KH * s.KW;
+    {
+      detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight");
+      std::lock_guard<std::mutex> lock(k.m);
+      KernelArgs a(k.k);
+      a.add<cl_int>(static_cast<int>(s.N));
+      add_geometry(a, s);
+      a.add<cl_int>(static_cast<int>(s.K / s.groups));
+      add_tensor(a, x);
+      add_tensor(a, dy);
+      a.add(dw.mem).add<cl_ulong>(dw.offset).add<cl_ulong>(plan.chunk).add<cl_int>(static_cast<int>(plan.slices));
+      a.add(plan.slices > 1 ? ws : dw.mem).add<cl_ulong>(ws_offset / dtype_size(compute_dtype(dtype)));
+      a.add_local(plan.local * dtype_size(compute_dtype(dtype)));
+      launch_1d(q, k.k, E * plan.slices * plan.local, plan.local);
+    }
+    if (plan.slices > 1) {
+      detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_weight_sum");
+      std::lock_guard<std::mutex> lock(k.m);
+      KernelArgs a(k.k);
+      a.add<cl_int>(static_cast<int>(E)).add<cl_int>(static_cast<int>(plan.slices));
+      a.add(ws).add<cl_ulong>(ws_offset / dtype_size(compute_dtype(dtype)));
+      a.add(dw.mem).add<cl_ulong>(dw.offset);
+      launch_1d(q, k.k, E, ctx.work_group_size(256));
+    }
     return;
   }
   if (s.N > 0 && !use_direct(p, s, x) && detail::winograd_backward_weight_chosen(ctx, s, dtype))

@@ -60,3 +60,36 @@ def test_batch_norm_dtypes(dtype):
 def test_batch_norm_single_value_per_channel_is_an_error():
     with pytest.raises(ValueError):
         F.batch_norm(torch.randn(1, 3, device="ocl"), None, None, training=True)
+
+
+SPLIT_SCRIPT = r"""
+import torch, torch.nn.functional as F
+torch.manual_seed(0)
+# Few channels over many positions: under the GPU mapping the per-channel sums run in slices
+# (uneven last slice, slices ending mid-image), merged in a second kernel.
+for shape in [(32, 3, 64, 64), (4, 2, 100, 101), (3, 1, 9000)]:
+    for dt in (torch.float32, torch.float64, torch.float16):
+        x = torch.randn(shape).mul(3).add(5).to(dt)
+        w, b = torch.randn(shape[1]), torch.randn(shape[1])
+        xr = x.double().clone().requires_grad_()
+        rm, rv = torch.zeros(shape[1], dtype=torch.float64), torch.ones(shape[1], dtype=torch.float64)
+        y = F.batch_norm(xr, rm, rv, w.double(), b.double(), training=True, momentum=0.3)
+        g = torch.randn_like(y)
+        y.backward(g)
+        xd = x.to("ocl").requires_grad_()
+        rmd, rvd = torch.zeros(shape[1], dtype=dt, device="ocl"), torch.ones(shape[1], dtype=dt, device="ocl")
+        yd = F.batch_norm(xd, rmd, rvd, w.to("ocl", dt), b.to("ocl", dt), training=True, momentum=0.3)
+        yd.backward(g.to("ocl", dt))
+        tol = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2e-2}[dt]
+        for name, got, ref in (("y", yd, y), ("dx", xd.grad, xr.grad), ("running_mean", rmd, rm), ("running_var", rvd, rv)):
+            err = ((got.cpu().double() - ref.detach()).abs().max() / ref.detach().abs().max()).item()
+            assert err <= tol, (shape, dt, name, err)
+print("ok")
+"""
+
+
+def test_batch_norm_split_channel_sums():
+    """The sliced per-channel statistics and gradient sums (GPU mapping) against float64."""
+    from conftest import run_python
+
+    assert "ok" in run_python(SPLIT_SCRIPT, env={"PYTORCH_OCL_GPU_MAPPING": "1"}).stdout

@@ -37,6 +37,14 @@ at::Tensor channel(const Opt& t, c10::ScalarType acc) {
   return t->to(acc).contiguous();
 }
 
+// Scratch for the split per-channel sums on GPUs (an undefined tensor when none is needed).
+at::Tensor workspace(const dlprim::Context& ctx, dlprim::DType t, dlprim::BatchNormShape s, const at::Tensor& x,
+                     c10::ScalarType acc) {
+  uint64_t bytes = dlprim::batch_norm_workspace_bytes(ctx, t, s);
+  if (bytes == 0) return {};
+  return at::empty({static_cast<int64_t>(bytes / c10::elementSize(acc))}, x.options().dtype(acc));
+}
+
 dlprim::BatchNormShape shape_of(const at::Tensor& x, const char* op) {
   TORCH_CHECK(x.dim() >= 2, op, ": expected at least a 2-D input (N, C, ...), got ", x.sizes());
   uint64_t N = x.size(0), C = x.size(1);
@@ -70,8 +78,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
                 input.sizes());
     save_mean = at::empty({int64_t(s.C)}, x.options().dtype(acc));
     save_invstd = at::empty({int64_t(s.C)}, x.options().dtype(acc));
+    at::Tensor ws = workspace(ctx, t, s, x, acc);
     OCL_DLPRIM_CALL(op, dlprim::batch_norm_stats(ctx, q, t, s, buf(x), eps, momentum, buf(save_mean), buf(save_invstd),
-                                                 buf(rm), buf(rv)));
+                                                 buf(rm), buf(rv), buf(ws)));
     OCL_DLPRIM_CALL(op, dlprim::batch_norm_apply(ctx, q, t, s, buf(x), buf(y), buf(save_mean), buf(save_invstd), false,
                                                  eps, buf(w), buf(b)));
     // The running statistics were updated in converted copies: write them back.
@@ -114,8 +123,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   dlprim::DType t = to_dlprim(x.scalar_type(), op);
   at::Tensor sum_g = at::empty({int64_t(s.C)}, x.options().dtype(acc));
   at::Tensor sum_gx = at::empty({int64_t(s.C)}, x.options().dtype(acc));
+  at::Tensor ws = workspace(ctx, t, s, x, acc);
   OCL_DLPRIM_CALL(op, dlprim::batch_norm_backward_reduce(ctx, q, t, s, buf(g), buf(x), buf(mean), buf(sum_g),
-                                                         buf(sum_gx)));
+                                                         buf(sum_gx), buf(ws)));
   at::Tensor gx, gw, gb;
   if (mask[0]) {
     gx = at::empty(x.sizes(), x.options());

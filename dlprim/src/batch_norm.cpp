@@ -1,4 +1,7 @@
 #include <dlprim/norm.h>
+#include <dlprim/rows.h>
+
+#include <algorithm>
 
 namespace dlprim {
 
@@ -24,11 +27,67 @@ void add_buf(KernelArgs& a, const Buffer& b, const Buffer& dummy) {
   a.add(u.mem).add<cl_ulong>(u.offset);
 }
 
+// How the per-channel sums are cut: `slices` runs of `chunk` positions per channel. One
+// work-group per channel leaves most of a GPU idle when there are few channels over many
+// positions (resnet's 64-channel layers at 112x112: 64 groups streaming 400k values each at
+// batch 32); slices of at least 16 values per work item fix that. CPU devices: no slices.
+struct Slices {
+  uint64_t slices = 1, chunk = 0;
+};
+
+Slices slices_of(const Context& ctx, BatchNormShape s) {
+  Slices r;
+  uint64_t M = s.N * s.HW;
+  r.chunk = M;
+  if (cpu_mapping(ctx) || s.C == 0 || M == 0) return r;
+  uint64_t wanted = 8ull * std::max<uint32_t>(ctx.info().compute_units, 1);
+  if (s.C >= wanted) return r;
+  uint64_t by_work = M / (group_size(ctx) * 16);
+  uint64_t n = std::min<uint64_t>({(wanted + s.C - 1) / s.C, by_work, 256});
+  if (n <= 1) return r;
+  r.chunk = (M + n - 1) / n;
+  r.slices = (M + r.chunk - 1) / r.chunk;  // every slice non-empty
+  return r;
+}
+
 } // namespace
 
+uint64_t batch_norm_workspace_bytes(const Context& ctx, DType t, BatchNormShape s) {
+  Slices sl = slices_of(ctx, s);
+  return sl.slices > 1 ? sl.slices * s.C * 2 * dtype_size(compute_dtype(t)) : 0;
+}
+
 void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, double eps,
-                      double momentum, Buffer save_mean, Buffer save_invstd, Buffer run_mean, Buffer run_var) {
+                      double momentum, Buffer save_mean, Buffer save_invstd, Buffer run_mean, Buffer run_var,
+                      Buffer ws) {
   if (s.C == 0) return;
+  Slices sl = slices_of(ctx, s);
+  if (sl.slices > 1) {
+    if (!ws.mem) throw Error("batch_norm_stats: missing workspace (batch_norm_workspace_bytes)");
+    size_t L = group_size(ctx);
+    {
+      TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats_part");
+      std::lock_guard<std::mutex> lock(*k.mutex);
+      KernelArgs a(k.kernel);
+      a.add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
+      a.add<cl_ulong>(sl.chunk).add(ws.mem).add<cl_ulong>(ws.offset).add_local(L * dtype_size(compute_dtype(t)));
+      launch_1d(q, k.kernel, sl.slices * s.C * L, L, "batch_norm_stats");
+    }
+    TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats_finish");
+    std::lock_guard<std::mutex> lock(*k.mutex);
+    KernelArgs a(k.kernel);
+    a.add(ws.mem).add<cl_ulong>(ws.offset).add<cl_ulong>(s.N * s.HW).add<cl_ulong>(s.C).add<cl_ulong>(sl.chunk);
+    a.add<cl_ulong>(sl.slices);
+    add_acc(a, t, eps);
+    add_acc(a, t, momentum);
+    add_buf(a, save_mean, save_mean);
+    add_buf(a, save_invstd, save_mean);
+    add_buf(a, run_mean, save_mean);
+    add_buf(a, run_var, save_mean);
+    a.add<cl_int>(run_mean.mem != nullptr);
+    launch_1d(q, k.kernel, s.C, ctx.work_group_size(256), "batch_norm_stats");
+    return;
+  }
   TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats");
   std::lock_guard<std::mutex> lock(*k.mutex);
   size_t L = group_size(ctx);
@@ -64,8 +123,31 @@ void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNorm
 }
 
 void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
-                                Buffer mean, Buffer sum_g, Buffer sum_gx) {
+                                Buffer mean, Buffer sum_g, Buffer sum_gx, Buffer ws) {
   if (s.C == 0) return;
+  Slices sl = slices_of(ctx, s);
+  if (sl.slices > 1) {
+    if (!ws.mem) throw Error("batch_norm_backward_reduce: missing workspace (batch_norm_workspace_bytes)");
+    size_t L = group_size(ctx);
+    {
+      TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_reduce_part");
+      std::lock_guard<std::mutex> lock(*k.mutex);
+      KernelArgs a(k.kernel);
+      a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C);
+      a.add<cl_ulong>(s.HW).add<cl_ulong>(sl.chunk);
+      add_buf(a, mean, mean);
+      a.add(ws.mem).add<cl_ulong>(ws.offset).add_local(L * dtype_size(compute_dtype(t)));
+      launch_1d(q, k.kernel, sl.slices * s.C * L, L, "batch_norm_backward_reduce");
+    }
+    TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_reduce_finish");
+    std::lock_guard<std::mutex> lock(*k.mutex);
+    KernelArgs a(k.kernel);
+    a.add(ws.mem).add<cl_ulong>(ws.offset).add<cl_ulong>(s.C).add<cl_ulong>(sl.slices);
+    add_buf(a, sum_g, mean);
+    add_buf(a, sum_gx, mean);
+    launch_1d(q, k.kernel, s.C, ctx.work_group_size(256), "batch_norm_backward_reduce");
+    return;
+  }
   TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_reduce");
   std::lock_guard<std::mutex> lock(*k.mutex);
   size_t L = group_size(ctx);

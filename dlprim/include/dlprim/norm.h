@@ -26,15 +26,20 @@ struct BatchNormShape {
   uint64_t N, C, HW;
 };
 
+// Device scratch that batch_norm_stats and batch_norm_backward_reduce need for shape `s` (0: none;
+// otherwise pass a buffer of this many bytes as `ws`, element offset in the accumulate type).
+uint64_t batch_norm_workspace_bytes(const Context& ctx, DType t, BatchNormShape s);
+
 // save_mean / save_invstd per channel; running stats updated in place when `run_mean.mem` is set.
 void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, double eps,
-                      double momentum, Buffer save_mean, Buffer save_invstd, Buffer run_mean, Buffer run_var);
+                      double momentum, Buffer save_mean, Buffer save_invstd, Buffer run_mean, Buffer run_var,
+                      Buffer ws);
 // y = (x - mean) * invstd * w + b; when `invstd_is_var`, `invstd` holds a variance (eval mode).
 void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, Buffer y,
                       Buffer mean, Buffer invstd, bool invstd_is_var, double eps, Buffer w, Buffer b);
 // sum_g[c] = sum(g), sum_gx[c] = sum(g * (x - mean)).
 void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
-                                Buffer mean, Buffer sum_g, Buffer sum_gx);
+                                Buffer mean, Buffer sum_g, Buffer sum_gx, Buffer ws);
 void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
                                Buffer mean, Buffer invstd, Buffer w, Buffer sum_g, Buffer sum_gx, bool training,
                                Buffer gx);

@@ -370,8 +370,7 @@ def chk(a, e, **kw):
         for x, y in zip(a, e): chk(x, y, **kw)
         return
     assert_close(a.cpu(), e, equal_nan=True, **kw)
-shapes = [((1 << 18) + 3,), (3, 70001), (70001, 3), (513, 1029), (37, 5, 300), (2, 1)]
-for shape in shapes:
+for shape in SHAPES:
     x = torch.randn(*shape)
     if len(shape) == 3:
         x.view(-1)[::97] = float('nan')
@@ -395,7 +394,7 @@ for shape in shapes:
             y = x.softmax(dim); gy = torch.randn(x.shape)
             chk(torch.ops.aten._softmax_backward_data(gy.to('ocl'), y.to('ocl'), dim, torch.float32),
                 torch.ops.aten._softmax_backward_data(gy, y, dim, torch.float32), rtol=1e-5, atol=1e-5)
-for dt in (torch.float16, torch.bfloat16, torch.int32, torch.uint8):
+for dt in DTYPES:
     x = (torch.randn(1000, 77) * 10).to(dt)
     d = x.to('ocl')
     for dim in (0, 1):
@@ -408,8 +407,17 @@ print("GPU-MAPPING-OK")
 """
 
 
-def test_gpu_mappings_on_this_device():
-    proc = run_python(GPU_MAPPING_SCRIPT, env={"PYTORCH_OCL_GPU_MAPPING": "1"}, timeout=600)
+GPU_MAPPING_CASES = [(f"[{s!r}]", "()") for s in
+                     [((1 << 18) + 3,), (3, 70001), (70001, 3), (513, 1029), (37, 5, 300), (2, 1)]]
+GPU_MAPPING_CASES.append(("[]", "(torch.float16, torch.bfloat16, torch.int32, torch.uint8)"))
+
+
+# One subprocess per shape, so that parallel test workers share the work.
+@pytest.mark.parametrize("shapes,dtypes", GPU_MAPPING_CASES, ids=[c[0] if c[0] != "[]" else "dtypes"
+                                                                 for c in GPU_MAPPING_CASES])
+def test_gpu_mappings_on_this_device(shapes, dtypes):
+    code = GPU_MAPPING_SCRIPT.replace("SHAPES", shapes).replace("DTYPES", dtypes)
+    proc = run_python(code, env={"PYTORCH_OCL_GPU_MAPPING": "1"}, timeout=600)
     assert "GPU-MAPPING-OK" in proc.stdout
 
 

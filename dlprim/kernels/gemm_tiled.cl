@@ -89,12 +89,24 @@
 #define LOAD_B_CHUNK(dst, src) VSTORE_N(*(__local const ACCV_N *)(src), 0, (dst))
 #endif
 
+// Grid order: with local staging, dim 0 walks the N tiles; without it (CPU-style configs, whose
+// operands come from caches) dim 0 walks the M tiles, so that the work-groups a core runs one
+// after another share the K x BN panel of B and find it cached instead of streaming all of B
+// again for every BM rows of A.
+#if USE_LOCAL
+#define GRID_N 0
+#define GRID_M 1
 __kernel __attribute__((reqd_work_group_size(TN, TM, 1))) void KERNEL_NAME(
+#else
+#define GRID_N 1
+#define GRID_M 0
+__kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
+#endif
     int M, int N, int K, int ksteps, int total_steps, int steps_per_split, int splits, int groups,
     OPERAND_ARGS, GEMM_OUT_ARGS, __global ACC *W, ulong w_off, int partial) {
-  const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * TN + tx;
+  const int tx = get_local_id(GRID_N), ty = get_local_id(GRID_M), tid = ty * TN + tx;
   // Group ids from global ids so that launches split with a global offset stay correct.
-  const int n0 = (int)(get_global_id(0) / TN) * BN, m0 = (int)(get_global_id(1) / TM) * BM;
+  const int n0 = (int)(get_global_id(GRID_N) / TN) * BN, m0 = (int)(get_global_id(GRID_M) / TM) * BM;
   const int z = (int)get_global_id(2);
   const int zb = z / splits, split = z - zb * splits;
   const int bi = zb / groups, gi = zb - bi * groups;

@@ -98,10 +98,11 @@ def main(argv=None) -> int:
     skip_ref = skip_ocl = False
     for label, batch, M, N, K, tb in cases:
         flop = 2.0 * batch * M * N * K
-        t_ocl = None if skip_ocl else measure(batch, M, N, K, tb, dtype, args.device, args.max_seconds)
-        t_ref = None if skip_ref else measure(batch, M, N, K, tb, dtype, args.ref, args.max_seconds)
-        # Square sizes grow: once one is too slow the larger ones are too.
-        if label.startswith("square"):
+        # Square sizes grow: once one is too slow the larger ones are too (network shapes are each tried).
+        square = label.startswith("square")
+        t_ocl = None if square and skip_ocl else measure(batch, M, N, K, tb, dtype, args.device, args.max_seconds)
+        t_ref = None if square and skip_ref else measure(batch, M, N, K, tb, dtype, args.ref, args.max_seconds)
+        if square:
             skip_ocl, skip_ref = skip_ocl or t_ocl is None, skip_ref or t_ref is None
         g_ocl = flop / t_ocl / 1e9 if t_ocl else None
         g_ref = flop / t_ref / 1e9 if t_ref else None

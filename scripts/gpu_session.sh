@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One device-tool call on the lent NVIDIA machine: build, then the checks and benchmarks named by
+# the first argument, each under its own time limit, logs and tables under $OUT (or results/).
+#
+#   bash scripts/gpu_session.sh validate    # validate_network.py, 19 torchvision networks (about 5 min)
+#   bash scripts/gpu_session.sh models      # benchmarks/models.py, 8 networks vs CUDA (about 6 min)
+#   bash scripts/gpu_session.sh kernels     # profile_model.py on the weakest networks + conv.py tables
+#
+# The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
+# Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
+# short by its limit still reports what it measured.
+set -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${OUT:-results}
+mkdir -p "$out"
+bash scripts/gpu_build.sh > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+export OCL_ICD_FILENAMES=libnvidia-opencl.so.1 PYTHONUNBUFFERED=1 PYTORCH_OCL_STRICT=1
+bars='it/s\]|s/it\]|net/s\]|s/net\]|layer/s\]|s/layer\]|Warn'
+
+run() {  # run NAME SECONDS COMMAND...: the command's output, progress bars removed, to $out/NAME.log
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name (limit ${limit}s): $*"
+  timeout -s INT "$limit" "$@" 2>&1 | tr '\r' '\n' | grep -Ev "$bars" > "$out/$name.log"
+  grep -Ev '^ |^Traceback|File "|\^' "$out/$name.log" | tail -30
+}
+
+case "${1:-validate}" in
+  validate)
+    run validate 420 python3 validate_network.py --device ocl:0 --out "$out/validate.md"
+    ;;
+  models)
+    run models 470 python3 benchmarks/models.py --out "$out/models.md"
+    ;;
+  kernels)
+    run layers 90 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
+    for net in mobilenet_v2 convnext_small; do
+      run "profile_$net" 90 python3 benchmarks/profile_model.py --net "$net" --ref cuda
+    done
+    run conv 200 python3 benchmarks/conv.py --ref cuda --nets resnet18,mobilenet_v2,vgg16 --batches 32,1 \
+      --out "$out/conv.md"
+    ;;
+  *)
+    echo "unknown part '$1' (validate, models, kernels)" >&2
+    exit 2
+    ;;
+esac

@@ -264,12 +264,19 @@ for shape, mult, k, stride, dil in [((4, 1, 64, 64), 1, 3, 1, 1), ((3, 2, 70, 50
     w = torch.randn(c * mult, 1, k, k)
     b = torch.randn(c * mult)
     run_case(F.conv2d, x, w, b, stride=stride, padding=k // 2, dilation=dil, groups=c)
+# Dense and grouped strided convolutions: their weight gradient runs im2col's one-element-per-item
+# GPU kernel here (CPU devices use the one-row-per-item kernel in every other test).
+for shape, cout, k, stride, groups in [((2, 4, 13, 11), 6, 3, 2, 1), ((3, 6, 9, 10), 4, 5, 3, 2)]:
+    x = torch.randn(shape)
+    w = torch.randn(cout, shape[1] // groups, k, k)
+    run_case(F.conv2d, x, w, torch.randn(cout), stride=stride, padding=1, groups=groups)
 print("ok")
 """
 
 
-def test_depthwise_weight_gradient_slices():
-    """The sliced depthwise weight gradient (GPU mapping) against float64, incl. slices that end mid-image."""
+def test_gpu_mapping_conv_paths():
+    """Under the GPU mapping: the sliced depthwise weight gradient (incl. slices that end mid-image) and the
+    element-wise im2col, against float64."""
     import os
 
     from conftest import run_python

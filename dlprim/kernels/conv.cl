@@ -26,6 +26,30 @@ __kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong
   STORE_T(cols, col_off + id, v);
 }
 
+// The same patches, one work-item per output row of OW entries (CPU devices: the index
+// arithmetic runs once per row instead of once per element).
+__kernel void conv_im2col_rows(ulong rows, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn, long x_sc,
+                               long x_sh, long x_sw, __global T *cols, ulong col_off) {
+  ulong id = get_global_id(0);
+  if (id >= rows) return;
+  const int khw = KH * KW, kg = Cg * khw;
+  const int oh = (int)(id % (ulong)OH);
+  ulong t = id / (ulong)OH;
+  const int k = (int)(t % (ulong)kg);
+  const int z = (int)(t / (ulong)kg), b = z / groups, g = z - b * groups;
+  const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
+  const int ih = oh * stride_h - pad_h + kh * dil_h;
+  const ulong dst = col_off + ((ulong)z * kg + k) * (ulong)(OH * OW) + (ulong)oh * OW;
+  const long src = (long)x_off + b * x_sn + (long)(g * Cg + ci) * x_sc + ih * x_sh;
+  const bool row_in = (uint)ih < (uint)H;
+  for (int ow = 0; ow < OW; ++ow) {
+    const int iw = ow * stride_w - pad_w + kw * dil_w;
+    ACC v = 0;
+    if (row_in && (uint)iw < (uint)W) v = LOAD_T(X, src + iw * x_sw);
+    STORE_T(cols, dst + ow, v);
+  }
+}
+
 // The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it. The
 // patches hold unrounded sums, in the accumulation type.
 __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,

@@ -172,9 +172,11 @@ uint64_t gemm_pass_bytes(const Context& ctx, const ConvShape& s, uint64_t cols_b
 
 void launch_im2col(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                    int64_t b0, int64_t nb, cl_mem cols, uint64_t cols_off, const Cols& c) {
-  detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_im2col");
+  // GPUs: one element per work-item (coalesced stores); CPUs: one output row per work-item.
+  bool rows = cpu_mapping(ctx);
+  detail::LockedKernel& k = conv_kernel(ctx, dtype, rows ? "conv_im2col_rows" : "conv_im2col");
   std::lock_guard<std::mutex> lock(k.m);
-  uint64_t total = static_cast<uint64_t>(nb) * c.per_image;
+  uint64_t total = static_cast<uint64_t>(nb) * c.per_image / (rows ? std::max<int64_t>(s.OW, 1) : 1);
   KernelArgs a(k.k);
   a.add<cl_ulong>(total);
   add_geometry(a, s);

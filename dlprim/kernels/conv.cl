@@ -182,6 +182,34 @@ __kernel void conv_dw_backward_weight(int N, CONV_GEOMETRY, int mult, __global c
   }
 }
 
+// CPU devices: one work-item per weight element walking its (batch, output row, output column)
+// positions in order, without per-position index division or a work-group reduction.
+__kernel void conv_dw_backward_weight_loop(ulong E, int N, CONV_GEOMETRY, int mult, __global const T *X, ulong x_off,
+                                           long x_sn, long x_sc, long x_sh, long x_sw, __global const T *DY,
+                                           ulong dy_off, long dy_sn, long dy_sc, long dy_sh, long dy_sw,
+                                           __global T *DW, ulong dw_off) {
+  const ulong e = get_global_id(0);
+  if (e >= E) return;
+  const int kw = (int)(e % (ulong)KW), kh = (int)((e / (ulong)KW) % (ulong)KH), co = (int)(e / (ulong)(KW * KH));
+  const int ci = co / mult;
+  // Output columns whose input column lies inside the image: ow in [ow0, ow1).
+  int ow0 = 0, ow1 = OW;
+  while (ow0 < OW && ow0 * stride_w - pad_w + kw * dil_w < 0) ++ow0;
+  while (ow1 > ow0 && (ow1 - 1) * stride_w - pad_w + kw * dil_w >= W) --ow1;
+  ACC acc = 0;
+  for (int b = 0; b < N; ++b) {
+    for (int oh = 0; oh < OH; ++oh) {
+      const int ih = oh * stride_h - pad_h + kh * dil_h;
+      if ((uint)ih >= (uint)H) continue;
+      const long dy_row = (long)dy_off + b * dy_sn + (long)co * dy_sc + oh * dy_sh;
+      const long x_row = (long)x_off + b * x_sn + (long)ci * x_sc + ih * x_sh;
+      for (int ow = ow0; ow < ow1; ++ow)
+        acc += LOAD_T(DY, dy_row + ow * dy_sw) * LOAD_T(X, x_row + (ow * stride_w - pad_w + kw * dil_w) * x_sw);
+    }
+  }
+  STORE_T(DW, dw_off + e, acc);
+}
+
 __kernel void conv_dw_weight_sum(int E, int slices, __global const ACC *part, ulong part_off, __global T *DW,
                                  ulong dw_off) {
   const int e = (int)get_global_id(0);

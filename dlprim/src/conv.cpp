@@ -458,6 +458,19 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
   if (p == Path::Depthwise) {
     DwWeightPlan plan = dw_weight_plan(ctx, s, dtype);
     uint64_t E = static_cast<uint64_t>(s.K) * s.KH * s.KW;
+    if (cpu_mapping(ctx)) {
+      detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight_loop");
+      std::lock_guard<std::mutex> lock(k.m);
+      KernelArgs a(k.k);
+      a.add<cl_ulong>(E).add<cl_int>(static_cast<int>(s.N));
+      add_geometry(a, s);
+      a.add<cl_int>(static_cast<int>(s.K / s.groups));
+      add_tensor(a, x);
+      add_tensor(a, dy);
+      a.add(dw.mem).add<cl_ulong>(dw.offset);
+      launch_1d(q, k.k, E, std::min<size_t>(64, ctx.work_group_size(64)));
+      return;
+    }
     {
       detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight");
       std::lock_guard<std::mutex> lock(k.m);

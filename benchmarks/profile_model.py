@@ -4,8 +4,10 @@ with --ref cuda, CUDA kernels from torch.profiler in a child process that does n
     python3 benchmarks/profile_model.py --net mobilenet_v2 [--batch 32] [--ref cuda] [--top 25]
 
 Prints the top kernels by total device time for one training step (forward, cross-entropy,
-backward, SGD) after a warm-up step, with the sum of all kernel times next to the step's wall time:
+backward, SGD) after warm-up steps, with the sum of all kernel times next to the step's wall time:
 a sum well below the wall time means the step is bound by host overhead or idle gaps, not kernels.
+For ocl it also names the kernels the device sat idle before (the host was late to launch them:
+what ran on the host just before is the suspect) and the aten ops with the most host time.
 """
 import argparse
 import os
@@ -45,7 +47,8 @@ def make_step(name, device, batch):
         F.cross_entropy(model(x), y).backward()
         opt.step()
 
-    step()  # warm-up: program builds and tuning happen here, not in the profile
+    for _ in range(3):  # warm-up: program builds, tuning and optimizer state happen here, not in the profile
+        step()
     common.synchronize(device)
     return step
 
@@ -68,6 +71,37 @@ def profile_ocl(args):
         common.synchronize(args.device)
     rows = prof.summary()
     report(f"ocl ({args.device})", wall, [(r["kernel"], r["calls"], r["total_us"]) for r in rows], args.top)
+    report_gaps(prof.records, args.top)
+    report_host(step, args.device, args.top)
+
+
+def report_gaps(records, top):
+    """Idle device time before each launch, summed by (previous kernel -> delayed kernel)."""
+    idle, end, prev = {}, None, None
+    for name, start, dur in sorted(records, key=lambda r: r[1]):
+        if end is not None and start > end:
+            key = f"{prev} -> {name}"
+            n, us = idle.get(key, (0, 0.0))
+            idle[key] = (n + 1, us + start - end)
+        if end is None or start + dur > end:
+            end = start + dur
+        prev = name
+    rows = sorted(((k, n, us) for k, (n, us) in idle.items()), key=lambda r: -r[2])
+    total = sum(r[2] for r in rows)
+    print(f"\n== ocl idle gaps: {total / 1e3:.2f} ms in {sum(r[1] for r in rows)} gaps, largest by kernel pair")
+    for key, n, us in rows[:top]:
+        print(f"  {us / 1e3:8.3f} ms  {n:5d}x  {key[:110]}")
+
+
+def report_host(step, device, top):
+    """Host (CPU) time of the aten ops of one step: long ones are blocking or slow to launch."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        step()
+        common.synchronize(device)
+    rows = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    print(f"\n== ocl host time by op (self, one step)")
+    for e in rows[:top]:
+        print(f"  {e.self_cpu_time_total / 1e3:8.3f} ms  {e.count:5d}x  {e.key[:110]}")
 
 
 def profile_cuda(args):

@@ -4,7 +4,8 @@
 #
 #   bash scripts/gpu_session.sh validate    # validate_network.py, 19 torchvision networks (about 5 min)
 #   bash scripts/gpu_session.sh models      # benchmarks/models.py, 8 networks vs CUDA (about 6 min)
-#   bash scripts/gpu_session.sh kernels     # profile_model.py on the weakest networks + conv.py tables
+#   bash scripts/gpu_session.sh kernels     # layers.py + conv.py tables
+#   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -34,14 +35,16 @@ case "${1:-validate}" in
     ;;
   kernels)
     run layers 90 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
-    for net in mobilenet_v2 convnext_small; do
-      run "profile_$net" 90 python3 benchmarks/profile_model.py --net "$net" --ref cuda
-    done
     run conv 200 python3 benchmarks/conv.py --ref cuda --nets resnet18,mobilenet_v2,vgg16 --batches 32,1 \
       --out "$out/conv.md"
     ;;
+  profile)  # at most 8 files come back from a call: one log per network
+    for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do
+      run "profile_$net" 100 python3 benchmarks/profile_model.py --net "$net" --ref cuda --top 30
+    done
+    ;;
   *)
-    echo "unknown part '$1' (validate, models, kernels)" >&2
+    echo "unknown part '$1' (validate, models, kernels, profile)" >&2
     exit 2
     ;;
 esac

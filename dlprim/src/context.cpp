@@ -50,14 +50,18 @@ cl_kernel create_kernel(cl_program program, const char* name) {
   return k;
 }
 
-void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local,
-               const char* label) {
-  if (!profiler::recording()) {
-    DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, nullptr, global, local, 0, nullptr, nullptr));
+void launch_nd_events(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* offset, const size_t* global,
+                      const size_t* local, std::vector<cl_event>* events, const char* label) {
+  const bool rec = profiler::recording();
+  if (!rec && !events) {
+    DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, nullptr, nullptr));
     return;
   }
   cl_event ev = nullptr;
-  DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, nullptr, global, local, 0, nullptr, &ev));
+  DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, nullptr, &ev));
+  if (events) events->push_back(ev);
+  if (!rec) return;
+  if (events) clRetainEvent(ev);  // both the caller and the profiler release it
   std::string name;
   if (label) {
     name = label;
@@ -69,6 +73,11 @@ void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* glob
     while (!name.empty() && name.back() == '\0') name.pop_back();
   }
   profiler::record(name, ev);
+}
+
+void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local,
+               const char* label) {
+  launch_nd_events(q, k, dims, nullptr, global, local, nullptr, label);
 }
 
 void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local, const char* label) {

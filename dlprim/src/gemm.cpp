@@ -360,7 +360,7 @@ void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
     size_t global[3] = {static_cast<size_t>(ceil_div(fast, l0) * l0), static_cast<size_t>(slow),
                         static_cast<size_t>(std::min<uint64_t>(65535, z - z0))};
     size_t local[3] = {l0, 1, 1};
-    DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, slot.k, 3, offset, global, local, 0, nullptr, nullptr));
+    launch_nd_events(q, slot.k, 3, offset, global, local, nullptr);
   }
 }
 
@@ -423,9 +423,7 @@ void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, 
   add_out_args(a, g);
   size_t L = ctx.work_group_size(256);
   size_t global = static_cast<size_t>(ceil_div(total, L) * L);
-  cl_event ev = nullptr;
-  DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, slot.k, 1, nullptr, &global, &L, 0, nullptr, events ? &ev : nullptr));
-  if (events) events->push_back(ev);
+  launch_nd_events(q, slot.k, 1, nullptr, &global, &L, events);
 }
 } // namespace detail
 

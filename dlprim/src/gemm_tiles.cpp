@@ -228,9 +228,7 @@ void launch_tiled(cl_command_queue q, cl_kernel k, const TileConfig& c, int64_t 
       size_t offset[3] = {0, static_cast<size_t>(y0 * ly), static_cast<size_t>(z0)};
       size_t global[3] = {static_cast<size_t>(gx * lx), static_cast<size_t>(std::min(kMaxGroups, gy - y0) * ly),
                           static_cast<size_t>(std::min(kMaxGroups, gz - z0))};
-      cl_event ev = nullptr;
-      DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, 3, offset, global, local, 0, nullptr, events ? &ev : nullptr));
-      if (events) events->push_back(ev);
+      launch_nd_events(q, k, 3, offset, global, local, events);
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dlprim {
 
@@ -64,6 +65,10 @@ void launch_1d(cl_command_queue q, cl_kernel k, uint64_t global, size_t local, c
 // the library goes through here or launch_1d, which is where the profiler hooks in.
 void launch_nd(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* global, const size_t* local,
                const char* label = nullptr);
+// launch_nd with a global offset; when `events` is given, the launch's event is appended to it
+// (the caller owns it: autotuning times launches this way).
+void launch_nd_events(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* offset, const size_t* global,
+                      const size_t* local, std::vector<cl_event>* events, const char* label = nullptr);
 
 } // namespace dlprim
 

@@ -38,7 +38,9 @@ def check(name, got, ref, mag, red, dtype):
 
 
 def run_case(conv, x, w, b, dtype=torch.float32, layout=None, **kw):
-    """conv(x, w, b, **kw) on ocl vs float64 on the CPU; forward and the gradients of x, w, b."""
+    """conv(x, w, b, **kw) on ocl vs float64 on the CPU; forward and the gradients of x, w, b.
+    layout: None (contiguous), "channels_last" (the input), "channels_last_all" (the input and the
+    output gradient) or "strided" (a step-2 view of the input and a transposed weight)."""
     xs, ws = x.to(dtype), w.to(dtype)
     bs = b.to(dtype) if b is not None else None
     # Reference from the dtype-rounded inputs, in float64.
@@ -54,7 +56,7 @@ def run_case(conv, x, w, b, dtype=torch.float32, layout=None, **kw):
     ya.backward(gy.abs())
 
     xd = xs.to(DEV)
-    if layout == "channels_last":
+    if layout in ("channels_last", "channels_last_all"):
         xd = xd.contiguous(memory_format=torch.channels_last)
     elif layout == "strided":  # a step-2 view along the width
         big = torch.zeros(*xs.shape[:-1], 2 * xs.shape[-1], dtype=dtype)
@@ -67,7 +69,10 @@ def run_case(conv, x, w, b, dtype=torch.float32, layout=None, **kw):
     wd.requires_grad_()
     bd = bs.to(DEV).requires_grad_() if bs is not None else None
     yd = conv(xd, wd, bd, **kw)
-    yd.backward(gy.to(dtype).to(DEV))
+    gyd = gy.to(dtype).to(DEV)
+    if layout == "channels_last_all":
+        gyd = gyd.contiguous(memory_format=torch.channels_last)
+    yd.backward(gyd)
 
     groups = kw.get("groups", 1)
     ksz = math.prod(w.shape[2:])
@@ -255,15 +260,28 @@ sys.path.insert(0, TESTS)
 import torch, torch.nn.functional as F
 from test_conv import run_case
 torch.manual_seed(0)
-# (N, C, H, W), multiplier, kernel, stride, dilation: few weight elements over many positions,
-# so the weight gradient is cut into slices summed by a second kernel (GPU mapping).
-for shape, mult, k, stride, dil in [((4, 1, 64, 64), 1, 3, 1, 1), ((3, 2, 70, 50), 1, 3, 2, 1),
-                                    ((3, 1, 100, 101), 1, 3, 1, 2), ((1, 1, 3, 3), 1, 3, 1, 1)]:
+# Depthwise under the GPU mapping: conv_depthwise.cl, built per kernel size / width stride / width
+# dilation, several outputs per item, and the channel-fastest mapping for channels-last tensors.
+# (N, C, H, W), multiplier, kernel, stride, dilation, padding, layout, dtype.
+f32, f64 = torch.float32, torch.float64
+for shape, mult, k, stride, dil, pad, layout, dtype in [
+        ((2, 8, 23, 29), 1, (7, 7), 1, 1, 3, "channels_last_all", f32),  # ConvNeXt
+        ((2, 8, 23, 29), 1, (7, 7), 1, 1, 3, None, f64),
+        ((3, 6, 17, 70), 2, (3, 3), 2, 1, 1, "channels_last_all", f64),  # multiplier 2, stride 2
+        ((3, 6, 17, 70), 2, (3, 3), 2, 1, 1, None, f32),
+        ((2, 5, 19, 13), 1, (1, 3), (1, 2), (1, 2), (0, 2), None, f32),
+        ((2, 5, 19, 13), 1, (5, 5), (2, 3), 2, 2, "channels_last_all", f32),
+        ((2, 5, 19, 13), 1, (3, 3), 1, 1, 1, "channels_last", f32),  # channels-last input, NCHW gradient
+        ((1, 3, 2, 3), 1, (3, 3), 1, 1, 1, "channels_last_all", f32),
+        # Few weight elements over many positions: slices summed by a second kernel.
+        ((4, 1, 64, 64), 1, (3, 3), 1, 1, 1, None, f32), ((3, 2, 70, 50), 1, (3, 3), 2, 1, 1, None, f32),
+        ((3, 1, 100, 101), 1, (3, 3), 1, 2, 1, None, f64), ((1, 1, 3, 3), 1, (3, 3), 1, 1, 1, None, f32),
+        ((8, 3, 40, 40), 1, (3, 3), 1, 1, 1, "channels_last_all", f32)]:
     c = shape[1]
     x = torch.randn(shape)
-    w = torch.randn(c * mult, 1, k, k)
+    w = torch.randn(c * mult, 1, *k)
     b = torch.randn(c * mult)
-    run_case(F.conv2d, x, w, b, stride=stride, padding=k // 2, dilation=dil, groups=c)
+    run_case(F.conv2d, x, w, b, dtype=dtype, layout=layout, stride=stride, padding=pad, dilation=dil, groups=c)
 # Dense and grouped strided convolutions: their weight gradient runs im2col's one-element-per-item
 # GPU kernel here (CPU devices use the one-row-per-item kernel in every other test).
 for shape, cout, k, stride, groups in [((2, 4, 13, 11), 6, 3, 2, 1), ((3, 6, 9, 10), 4, 5, 3, 2)]:
@@ -275,8 +293,8 @@ print("ok")
 
 
 def test_gpu_mapping_conv_paths():
-    """Under the GPU mapping: the sliced depthwise weight gradient (incl. slices that end mid-image) and the
-    element-wise im2col, against float64."""
+    """Under the GPU mapping: the GPU depthwise kernels (NCHW and channels-last mappings, sliced weight
+    gradients incl. slices that end mid-image) and the element-wise im2col, against float64."""
     import os
 
     from conftest import run_python

@@ -84,7 +84,8 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, 
   STORE_T(DX, (long)dx_off + b * dx_sn + (long)c * dx_sc + ih * dx_sh + iw * dx_sw, acc);
 }
 
-// Depthwise (one input channel per group, `mult` = K / C outputs per channel): direct kernels.
+// Depthwise (one input channel per group, `mult` = K / C outputs per channel), one output
+// element per work-item: CPU devices (GPUs run conv_depthwise.cl).
 __kernel void conv_dw_forward(ulong total, CONV_GEOMETRY, int mult, __global const T *X, ulong x_off, long x_sn,
                               long x_sc, long x_sh, long x_sw, __global const T *Wt, ulong w_off, __global const T *bias,
                               ulong b_off, int has_bias, __global T *Y, ulong y_off, long y_sn, long y_sc, long y_sh,
@@ -144,44 +145,6 @@ __kernel void conv_dw_backward_data(ulong total, CONV_GEOMETRY, int mult, __glob
   STORE_T(DX, (long)dx_off + b * dx_sn + (long)ci * dx_sc + ih * dx_sh + iw * dx_sw, acc);
 }
 
-// One work-group per weight element (co, kh, kw) and slice of `chunk` (batch, output pixel)
-// positions. With one slice the group writes DW; otherwise slice `sl` writes its partial sum to
-// part[sl * E + e] (E = weight elements) and conv_dw_weight_sum adds the slices in order, so
-// the result does not depend on scheduling. Slices keep a GPU busy when few channels meet many pixels.
-__kernel void conv_dw_backward_weight(int N, CONV_GEOMETRY, int mult, __global const T *X, ulong x_off, long x_sn,
-                                      long x_sc, long x_sh, long x_sw, __global const T *DY, ulong dy_off, long dy_sn,
-                                      long dy_sc, long dy_sh, long dy_sw, __global T *DW, ulong dw_off, ulong chunk,
-                                      int slices, __global ACC *part, ulong part_off, __local ACC *scratch) {
-  const int E = groups * mult * KH * KW;
-  const int e = (int)(get_group_id(0) % (ulong)E), sl = (int)(get_group_id(0) / (ulong)E);
-  const int lid = (int)get_local_id(0), L = (int)get_local_size(0);
-  const int kw = e % KW, kh = (e / KW) % KH, co = e / (KW * KH), ci = co / mult;
-  const int npix = OH * OW;
-  const ulong R = (ulong)N * (ulong)npix;
-  const ulong j0 = (ulong)sl * chunk, j1 = min(R, j0 + chunk);
-  ACC acc = 0;
-  for (ulong j = j0 + lid; j < j1; j += L) {
-    const int b = (int)(j / (ulong)npix), p = (int)(j - (ulong)b * npix);
-    const int oh = p / OW, ow = p - oh * OW;
-    const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
-    if ((uint)ih < (uint)H && (uint)iw < (uint)W)
-      acc += LOAD_T(DY, (long)dy_off + b * dy_sn + (long)co * dy_sc + oh * dy_sh + ow * dy_sw) *
-             LOAD_T(X, (long)x_off + b * x_sn + (long)ci * x_sc + ih * x_sh + iw * x_sw);
-  }
-  scratch[lid] = acc;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = L / 2; s > 0; s >>= 1) {
-    if (lid < s) scratch[lid] += scratch[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid != 0) return;
-  if (slices == 1) {
-    STORE_T(DW, dw_off + e, scratch[0]);
-  } else {
-    part[part_off + (ulong)sl * E + e] = scratch[0];
-  }
-}
-
 // CPU devices: one work-item per weight element walking its (batch, output row, output column)
 // positions in order, without per-position index division or a work-group reduction.
 __kernel void conv_dw_backward_weight_loop(ulong E, int N, CONV_GEOMETRY, int mult, __global const T *X, ulong x_off,
@@ -210,6 +173,7 @@ __kernel void conv_dw_backward_weight_loop(ulong E, int N, CONV_GEOMETRY, int mu
   STORE_T(DW, dw_off + e, acc);
 }
 
+// Adds the weight-gradient slices of conv_depthwise.cl in slice order.
 __kernel void conv_dw_weight_sum(int E, int slices, __global const ACC *part, ulong part_off, __global T *DW,
                                  ulong dw_off) {
   const int e = (int)get_global_id(0);

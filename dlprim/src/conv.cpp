@@ -12,6 +12,36 @@
 
 namespace dlprim {
 
+namespace detail {
+
+LockedKernel& conv_kernel(const Context& ctx, DType dtype, const char* name) {
+  LockedKernel& slot = kernel_slot(ctx, std::string("conv|") + dtype_name(dtype) + "|" + name);
+  std::lock_guard<std::mutex> lock(slot.m);
+  if (!slot.k) slot.k = create_kernel(ctx.program(gemm_program_head(dtype) + kernel_source("conv")), name);
+  return slot;
+}
+
+void add_geometry(KernelArgs& a, const ConvShape& s) {
+  a.add<cl_int>(static_cast<int>(s.C / s.groups)).add<cl_int>(static_cast<int>(s.H)).add<cl_int>(static_cast<int>(s.W));
+  a.add<cl_int>(static_cast<int>(s.KH)).add<cl_int>(static_cast<int>(s.KW));
+  a.add<cl_int>(static_cast<int>(s.OH)).add<cl_int>(static_cast<int>(s.OW));
+  a.add<cl_int>(static_cast<int>(s.sh)).add<cl_int>(static_cast<int>(s.sw));
+  a.add<cl_int>(static_cast<int>(s.ph)).add<cl_int>(static_cast<int>(s.pw));
+  a.add<cl_int>(static_cast<int>(s.dh)).add<cl_int>(static_cast<int>(s.dw));
+  a.add<cl_int>(static_cast<int>(s.groups));
+}
+
+void add_tensor(KernelArgs& a, const ConvTensor& t, int64_t batch_offset) {
+  a.add(t.mem).add<cl_ulong>(t.offset + batch_offset * t.sn).add<cl_long>(t.sn).add<cl_long>(t.sc);
+  a.add<cl_long>(t.sh).add<cl_long>(t.sw);
+}
+
+} // namespace detail
+
+using detail::add_geometry;
+using detail::add_tensor;
+using detail::conv_kernel;
+
 namespace {
 
 enum class Path { Depthwise, Gemm1x1, Im2col };
@@ -31,12 +61,6 @@ bool use_direct(Path p, const ConvShape& s, const ConvTensor& in) {
   return p == Path::Gemm1x1 && pixel_linear(in, s.H, s.W) && (in.sw == 1 || in.sc == 1);
 }
 
-detail::LockedKernel& conv_kernel(const Context& ctx, DType dtype, const char* name) {
-  detail::LockedKernel& slot = detail::kernel_slot(ctx, std::string("conv|") + dtype_name(dtype) + "|" + name);
-  std::lock_guard<std::mutex> lock(slot.m);
-  if (!slot.k) slot.k = create_kernel(ctx.program(detail::gemm_program_head(dtype) + kernel_source("conv")), name);
-  return slot;
-}
 
 void check(const Context& ctx, const ConvShape& s, DType dtype) {
   if (!is_floating(dtype)) throw Error(std::string("conv2d: dtype ") + dtype_name(dtype) + " is not supported");
@@ -48,20 +72,7 @@ void check(const Context& ctx, const ConvShape& s, DType dtype) {
     throw Error("conv2d: tensor too large for 32-bit indexing of one image");
 }
 
-void add_geometry(KernelArgs& a, const ConvShape& s) {
-  a.add<cl_int>(static_cast<int>(s.C / s.groups)).add<cl_int>(static_cast<int>(s.H)).add<cl_int>(static_cast<int>(s.W));
-  a.add<cl_int>(static_cast<int>(s.KH)).add<cl_int>(static_cast<int>(s.KW));
-  a.add<cl_int>(static_cast<int>(s.OH)).add<cl_int>(static_cast<int>(s.OW));
-  a.add<cl_int>(static_cast<int>(s.sh)).add<cl_int>(static_cast<int>(s.sw));
-  a.add<cl_int>(static_cast<int>(s.ph)).add<cl_int>(static_cast<int>(s.pw));
-  a.add<cl_int>(static_cast<int>(s.dh)).add<cl_int>(static_cast<int>(s.dw));
-  a.add<cl_int>(static_cast<int>(s.groups));
-}
 
-void add_tensor(KernelArgs& a, const ConvTensor& t, int64_t batch_offset = 0) {
-  a.add(t.mem).add<cl_ulong>(t.offset + batch_offset * t.sn).add<cl_long>(t.sn).add<cl_long>(t.sc);
-  a.add<cl_long>(t.sh).add<cl_long>(t.sw);
-}
 
 // Patch-matrix layout of the im2col path: per image and group a [Kg, OH * OW] matrix.
 struct Cols {
@@ -237,42 +248,14 @@ std::string conv2d_algorithm(const Context& ctx, ConvPass pass, const ConvShape&
 
 namespace {
 
-// Depthwise weight gradient: work-group size, and how many slices of the N * OH * OW positions
-// each weight element's sum is cut into. One group per weight element leaves most of a GPU idle
-// when there are few channels (mobilenet's first depthwise layers: 32 channels x 9 taps = 288
-// groups for 400k positions each); slices of at least 32 positions per work item fix that. CPU
-// devices run one group per core at a time already: no slices there.
-struct DwWeightPlan {
-  size_t local = 1;
-  uint64_t slices = 1, chunk = 0;
-};
-
-DwWeightPlan dw_weight_plan(const Context& ctx, const ConvShape& s, DType) {
-  DwWeightPlan plan;
-  while (plan.local * 2 <= std::min<size_t>(256, ctx.work_group_size(256))) plan.local *= 2;
-  uint64_t positions = static_cast<uint64_t>(s.N) * s.OH * s.OW;
-  uint64_t elements = static_cast<uint64_t>(s.K) * s.KH * s.KW;
-  uint64_t wanted_groups = 8ull * std::max<uint32_t>(ctx.info().compute_units, 1);
-  if (!cpu_mapping(ctx) && elements < wanted_groups) {
-    uint64_t by_work = positions / (plan.local * 32);
-    plan.slices = std::max<uint64_t>(1, std::min<uint64_t>({by_work, (wanted_groups + elements - 1) / elements, 256}));
-  }
-  plan.chunk = (positions + plan.slices - 1) / std::max<uint64_t>(plan.slices, 1);
-  if (plan.chunk == 0) plan.chunk = 1;
-  return plan;
-}
-
 } // namespace
 
 uint64_t conv2d_workspace_bytes(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype,
                                 const ConvTensor& in, const ConvTensor& out) {
   check(ctx, s, dtype);
   Path p = path_of(s);
-  if (p == Path::Depthwise && pass == ConvPass::BackwardWeight && s.N > 0) {
-    DwWeightPlan plan = dw_weight_plan(ctx, s, dtype);
-    if (plan.slices == 1) return 0;
-    return plan.slices * static_cast<uint64_t>(s.K) * s.KH * s.KW * dtype_size(compute_dtype(dtype));
-  }
+  if (p == Path::Depthwise && pass == ConvPass::BackwardWeight && s.N > 0)
+    return detail::depthwise_weight_workspace(ctx, s, dtype, out);
   if (p == Path::Depthwise || s.N == 0) return 0;
   bool direct = use_direct(p, s, in);
   Cols c = cols_plan(ctx, s, pass == ConvPass::BackwardData ? compute_dtype(dtype) : dtype);
@@ -399,21 +382,7 @@ void conv2d_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, 
   check(ctx, s, dtype);
   if (s.N == 0 || s.K == 0 || s.OH <= 0 || s.OW <= 0) return;
   Path p = path_of(s);
-  if (p == Path::Depthwise) {
-    detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_forward");
-    std::lock_guard<std::mutex> lock(k.m);
-    uint64_t total = static_cast<uint64_t>(s.N) * s.K * s.OH * s.OW;
-    KernelArgs a(k.k);
-    a.add<cl_ulong>(total);
-    add_geometry(a, s);
-    a.add<cl_int>(static_cast<int>(s.K / s.groups));
-    add_tensor(a, x);
-    a.add(w.mem).add<cl_ulong>(w.offset).add(bias.mem ? bias.mem : w.mem).add<cl_ulong>(bias.offset);
-    a.add<cl_int>(bias.mem ? 1 : 0);
-    add_tensor(a, y);
-    launch_1d(q, k.k, total, ctx.work_group_size(256));
-    return;
-  }
+  if (p == Path::Depthwise) return detail::depthwise_forward(ctx, q, s, dtype, x, w, bias, y);
   if (!pixel_linear(y, s.OH, s.OW)) throw Error("conv2d: output rows must be contiguous in pixels");
   if (!use_direct(p, s, x)) {
     detail::ImplicitPlan ip = detail::implicit_forward_plan(ctx, s, dtype, x, y);
@@ -429,20 +398,7 @@ void conv2d_backward_data(const Context& ctx, cl_command_queue q, const ConvShap
   check(ctx, s, dtype);
   if (s.N == 0 || s.C == 0 || s.H == 0 || s.W == 0) return;
   Path p = path_of(s);
-  if (p == Path::Depthwise) {
-    detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_data");
-    std::lock_guard<std::mutex> lock(k.m);
-    uint64_t total = static_cast<uint64_t>(s.N) * s.C * s.H * s.W;
-    KernelArgs a(k.k);
-    a.add<cl_ulong>(total);
-    add_geometry(a, s);
-    a.add<cl_int>(static_cast<int>(s.K / s.groups));
-    add_tensor(a, dy);
-    a.add(w.mem).add<cl_ulong>(w.offset);
-    add_tensor(a, dx);
-    launch_1d(q, k.k, total, ctx.work_group_size(256));
-    return;
-  }
+  if (p == Path::Depthwise) return detail::depthwise_backward_data(ctx, q, s, dtype, dy, w, dx);
   if (!use_direct(p, s, dx) && detail::winograd_backward_data_chosen(ctx, s, dtype))
     return detail::winograd_run(ctx, q, detail::winograd_backward_data_conv(s), dtype, dy, w, ConvBuffer{}, dx, ws,
                                 ws_offset);
@@ -455,47 +411,7 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
   check(ctx, s, dtype);
   if (s.K == 0 || s.C == 0) return;
   Path p = path_of(s);
-  if (p == Path::Depthwise) {
-    DwWeightPlan plan = dw_weight_plan(ctx, s, dtype);
-    uint64_t E = static_cast<uint64_t>(s.K) * s.KH * s.KW;
-    if (cpu_mapping(ctx)) {
-      detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight_loop");
-      std::lock_guard<std::mutex> lock(k.m);
-      KernelArgs a(k.k);
-      a.add<cl_ulong>(E).add<cl_int>(static_cast<int>(s.N));
-      add_geometry(a, s);
-      a.add<cl_int>(static_cast<int>(s.K / s.groups));
-      add_tensor(a, x);
-      add_tensor(a, dy);
-      a.add(dw.mem).add<cl_ulong>(dw.offset);
-      launch_1d(q, k.k, E, std::min<size_t>(64, ctx.work_group_size(64)));
-      return;
-    }
-    {
-      detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight");
-      std::lock_guard<std::mutex> lock(k.m);
-      KernelArgs a(k.k);
-      a.add<cl_int>(static_cast<int>(s.N));
-      add_geometry(a, s);
-      a.add<cl_int>(static_cast<int>(s.K / s.groups));
-      add_tensor(a, x);
-      add_tensor(a, dy);
-      a.add(dw.mem).add<cl_ulong>(dw.offset).add<cl_ulong>(plan.chunk).add<cl_int>(static_cast<int>(plan.slices));
-      a.add(plan.slices > 1 ? ws : dw.mem).add<cl_ulong>(ws_offset / dtype_size(compute_dtype(dtype)));
-      a.add_local(plan.local * dtype_size(compute_dtype(dtype)));
-      launch_1d(q, k.k, E * plan.slices * plan.local, plan.local);
-    }
-    if (plan.slices > 1) {
-      detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_weight_sum");
-      std::lock_guard<std::mutex> lock(k.m);
-      KernelArgs a(k.k);
-      a.add<cl_int>(static_cast<int>(E)).add<cl_int>(static_cast<int>(plan.slices));
-      a.add(ws).add<cl_ulong>(ws_offset / dtype_size(compute_dtype(dtype)));
-      a.add(dw.mem).add<cl_ulong>(dw.offset);
-      launch_1d(q, k.k, E, ctx.work_group_size(256));
-    }
-    return;
-  }
+  if (p == Path::Depthwise) return detail::depthwise_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
   if (s.N > 0 && !use_direct(p, s, x) && detail::winograd_backward_weight_chosen(ctx, s, dtype))
     return detail::winograd_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
   detail::gemm_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);

@@ -11,6 +11,23 @@
 namespace dlprim {
 namespace detail {
 
+// A kernel of conv.cl for `dtype`, built once per context.
+LockedKernel& conv_kernel(const Context& ctx, DType dtype, const char* name);
+// The CONV_GEOMETRY arguments of conv.cl.
+void add_geometry(KernelArgs& a, const ConvShape& s);
+// Buffer, offset (moved `batch_offset` images on) and the four strides of `t`.
+void add_tensor(KernelArgs& a, const ConvTensor& t, int64_t batch_offset = 0);
+
+// Depthwise convolution (conv_depthwise.cpp): direct kernels; `dy` gives the gradient's strides.
+uint64_t depthwise_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& dy);
+void depthwise_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                       const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y);
+void depthwise_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
+                             const ConvTensor& dy, const ConvBuffer& w, const ConvTensor& dx);
+void depthwise_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
+                               const ConvTensor& x, const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws,
+                               uint64_t ws_offset);
+
 // The im2col + GEMM forward and its workspace (conv.cpp).
 uint64_t im2col_forward_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
                                   const ConvTensor& y);

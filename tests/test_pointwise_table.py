@@ -340,3 +340,17 @@ def test_float64_unsupported_error_is_not_testable_here():
         pytest.skip("device supports float64")
     with pytest.raises(RuntimeError, match="float64"):
         torch.ones(3, dtype=torch.float64, device="ocl").exp()
+
+
+def test_silu_backward_is_one_kernel():
+    """Upstream's functional silu_backward is CompositeImplicitAutograd (six kernels); ours is one."""
+    import pytorch_ocl.profiler
+
+    x = torch.randn(100, device="ocl:0", requires_grad=True)
+    g = torch.randn(100, device="ocl:0")
+    y = torch.nn.functional.silu(x)
+    with pytorch_ocl.profiler.profile() as prof:
+        (gx,) = torch.autograd.grad(y, x, g)
+        torch.ocl.synchronize()
+    assert [r["kernel"] for r in prof.summary()] == ["silu_backward"]
+    torch.testing.assert_close(gx.cpu(), aten.silu_backward(g.cpu(), x.detach().cpu()))

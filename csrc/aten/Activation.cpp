@@ -130,6 +130,11 @@ at::Tensor& hardswish_(at::Tensor& self) {
 at::Tensor hardswish_backward(const at::Tensor& grad, const at::Tensor& self) {
   return run_bw(PW_hardswish_backward, grad, self, {}, at::Tensor());
 }
+// Upstream's functional silu_backward is CompositeImplicitAutograd (six kernels and their
+// allocations); a kernel registered for this backend takes precedence over it.
+at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& self) {
+  return run_bw(PW_silu_backward, grad, self, {}, at::Tensor());
+}
 at::Tensor mish_backward(const at::Tensor& grad, const at::Tensor& self) {
   return run_bw(PW_mish_backward, grad, self, {}, at::Tensor());
 }
@@ -273,6 +278,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_hardtanh, "hardtanh.out", TORCH_FN(hardtanh_out));
   pw_impl(m, PW_hardtanh, "hardtanh_", TORCH_FN(hardtanh_));
   pw_impl(m, PW_hardtanh_backward, "hardtanh_backward", TORCH_FN(hardtanh_backward));
+  pw_impl(m, PW_silu_backward, "silu_backward", TORCH_FN(silu_backward));
   pw_impl(m, PW_hardswish, "hardswish", TORCH_FN(hardswish));
   pw_impl(m, PW_hardswish, "hardswish.out", TORCH_FN(hardswish_out));
   pw_impl(m, PW_hardswish, "hardswish_", TORCH_FN(hardswish_));

@@ -255,3 +255,43 @@ def test_opinfo_yardstick(name):
         passed += p
         failures += f
     assert not failures, f"{len(failures)} of {passed + len(failures)} samples failed:\n" + "\n".join(failures[:20])
+
+
+def test_multi_tensor_launches_and_order():
+    """Contiguous tensors of a list share launches (ew_multi), and an item that touches what an
+    earlier one writes waits for it: results equal one op per tensor in list order."""
+    import pytorch_ocl.profiler
+
+    torch.manual_seed(0)
+    sizes = [1, 7, 1000, 33, 4096, 5] * 5
+    xs = [torch.randn(n) for n in sizes]
+    ys = [torch.randn(n) for n in sizes]
+    xd, yd = [x.to("ocl:0") for x in xs], [y.to("ocl:0") for y in ys]
+    with pytorch_ocl.profiler.profile() as prof:
+        torch._foreach_add_(xd, yd, alpha=0.5)
+        outs = torch._foreach_addcmul(xd, yd, yd, value=2.0)
+        torch.ocl.synchronize()
+    launches = sum(r["calls"] for r in prof.summary())
+    assert launches <= 6, prof.table()  # 30 tensors: 2 launches per op
+    for x, y, xo, o in zip(xs, ys, xd, outs):
+        ref = x + 0.5 * y
+        torch.testing.assert_close(xo.cpu(), ref)
+        torch.testing.assert_close(o.cpu(), ref + 2.0 * y * y)
+    # Aliasing inside one list: a twice as output, and a as the other operand of a later item.
+    a, b, c = (torch.randn(100) for _ in range(3))
+    ad, bd, cd = a.to("ocl:0"), b.to("ocl:0"), c.to("ocl:0")
+    torch._foreach_add_([ad, ad, bd], [bd, cd, ad])
+    a_ref = a + b + c
+    torch.testing.assert_close(ad.cpu(), a_ref)
+    torch.testing.assert_close(bd.cpu(), b + a_ref)
+    # Views of one buffer that overlap, and a non-contiguous member (its own launch).
+    base = torch.randn(300)
+    bd2 = base.to("ocl:0")
+    t = torch.randn(10, 10)
+    td = t.to("ocl:0").t()
+    torch._foreach_mul_([bd2[0:200], bd2[100:300], td], [2.0, 3.0, 4.0])
+    ref = base.clone()
+    ref[0:200] *= 2.0
+    ref[100:300] *= 3.0
+    torch.testing.assert_close(bd2.cpu(), ref)
+    torch.testing.assert_close(td.cpu(), t.t() * 4.0)

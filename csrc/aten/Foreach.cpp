@@ -1,8 +1,8 @@
 // _foreach_* ops (the optimizers' default path on ocl): a loop over the tensor lists that
 // launches the elementwise generator once per tensor, with the same type promotion and checks
 // as the single-tensor op (so results equal the non-foreach path). Each op is one table row;
-// the wrappers below are shared by every row of the same signature. A fused multi-tensor
-// launch is a later optimisation.
+// the wrappers below are shared by every row of the same signature. The per-tensor launches go
+// through an ElementwiseBatch: contiguous tensors run several to a launch.
 #include "aten/Launch.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -75,7 +75,7 @@ at::Tensor wrapped_scalar(const c10::Scalar& s) {
 
 // out = op(inputs) for one tensor of the list, as the single-tensor op would (out undefined:
 // allocated in the promoted dtype). `same_dtype` for ops without type promotion (lerp).
-at::Tensor run(const dlprim::ElementwiseOp& op, const at::Tensor& out, std::initializer_list<at::Tensor> inputs,
+at::Tensor run(ElementwiseBatch& batch, const at::Tensor& out, std::initializer_list<at::Tensor> inputs,
                bool to_float, const std::vector<dlprim::Scalar>& params, bool same_dtype = false) {
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).allow_cpu_scalars(true).add_output(out);
@@ -86,7 +86,7 @@ at::Tensor run(const dlprim::ElementwiseOp& op, const at::Tensor& out, std::init
         .enforce_safe_casting_to_output(true)
         .promote_integer_inputs_to_float(to_float);
   auto iter = config.build();
-  launch_elementwise(op, iter, iter.common_dtype(), params);
+  batch.add(iter, iter.common_dtype(), params);
   return iter.output();
 }
 
@@ -130,39 +130,45 @@ void check_scalar_tensor(const at::Tensor& t) {
 template <const dlprim::ElementwiseOp* Op, bool ToFloat>
 void binary_list(TensorList self, TensorList other, const c10::Scalar& alpha, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self, other);
+  ElementwiseBatch batch(*Op);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_add || Op == &k_sub) check_alpha(self[i], other[i], alpha);
     if (Op == &k_sub) at::native::sub_check(self[i], other[i]);
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other[i]}, ToFloat,
+    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], other[i]}, ToFloat,
                        {scalar_param(alpha, at::result_type(self[i], other[i]))});
     if (outs) outs->push_back(r);
   }
+  batch.flush();
 }
 
 template <const dlprim::ElementwiseOp* Op, bool ToFloat>
 void binary_scalars(TensorList self, ScalarList scalars, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self, scalars);
+  ElementwiseBatch batch(*Op);
   for (size_t i = 0; i < self.size(); ++i) {
     at::Tensor other = wrapped_scalar(scalars[i]);
     check_not_bool_clamp(self[i], other, *Op);
     if (Op == &k_sub) at::native::sub_check(self[i], other);
     if (c10::isReducedFloatingType(at::result_type(self[i], other)))
       other = wrapped_scalar(in_dtype(scalars[i], self[i].scalar_type()));
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat, {one()});
+    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat, {one()});
     if (outs) outs->push_back(r);
   }
+  batch.flush();
 }
 
 template <const dlprim::ElementwiseOp* Op, bool ToFloat>
 void binary_tensor(TensorList self, const at::Tensor& other, const c10::Scalar& alpha, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self);
+  ElementwiseBatch batch(*Op);
   check_scalar_tensor(other);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_add) check_alpha(self[i], other, alpha);
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat,
+    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat,
                        {scalar_param(alpha, at::result_type(self[i], other))});
     if (outs) outs->push_back(r);
   }
+  batch.flush();
 }
 
 template <const dlprim::ElementwiseOp* Op, bool F>
@@ -212,20 +218,24 @@ void tensor_(TensorList s, const at::Tensor& o) { tensor_alpha_<Op, F>(s, o, 1);
 template <const dlprim::ElementwiseOp* Op, bool ToFloat>
 std::vector<at::Tensor> unary(TensorList self) {
   at::native::check_foreach_api_restrictions(self);
+  ElementwiseBatch batch(*Op);
   std::vector<at::Tensor> r;
   for (const at::Tensor& t : self) {
     check_neg(t, *Op);
-    r.push_back(run(*Op, at::Tensor(), {t}, ToFloat, {}));
+    r.push_back(run(batch, at::Tensor(), {t}, ToFloat, {}));
   }
+  batch.flush();
   return r;
 }
 template <const dlprim::ElementwiseOp* Op, bool ToFloat>
 void unary_(TensorList self) {
   at::native::check_foreach_api_restrictions(self);
+  ElementwiseBatch batch(*Op);
   for (const at::Tensor& t : self) {
     check_neg(t, *Op);
-    run(*Op, t, {t}, ToFloat, {});
+    run(batch, t, {t}, ToFloat, {});
   }
+  batch.flush();
 }
 
 void zero_(TensorList self) {
@@ -241,6 +251,7 @@ void copy_(TensorList self, TensorList src, bool non_blocking) {
 template <const dlprim::ElementwiseOp* Op>
 void pointwise(TensorList self, TensorList t1, TensorList t2, ScalarList values, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self, t1, t2, values);
+  ElementwiseBatch batch(*Op);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_addcdiv)
       TORCH_CHECK(!(c10::isIntegralType(t1[i].scalar_type(), true) && c10::isIntegralType(t2[i].scalar_type(), true)),
@@ -254,9 +265,10 @@ void pointwise(TensorList self, TensorList t1, TensorList t2, ScalarList values,
     if (c10::isIntegralType(t, true))
       TORCH_CHECK(!values[i].isFloatingPoint(), "For integral input tensors, argument value must not be a floating "
                   "point number.");
-    at::Tensor r = run(*Op, outs ? at::Tensor() : self[i], {self[i], t1[i], t2[i]}, false, {to_dlprim_scalar(values[i])});
+    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], t1[i], t2[i]}, false, {to_dlprim_scalar(values[i])});
     if (outs) outs->push_back(r);
   }
+  batch.flush();
 }
 template <const dlprim::ElementwiseOp* Op>
 std::vector<at::Tensor> pw_scalar_list(TensorList s, TensorList a, TensorList b, ScalarList v) {
@@ -292,22 +304,26 @@ void check_lerp(const at::Tensor& a, const at::Tensor& b) {
 }
 void lerp_scalars(TensorList self, TensorList end, ScalarList w, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self, end, w);
+  ElementwiseBatch batch(k_lerp_scalar);
   for (size_t i = 0; i < self.size(); ++i) {
     check_lerp(self[i], end[i]);
-    at::Tensor r = run(k_lerp_scalar, outs ? at::Tensor() : self[i], {self[i], end[i]}, false,
+    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], end[i]}, false,
                        {to_dlprim_scalar(w[i])}, true);
     if (outs) outs->push_back(r);
   }
+  batch.flush();
 }
 void lerp_tensors(TensorList self, TensorList end, TensorList w, std::vector<at::Tensor>* outs) {
   at::native::check_foreach_api_restrictions(self, end, w);
+  ElementwiseBatch batch(k_lerp_tensor);
   for (size_t i = 0; i < self.size(); ++i) {
     check_lerp(self[i], end[i]);
     TORCH_CHECK(self[i].scalar_type() == w[i].scalar_type(), "expected dtype ", self[i].scalar_type(),
                 " for `weight` but got dtype ", w[i].scalar_type());
-    at::Tensor r = run(k_lerp_tensor, outs ? at::Tensor() : self[i], {self[i], end[i], w[i]}, false, {}, true);
+    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], end[i], w[i]}, false, {}, true);
     if (outs) outs->push_back(r);
   }
+  batch.flush();
 }
 std::vector<at::Tensor> lerp_list(TensorList s, TensorList e, TensorList w) {
   std::vector<at::Tensor> r;

@@ -16,18 +16,15 @@ dlprim::Scalar to_dlprim_scalar(const c10::Scalar& s) {
   return dlprim::Scalar::integral(s.toLong());
 }
 
-void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase& iter, c10::ScalarType compute,
-                        const std::vector<dlprim::Scalar>& params) {
-  if (iter.numel() == 0) return;
-  const char* name = op.name.c_str();
+namespace {
+
+// The operands of `iter` for dlprim (CPU scalars by value); returns the device index.
+int describe(const char* name, at::TensorIteratorBase& iter, dlprim::EwShape* shape,
+             std::vector<dlprim::EwOperand>* outs, std::vector<dlprim::EwOperand>* ins) {
   int rank = iter.ndim();
   TORCH_CHECK(rank <= dlprim::kMaxHostDims, name, ": more than ", dlprim::kMaxHostDims, " dims");
-  dlprim::EwShape shape;
-  shape.rank = rank;
-  for (int d = 0; d < rank; ++d) shape.sizes[d] = iter.shape()[d];
-
-  std::vector<dlprim::EwOperand> outs, ins;
-  int device = iter.device(0).index();
+  shape->rank = rank;
+  for (int d = 0; d < rank; ++d) shape->sizes[d] = iter.shape()[d];
   for (int k = 0; k < iter.ntensors(); ++k) {
     dlprim::EwOperand o;
     c10::ScalarType st = iter.dtype(k);
@@ -36,7 +33,7 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
       o.is_scalar = true;
       o.value = c10::isFloatingType(st) ? dlprim::Scalar::floating(iter.scalar_value<double>(k))
                                         : dlprim::Scalar::integral(iter.scalar_value<int64_t>(k));
-      ins.push_back(o);
+      ins->push_back(o);
       continue;
     }
     const at::TensorBase& t = iter.tensor_base(k);
@@ -48,12 +45,106 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
     o.offset = buf.offset / item;
     auto strides = iter.strides(k);
     for (int d = 0; d < rank; ++d) o.strides[d] = strides[d] / item;
-    (k < iter.noutputs() ? outs : ins).push_back(o);
+    (k < iter.noutputs() ? outs : ins)->push_back(o);
   }
-  OCL_TRACE(name, " numel=", iter.numel(), " dims=", rank, " compute=", compute, " out=", iter.dtype(0),
+  return iter.device(0).index();
+}
+
+bool same_scalar(const dlprim::Scalar& a, const dlprim::Scalar& b) {
+  return a.is_floating == b.is_floating && (a.is_floating ? a.f == b.f : a.i == b.i);
+}
+
+bool same_kind(const std::vector<dlprim::EwOperand>& a, const std::vector<dlprim::EwOperand>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (a[k].dtype != b[k].dtype || a[k].is_scalar != b[k].is_scalar) return false;
+  return true;
+}
+
+uint64_t bytes_of(dlprim::DType t) { return dlprim::dtype_size(t); }
+
+} // namespace
+
+void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase& iter, c10::ScalarType compute,
+                        const std::vector<dlprim::Scalar>& params) {
+  if (iter.numel() == 0) return;
+  const char* name = op.name.c_str();
+  dlprim::EwShape shape;
+  std::vector<dlprim::EwOperand> outs, ins;
+  int device = describe(name, iter, &shape, &outs, &ins);
+  OCL_TRACE(name, " numel=", iter.numel(), " dims=", shape.rank, " compute=", compute, " out=", iter.dtype(0),
             " device=", device);
   cl_command_queue q = current_queue(device);
   OCL_DLPRIM_CALL(name, dlprim::elementwise(context(device), q, op, to_dlprim(compute, name), shape, outs, ins, params));
+  note_enqueued(q);
+}
+
+ElementwiseBatch::~ElementwiseBatch() {
+  try {
+    flush();
+  } catch (...) {  // only reached while another exception unwinds, or a launch failed again
+  }
+}
+
+bool ElementwiseBatch::conflicts(const dlprim::EwMultiItem& item) const {
+  auto hits = [](const std::vector<Range>& list, const dlprim::EwOperand& o, uint64_t n) {
+    uint64_t b = o.offset * bytes_of(o.dtype), e = b + n * bytes_of(o.dtype);
+    for (const Range& r : list)
+      if (r.mem == o.mem && b < r.end && r.begin < e) return true;
+    return false;
+  };
+  for (auto& o : item.outputs)
+    if (hits(written_, o, item.n) || hits(read_, o, item.n)) return true;
+  for (auto& i : item.inputs)
+    if (!i.is_scalar && hits(written_, i, item.n)) return true;
+  return false;
+}
+
+void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute,
+                           const std::vector<dlprim::Scalar>& params) {
+  if (iter.numel() == 0) return;
+  const char* name = op_.name.c_str();
+  dlprim::EwShape shape;
+  dlprim::EwMultiItem item;
+  int device = describe(name, iter, &shape, &item.outputs, &item.inputs);
+  bool contiguous = shape.rank == 1 && iter.numel() < (int64_t{1} << 31);
+  for (auto* list : {&item.outputs, &item.inputs})
+    for (auto& o : *list)
+      if (!o.is_scalar && o.strides[0] != 1) contiguous = false;
+  if (!contiguous) {
+    flush();
+    launch_elementwise(op_, iter, compute, params);
+    return;
+  }
+  item.n = static_cast<uint64_t>(iter.numel());
+  dlprim::DType ct = to_dlprim(compute, name);
+  bool joins = !items_.empty() && device == device_ && ct == compute_ && params.size() == params_.size() &&
+               same_kind(item.outputs, items_[0].outputs) && same_kind(item.inputs, items_[0].inputs) &&
+               !conflicts(item);
+  for (size_t k = 0; joins && k < params.size(); ++k) joins = same_scalar(params[k], params_[k]);
+  if (!joins) {
+    flush();
+    device_ = device;
+    compute_ = ct;
+    params_ = params;
+  }
+  for (auto& o : item.outputs)
+    written_.push_back({o.mem, o.offset * bytes_of(o.dtype), (o.offset + item.n) * bytes_of(o.dtype)});
+  for (auto& i : item.inputs)
+    if (!i.is_scalar) read_.push_back({i.mem, i.offset * bytes_of(i.dtype), (i.offset + item.n) * bytes_of(i.dtype)});
+  items_.push_back(std::move(item));
+}
+
+void ElementwiseBatch::flush() {
+  if (items_.empty()) return;
+  std::vector<dlprim::EwMultiItem> items;
+  items.swap(items_);
+  written_.clear();
+  read_.clear();
+  const char* name = op_.name.c_str();
+  OCL_TRACE(name, " multi-tensor items=", items.size(), " device=", device_);
+  cl_command_queue q = current_queue(device_);
+  OCL_DLPRIM_CALL(name, dlprim::elementwise_multi(context(device_), q, op_, compute_, items, params_));
   note_enqueued(q);
 }
 

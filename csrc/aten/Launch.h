@@ -14,4 +14,31 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
 
 dlprim::Scalar to_dlprim_scalar(const c10::Scalar& s);
 
+// Collects launches of one op over contiguous operands (the _foreach_* ops: one per tensor of a
+// list) and runs them as multi-tensor launches (dlprim::elementwise_multi) at flush(); other
+// launches run at once. An item that reads what a pending item writes, or writes what one
+// touches, flushes the pending ones first, so results equal one launch per tensor in order.
+class ElementwiseBatch {
+public:
+  explicit ElementwiseBatch(const dlprim::ElementwiseOp& op) : op_(op) {}
+  ~ElementwiseBatch();  // flushes (an exception part-way through an op: what was added still runs)
+  ElementwiseBatch(const ElementwiseBatch&) = delete;
+  ElementwiseBatch& operator=(const ElementwiseBatch&) = delete;
+  void add(at::TensorIteratorBase& iter, c10::ScalarType compute, const std::vector<dlprim::Scalar>& params = {});
+  void flush();
+
+private:
+  struct Range {
+    cl_mem mem;
+    uint64_t begin, end;  // bytes
+  };
+  bool conflicts(const dlprim::EwMultiItem& item) const;
+  const dlprim::ElementwiseOp& op_;
+  std::vector<dlprim::EwMultiItem> items_;
+  std::vector<Range> written_, read_;
+  std::vector<dlprim::Scalar> params_;
+  dlprim::DType compute_ = dlprim::DType::F32;
+  int device_ = -1;
+};
+
 } // namespace pytorch_ocl

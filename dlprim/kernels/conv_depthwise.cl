@@ -177,7 +177,7 @@ __kernel void dw_backward_weight_items(uint total, int K, int rows_per, int slic
   for (int t = 0; t < DW_TAPS; ++t) { DW_WGRAD_STORE(t, acc[t]) }
 }
 
-// NCHW weight gradient: work-group (co, slice) whose items take every L-th output column of
+// NCHW weight gradient: work-group (co, slice) whose items take every L-th position of
 // `rows_per` output rows, then add their tap sums through local memory in item order.
 __kernel void dw_backward_weight_groups(int K, int rows_per, int slices, DW_GEOMETRY, int N, DW_TENSOR(X),
                                         DW_TENSOR(DY), __global T *DW, ulong dw_off, __global ACC *part, ulong part_off,
@@ -188,10 +188,33 @@ __kernel void dw_backward_weight_groups(int K, int rows_per, int slices, DW_GEOM
 #pragma unroll
   for (int t = 0; t < DW_TAPS; ++t) acc[t] = 0;
   const int r0 = sl * rows_per, r1 = min(N * OH, r0 + rows_per);
-  if (OW >= L) {
-    dw_wgrad_rows(DW_WGRAD_ARGS(r0, r1, lid, L));
-  } else {  // narrow images: each item takes whole rows, every L-th one
-    for (int rr = r0 + lid; rr < r1; rr += L) dw_wgrad_rows(DW_WGRAD_ARGS(rr, rr + 1, 0, 1));
+  // Positions of the slice in (row, column) order, every L-th one from this item's: a warp reads
+  // consecutive columns whatever the image width; the row advances without divisions.
+  int r = r0 + lid / OW, ow = lid % OW;
+  int b = r / OH, oh = r - b * OH;
+  while (r < r1) {
+    const ACC d = LOAD_T(DY, (long)DY_off + b * DY_sn + co * DY_sc + oh * DY_sh + ow * DY_sw);
+    __global const T *x = X + X_off + b * X_sn + ci * X_sc;
+    const int iw0 = ow * DSW - pad_w;
+#pragma unroll
+    for (int kh = 0; kh < DKH; ++kh) {
+      const int ih = oh * stride_h - pad_h + kh * dil_h;
+      if ((uint)ih >= (uint)H) continue;
+#pragma unroll
+      for (int kw = 0; kw < DKW; ++kw) {
+        const int iw = iw0 + kw * DDW;
+        if ((uint)iw < (uint)W) acc[kh * DKW + kw] += d * LOAD_T(x, ih * X_sh + iw * X_sw);
+      }
+    }
+    ow += L;
+    while (ow >= OW) {
+      ow -= OW;
+      ++r;
+      if (++oh == OH) {
+        oh = 0;
+        ++b;
+      }
+    }
   }
   // Item-major rows of DW_TAPS (odd strides keep the banks apart in both passes).
 #pragma unroll

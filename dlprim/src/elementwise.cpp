@@ -41,6 +41,7 @@ struct Kernels {
   std::mutex m;  // clSetKernelArg + enqueue on one cl_kernel must not interleave
   cl_kernel contig = nullptr, vec4 = nullptr, strided32 = nullptr, strided64 = nullptr;
   cl_kernel rows = nullptr;  // built on first use (GPU mappings only)
+  cl_kernel multi = nullptr;  // elementwise_multi's, in its own program
 };
 
 bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
@@ -163,6 +164,79 @@ std::string rows_kernel_text(const ElementwiseOp& op, DType compute, const std::
   return s.str();
 }
 
+// Bytes of kernel arguments per item of ew_multi: its end index, then per array operand a
+// buffer and an offset, per scalar input its value.
+size_t multi_item_bytes(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  size_t b = 4 + 16 * outs.size();
+  for (auto& i : ins) b += i.is_scalar ? 8 : 16;  // scalars padded to 8-byte alignment
+  return b;
+}
+
+// Items per ew_multi launch: OpenCL guarantees 1024 bytes of kernel arguments (PoCL and
+// embedded GPUs give no more); the rest of the arguments fit in the 128 kept aside.
+int multi_slots(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(16, (1024 - 128) / multi_item_bytes(compute, outs, ins))));
+}
+
+// ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands
+// (contiguous, one element per work-item); unused trailing slots end at n.
+std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                              const std::vector<EwOperand>& ins, int slots) {
+  const char* ct = compute_cl_type(compute);
+  std::ostringstream s, params, decl, loads, stores;
+  for (int j = 0; j < slots; ++j) params << ", uint e" << j;
+  for (int j = 0; j < slots; ++j) {
+    for (size_t k = 0; k < outs.size(); ++k)
+      params << ", __global " << storage_cl_type(outs[k].dtype) << "* y" << k << "_p" << j << ", ulong y" << k << "_o" << j;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].is_scalar)
+        params << ", " << ct << " x" << k << "_s" << j;
+      else
+        params << ", __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p" << j << ", ulong x" << k
+               << "_o" << j;
+    }
+  }
+  for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
+  decl << "  uint base;\n";
+  for (size_t k = 0; k < outs.size(); ++k)
+    decl << "  __global " << storage_cl_type(outs[k].dtype) << "* y" << k << "_p; ulong y" << k << "_o;\n";
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k].is_scalar)
+      decl << "  " << ct << " x" << k << "_s;\n";
+    else
+      decl << "  __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p; ulong x" << k << "_o;\n";
+  }
+  std::ostringstream pick;
+  for (int j = 0; j < slots; ++j) {
+    pick << (j == 0 ? "  if (g < e0) {" : j + 1 < slots ? " else if (g < e" + std::to_string(j) + ") {" : " else {");
+    pick << " base = " << (j == 0 ? std::string("0") : "e" + std::to_string(j - 1)) << ";";
+    for (size_t k = 0; k < outs.size(); ++k) pick << " y" << k << "_p = y" << k << "_p" << j << "; y" << k << "_o = y" << k << "_o" << j << ";";
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].is_scalar)
+        pick << " x" << k << "_s = x" << k << "_s" << j << ";";
+      else
+        pick << " x" << k << "_p = x" << k << "_p" << j << "; x" << k << "_o = x" << k << "_o" << j << ";";
+    }
+    pick << " }";
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string x = "x" + std::to_string(k);
+    if (ins[k].is_scalar)
+      loads << "  " << ct << " " << x << " = " << x << "_s;\n";
+    else
+      loads << "  " << ct << " " << x << " = " << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", x + "_o + i")) << ";\n";
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    stores << "  " << store_stmt(outs[k].dtype, y + "_p", y + "_o + i", convert_expr(compute, outs[k].dtype, y)) << "\n";
+  }
+  s << "__kernel void ew_multi(uint n" << params.str() << ") {\n  uint g = get_global_id(0);\n  if (g >= n) return;\n"
+    << decl.str() << pick.str() << "\n  ulong i = g - base;\n" << loads.str();
+  for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+  s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+  return s.str();
+}
+
 // Text of one kernel of the given mode.
 std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
                         const std::vector<EwOperand>& ins, Mode mode) {
@@ -255,15 +329,23 @@ std::string type_macros(DType compute, const std::vector<EwOperand>& outs) {
   return s.str();
 }
 
+std::string program_head(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                         const std::vector<EwOperand>& ins);
+
 std::string program_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
                          const std::vector<EwOperand>& ins, std::initializer_list<Mode> modes) {
+  std::string src = program_head(op, compute, outs, ins);
+  for (Mode mode : modes) src += kernel_text(op, compute, outs, ins, mode);
+  return src;
+}
+
+std::string program_head(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                         const std::vector<EwOperand>& ins) {
   std::string src;
   if (needs_fp64(compute, outs, ins)) src += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   src += kernel_source("common");
   src += type_macros(compute, outs);
-  src += op.prelude + "\n";
-  for (Mode mode : modes) src += kernel_text(op, compute, outs, ins, mode);
-  return src;
+  return src + op.prelude + "\n";
 }
 
 void add_scalar(KernelArgs& args, DType t, const Scalar& v) {
@@ -344,6 +426,24 @@ bool rows_layout(const EwShape& shape, const std::vector<EwOperand>& outs, const
   return true;
 }
 
+// The kernel slots of (op, operand dtypes, compute type) in this context.
+Kernels& kernels_for(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                     const std::vector<EwOperand>& ins) {
+  ProgramKey key{ctx.context(), &op, 0, static_cast<uint32_t>(compute)};
+  int bit = 0;
+  for (auto* list : {&outs, &ins})
+    for (auto& o : *list) {
+      key.operands |= (static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u)) << bit;
+      bit += 5;
+    }
+  if (bit > 64) throw Error("elementwise op '" + op.name + "': too many operands");
+
+  static std::mutex map_mutex;
+  static std::unordered_map<ProgramKey, Kernels, ProgramKeyHash> cache;
+  std::lock_guard<std::mutex> lock(map_mutex);
+  return cache[key];
+}
+
 } // namespace
 
 void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
@@ -372,22 +472,7 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
     throw Error("elementwise op '" + op.name + "': device '" + ctx.info().name +
                 "' does not support float64 (no cl_khr_fp64)");
 
-  ProgramKey key{ctx.context(), &op, 0, static_cast<uint32_t>(compute)};
-  int bit = 0;
-  for (auto* list : {&outs, &ins})
-    for (auto& o : *list) {
-      key.operands |= (static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u)) << bit;
-      bit += 5;
-    }
-  if (bit > 64) throw Error("elementwise op '" + op.name + "': too many operands");
-
-  static std::mutex map_mutex;
-  static std::unordered_map<ProgramKey, Kernels, ProgramKeyHash> cache;
-  Kernels* k;
-  {
-    std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[key];
-  }
+  Kernels* k = &kernels_for(ctx, op, compute, outs, ins);
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->contig) {
     cl_program prog = ctx.program(program_text(op, compute, outs, ins, {kContig, kVec, kStrided32, kStrided64}));
@@ -453,6 +538,61 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
   if (n_vec) launch(k->vec4, n_vec, 0);
   uint64_t done = n_vec * kVecWidth;
   if (done < n) launch(k->contig, n - done, done);
+}
+
+void elementwise_multi(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
+                       const std::vector<EwMultiItem>& items, const std::vector<Scalar>& params) {
+  if (items.empty()) return;
+  const std::vector<EwOperand>& outs = items[0].outputs;
+  const std::vector<EwOperand>& ins = items[0].inputs;
+  if (static_cast<int>(outs.size()) != op.n_outputs || static_cast<int>(ins.size()) != op.n_inputs ||
+      static_cast<int>(params.size()) != op.n_params)
+    throw Error("elementwise op '" + op.name + "': wrong number of operands");
+  if (needs_fp64(compute, outs, ins) && !ctx.info().fp64)
+    throw Error("elementwise op '" + op.name + "': device '" + ctx.info().name +
+                "' does not support float64 (no cl_khr_fp64)");
+  const int slots = multi_slots(compute, outs, ins);
+  Kernels& k = kernels_for(ctx, op, compute, outs, ins);
+  std::lock_guard<std::mutex> lock(k.m);
+  if (!k.multi)
+    k.multi = create_kernel(ctx.program(program_head(op, compute, outs, ins) + multi_kernel_text(op, compute, outs, ins, slots)),
+                            "ew_multi");
+  const uint64_t kMaxItems = std::numeric_limits<int32_t>::max();
+  size_t first = 0;
+  while (first < items.size()) {
+    // The next launch: up to `slots` non-empty items, under 2^31 work-items in all.
+    std::vector<const EwMultiItem*> chunk;
+    uint64_t total = 0;
+    size_t next = first;
+    for (; next < items.size() && static_cast<int>(chunk.size()) < slots; ++next) {
+      if (items[next].n == 0) continue;
+      if (items[next].n > kMaxItems) throw Error("elementwise op '" + op.name + "': tensor too large for one item");
+      if (total + items[next].n > kMaxItems) break;
+      chunk.push_back(&items[next]);
+      total += items[next].n;
+    }
+    first = next;
+    if (chunk.empty()) continue;
+    KernelArgs args(k.multi);
+    args.add<cl_uint>(static_cast<cl_uint>(total));
+    uint64_t end = 0;
+    for (int j = 0; j < slots; ++j) {
+      if (j < static_cast<int>(chunk.size())) end += chunk[j]->n;
+      args.add<cl_uint>(static_cast<cl_uint>(end));
+    }
+    for (int j = 0; j < slots; ++j) {
+      const EwMultiItem& it = *chunk[j < static_cast<int>(chunk.size()) ? j : 0];  // unused slots repeat item 0
+      for (auto& o : it.outputs) args.add(o.mem).add<cl_ulong>(o.offset);
+      for (auto& i : it.inputs) {
+        if (i.is_scalar)
+          add_scalar(args, compute, i.value);
+        else
+          args.add(i.mem).add<cl_ulong>(i.offset);
+      }
+    }
+    for (auto& p : params) add_scalar(args, compute, p);
+    launch_1d(q, k.multi, total, ctx.work_group_size(256), op.name.c_str());
+  }
 }
 
 } // namespace dlprim

@@ -56,4 +56,18 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
                  DType compute, const EwShape& shape, const std::vector<EwOperand>& outputs,
                  const std::vector<EwOperand>& inputs, const std::vector<Scalar>& params);
 
+// One tensor's share of a multi-tensor launch: `n` elements of contiguous operands (strides
+// unused; scalar inputs keep their own value per item).
+struct EwMultiItem {
+  uint64_t n = 0;
+  std::vector<EwOperand> outputs, inputs;
+};
+
+// Runs `op` over every item, several items per launch (as many as the minimum kernel-argument
+// space of OpenCL devices allows), for the optimizers' _foreach_* ops over hundreds of small
+// tensors. Items must share operand dtypes and scalar-ness, hold fewer than 2^31 elements each,
+// and not write what another item reads or writes (launches may run the items concurrently).
+void elementwise_multi(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
+                       const std::vector<EwMultiItem>& items, const std::vector<Scalar>& params);
+
 } // namespace dlprim

@@ -1,10 +1,10 @@
 """Where a network's training step spends device time: kernels on ocl (OpenCL event profiling) and,
 with --ref cuda, CUDA kernels from torch.profiler in a child process that does not load ocl.
 
-    python3 benchmarks/profile_model.py --net mobilenet_v2 [--batch 32] [--ref cuda] [--top 25]
+    python3 benchmarks/profile_model.py --net mobilenet_v2 [--batch 32] [--ref cuda] [--top 25] [--infer]
 
 Prints the top kernels by total device time for one training step (forward, cross-entropy,
-backward, SGD) after warm-up steps, with the sum of all kernel times next to the step's wall time:
+backward, SGD; with --infer one eval-mode forward under no_grad) after warm-up steps, with the sum of all kernel times next to the step's wall time:
 a sum well below the wall time means the step is bound by host overhead or idle gaps, not kernels.
 For ocl it also names the kernels the device sat idle before (the host was late to launch them:
 what ran on the host just before is the suspect) and the aten ops with the most host time.
@@ -32,11 +32,22 @@ def constructors(names):
     return module.constructors(names)
 
 
-def make_step(name, device, batch):
+def make_step(name, device, batch, infer=False):
     ctor, size, _ = constructors([name])[name]
     torch.manual_seed(0)
     model = ctor().to(device).train()
     x = torch.randn(batch, 3, size, size, device=device)
+    if infer:
+        model.eval()
+
+        def forward():
+            with torch.no_grad():
+                model(x)
+
+        for _ in range(3):
+            forward()
+        common.synchronize(device)
+        return forward
     with torch.no_grad():
         classes = model(x[:2]).shape[1]
     y = torch.randint(0, classes, (batch,), device=device)
@@ -64,7 +75,7 @@ def wall_ms(step, device):
 def profile_ocl(args):
     import pytorch_ocl.profiler
 
-    step = make_step(args.net, args.device, args.batch)
+    step = make_step(args.net, args.device, args.batch, args.infer)
     wall = wall_ms(step, args.device)
     with pytorch_ocl.profiler.profile() as prof:
         step()
@@ -108,7 +119,7 @@ def profile_cuda(args):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    step = make_step(args.net, "cuda", args.batch)
+    step = make_step(args.net, "cuda", args.batch, args.infer)
     step()
     wall = wall_ms(step, "cuda")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -137,6 +148,7 @@ def main():
     parser.add_argument("--device", default="ocl:0")
     parser.add_argument("--ref", default=None, help="cuda: also profile CUDA PyTorch (TF32 off)")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--infer", action="store_true", help="profile eval-mode inference instead of a training step")
     parser.add_argument("--child-cuda", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_cuda:
@@ -146,7 +158,7 @@ def main():
     if args.ref == "cuda":
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         cmd = [sys.executable, os.path.abspath(__file__), "--child-cuda", "--net", args.net, "--batch",
-               str(args.batch), "--top", str(args.top)]
+               str(args.batch), "--top", str(args.top)] + (["--infer"] if args.infer else [])
         sys.stdout.flush()
         subprocess.run(cmd, env=env, check=False)
 

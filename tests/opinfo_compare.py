@@ -104,11 +104,13 @@ def _check_sample(op, sample, compare, grad, tol=None):
     return True
 
 
-def run_opinfo(op, dtypes, compare=True, check_grad=True, max_samples=20, foreign=(), blocked=None, tol=None):
+def run_opinfo(op, dtypes, compare=True, check_grad=True, max_samples=20, foreign=(), blocked=None, tol=None,
+               sample_filter=None):
     """(passed count, [failure messages]) over the samples of `op` in `dtypes`: forward vs the
     CPU (errors included: where the CPU raises, ocl must raise), and the input gradients for
     float32 samples when the op supports autograd. Samples that stop at a missing operator of
-    `foreign` go to `blocked` instead of the failures. `tol`: {dtype: dict(rtol=, atol=)}."""
+    `foreign` go to `blocked` instead of the failures. `tol`: {dtype: dict(rtol=, atol=)}.
+    `sample_filter(dtype, sample)`: run only the samples (of the first max_samples) it accepts."""
     passed, failures = 0, []
     for dtype in dtypes:
         if dtype not in op.supported_dtypes("cpu"):
@@ -117,6 +119,8 @@ def run_opinfo(op, dtypes, compare=True, check_grad=True, max_samples=20, foreig
         for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
             if i >= max_samples:
                 break
+            if sample_filter is not None and not sample_filter(dtype, sample):
+                continue
             try:
                 if _check_sample(op, sample, compare, grad, tol):
                     passed += 1

@@ -243,6 +243,15 @@ FOREACH_OPINFOS = ["_foreach_add", "_foreach_sub", "_foreach_mul", "_foreach_div
 FOREIGN = {"eq", "ne", "lt", "le", "gt", "ge", "pow", "abs", "sgn", "sign", "linalg_vector_norm", "mul", "div"}
 
 
+def _norm_samples(dtype, sample):
+    """_foreach_norm's samples (ord 0, 1, 2, -1, -2, inf, -inf, all with dtype=float64) build one
+    reduction program per (ord, input dtype), seconds each on PoCL. Every ord runs in float32
+    (forward and gradients); the accumulation is float64 whatever the input, so the other dtypes
+    add only their loads into it, which the ord=2 samples (with and without an empty tensor) check.
+    (Integer samples, which ocl must refuse as the CPU does, build nothing: all of them run.)"""
+    return dtype == torch.float32 or not dtype.is_floating_point or sample.kwargs.get("ord", 2) == 2
+
+
 @pytest.mark.parametrize("name", FOREACH_OPINFOS)
 def test_opinfo_yardstick(name):
     ops = opinfos_named([name])
@@ -251,7 +260,8 @@ def test_opinfo_yardstick(name):
     dtypes = FLOATS + [torch.int64, torch.int32, torch.uint8, torch.bool]
     passed, failures, blocked = 0, [], []
     for op in ops:
-        p, f = run_opinfo(op, dtypes, foreign=FOREIGN, blocked=blocked, tol=FOREACH_REDUCED_TOL)
+        p, f = run_opinfo(op, dtypes, foreign=FOREIGN, blocked=blocked, tol=FOREACH_REDUCED_TOL,
+                          sample_filter=_norm_samples if name == "_foreach_norm" else None)
         passed += p
         failures += f
     assert not failures, f"{len(failures)} of {passed + len(failures)} samples failed:\n" + "\n".join(failures[:20])

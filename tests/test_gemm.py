@@ -177,6 +177,25 @@ def test_addmm_inplace_and_out_aliasing():
     out = torch.zeros(16, 32, device=DEV)[:, ::2]
     torch.mm(a.to(DEV), b.to(DEV), out=out)
     torch.testing.assert_close(out.cpu(), a @ b, atol=1e-5, rtol=1e-5)
+    # The bias is a row of out itself, broadcast: read before written, through a temporary.
+    base = torch.randn(16, 16)
+    outd = base.to(DEV)
+    torch.addmm(outd[3], a.to(DEV), b.to(DEV), out=outd)
+    torch.testing.assert_close(outd.cpu(), torch.addmm(base[3], a, b), atol=1e-5, rtol=1e-5)
+
+
+def test_linear_bias_needs_no_copy():
+    """A broadcast bias in its own storage is read in the GEMM epilogue: no temporary, no copy."""
+    import pytorch_ocl.profiler
+
+    x, w, bias = torch.randn(64, 32), torch.randn(48, 32), torch.randn(48)
+    xd, wd, bd = x.to(DEV), w.to(DEV), bias.to(DEV)
+    torch.nn.functional.linear(xd, wd, bd)
+    with pytorch_ocl.profiler.profile() as prof:
+        out = torch.nn.functional.linear(xd, wd, bd)
+        torch.ocl.synchronize()
+    assert "copy" not in [r["kernel"] for r in prof.summary()], prof.table()
+    assert_product(out, x.double() @ w.double().t() + bias.double(), x, w.t(), torch.float32)
 
 
 def test_zero_sizes():

@@ -29,6 +29,9 @@ dlprim::GemmMatrix matrix_of(const at::Tensor& t3) {
 
 bool overlaps(const at::Tensor& a, const at::Tensor& b) {
   if (!b.defined() || a.numel() == 0 || b.numel() == 0) return false;
+  // get_overlap_status answers TooHard for any expanded operand (a broadcast bias) before it
+  // looks at storages: tensors of different storages never overlap.
+  if (!a.storage().is_alias_of(b.storage())) return false;
   return at::get_overlap_status(a, b) != at::MemOverlapStatus::No;
 }
 

@@ -1,4 +1,4 @@
-// Depthwise convolution for GPUs (needs the gemm_program_head defines T, ACC, LOAD_T, STORE_T).
+// Depthwise convolution (needs the gemm_program_head defines T, ACC, LOAD_T, STORE_T), for GPUs and CPUs.
 // Built per layer shape class with the kernel size, the width stride and the width dilation as
 // constants (DKH, DKW, DSW, DDW) so that every tap loop unrolls, VW outputs per work-item along the
 // width sharing one register row of inputs, and the work mapping CHAN_FAST: 1 puts consecutive
@@ -162,6 +162,7 @@ inline void dw_wgrad_rows(ACC *acc, int r0, int r1, int ow0, int step, int co, i
   }
 
 // Channels-last weight gradient: work-item (co, slice) with co fastest sums `rows_per` output rows.
+// (VW and CHAN_FAST are unused here: the host builds it with the forward's variant.)
 __kernel void dw_backward_weight_items(uint total, int K, int rows_per, int slices, DW_GEOMETRY, int N, DW_TENSOR(X),
                                        DW_TENSOR(DY), __global T *DW, ulong dw_off, __global ACC *part,
                                        ulong part_off) {

@@ -1,11 +1,10 @@
 // Depthwise convolution (one input channel per group): direct kernels, no GEMM.
-// GPUs run conv_depthwise.cl, built per kernel size / width stride / width dilation with several
-// outputs per work-item and the work mapping that keeps a warp's loads contiguous for the tensor's
-// layout. CPU devices (and tensors too large for 32-bit work-item numbers) run the generic
-// one-element-per-item kernels of conv.cl, whose weight gradient walks each element's positions
-// in order on one core.
+// conv_depthwise.cl is built per kernel size / width stride / width dilation with several outputs
+// per work-item, and the work mapping that keeps a warp's loads contiguous for the tensor's layout
+// (channels-last: consecutive channels; NCHW: consecutive columns). The same kernels serve CPU
+// devices: unrolled taps and shared input rows beat one element per work-item there too (PoCL,
+// 32x96x28x28 3x3: forward 43 -> 13 ms, input gradient 69 -> 14 ms).
 #include <dlprim/embedded.h>
-#include <dlprim/rows.h>
 
 #include "conv_internal.h"
 
@@ -35,7 +34,16 @@ int vw_for(int64_t width) {
   return width >= 4 ? 4 : width >= 2 ? 2 : 1;
 }
 
-bool gpu_kernels(const Context& ctx, uint64_t items) { return !cpu_mapping(ctx) && items < (1ull << 31); }
+// Work-items of one launch stay below 2^31 (32-bit index math in the kernels): whole images per launch.
+int64_t images_per_launch(uint64_t items_per_image) {
+  return static_cast<int64_t>(std::max<uint64_t>(1, ((1ull << 31) - 1) / std::max<uint64_t>(items_per_image, 1)));
+}
+
+ConvTensor shifted(const ConvTensor& t, int64_t b0) {
+  ConvTensor r = t;
+  r.offset += static_cast<uint64_t>(b0 * t.sn);
+  return r;
+}
 
 LockedKernel& dw_kernel(const Context& ctx, DType dtype, const ConvShape& s, const DwVariant& v, const char* name) {
   std::ostringstream defs;
@@ -92,103 +100,72 @@ WgradPlan wgrad_plan(const Context& ctx, const ConvShape& s, DType dtype, const 
   return p;
 }
 
-uint64_t forward_items(const ConvShape& s, int vw) {
-  return static_cast<uint64_t>(s.N) * s.K * s.OH * ((s.OW + vw - 1) / vw);
+uint64_t forward_items_per_image(const ConvShape& s, int vw) {
+  return static_cast<uint64_t>(s.K) * s.OH * ((s.OW + vw - 1) / vw);
 }
 
-uint64_t backward_data_items(const ConvShape& s, int vw) {
-  return static_cast<uint64_t>(s.N) * s.C * s.H * ((s.W + vw - 1) / vw);
+uint64_t backward_data_items_per_image(const ConvShape& s, int vw) {
+  return static_cast<uint64_t>(s.C) * s.H * ((s.W + vw - 1) / vw);
 }
+
+// The forward's variant: the weight gradient uses it too (VW and CHAN_FAST do not change its
+// kernels), so that both come from one program build.
+DwVariant forward_variant(const ConvShape& s, const ConvTensor& y) { return DwVariant{y.sc == 1 && s.K > 1, vw_for(s.OW)}; }
 
 } // namespace
 
 uint64_t depthwise_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& dy) {
-  if (!gpu_kernels(ctx, static_cast<uint64_t>(s.N) * s.OH * s.K)) return 0;
   return wgrad_plan(ctx, s, dtype, dy).workspace;
 }
 
 void depthwise_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                        const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y) {
-  DwVariant v{y.sc == 1 && s.K > 1, vw_for(s.OW)};
-  uint64_t items = forward_items(s, v.vw);
-  if (gpu_kernels(ctx, items)) {
-    LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_forward");
-    std::lock_guard<std::mutex> lock(k.m);
+  DwVariant v = forward_variant(s, y);
+  uint64_t per_image = forward_items_per_image(s, v.vw);
+  int64_t chunk = images_per_launch(per_image);
+  LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_forward");
+  std::lock_guard<std::mutex> lock(k.m);
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    uint64_t items = per_image * static_cast<uint64_t>(std::min(chunk, s.N - b0));
     KernelArgs a(k.k);
     a.add<cl_uint>(static_cast<cl_uint>(items)).add<cl_int>(static_cast<int>(s.K));
     add_dw_geometry(a, s);
-    add_tensor(a, x);
+    add_tensor(a, shifted(x, b0));
     a.add(w.mem).add<cl_ulong>(w.offset).add(bias.mem ? bias.mem : w.mem).add<cl_ulong>(bias.offset);
     a.add<cl_int>(bias.mem ? 1 : 0);
-    add_tensor(a, y);
+    add_tensor(a, shifted(y, b0));
     launch_1d(q, k.k, items, ctx.work_group_size(256));
-    return;
   }
-  LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_forward");
-  std::lock_guard<std::mutex> lock(k.m);
-  uint64_t total = static_cast<uint64_t>(s.N) * s.K * s.OH * s.OW;
-  KernelArgs a(k.k);
-  a.add<cl_ulong>(total);
-  add_geometry(a, s);
-  a.add<cl_int>(static_cast<int>(s.K / s.groups));
-  add_tensor(a, x);
-  a.add(w.mem).add<cl_ulong>(w.offset).add(bias.mem ? bias.mem : w.mem).add<cl_ulong>(bias.offset);
-  a.add<cl_int>(bias.mem ? 1 : 0);
-  add_tensor(a, y);
-  launch_1d(q, k.k, total, ctx.work_group_size(256));
 }
 
 void depthwise_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
                              const ConvTensor& dy, const ConvBuffer& w, const ConvTensor& dx) {
   DwVariant v{dx.sc == 1 && s.C > 1, vw_for(s.W)};
-  uint64_t items = backward_data_items(s, v.vw);
-  if (gpu_kernels(ctx, items)) {
-    LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_backward_data");
-    std::lock_guard<std::mutex> lock(k.m);
+  uint64_t per_image = backward_data_items_per_image(s, v.vw);
+  int64_t chunk = images_per_launch(per_image);
+  LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_backward_data");
+  std::lock_guard<std::mutex> lock(k.m);
+  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
+    uint64_t items = per_image * static_cast<uint64_t>(std::min(chunk, s.N - b0));
     KernelArgs a(k.k);
     a.add<cl_uint>(static_cast<cl_uint>(items)).add<cl_int>(static_cast<int>(s.C));
     add_dw_geometry(a, s);
-    add_tensor(a, dy);
+    add_tensor(a, shifted(dy, b0));
     a.add(w.mem).add<cl_ulong>(w.offset);
-    add_tensor(a, dx);
+    add_tensor(a, shifted(dx, b0));
     launch_1d(q, k.k, items, ctx.work_group_size(256));
-    return;
   }
-  LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_data");
-  std::lock_guard<std::mutex> lock(k.m);
-  uint64_t total = static_cast<uint64_t>(s.N) * s.C * s.H * s.W;
-  KernelArgs a(k.k);
-  a.add<cl_ulong>(total);
-  add_geometry(a, s);
-  a.add<cl_int>(static_cast<int>(s.K / s.groups));
-  add_tensor(a, dy);
-  a.add(w.mem).add<cl_ulong>(w.offset);
-  add_tensor(a, dx);
-  launch_1d(q, k.k, total, ctx.work_group_size(256));
 }
 
 void depthwise_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
                                const ConvTensor& x, const ConvTensor& dy, const ConvBuffer& dw, cl_mem ws,
                                uint64_t ws_offset) {
   uint64_t E = static_cast<uint64_t>(s.K) * s.KH * s.KW;
-  if (!gpu_kernels(ctx, static_cast<uint64_t>(s.N) * s.OH * s.K)) {
-    LockedKernel& k = conv_kernel(ctx, dtype, "conv_dw_backward_weight_loop");
-    std::lock_guard<std::mutex> lock(k.m);
-    KernelArgs a(k.k);
-    a.add<cl_ulong>(E).add<cl_int>(static_cast<int>(s.N));
-    add_geometry(a, s);
-    a.add<cl_int>(static_cast<int>(s.K / s.groups));
-    add_tensor(a, x);
-    add_tensor(a, dy);
-    a.add(dw.mem).add<cl_ulong>(dw.offset);
-    launch_1d(q, k.k, E, std::min<size_t>(64, ctx.work_group_size(64)));
-    return;
-  }
   WgradPlan p = wgrad_plan(ctx, s, dtype, dy);
   uint64_t part_off = ws_offset / dtype_size(compute_dtype(dtype));
   {
-    DwVariant v{p.items, 1};
-    LockedKernel& k = dw_kernel(ctx, dtype, s, v, p.items ? "dw_backward_weight_items" : "dw_backward_weight_groups");
+    LockedKernel& k = dw_kernel(ctx, dtype, s, forward_variant(s, dy),
+                                p.items ? "dw_backward_weight_items" : "dw_backward_weight_groups");
     std::lock_guard<std::mutex> lock(k.m);
     KernelArgs a(k.k);
     uint64_t items = static_cast<uint64_t>(s.K) * p.slices;

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <dlprim/context.h>
 #include <dlprim/profiler.h>
 #include <dlprim/program_cache.h>
@@ -27,6 +28,10 @@ cl_command_queue Context::create_queue() const {
 }
 
 cl_program Context::program(const std::string& source, const std::string& options) const {
+  // PYTORCH_OCL_EXTRA_BUILD_OPTIONS is appended to every build (the test suite passes
+  // -cl-opt-disable on PoCL, whose optimizer is most of a cold run's time).
+  const char* extra = std::getenv("PYTORCH_OCL_EXTRA_BUILD_OPTIONS");
+  if (extra && *extra) return get_program(ctx_, info_, source, options.empty() ? extra : options + " " + extra);
   return get_program(ctx_, info_, source, options);
 }
 

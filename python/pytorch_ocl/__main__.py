@@ -8,6 +8,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_DEVICES", "filter/order devices"),
     ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
     ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),
+    ("PYTORCH_OCL_EXTRA_BUILD_OPTIONS", "appended to every OpenCL program build"),
 )
 
 

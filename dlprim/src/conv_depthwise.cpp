@@ -5,6 +5,7 @@
 // devices: unrolled taps and shared input rows beat one element per work-item there too (PoCL,
 // 32x96x28x28 3x3: forward 43 -> 13 ms, input gradient 69 -> 14 ms).
 #include <dlprim/embedded.h>
+#include <dlprim/rows.h>
 
 #include "conv_internal.h"
 
@@ -24,14 +25,17 @@ struct DwVariant {
   int vw = 1;
 };
 
-// PYTORCH_OCL_DW_VW overrides the outputs per work-item (benchmarks compare them).
-int vw_for(int64_t width) {
+// PYTORCH_OCL_DW_VW overrides the outputs per work-item (benchmarks compare them). Measured:
+// on an H200 4 beats 2 and 1 from 112 columns down to 7; on PoCL (2 cores) 8 beats 4 by 1.2-1.6x
+// (16 loses on the input gradient).
+int vw_for(const Context& ctx, int64_t width) {
   if (const char* v = std::getenv("PYTORCH_OCL_DW_VW")) {
     int n = std::atoi(v);
-    if (n == 1 || n == 2 || n == 4 || n == 8) return n;
+    if (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) return n;
   }
-  // Measured on an H200 (benchmarks/layers.py): 4 beats 2 and 1 from 112 columns down to 7.
-  return width >= 4 ? 4 : width >= 2 ? 2 : 1;
+  int vw = cpu_mapping(ctx) ? 8 : 4;
+  while (vw > 1 && vw > width) vw /= 2;
+  return vw;
 }
 
 // Work-items of one launch stay below 2^31 (32-bit index math in the kernels): whole images per launch.
@@ -110,7 +114,9 @@ uint64_t backward_data_items_per_image(const ConvShape& s, int vw) {
 
 // The forward's variant: the weight gradient uses it too (VW and CHAN_FAST do not change its
 // kernels), so that both come from one program build.
-DwVariant forward_variant(const ConvShape& s, const ConvTensor& y) { return DwVariant{y.sc == 1 && s.K > 1, vw_for(s.OW)}; }
+DwVariant forward_variant(const Context& ctx, const ConvShape& s, const ConvTensor& y) {
+  return DwVariant{y.sc == 1 && s.K > 1, vw_for(ctx, s.OW)};
+}
 
 } // namespace
 
@@ -120,7 +126,7 @@ uint64_t depthwise_weight_workspace(const Context& ctx, const ConvShape& s, DTyp
 
 void depthwise_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                        const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y) {
-  DwVariant v = forward_variant(s, y);
+  DwVariant v = forward_variant(ctx, s, y);
   uint64_t per_image = forward_items_per_image(s, v.vw);
   int64_t chunk = images_per_launch(per_image);
   LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_forward");
@@ -140,7 +146,7 @@ void depthwise_forward(const Context& ctx, cl_command_queue q, const ConvShape& 
 
 void depthwise_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
                              const ConvTensor& dy, const ConvBuffer& w, const ConvTensor& dx) {
-  DwVariant v{dx.sc == 1 && s.C > 1, vw_for(s.W)};
+  DwVariant v{dx.sc == 1 && s.C > 1, vw_for(ctx, s.W)};
   uint64_t per_image = backward_data_items_per_image(s, v.vw);
   int64_t chunk = images_per_launch(per_image);
   LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_backward_data");
@@ -164,7 +170,7 @@ void depthwise_backward_weight(const Context& ctx, cl_command_queue q, const Con
   WgradPlan p = wgrad_plan(ctx, s, dtype, dy);
   uint64_t part_off = ws_offset / dtype_size(compute_dtype(dtype));
   {
-    LockedKernel& k = dw_kernel(ctx, dtype, s, forward_variant(s, dy),
+    LockedKernel& k = dw_kernel(ctx, dtype, s, forward_variant(ctx, s, dy),
                                 p.items ? "dw_backward_weight_items" : "dw_backward_weight_groups");
     std::lock_guard<std::mutex> lock(k.m);
     KernelArgs a(k.k);

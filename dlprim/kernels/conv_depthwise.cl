@@ -121,35 +121,44 @@ __kernel void dw_backward_data(uint total, int C, DW_GEOMETRY, DW_TENSOR(DY), __
     if (iw0 + v < W) STORE_T(dx, (iw0 + v) * DX_sw, acc[v]);
 }
 
-// Adds dy[b, co, oh, ow] * x[b, ci, ih, iw] for every tap into acc over output rows [r0, r1) of
-// the flattened (image, output row) range and the columns ow0, ow0 + step, ... < OW.
-inline void dw_wgrad_rows(ACC *acc, int r0, int r1, int ow0, int step, int co, int ci, int H, int W, int OH, int OW,
+// Adds dy[b, co, oh, ow] * x[b, ci, ih, iw] for every tap into acc over the positions of output
+// rows [r0, r1) of the flattened (image, output row) range, taken in (row, column) order from
+// position `first` of row r0 in steps of `step`: with step = the work-group size a warp reads
+// consecutive columns whatever the image width. The row advances without divisions.
+inline void dw_wgrad_walk(ACC *acc, int r0, int r1, int first, int step, int co, int ci, int H, int W, int OH, int OW,
                           int stride_h, int pad_h, int pad_w, int dil_h, __global const T *X, ulong X_off, long X_sn,
                           long X_sc, long X_sh, long X_sw, __global const T *DY, ulong DY_off, long DY_sn, long DY_sc,
                           long DY_sh, long DY_sw) {
-  for (int r = r0; r < r1; ++r) {
-    const int b = r / OH, oh = r - b * OH;
-    __global const T *dy = DY + DY_off + b * DY_sn + co * DY_sc + oh * DY_sh;
+  int r = r0 + first / OW, ow = first % OW;
+  int b = r / OH, oh = r - b * OH;
+  while (r < r1) {
+    const ACC d = LOAD_T(DY, (long)DY_off + b * DY_sn + co * DY_sc + oh * DY_sh + ow * DY_sw);
     __global const T *x = X + X_off + b * X_sn + ci * X_sc;
-    for (int ow = ow0; ow < OW; ow += step) {
-      const ACC d = LOAD_T(dy, ow * DY_sw);
-      const int iw0 = ow * DSW - pad_w;
+    const int iw0 = ow * DSW - pad_w;
 #pragma unroll
-      for (int kh = 0; kh < DKH; ++kh) {
-        const int ih = oh * stride_h - pad_h + kh * dil_h;
-        if ((uint)ih >= (uint)H) continue;
+    for (int kh = 0; kh < DKH; ++kh) {
+      const int ih = oh * stride_h - pad_h + kh * dil_h;
+      if ((uint)ih >= (uint)H) continue;
 #pragma unroll
-        for (int kw = 0; kw < DKW; ++kw) {
-          const int iw = iw0 + kw * DDW;
-          if ((uint)iw < (uint)W) acc[kh * DKW + kw] += d * LOAD_T(x, ih * X_sh + iw * X_sw);
-        }
+      for (int kw = 0; kw < DKW; ++kw) {
+        const int iw = iw0 + kw * DDW;
+        if ((uint)iw < (uint)W) acc[kh * DKW + kw] += d * LOAD_T(x, ih * X_sh + iw * X_sw);
+      }
+    }
+    ow += step;
+    while (ow >= OW) {
+      ow -= OW;
+      ++r;
+      if (++oh == OH) {
+        oh = 0;
+        ++b;
       }
     }
   }
 }
 
-#define DW_WGRAD_ARGS(r0, r1, ow0, step) \
-  acc, r0, r1, ow0, step, co, ci, H, W, OH, OW, stride_h, pad_h, pad_w, dil_h, X, X_off, X_sn, X_sc, X_sh, X_sw, DY, \
+#define DW_WGRAD_ARGS(r0, r1, first, step) \
+  acc, r0, r1, first, step, co, ci, H, W, OH, OW, stride_h, pad_h, pad_w, dil_h, X, X_off, X_sn, X_sc, X_sh, X_sw, DY, \
       DY_off, DY_sn, DY_sc, DY_sh, DY_sw
 
 // Writes one channel's tap sums: to DW when there is one slice, else to part[slice][co][tap]
@@ -173,7 +182,7 @@ __kernel void dw_backward_weight_items(uint total, int K, int rows_per, int slic
 #pragma unroll
   for (int t = 0; t < DW_TAPS; ++t) acc[t] = 0;
   const int r0 = sl * rows_per, r1 = min(N * OH, r0 + rows_per);
-  dw_wgrad_rows(DW_WGRAD_ARGS(r0, r1, 0, 1));
+  dw_wgrad_walk(DW_WGRAD_ARGS(r0, r1, 0, 1));
 #pragma unroll
   for (int t = 0; t < DW_TAPS; ++t) { DW_WGRAD_STORE(t, acc[t]) }
 }
@@ -189,34 +198,7 @@ __kernel void dw_backward_weight_groups(int K, int rows_per, int slices, DW_GEOM
 #pragma unroll
   for (int t = 0; t < DW_TAPS; ++t) acc[t] = 0;
   const int r0 = sl * rows_per, r1 = min(N * OH, r0 + rows_per);
-  // Positions of the slice in (row, column) order, every L-th one from this item's: a warp reads
-  // consecutive columns whatever the image width; the row advances without divisions.
-  int r = r0 + lid / OW, ow = lid % OW;
-  int b = r / OH, oh = r - b * OH;
-  while (r < r1) {
-    const ACC d = LOAD_T(DY, (long)DY_off + b * DY_sn + co * DY_sc + oh * DY_sh + ow * DY_sw);
-    __global const T *x = X + X_off + b * X_sn + ci * X_sc;
-    const int iw0 = ow * DSW - pad_w;
-#pragma unroll
-    for (int kh = 0; kh < DKH; ++kh) {
-      const int ih = oh * stride_h - pad_h + kh * dil_h;
-      if ((uint)ih >= (uint)H) continue;
-#pragma unroll
-      for (int kw = 0; kw < DKW; ++kw) {
-        const int iw = iw0 + kw * DDW;
-        if ((uint)iw < (uint)W) acc[kh * DKW + kw] += d * LOAD_T(x, ih * X_sh + iw * X_sw);
-      }
-    }
-    ow += L;
-    while (ow >= OW) {
-      ow -= OW;
-      ++r;
-      if (++oh == OH) {
-        oh = 0;
-        ++b;
-      }
-    }
-  }
+  dw_wgrad_walk(DW_WGRAD_ARGS(r0, r1, lid, L));
   // Item-major rows of DW_TAPS (odd strides keep the banks apart in both passes).
 #pragma unroll
   for (int t = 0; t < DW_TAPS; ++t) scratch[lid * DW_TAPS + t] = acc[t];

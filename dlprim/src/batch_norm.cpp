@@ -27,6 +27,19 @@ void add_buf(KernelArgs& a, const Buffer& b, const Buffer& dummy) {
   a.add(u.mem).add<cl_ulong>(u.offset);
 }
 
+// The arguments bn_stats and bn_stats_finish end with: eps, momentum, the saved and running
+// statistics (absent ones bound to save_mean) and whether running statistics are updated.
+void add_stats_outputs(KernelArgs& a, DType t, double eps, double momentum, const Buffer& save_mean,
+                       const Buffer& save_invstd, const Buffer& run_mean, const Buffer& run_var) {
+  add_acc(a, t, eps);
+  add_acc(a, t, momentum);
+  add_buf(a, save_mean, save_mean);
+  add_buf(a, save_invstd, save_mean);
+  add_buf(a, run_mean, save_mean);
+  add_buf(a, run_var, save_mean);
+  a.add<cl_int>(run_mean.mem != nullptr);
+}
+
 // How the per-channel sums are cut: `slices` runs of `chunk` positions per channel. One
 // work-group per channel leaves most of a GPU idle when there are few channels over many
 // positions (resnet's 64-channel layers at 112x112: 64 groups streaming 400k values each at
@@ -78,13 +91,7 @@ void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNorm
     KernelArgs a(k.kernel);
     a.add(ws.mem).add<cl_ulong>(ws.offset).add<cl_ulong>(s.N * s.HW).add<cl_ulong>(s.C).add<cl_ulong>(sl.chunk);
     a.add<cl_ulong>(sl.slices);
-    add_acc(a, t, eps);
-    add_acc(a, t, momentum);
-    add_buf(a, save_mean, save_mean);
-    add_buf(a, save_invstd, save_mean);
-    add_buf(a, run_mean, save_mean);
-    add_buf(a, run_var, save_mean);
-    a.add<cl_int>(run_mean.mem != nullptr);
+    add_stats_outputs(a, t, eps, momentum, save_mean, save_invstd, run_mean, run_var);
     launch_1d(q, k.kernel, s.C, ctx.work_group_size(256), "batch_norm_stats");
     return;
   }
@@ -93,13 +100,8 @@ void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNorm
   size_t L = group_size(ctx);
   KernelArgs a(k.kernel);
   a.add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
-  add_acc(a, t, eps);
-  add_acc(a, t, momentum);
-  add_buf(a, save_mean, save_mean);
-  add_buf(a, save_invstd, save_mean);
-  add_buf(a, run_mean, save_mean);
-  add_buf(a, run_var, save_mean);
-  a.add<cl_int>(run_mean.mem != nullptr).add_local(L * dtype_size(compute_dtype(t)));
+  add_stats_outputs(a, t, eps, momentum, save_mean, save_invstd, run_mean, run_var);
+  a.add_local(L * dtype_size(compute_dtype(t)));
   launch_1d(q, k.kernel, s.C * L, L, "batch_norm_stats");
 }
 

@@ -118,6 +118,22 @@ DwVariant forward_variant(const Context& ctx, const ConvShape& s, const ConvTens
   return DwVariant{y.sc == 1 && s.K > 1, vw_for(ctx, s.OW)};
 }
 
+// Launches `k` over N images in chunks under 2^31 work-items; add_args(a, items, b0) sets the
+// arguments of the chunk starting at image b0.
+template <class AddArgs>
+void launch_image_chunks(const Context& ctx, cl_command_queue q, LockedKernel& k, uint64_t per_image, int64_t N,
+                         AddArgs add_args) {
+  int64_t chunk = images_per_launch(per_image);
+  std::lock_guard<std::mutex> lock(k.m);
+  for (int64_t b0 = 0; b0 < N; b0 += chunk) {
+    uint64_t items = per_image * static_cast<uint64_t>(std::min(chunk, N - b0));
+    KernelArgs a(k.k);
+    a.add<cl_uint>(static_cast<cl_uint>(items));
+    add_args(a, b0);
+    launch_1d(q, k.k, items, ctx.work_group_size(256));
+  }
+}
+
 } // namespace
 
 uint64_t depthwise_weight_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& dy) {
@@ -127,40 +143,28 @@ uint64_t depthwise_weight_workspace(const Context& ctx, const ConvShape& s, DTyp
 void depthwise_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                        const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y) {
   DwVariant v = forward_variant(ctx, s, y);
-  uint64_t per_image = forward_items_per_image(s, v.vw);
-  int64_t chunk = images_per_launch(per_image);
-  LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_forward");
-  std::lock_guard<std::mutex> lock(k.m);
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    uint64_t items = per_image * static_cast<uint64_t>(std::min(chunk, s.N - b0));
-    KernelArgs a(k.k);
-    a.add<cl_uint>(static_cast<cl_uint>(items)).add<cl_int>(static_cast<int>(s.K));
-    add_dw_geometry(a, s);
-    add_tensor(a, shifted(x, b0));
-    a.add(w.mem).add<cl_ulong>(w.offset).add(bias.mem ? bias.mem : w.mem).add<cl_ulong>(bias.offset);
-    a.add<cl_int>(bias.mem ? 1 : 0);
-    add_tensor(a, shifted(y, b0));
-    launch_1d(q, k.k, items, ctx.work_group_size(256));
-  }
+  launch_image_chunks(ctx, q, dw_kernel(ctx, dtype, s, v, "dw_forward"), forward_items_per_image(s, v.vw), s.N,
+                      [&](KernelArgs& a, int64_t b0) {
+                        a.add<cl_int>(static_cast<int>(s.K));
+                        add_dw_geometry(a, s);
+                        add_tensor(a, shifted(x, b0));
+                        a.add(w.mem).add<cl_ulong>(w.offset).add(bias.mem ? bias.mem : w.mem).add<cl_ulong>(bias.offset);
+                        a.add<cl_int>(bias.mem ? 1 : 0);
+                        add_tensor(a, shifted(y, b0));
+                      });
 }
 
 void depthwise_backward_data(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,
                              const ConvTensor& dy, const ConvBuffer& w, const ConvTensor& dx) {
   DwVariant v{dx.sc == 1 && s.C > 1, vw_for(ctx, s.W)};
-  uint64_t per_image = backward_data_items_per_image(s, v.vw);
-  int64_t chunk = images_per_launch(per_image);
-  LockedKernel& k = dw_kernel(ctx, dtype, s, v, "dw_backward_data");
-  std::lock_guard<std::mutex> lock(k.m);
-  for (int64_t b0 = 0; b0 < s.N; b0 += chunk) {
-    uint64_t items = per_image * static_cast<uint64_t>(std::min(chunk, s.N - b0));
-    KernelArgs a(k.k);
-    a.add<cl_uint>(static_cast<cl_uint>(items)).add<cl_int>(static_cast<int>(s.C));
-    add_dw_geometry(a, s);
-    add_tensor(a, shifted(dy, b0));
-    a.add(w.mem).add<cl_ulong>(w.offset);
-    add_tensor(a, shifted(dx, b0));
-    launch_1d(q, k.k, items, ctx.work_group_size(256));
-  }
+  launch_image_chunks(ctx, q, dw_kernel(ctx, dtype, s, v, "dw_backward_data"), backward_data_items_per_image(s, v.vw),
+                      s.N, [&](KernelArgs& a, int64_t b0) {
+                        a.add<cl_int>(static_cast<int>(s.C));
+                        add_dw_geometry(a, s);
+                        add_tensor(a, shifted(dy, b0));
+                        a.add(w.mem).add<cl_ulong>(w.offset);
+                        add_tensor(a, shifted(dx, b0));
+                      });
 }
 
 void depthwise_backward_weight(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype,

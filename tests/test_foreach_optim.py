@@ -287,6 +287,15 @@ def test_multi_tensor_launches_and_order():
         ref = x + 0.5 * y
         torch.testing.assert_close(xo.cpu(), ref)
         torch.testing.assert_close(o.cpu(), ref + 2.0 * y * y)
+    # More tensors than a batch keeps pending (64): it flushes and goes on.
+    many = [torch.randn(5 + i % 7) for i in range(100)]
+    many_d = [t.to("ocl:0") for t in many]
+    with pytorch_ocl.profiler.profile() as prof:
+        torch._foreach_mul_(many_d, 3.0)
+        torch.ocl.synchronize()
+    assert sum(r["calls"] for r in prof.summary()) <= 8, prof.table()
+    for t, td in zip(many, many_d):
+        torch.testing.assert_close(td.cpu(), t * 3.0)
     # Aliasing inside one list: a twice as output, and a as the other operand of a later item.
     a, b, c = (torch.randn(100) for _ in range(3))
     ad, bd, cd = a.to("ocl:0"), b.to("ocl:0"), c.to("ocl:0")

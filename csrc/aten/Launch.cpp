@@ -61,8 +61,6 @@ bool same_kind(const std::vector<dlprim::EwOperand>& a, const std::vector<dlprim
   return true;
 }
 
-uint64_t bytes_of(dlprim::DType t) { return dlprim::dtype_size(t); }
-
 } // namespace
 
 void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase& iter, c10::ScalarType compute,
@@ -86,17 +84,21 @@ ElementwiseBatch::~ElementwiseBatch() {
   }
 }
 
+ElementwiseBatch::Range ElementwiseBatch::range_of(const dlprim::EwOperand& o, uint64_t n) {
+  uint64_t item = dlprim::dtype_size(o.dtype);
+  return {o.mem, o.offset * item, (o.offset + n) * item};
+}
+
 bool ElementwiseBatch::conflicts(const dlprim::EwMultiItem& item) const {
-  auto hits = [](const std::vector<Range>& list, const dlprim::EwOperand& o, uint64_t n) {
-    uint64_t b = o.offset * bytes_of(o.dtype), e = b + n * bytes_of(o.dtype);
+  auto hits = [](const std::vector<Range>& list, const Range& x) {
     for (const Range& r : list)
-      if (r.mem == o.mem && b < r.end && r.begin < e) return true;
+      if (r.mem == x.mem && x.begin < r.end && r.begin < x.end) return true;
     return false;
   };
   for (auto& o : item.outputs)
-    if (hits(written_, o, item.n) || hits(read_, o, item.n)) return true;
+    if (hits(written_, range_of(o, item.n)) || hits(read_, range_of(o, item.n))) return true;
   for (auto& i : item.inputs)
-    if (!i.is_scalar && hits(written_, i, item.n)) return true;
+    if (!i.is_scalar && hits(written_, range_of(i, item.n))) return true;
   return false;
 }
 
@@ -118,7 +120,8 @@ void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute
   }
   item.n = static_cast<uint64_t>(iter.numel());
   dlprim::DType ct = to_dlprim(compute, name);
-  bool joins = !items_.empty() && device == device_ && ct == compute_ && params.size() == params_.size() &&
+  // Pending items are bounded so that the overlap checks stay linear in the list length.
+  bool joins = !items_.empty() && items_.size() < kMaxPending && device == device_ && ct == compute_ && params.size() == params_.size() &&
                same_kind(item.outputs, items_[0].outputs) && same_kind(item.inputs, items_[0].inputs) &&
                !conflicts(item);
   for (size_t k = 0; joins && k < params.size(); ++k) joins = same_scalar(params[k], params_[k]);
@@ -128,10 +131,9 @@ void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute
     compute_ = ct;
     params_ = params;
   }
-  for (auto& o : item.outputs)
-    written_.push_back({o.mem, o.offset * bytes_of(o.dtype), (o.offset + item.n) * bytes_of(o.dtype)});
+  for (auto& o : item.outputs) written_.push_back(range_of(o, item.n));
   for (auto& i : item.inputs)
-    if (!i.is_scalar) read_.push_back({i.mem, i.offset * bytes_of(i.dtype), (i.offset + item.n) * bytes_of(i.dtype)});
+    if (!i.is_scalar) read_.push_back(range_of(i, item.n));
   items_.push_back(std::move(item));
 }
 

@@ -32,6 +32,8 @@ private:
     cl_mem mem;
     uint64_t begin, end;  // bytes
   };
+  static constexpr size_t kMaxPending = 64;  // a few launches' worth of items
+  static Range range_of(const dlprim::EwOperand& o, uint64_t n);
   bool conflicts(const dlprim::EwMultiItem& item) const;
   const dlprim::ElementwiseOp& op_;
   std::vector<dlprim::EwMultiItem> items_;

@@ -5,12 +5,13 @@
 (a) overhead: N x `x.add_(1)` on a 1000-element float32 tensor, synchronized before and after,
     in microseconds per op, median of 5 repeats after a warm-up repeat;
 (b) bandwidth: host-to-device, device-to-host (pageable and pinned) and device-to-device copies
-    of a 64 MiB float32 tensor in GB/s, median over the iterations.
+    of a 64 MiB float32 tensor in GB/s, median over the iterations, the two devices timed alternately.
 The ratio column is ocl's speedup over the reference: > 1 means ocl is better
 (ref/ocl for times, ocl/ref for bandwidths).
 """
 import argparse
 import os
+import statistics
 import sys
 
 import torch
@@ -31,8 +32,8 @@ def overhead_us(device, ops: int, repeats: int) -> float:
     return common.median_time(run, device, repeats, warmup=1) / ops * 1e6
 
 
-def copy_gbs(kind: str, device, nbytes: int, iters: int, pinned: bool):
-    """GB/s of one copy direction; None when pinned host memory cannot be had."""
+def copy_setup(kind: str, device, nbytes: int, pinned: bool):
+    """(copy function, synchronize-able device) for one direction, or None when pinned host memory cannot be had."""
     numel = nbytes // 4
     on_device = torch.device(device).type != "cpu"
     if pinned:
@@ -51,8 +52,25 @@ def copy_gbs(kind: str, device, nbytes: int, iters: int, pinned: bool):
     else:  # D2D
         dst, src = torch.empty_like(dev), dev
     non_blocking = pinned and on_device
-    seconds = common.median_time(lambda: dst.copy_(src, non_blocking=non_blocking), device, iters, warmup=3)
-    return nbytes / seconds / 1e9
+    return lambda: dst.copy_(src, non_blocking=non_blocking)
+
+
+def copy_gbs(kind: str, devices, nbytes: int, iters: int, pinned: bool) -> dict:
+    """GB/s of one copy direction on each device (None where pinned memory cannot be had).
+
+    The devices are timed alternately, one copy each in turn: the host's memory bandwidth (which
+    bounds pageable copies) drifts by up to 2x between runs on shared machines, and alternating
+    exposes both devices to the same drift."""
+    fns = {d: copy_setup(kind, d, nbytes, pinned) for d in devices}
+    times = {d: [] for d in devices}
+    for d, fn in fns.items():
+        if fn:
+            common.time_it(fn, d, 0, warmup=3)
+    for _ in range(iters):
+        for d, fn in fns.items():
+            if fn:
+                times[d] += common.time_it(fn, d, 1, warmup=0)
+    return {d: nbytes / statistics.median(ts) / 1e9 if ts else None for d, ts in times.items()}
 
 
 def main(argv=None) -> int:
@@ -73,22 +91,24 @@ def main(argv=None) -> int:
         return 1
 
     ops, repeats = (200, 5) if args.quick else (1000, 5)
-    mib, iters = (4, 30) if args.quick else (64, 10)
+    mib, iters = (4, 30) if args.quick else (64, 25)
     nbytes = mib << 20
     ref_is_cpu = torch.device(args.ref).type == "cpu"
 
-    # (metric label, function(device) -> value, "time" | "bandwidth")
-    metrics = [(f"add_ overhead (µs/op, {ops} ops)", lambda d: overhead_us(d, ops, repeats), "time")]
+    devices = (args.device, args.ref)
+    # (metric label, function() -> {device: value}, "time" | "bandwidth")
+    metrics = [(f"add_ overhead (µs/op, {ops} ops)", lambda: {d: overhead_us(d, ops, repeats) for d in devices},
+                "time")]
     for kind in ("H2D", "D2H"):
         for pinned in (False, True):
             label = f"{kind} {'pinned' if pinned else 'pageable'} (GB/s, {mib} MiB)"
-            metrics.append((label, lambda d, k=kind, p=pinned: copy_gbs(k, d, nbytes, iters, p), "bandwidth"))
-    metrics.append((f"D2D (GB/s, {mib} MiB)", lambda d: copy_gbs("D2D", d, nbytes, iters, False), "bandwidth"))
+            metrics.append((label, lambda k=kind, p=pinned: copy_gbs(k, devices, nbytes, iters, p), "bandwidth"))
+    metrics.append((f"D2D (GB/s, {mib} MiB)", lambda: copy_gbs("D2D", devices, nbytes, iters, False), "bandwidth"))
 
     results = {}
-    tasks = [(m, d) for m in metrics for d in (args.device, args.ref)]
-    for (label, fn, _), device in tqdm(tasks, desc="measuring", unit="metric", file=sys.stderr):
-        results[(label, device)] = fn(device)
+    for label, fn, _ in tqdm(metrics, desc="measuring", unit="metric", file=sys.stderr):
+        for device, value in fn().items():
+            results[(label, device)] = value
 
     rows, labels, ratios = [], [], []
     for label, _, kind in metrics:
@@ -111,8 +131,8 @@ def main(argv=None) -> int:
         "ratio = ocl's speedup over the reference (ref/ocl for µs/op, ocl/ref for GB/s): > 1 means ocl is better",
     ]
     notes = [f"overhead: median of {repeats} repeats of {ops} × `x.add_(1)` (1000 float32), after one warm-up repeat",
-             f"bandwidth: median of {iters} copies, synchronized before each timer stops; "
-             "pinned copies use `non_blocking=True`"]
+             f"bandwidth: median of {iters} copies per device, the devices timed alternately (one copy each in "
+             "turn); synchronized before each timer stops; pinned copies use `non_blocking=True`"]
     if ref_is_cpu:
         notes.append("ref is the cpu: its H2D/D2H/D2D rows are plain host-to-host copies (pinned buffers for "
                      "the pinned rows)")

@@ -224,7 +224,7 @@ def test_ops_conv2d():
 
 # The implicit-GEMM forward kernel is what GPUs pick; on a CPU device it runs only when forced.
 IMPLICIT_CONFIGS = ["32x32x16 t8x8 v4x4 local", "128x128x16 t16x16 v4x4 local", "64x64x32 t8x8 v8x8 local",
-                    "64x64x16 t16x16 v1x1 local"]
+                    "64x64x16 t16x16 v1x1 local", "128x128x8 t16x16 v4x4 local2"]
 
 
 @pytest.mark.parametrize("config", IMPLICIT_CONFIGS)

@@ -129,6 +129,49 @@ def test_forced_configs(config, monkeypatch):
     assert_product(out, a.double() @ b.double(), a, b, torch.float16)
 
 
+# Two alternating local buffers (one barrier per K step) with 4-wide staging loads.
+LOCAL2 = ["128x128x8 t16x16 v4x4 local2", "32x32x16 t8x8 v4x4 local2"]
+
+
+@pytest.mark.parametrize("config", LOCAL2)
+def test_double_buffered_vector_staging(config, monkeypatch):
+    """float32 / float64 operands whose tile slices all start at multiples of 4 elements are staged
+    with unchecked 4-wide loads; edge tiles (M, N, K not multiples of the tile) and misaligned
+    operands take the checked element loads of the same kernel. Every layout, a batch, an
+    offset (misaligned) view, and split-K partial sums."""
+    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    assert "vec4=AB" in pytorch_ocl.ops.gemm_plan(260, 132, 96)
+    assert "vec4=AB" in pytorch_ocl.ops.gemm_plan(260, 132, 96, trans_a=True, trans_b=True)
+    assert "vec4" not in pytorch_ocl.ops.gemm_plan(260, 131, 97)
+    assert "vec4" not in pytorch_ocl.ops.gemm_plan(130, 131, 97, dtype=torch.float16)
+    for ta, tb in itertools.product([False, True], repeat=2):
+        for m, n, k in [(260, 132, 96), (131, 133, 67)]:
+            a, b = make((m, k), torch.float32, ta), make((k, n), torch.float32, tb)
+            assert_product(a.to(DEV) @ b.to(DEV), a.double() @ b.double(), a, b, torch.float32)
+    # Batched, and float64.
+    a, b = make((3, 136, 40), torch.float64), make((3, 40, 68), torch.float64, True)
+    assert_product(torch.bmm(a.to(DEV), b.to(DEV)), a @ b, a, b, torch.float64)
+    # A view starting one element in: aligned leading dim, misaligned offset.
+    base = torch.randn(1 + 132 * 64)
+    a = base[1:].view(132, 64)
+    b = torch.randn(64, 136)
+    assert_product(a.to(DEV) @ b.to(DEV), a.double() @ b.double(), a, b, torch.float32)
+    ad = base.to(DEV)[1:].view(132, 64)
+    assert_product(ad @ b.to(DEV), a.double() @ b.double(), a, b, torch.float32)
+    # One output tile and a long K: split-K, each split's steps staged 4-wide.
+    a, b = make((32, 2048), torch.float32), make((2048, 32), torch.float32)
+    assert "splits=1 " not in pytorch_ocl.ops.gemm_plan(32, 32, 2048) + " "
+    assert_product(a.to(DEV) @ b.to(DEV), a.double() @ b.double(), a, b, torch.float32)
+    # addbmm sums 5 products into one output (slices o of the K steps): with one tile and split
+    # K, a split starts and crosses slices mid-way. K = 70 misaligns A's rows; 72 aligns both.
+    for k in (70, 72):
+        a, b = make((5, 32, k), torch.float32), make((5, k, 32), torch.float32)
+        s = torch.randn(32, 32)
+        out = torch.addbmm(s.to(DEV), a.to(DEV), b.to(DEV))
+        ref = s.double() + (a.double() @ b.double()).sum(0)
+        assert_product(out, ref, a.transpose(0, 1).reshape(32, -1), b.reshape(-1, 32), torch.float32)
+
+
 def test_bmm_batch_strides():
     base_a = torch.randn(37, 4, 23)          # [M, Z, K]: batch stride smaller than the row stride
     a = base_a.permute(1, 0, 2)

@@ -20,18 +20,18 @@
       int pad_h, int pad_w
 
 #define OPERAND_SETUP                                                                      \
-  A += a_off + (long)gi * a_gs;                                                            \
+  A += a_off + (long)gi * a_gs + (long)m0 * lda;                                           \
   X += x_off + (long)bi * x_bs + (long)gi * x_gs;                                          \
   const int m_max = M - 1 - m0;                                                            \
   const int lda_ = (int)lda;                                                               \
-  const int ncol = n0 + B_POS_C(0);                                                        \
+  const int ncol = n0 + B_POS_C(0, 0);                                                     \
   const bool col_ok = ncol < N;                                                            \
   const int oh_ = ncol / OW, ow_ = ncol - (ncol / OW) * OW;                                \
   const int ih0 = oh_ * stride_h - pad_h, iw0 = ow_ * stride_w - pad_w;                    \
   const long xcol = (long)ih0 * x_sh + (long)iw0 * x_sw;
 
 #define STEP_SETUP(o, k0)                                 \
-  __global const T *Ap = A + (long)m0 * lda + (k0);       \
+  __global const T *Ap = A + (k0);                        \
   const int k_left = K - (k0);                            \
   const int kbase = (k0);
 

@@ -9,30 +9,39 @@
   __global const T *A, ulong a_off, long lda, long a_bs, long a_gs, long a_os, __global const T *B, \
       ulong b_off, long ldb, long b_bs, long b_gs, long b_os
 
-#define OPERAND_SETUP                                  \
-  A += a_off + (long)bi * a_bs + (long)gi * a_gs;      \
-  B += b_off + (long)bi * b_bs + (long)gi * b_gs;      \
-  const int m_max = M - 1 - m0, n_max = N - 1 - n0;    \
-  const IDX_T lda_ = (IDX_T)lda, ldb_ = (IDX_T)ldb;
-
+// The tile's origin (row m0 of A, column n0 of B) is computed once; OUTER_STEP(o) moves it to
+// slice o when the skeleton's steps reach it, so that a K step adds only its k offset.
 #if A_KCONTIG
-#define A_TILE_BASE(o, k0) (A + (long)(o) * a_os + (long)m0 * lda + (k0))
+#define A_TILE_ORIGIN ((long)m0 * lda)
+#define A_K_OFF(k0) (k0)
 #define A_OFF(r, kk) ((IDX_T)(r) * lda_ + (kk))
 #else
-#define A_TILE_BASE(o, k0) (A + (long)(o) * a_os + (long)(k0) * lda + m0)
+#define A_TILE_ORIGIN m0
+#define A_K_OFF(k0) ((long)(k0) * lda)
 #define A_OFF(r, kk) ((IDX_T)(kk) * lda_ + (r))
 #endif
 #if B_NCONTIG
-#define B_TILE_BASE(o, k0) (B + (long)(o) * b_os + (long)(k0) * ldb + n0)
+#define B_TILE_ORIGIN n0
+#define B_K_OFF(k0) ((long)(k0) * ldb)
 #define B_OFF(kk, c) ((IDX_T)(kk) * ldb_ + (c))
 #else
-#define B_TILE_BASE(o, k0) (B + (long)(o) * b_os + (long)n0 * ldb + (k0))
+#define B_TILE_ORIGIN ((long)n0 * ldb)
+#define B_K_OFF(k0) (k0)
 #define B_OFF(kk, c) ((IDX_T)(c) * ldb_ + (kk))
 #endif
 
+#define OPERAND_SETUP                                                             \
+  A += a_off + (long)bi * a_bs + (long)gi * a_gs + A_TILE_ORIGIN;                 \
+  B += b_off + (long)bi * b_bs + (long)gi * b_gs + B_TILE_ORIGIN;                 \
+  const int m_max = M - 1 - m0, n_max = N - 1 - n0;                               \
+  const IDX_T lda_ = (IDX_T)lda, ldb_ = (IDX_T)ldb;                               \
+  __global const T *A_o = A, *B_o = B;
+
+#define OUTER_STEP(o) A_o = A + (long)(o) * a_os, B_o = B + (long)(o) * b_os;
+
 #define STEP_SETUP(o, k0)                               \
-  __global const T *Ap = A_TILE_BASE(o, k0);            \
-  __global const T *Bp = B_TILE_BASE(o, k0);            \
+  __global const T *Ap = A_o + A_K_OFF(k0);             \
+  __global const T *Bp = B_o + B_K_OFF(k0);             \
   const int k_left = K - (k0);
 
 // Rows/columns past the edge are clamped to the last valid one (in bounds, results discarded);
@@ -42,6 +51,17 @@
 
 #define A_LOAD_KFAST A_KCONTIG
 #define B_LOAD_NFAST B_NCONTIG
+
+// 4-wide staging loads (the host sets VEC4_A / VEC4_B only for float storage whose slices all
+// start at multiples of 4 elements): 4 elements along the operand's unit-stride dim.
+#if VEC4_A
+#define A_VEC4_AT(r, kk) (*(__global const ACC4 *)(Ap + A_OFF((r), (kk))))
+#define A_VEC4_OK (m0 + BM <= M && k_left >= BK)
+#endif
+#if VEC4_B
+#define B_VEC4_AT(kk, c) (*(__global const ACC4 *)(Bp + B_OFF((kk), (c))))
+#define B_VEC4_OK (n0 + BN <= N && k_left >= BK)
+#endif
 
 // Check-free loads for steps inside the matrix (CPU vector variant of the skeleton).
 #define A_AT_FAST(r, kk) LOAD_T(Ap, A_OFF(min((r), m_max), (kk)))

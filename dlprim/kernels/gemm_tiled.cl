@@ -4,8 +4,10 @@
 // adjacent rows, chunk c at tile row (c * TM + ty) * VM (likewise columns): VM/VN > 1 lets the
 // inner loop read local memory as vectors, VM/VN == 1 gives the classic strided mapping.
 // Per K step a BK-deep slice of A and B is staged in local memory (USE_LOCAL) with the next
-// slice prefetched into registers while the current one is multiplied; without USE_LOCAL
-// (CPU devices, whose caches do the staging) operands are read straight from global memory.
+// slice prefetched into registers while the current one is multiplied; with LOCAL_BUFS == 2
+// the slices alternate between two buffers, so a step needs one barrier instead of two.
+// Without USE_LOCAL (CPU devices, whose caches do the staging) operands are read straight
+// from global memory.
 //
 // The K loop runs over `total_steps` = k_outer * ksteps steps of BK; step s covers slice
 // o = s / ksteps (the k_outer products summed into one output) and k0 = (s % ksteps) * BK.
@@ -15,6 +17,7 @@
 // Hooks defined by the including variant (plain GEMM in gemm.cl, convolutions in conv.cl):
 //   OPERAND_ARGS           kernel parameters describing A and B
 //   OPERAND_SETUP          statements run once (bi, gi, m0, n0 known)
+//   OUTER_STEP(o)          (optional) statements run before the first step of slice o
 //   STEP_SETUP(o, k0)      statements run once per K step (declares what A_AT/B_AT use,
 //                          and k_left = K - k0)
 //   A_AT(r, kk)            element (m0 + r, k0 + kk) of op(A) as ACC; 0 for k >= K; any finite or
@@ -43,7 +46,12 @@
             B_AT(kk, (c) + 10), B_AT(kk, (c) + 11), B_AT(kk, (c) + 12), B_AT(kk, (c) + 13),            \
             B_AT(kk, (c) + 14), B_AT(kk, (c) + 15)))
 #endif
-// Optional faster hooks: B_VEC_OK (this work-item's columns all lie inside B),
+// Optional 4-wide staging loads (local-memory configs): A_VEC4_AT(r, kk) / B_VEC4_AT(kk, c)
+// return 4 elements along the operand's fast dim (k when A_LOAD_KFAST, else m; n when
+// B_LOAD_NFAST, else k) as an ACC4, without checks; A_VEC4_OK / B_VEC4_OK say whether this
+// step's whole tile slice may be read that way. The work-items then stage groups of 4
+// elements along the fast dim instead of single elements.
+// Optional faster hooks (CPU variant): B_VEC_OK (this work-item's columns all lie inside B),
 // B_VEC_FAST(kk, c) (an unchecked vector load, used when B_VEC_OK and the whole K step is
 // inside the matrix) and A_AT_FAST(r, kk) (A_AT without the k check).
 #ifndef B_VEC_OK
@@ -63,30 +71,72 @@
 #define ROW_OF(i) ((((i) / VM) * TM + ty) * VM + (i) % VM)
 #define COL_OF(j) ((((j) / VN) * TN + tx) * VN + (j) % VN)
 
-#if A_LOAD_KFAST
-#define A_POS_R(i) ((tid + (i) * NT) / BK)
-#define A_POS_K(i) ((tid + (i) * NT) % BK)
+// Staging positions: a work-item loads groups v = 0 .. LOADS / G - 1 of G elements adjacent
+// along the operand's fast dim (G = 4 with the vector hooks, else 1); element j of group v.
+#ifdef A_VEC4_AT
+#define A_G 4
 #else
-#define A_POS_R(i) ((tid + (i) * NT) % BM)
-#define A_POS_K(i) ((tid + (i) * NT) / BM)
+#define A_G 1
+#endif
+#ifdef B_VEC4_AT
+#define B_G 4
+#else
+#define B_G 1
+#endif
+#define A_LIN(v) (tid + (v) * NT)
+#define B_LIN(v) (tid + (v) * NT)
+#if A_LOAD_KFAST
+#define A_POS_R(v, j) (A_LIN(v) / (BK / A_G))
+#define A_POS_K(v, j) ((A_LIN(v) % (BK / A_G)) * A_G + (j))
+#else
+#define A_POS_R(v, j) ((A_LIN(v) % (BM / A_G)) * A_G + (j))
+#define A_POS_K(v, j) (A_LIN(v) / (BM / A_G))
 #endif
 #if B_LOAD_NFAST
-#define B_POS_C(i) ((tid + (i) * NT) % BN)
-#define B_POS_K(i) ((tid + (i) * NT) / BN)
+#define B_POS_C(v, j) ((B_LIN(v) % (BN / B_G)) * B_G + (j))
+#define B_POS_K(v, j) (B_LIN(v) / (BN / B_G))
 #else
-#define B_POS_C(i) ((tid + (i) * NT) / BK)
-#define B_POS_K(i) ((tid + (i) * NT) % BK)
+#define B_POS_C(v, j) (B_LIN(v) / (BK / B_G))
+#define B_POS_K(v, j) ((B_LIN(v) % (BK / B_G)) * B_G + (j))
+#endif
+#ifndef LOCAL_BUFS
+#define LOCAL_BUFS 1
+#endif
+#ifndef OUTER_STEP
+#define OUTER_STEP(o)
 #endif
 
+// A vector read from local memory, spread over W private elements component by component:
+// a vstore into the private array takes its address, and the NVIDIA compiler then keeps the
+// array in (stack) memory instead of registers (H200, 128x128x8 tiles: 39.8 -> ? TFLOP/s).
+#define SPREAD_1(d, v) (d)[0] = (v)
+#define SPREAD_2(d, v) (d)[0] = (v).s0, (d)[1] = (v).s1
+#define SPREAD_4(d, v) SPREAD_2(d, (v).s01), SPREAD_2((d) + 2, (v).s23)
+#define SPREAD_8(d, v) SPREAD_4(d, (v).s0123), SPREAD_4((d) + 4, (v).s4567)
+#define SPREAD_16(d, v) SPREAD_8(d, (v).s01234567), SPREAD_8((d) + 8, (v).s89abcdef)
+#define SPREAD_W(w) SPREAD_##w
+#define SPREAD(w) SPREAD_W(w)
 #if VM == 1
 #define LOAD_A_CHUNK(dst, src) (dst)[0] = *(src)
-#else
+#elif defined(X_OLD_CHUNK)
 #define LOAD_A_CHUNK(dst, src) VSTORE_M(*(__local const ACCV_M *)(src), 0, (dst))
+#else
+#define LOAD_A_CHUNK(dst, src)                           \
+  do {                                                   \
+    const ACCV_M v_ = *(__local const ACCV_M *)(src);    \
+    SPREAD(VM)((dst), v_);                               \
+  } while (0)
 #endif
 #if VN == 1
 #define LOAD_B_CHUNK(dst, src) (dst)[0] = *(src)
-#else
+#elif defined(X_OLD_CHUNK)
 #define LOAD_B_CHUNK(dst, src) VSTORE_N(*(__local const ACCV_N *)(src), 0, (dst))
+#else
+#define LOAD_B_CHUNK(dst, src)                           \
+  do {                                                   \
+    const ACCV_N v_ = *(__local const ACCV_N *)(src);    \
+    SPREAD(VN)((dst), v_);                               \
+  } while (0)
 #endif
 
 // Grid order: with local staging, dim 0 walks the N tiles; without it (CPU-style configs, whose
@@ -123,28 +173,68 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
   const int step0 = split * steps_per_split;
   const int step_end = min(total_steps, step0 + steps_per_split);
 #if USE_LOCAL
-  __local ACC As[BK * A_LD] __attribute__((aligned(64)));
-  __local ACC Bs[BK * B_LD] __attribute__((aligned(64)));
+  __local ACC As[LOCAL_BUFS * BK * A_LD] __attribute__((aligned(64)));
+  __local ACC Bs[LOCAL_BUFS * BK * B_LD] __attribute__((aligned(64)));
   ACC ra[LOADS_A], rb[LOADS_B];
   // Iteration s loads step s into registers, multiplies step s - 1 out of local memory while
   // those loads are in flight, then moves the registers into local memory.
+  // (o, k0) of the next step to load, advanced without a division per step.
+  int next_o = step0 / ksteps, next_k0 = (step0 - next_o * ksteps) * BK;
+  OUTER_STEP(next_o)
+  // Where the step being loaded is staged, and where the previous one was (the same buffer
+  // when there is one; the two swap after every step when there are two).
+  __local ACC *a_fill = As, *b_fill = Bs;
+  __local ACC *a_prev = As + (LOCAL_BUFS - 1) * (BK * A_LD), *b_prev = Bs + (LOCAL_BUFS - 1) * (BK * B_LD);
   for (int s = step0; s <= step_end; ++s) {
     if (s < step_end) {
-      const int o = s / ksteps, k0 = (s - o * ksteps) * BK;
+      const int o = next_o, k0 = next_k0;
       STEP_SETUP(o, k0)
+#ifdef A_VEC4_AT
+      if (A_VEC4_OK) {
 #pragma unroll
-      for (int i = 0; i < LOADS_A; ++i) ra[i] = A_AT(A_POS_R(i), A_POS_K(i));
+        for (int v = 0; v < LOADS_A / 4; ++v) {
+          const ACC4 t = A_VEC4_AT(A_POS_R(v, 0), A_POS_K(v, 0));
+          SPREAD_4(ra + 4 * v, t);
+        }
+      } else
+#endif
+      {
 #pragma unroll
-      for (int i = 0; i < LOADS_B; ++i) rb[i] = B_AT(B_POS_K(i), B_POS_C(i));
+        for (int v = 0; v < LOADS_A / A_G; ++v)
+#pragma unroll
+          for (int j = 0; j < A_G; ++j) ra[v * A_G + j] = A_AT(A_POS_R(v, j), A_POS_K(v, j));
+      }
+#ifdef B_VEC4_AT
+      if (B_VEC4_OK) {
+#pragma unroll
+        for (int v = 0; v < LOADS_B / 4; ++v) {
+          const ACC4 t = B_VEC4_AT(B_POS_K(v, 0), B_POS_C(v, 0));
+          SPREAD_4(rb + 4 * v, t);
+        }
+      } else
+#endif
+      {
+#pragma unroll
+        for (int v = 0; v < LOADS_B / B_G; ++v)
+#pragma unroll
+          for (int j = 0; j < B_G; ++j) rb[v * B_G + j] = B_AT(B_POS_K(v, j), B_POS_C(v, j));
+      }
+      next_k0 += BK;
+      if (next_k0 >= ksteps * BK) {
+        next_k0 = 0;
+        ++next_o;
+        OUTER_STEP(next_o)
+      }
     }
     if (s > step0) {
+      __local const ACC *as = a_prev, *bs = b_prev;
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {
         ACC a[RM], b[RN];
 #pragma unroll
-        for (int c = 0; c < RM / VM; ++c) LOAD_A_CHUNK(a + c * VM, As + kk * A_LD + (c * TM + ty) * VM);
+        for (int c = 0; c < RM / VM; ++c) LOAD_A_CHUNK(a + c * VM, as + kk * A_LD + (c * TM + ty) * VM);
 #pragma unroll
-        for (int c = 0; c < RN / VN; ++c) LOAD_B_CHUNK(b + c * VN, Bs + kk * B_LD + (c * TN + tx) * VN);
+        for (int c = 0; c < RN / VN; ++c) LOAD_B_CHUNK(b + c * VN, bs + kk * B_LD + (c * TN + tx) * VN);
 #pragma unroll
         for (int i = 0; i < RM; ++i)
 #pragma unroll
@@ -152,12 +242,35 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
       }
     }
     if (s == step_end) break;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    // One buffer: wait until everyone has multiplied it before overwriting. Two: the buffer
+    // written now was last read in iteration s - 1, before the barrier that ended it.
+    if (LOCAL_BUFS == 1) barrier(CLK_LOCAL_MEM_FENCE);
+    __local ACC *as = a_fill, *bs = b_fill;
 #pragma unroll
-    for (int i = 0; i < LOADS_A; ++i) As[A_POS_K(i) * A_LD + A_POS_R(i)] = ra[i];
+    for (int v = 0; v < LOADS_A / A_G; ++v) {
+#if A_G == 4 && !A_LOAD_KFAST
+      *(__local ACC4 *)(as + A_POS_K(v, 0) * A_LD + A_POS_R(v, 0)) =
+          (ACC4)(ra[4 * v], ra[4 * v + 1], ra[4 * v + 2], ra[4 * v + 3]);
+#else
 #pragma unroll
-    for (int i = 0; i < LOADS_B; ++i) Bs[B_POS_K(i) * B_LD + B_POS_C(i)] = rb[i];
+      for (int j = 0; j < A_G; ++j) as[A_POS_K(v, j) * A_LD + A_POS_R(v, j)] = ra[v * A_G + j];
+#endif
+    }
+#pragma unroll
+    for (int v = 0; v < LOADS_B / B_G; ++v) {
+#if B_G == 4 && B_LOAD_NFAST
+      *(__local ACC4 *)(bs + B_POS_K(v, 0) * B_LD + B_POS_C(v, 0)) =
+          (ACC4)(rb[4 * v], rb[4 * v + 1], rb[4 * v + 2], rb[4 * v + 3]);
+#else
+#pragma unroll
+      for (int j = 0; j < B_G; ++j) bs[B_POS_K(v, j) * B_LD + B_POS_C(v, j)] = rb[v * B_G + j];
+#endif
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
+#if LOCAL_BUFS == 2
+    a_prev = a_fill, b_prev = b_fill;
+    a_fill = as == As ? As + BK * A_LD : As, b_fill = bs == Bs ? Bs + BK * B_LD : Bs;
+#endif
   }
 #elif VN > 1
   // CPU-style: explicit vectors of VN adjacent columns (one SIMD register each), operands
@@ -170,6 +283,7 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
   const bool cols_ok = B_VEC_OK;
   for (int s = step0; s < step_end; ++s) {
     const int o = s / ksteps, k0 = (s - o * ksteps) * BK;
+    OUTER_STEP(o)
     STEP_SETUP(o, k0)
     if (cols_ok && k_left >= BK) {
       // Whole step inside the matrix: no bounds checks, vector loads.
@@ -207,6 +321,7 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
 #else
   for (int s = step0; s < step_end; ++s) {
     const int o = s / ksteps, k0 = (s - o * ksteps) * BK;
+    OUTER_STEP(o)
     STEP_SETUP(o, k0)
     for (int kk = 0; kk < BK; ++kk) {
       ACC a[RM], b[RN];

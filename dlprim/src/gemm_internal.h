@@ -17,9 +17,10 @@ struct TileConfig {
   int bm = 64, bn = 64, bk = 16;  // tile of C per work-group, K step
   int tm = 16, tn = 16;           // work-group shape (rows x columns of work-items)
   int vm = 1, vn = 1;             // vector width of the register mapping / local reads
-  int local = 1;                  // stage tiles in local memory
+  int local = 1;                  // stage tiles in local memory: 0 no, 1 one buffer, 2 two (alternating)
   int threads() const { return tm * tn; }
-  std::string str() const;  // "128x128x16 t16x16 v4x4 local"
+  int local_buffers() const { return local == 2 ? 2 : 1; }
+  std::string str() const;  // "128x128x16 t16x16 v4x4 local" ("local2": two buffers, "global": none)
   static bool parse(const std::string& s, TileConfig* out);
   bool operator==(const TileConfig& o) const { return str() == o.str(); }
 };

@@ -5,6 +5,7 @@
 #   bash scripts/gpu_session.sh validate    # validate_network.py, 19 torchvision networks (about 5 min)
 #   bash scripts/gpu_session.sh models      # benchmarks/models.py, 8 networks vs CUDA (about 6 min)
 #   bash scripts/gpu_session.sh kernels     # layers.py + conv.py tables
+#   bash scripts/gpu_session.sh suite       # the test suite on the GPU, gemm.py and overhead.py tables
 #   bash scripts/gpu_session.sh gemm        # GEMM / conv tests on the GPU, gemm.py table, resnet50 conv table
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
 #
@@ -38,6 +39,11 @@ case "${1:-validate}" in
     run layers 90 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
     run conv 200 python3 benchmarks/conv.py --ref cuda --nets resnet18,mobilenet_v2,vgg16 --batches 32,1 \
       --out "$out/conv.md"
+    ;;
+  suite)
+    run tests 280 python3 -m pytest -q tests
+    run gemm 150 python3 benchmarks/gemm.py --ref cuda --out "$out/gemm.md"
+    run overhead 90 python3 benchmarks/overhead.py --ref cuda --out "$out/overhead.md"
     ;;
   gemm)
     run gemm_tests 200 python3 -m pytest -q -x tests/test_gemm.py tests/test_conv.py

@@ -130,7 +130,7 @@ def test_forced_configs(config, monkeypatch):
 
 
 # Two alternating local buffers (one barrier per K step) with 4-wide staging loads.
-LOCAL2 = ["128x128x8 t16x16 v4x4 local2", "32x32x16 t8x8 v4x4 local2"]
+LOCAL2 = ["128x128x8 t8x16 v4x4 local2", "32x32x16 t8x8 v4x4 local2"]
 
 
 @pytest.mark.parametrize("config", LOCAL2)

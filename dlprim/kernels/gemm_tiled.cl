@@ -106,37 +106,15 @@
 #define OUTER_STEP(o)
 #endif
 
-// A vector read from local memory, spread over W private elements component by component:
-// a vstore into the private array takes its address, and the NVIDIA compiler then keeps the
-// array in (stack) memory instead of registers (H200, 128x128x8 tiles: 39.8 -> ? TFLOP/s).
-#define SPREAD_1(d, v) (d)[0] = (v)
-#define SPREAD_2(d, v) (d)[0] = (v).s0, (d)[1] = (v).s1
-#define SPREAD_4(d, v) SPREAD_2(d, (v).s01), SPREAD_2((d) + 2, (v).s23)
-#define SPREAD_8(d, v) SPREAD_4(d, (v).s0123), SPREAD_4((d) + 4, (v).s4567)
-#define SPREAD_16(d, v) SPREAD_8(d, (v).s01234567), SPREAD_8((d) + 8, (v).s89abcdef)
-#define SPREAD_W(w) SPREAD_##w
-#define SPREAD(w) SPREAD_W(w)
 #if VM == 1
 #define LOAD_A_CHUNK(dst, src) (dst)[0] = *(src)
-#elif defined(X_OLD_CHUNK)
-#define LOAD_A_CHUNK(dst, src) VSTORE_M(*(__local const ACCV_M *)(src), 0, (dst))
 #else
-#define LOAD_A_CHUNK(dst, src)                           \
-  do {                                                   \
-    const ACCV_M v_ = *(__local const ACCV_M *)(src);    \
-    SPREAD(VM)((dst), v_);                               \
-  } while (0)
+#define LOAD_A_CHUNK(dst, src) VSTORE_M(*(__local const ACCV_M *)(src), 0, (dst))
 #endif
 #if VN == 1
 #define LOAD_B_CHUNK(dst, src) (dst)[0] = *(src)
-#elif defined(X_OLD_CHUNK)
-#define LOAD_B_CHUNK(dst, src) VSTORE_N(*(__local const ACCV_N *)(src), 0, (dst))
 #else
-#define LOAD_B_CHUNK(dst, src)                           \
-  do {                                                   \
-    const ACCV_N v_ = *(__local const ACCV_N *)(src);    \
-    SPREAD(VN)((dst), v_);                               \
-  } while (0)
+#define LOAD_B_CHUNK(dst, src) VSTORE_N(*(__local const ACCV_N *)(src), 0, (dst))
 #endif
 
 // Grid order: with local staging, dim 0 walks the N tiles; without it (CPU-style configs, whose
@@ -193,8 +171,7 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
       if (A_VEC4_OK) {
 #pragma unroll
         for (int v = 0; v < LOADS_A / 4; ++v) {
-          const ACC4 t = A_VEC4_AT(A_POS_R(v, 0), A_POS_K(v, 0));
-          SPREAD_4(ra + 4 * v, t);
+          vstore4(A_VEC4_AT(A_POS_R(v, 0), A_POS_K(v, 0)), 0, ra + 4 * v);
         }
       } else
 #endif
@@ -208,8 +185,7 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
       if (B_VEC4_OK) {
 #pragma unroll
         for (int v = 0; v < LOADS_B / 4; ++v) {
-          const ACC4 t = B_VEC4_AT(B_POS_K(v, 0), B_POS_C(v, 0));
-          SPREAD_4(rb + 4 * v, t);
+          vstore4(B_VEC4_AT(B_POS_K(v, 0), B_POS_C(v, 0)), 0, rb + 4 * v);
         }
       } else
 #endif

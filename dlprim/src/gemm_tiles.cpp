@@ -71,10 +71,10 @@ std::vector<TileConfig> tile_candidates(const Context& ctx, DType acc) {
         {128, 128, 32, 16, 16, 4, 4, 1}, {128, 64, 16, 16, 16, 4, 4, 1},  {64, 128, 16, 16, 16, 4, 4, 1},
         {64, 64, 16, 16, 16, 4, 4, 1},   {64, 64, 16, 16, 16, 1, 1, 1},   {64, 64, 32, 8, 8, 8, 8, 1},
         {32, 32, 16, 8, 8, 4, 4, 1},     {256, 128, 8, 32, 16, 4, 4, 1},  {128, 256, 8, 16, 32, 4, 4, 1},
-        // Two alternating local buffers; with BK = 8 each work-item stages one 4-wide group of
-        // A and of B per step (H200, 4096^3: 47-48 TFLOP/s against 33-37 for BK 16 / 32).
-        {128, 128, 8, 16, 16, 4, 4, 2},  {128, 256, 8, 8, 32, 4, 4, 2},   {64, 128, 8, 8, 16, 4, 4, 2},
-        {128, 128, 8, 8, 16, 4, 4, 2},   {64, 64, 16, 16, 16, 4, 4, 2},
+        // Two alternating local buffers (one barrier per K step); with BK = 8 each work-item
+        // stages one 4-wide group of A and of B per step. H200, 4096^3: 44-45 TFLOP/s against
+        // 41-42 for the best one-buffer configs (the same tiles as 16x16 work-items: 35).
+        {128, 128, 8, 8, 16, 4, 4, 2},   {128, 256, 8, 8, 32, 4, 4, 2},   {64, 64, 16, 16, 16, 4, 4, 2},
     };
   }
   std::vector<TileConfig> out;
@@ -88,7 +88,7 @@ TileConfig default_tile_config(const Context& ctx, DType acc, int64_t M, int64_t
   if (ctx.info().is_cpu) {
     prefs = {{32, 64, 16, 4, 2, 1, 16, 0}, {8, 32, 16, 1, 1, 1, 16, 0}};
   } else if (M >= 512 && N >= 512) {
-    prefs = {{128, 128, 8, 16, 16, 4, 4, 2}, {128, 128, 16, 16, 16, 4, 4, 1}, {64, 64, 16, 16, 16, 4, 4, 1}};
+    prefs = {{128, 128, 8, 8, 16, 4, 4, 2}, {128, 128, 16, 16, 16, 4, 4, 1}, {64, 64, 16, 16, 16, 4, 4, 1}};
   } else if (M >= 64 && N >= 64) {
     prefs = {{64, 64, 16, 16, 16, 4, 4, 1}};
   } else {

@@ -144,8 +144,10 @@ def test_double_buffered_vector_staging(config, monkeypatch):
     assert "vec4=AB" in pytorch_ocl.ops.gemm_plan(260, 132, 96, trans_a=True, trans_b=True)
     assert "vec4" not in pytorch_ocl.ops.gemm_plan(260, 131, 97)
     assert "vec4" not in pytorch_ocl.ops.gemm_plan(130, 131, 97, dtype=torch.float16)
+    assert "whole-tiles" in pytorch_ocl.ops.gemm_plan(256, 256, 96)
+    assert "whole-tiles" not in pytorch_ocl.ops.gemm_plan(260, 132, 96)
     for ta, tb in itertools.product([False, True], repeat=2):
-        for m, n, k in [(260, 132, 96), (131, 133, 67)]:
+        for m, n, k in [(260, 132, 96), (131, 133, 67), (256, 256, 96)]:
             a, b = make((m, k), torch.float32, ta), make((k, n), torch.float32, tb)
             assert_product(a.to(DEV) @ b.to(DEV), a.double() @ b.double(), a, b, torch.float32)
     # Batched, and float64.

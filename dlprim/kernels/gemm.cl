@@ -54,13 +54,14 @@
 
 // 4-wide staging loads (the host sets VEC4_A / VEC4_B only for float storage whose slices all
 // start at multiples of 4 elements): 4 elements along the operand's unit-stride dim.
+// VEC4_FULL: M, N and K are multiples of the tile, so every step qualifies.
 #if VEC4_A
 #define A_VEC4_AT(r, kk) (*(__global const ACC4 *)(Ap + A_OFF((r), (kk))))
-#define A_VEC4_OK (m0 + BM <= M && k_left >= BK)
+#define A_VEC4_OK (VEC4_FULL || (m0 + BM <= M && k_left >= BK))
 #endif
 #if VEC4_B
 #define B_VEC4_AT(kk, c) (*(__global const ACC4 *)(Bp + B_OFF((kk), (c))))
-#define B_VEC4_OK (n0 + BN <= N && k_left >= BK)
+#define B_VEC4_OK (VEC4_FULL || (n0 + BN <= N && k_left >= BK))
 #endif
 
 // Check-free loads for steps inside the matrix (CPU vector variant of the skeleton).

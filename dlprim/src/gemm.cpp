@@ -68,10 +68,16 @@ std::string class_bucket(int64_t v) {
 
 DType out_dtype(const Gemm& g) { return g.c_dtype_set ? g.c_dtype : g.dtype; }
 
-// Which operands the tiled kernel stages with unchecked 4-wide loads (gemm.cl's VEC4_A / VEC4_B).
+// Which operands the tiled kernel stages with unchecked 4-wide loads (gemm.cl's VEC4_A / VEC4_B),
+// and whether every step of every tile may (VEC4_FULL: M, N, K multiples of the tile, so the
+// kernel is built without the checked loads: +3% at 4096^3 on the H200).
 struct Vec4 {
-  bool a = false, b = false;
+  bool a = false, b = false, full = false;
 };
+
+bool whole_tiles(const TileConfig& c, int64_t M, int64_t N, int64_t K) {
+  return M % c.bm == 0 && N % c.bn == 0 && K % c.bk == 0;
+}
 
 // Whether operand `m` (leading dim `ld`) may be staged with ACC4 loads: float storage (the
 // loads reinterpret it as ACC4), every slice a work-item reads starting at a multiple of 4
@@ -89,6 +95,7 @@ Vec4 vec4_operands(const TileConfig& c, const Gemm& g, bool a_kc, int64_t lda, b
   Vec4 v;
   v.a = vec4_operand(c, g.dtype, g.a, lda, a_kc ? c.bk : c.bm, a_kc ? c.bm : c.bk);
   v.b = vec4_operand(c, g.dtype, g.b, ldb, b_nc ? c.bn : c.bk, b_nc ? c.bk : c.bn);
+  v.full = v.a && v.b && whole_tiles(c, g.M, g.N, g.K);
   return v;
 }
 
@@ -97,6 +104,7 @@ const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& c
   std::ostringstream s;
   s << detail::gemm_program_head(dtype, c_dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
     << "\n#define IDX_T " << (idx64 ? "long" : "int") << "\n#define VEC4_A " << vec.a << "\n#define VEC4_B " << vec.b
+    << "\n#define VEC4_FULL " << vec.full
     << "\n" << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm")
     << kernel_source("gemm_tiled");
   *text = s.str();
@@ -107,7 +115,7 @@ detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtyp
                                    bool b_nc, bool idx64, Vec4 vec) {
   std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg.str() +
                     "|" + (a_kc ? "1" : "0") + (b_nc ? "1" : "0") + (idx64 ? "L" : "I") + (vec.a ? "a" : "") +
-                    (vec.b ? "b" : "");
+                    (vec.b ? "b" : "") + (vec.full ? "f" : "");
   detail::LockedKernel& slot = detail::kernel_slot(ctx, key);
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
@@ -241,6 +249,7 @@ public:
     bool b_nc = p_.b_nc || wants_packed_b(cfg, p_.b_nc, rM_);
     // The real problem's 4-wide staging choice (the scratch leading dims are multiples of 4).
     Vec4 vec = vec4_operands(cfg, p_.g, p_.a_kc, p_.lda, p_.b_nc, p_.ldb);
+    vec.full = vec.a && vec.b && whole_tiles(cfg, rM_, rN_, rK_);  // of the scratch problem timed
     detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, p_.a_kc, b_nc, false, vec);
     setup();
     Gemm g = scratch_gemm(b_nc);
@@ -524,7 +533,8 @@ std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
     case Path::Tiled: {
       Vec4 v = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, p.b_nc, p.ldb);
       return "tiled " + p.cfg.str() + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +
-             (p.pack_bytes ? " packed-B" : "") + (v.a || v.b ? std::string(" vec4=") + (v.a ? "A" : "") + (v.b ? "B" : "") : "");
+             (p.pack_bytes ? " packed-B" : "") + (v.a || v.b ? std::string(" vec4=") + (v.a ? "A" : "") + (v.b ? "B" : "") : "") +
+             (v.full ? " whole-tiles" : "");
     }
   }
   return "";

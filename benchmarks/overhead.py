@@ -5,7 +5,7 @@
 (a) overhead: N x `x.add_(1)` on a 1000-element float32 tensor, synchronized before and after,
     in microseconds per op, median of 5 repeats after a warm-up repeat;
 (b) bandwidth: host-to-device, device-to-host (pageable and pinned) and device-to-device copies
-    of a 64 MiB float32 tensor in GB/s, median over the iterations, the two devices timed alternately.
+    of a 64 MiB float32 tensor in GB/s, median over the iterations, the two devices timed in alternating rounds.
 The ratio column is ocl's speedup over the reference: > 1 means ocl is better
 (ref/ocl for times, ocl/ref for bandwidths).
 """
@@ -58,18 +58,18 @@ def copy_setup(kind: str, device, nbytes: int, pinned: bool):
 def copy_gbs(kind: str, devices, nbytes: int, iters: int, pinned: bool) -> dict:
     """GB/s of one copy direction on each device (None where pinned memory cannot be had).
 
-    The devices are timed alternately, one copy each in turn: the host's memory bandwidth (which
-    bounds pageable copies) drifts by up to 2x between runs on shared machines, and alternating
-    exposes both devices to the same drift."""
+    The devices are timed in alternating rounds of `per_round` copies: the host's memory bandwidth
+    (which bounds pageable copies) drifts by up to 2x between runs on shared machines, and
+    alternating exposes both devices to the same drift. Each round starts with an untimed copy:
+    when both devices are one GPU, switching between their contexts costs tens of µs, which would
+    swamp a device-to-device copy of ~50 µs if it were timed."""
     fns = {d: copy_setup(kind, d, nbytes, pinned) for d in devices}
     times = {d: [] for d in devices}
-    for d, fn in fns.items():
-        if fn:
-            common.time_it(fn, d, 0, warmup=3)
-    for _ in range(iters):
+    per_round = 5
+    for _ in range(max(1, iters // per_round)):
         for d, fn in fns.items():
             if fn:
-                times[d] += common.time_it(fn, d, 1, warmup=0)
+                times[d] += common.time_it(fn, d, per_round, warmup=1)
     return {d: nbytes / statistics.median(ts) / 1e9 if ts else None for d, ts in times.items()}
 
 
@@ -131,8 +131,9 @@ def main(argv=None) -> int:
         "ratio = ocl's speedup over the reference (ref/ocl for µs/op, ocl/ref for GB/s): > 1 means ocl is better",
     ]
     notes = [f"overhead: median of {repeats} repeats of {ops} × `x.add_(1)` (1000 float32), after one warm-up repeat",
-             f"bandwidth: median of {iters} copies per device, the devices timed alternately (one copy each in "
-             "turn); synchronized before each timer stops; pinned copies use `non_blocking=True`"]
+             f"bandwidth: median of {iters} copies per device, the devices timed in alternating rounds of 5 "
+             "(each after an untimed copy); synchronized before each timer stops; pinned copies use "
+             "`non_blocking=True`"]
     if ref_is_cpu:
         notes.append("ref is the cpu: its H2D/D2H/D2D rows are plain host-to-host copies (pinned buffers for "
                      "the pinned rows)")

@@ -351,22 +351,36 @@ def test_view_as_real_and_complex_are_views():
 
 
 def test_dense_copies_as_gpu_kernels():
-    """GPUs copy dense tensors of >= 1 MiB with a vectorized kernel over the widest words that
-    divide the offsets and length; PYTORCH_OCL_GPU_MAPPING=1 selects that path on a CPU device."""
+    """GPUs copy dense tensors of >= 1 MiB whose two addresses agree mod 16 with a kernel of
+    16-byte vectors (bytes for the unaligned head and tail), the rest with the buffer copy;
+    PYTORCH_OCL_GPU_MAPPING=1 selects that path on a CPU device. The kernel profiler shows which
+    one ran."""
     from conftest import run_python
 
     code = """
         import torch, pytorch_ocl
         torch.manual_seed(0)
-        for dtype, n, off in [(torch.float32, 1 << 18, 0), (torch.float32, (1 << 18) + 3, 1),
-                              (torch.uint8, (1 << 20) + 5, 3), (torch.float16, (1 << 19) + 2, 2),
-                              (torch.int64, 1 << 17, 1), (torch.bool, 1 << 20, 0), (torch.complex64, 1 << 17, 1)]:
-            src = (torch.randn(n + off) * 100).to(dtype)
-            d = src.to("ocl")[off:]
-            out = torch.empty(n + 7, dtype=dtype, device="ocl")[7:]
-            out.copy_(d)
-            assert torch.equal(out.cpu(), src[off:]), (dtype, n, off)
-            assert torch.equal(d.clone().cpu(), src[off:]), (dtype, n, off)
+        # (dtype, elements, source offset, destination offset in elements, kernel expected)
+        cases = [(torch.float32, 1 << 18, 0, 0, True), (torch.float32, (1 << 18) + 3, 1, 5, True),
+                 (torch.uint8, (1 << 20) + 5, 3, 19, True), (torch.uint8, (1 << 20) + 29, 15, 15, True),
+                 (torch.float16, (1 << 19) + 2, 2, 7, False), (torch.int64, 1 << 17, 1, 3, True),
+                 (torch.bool, 1 << 20, 0, 7, False), (torch.complex64, 1 << 17, 1, 7, True),
+                 (torch.float32, 1000, 0, 0, False)]
+        for dtype, n, src_off, dst_off, kernel in cases:
+            src = (torch.randn(n + src_off) * 100).to(dtype)
+            d = src.to("ocl")[src_off:]
+            out = torch.empty(n + dst_off, dtype=dtype, device="ocl")[dst_off:]
+            with pytorch_ocl.profiler.profile() as prof:
+                out.copy_(d)
+            ran = {name for name, _, _ in prof.records}
+            assert ran == ({"copy"} if kernel else set()), (dtype, n, src_off, dst_off, ran)
+            assert torch.equal(out.cpu(), src[src_off:]), (dtype, n, src_off, dst_off)
+            assert torch.equal(d.clone().cpu(), src[src_off:]), (dtype, n, src_off)
+            # The bytes around the destination stay untouched.
+            guard = torch.zeros(n + 64, dtype=dtype, device="ocl")
+            guard[dst_off:dst_off + n].copy_(d)
+            assert torch.equal(guard[:dst_off].cpu(), torch.zeros(dst_off, dtype=dtype))
+            assert torch.equal(guard[dst_off + n:].cpu(), torch.zeros(64 - dst_off, dtype=dtype))
         print("ok")
     """
     out = run_python(code, env={"PYTORCH_OCL_GPU_MAPPING": "1"}).stdout

@@ -32,61 +32,57 @@ void check_fits(const at::Tensor& self, std::initializer_list<c10::Scalar> param
   }
 }
 
-at::Tensor run_act(PwId id, const at::Tensor& self, const Params& params, at::Tensor out) {
+at::Tensor run_act(PwId id, const at::Tensor& self, const Params& params, const at::Tensor& out) {
   pw_check_dtype(id, self.scalar_type());
-  auto iter = at::TensorIterator::unary_op(out, self);
+  at::TensorIterator iter;
+  iter.build_borrowing_unary_op(out, self);
   pw_launch(id, iter, params);
-  return iter.output();
+  return pw_result(out, iter);
 }
 
 at::Tensor run_bw(PwId id, const at::Tensor& grad, const at::Tensor& self, const Params& params,
-                  at::Tensor grad_input) {
+                  const at::Tensor& grad_input) {
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
   pw_check_dtype(id, iter.common_dtype());
   pw_launch(id, iter, params);
-  return iter.output();
+  return pw_result(grad_input, iter);
 }
 
 dlprim::Scalar sc(const c10::Scalar& s) { return to_dlprim_scalar(s); }
 
+// The kinds' runners (PwForms): `out` undefined allocates the result.
 template <PwId Id>
-at::Tensor& act0_out(const at::Tensor& self, at::Tensor& out) {
-  run_act(Id, self, {}, out);
-  return out;
+at::Tensor act0_run(const at::Tensor& out, const at::Tensor& self) {
+  return run_act(Id, self, {}, out);
 }
 template <PwId Id>
-at::Tensor& act1_out(const at::Tensor& self, const c10::Scalar& a, at::Tensor& out) {
-  run_act(Id, self, {sc(a)}, out);
-  return out;
+at::Tensor act1_run(const at::Tensor& out, const at::Tensor& self, const c10::Scalar& a) {
+  return run_act(Id, self, {sc(a)}, out);
 }
 template <PwId Id>
-at::Tensor& act2_out(const at::Tensor& self, const c10::Scalar& a, const c10::Scalar& b, at::Tensor& out) {
+at::Tensor act2_run(const at::Tensor& out, const at::Tensor& self, const c10::Scalar& a, const c10::Scalar& b) {
   check_fits(self, {a, b});
-  run_act(Id, self, {sc(a), sc(b)}, out);
-  return out;
+  return run_act(Id, self, {sc(a), sc(b)}, out);
 }
 template <PwId Id>
-at::Tensor& act3_out(const at::Tensor& self, const c10::Scalar& a, const c10::Scalar& b, const c10::Scalar& c,
-                     at::Tensor& out) {
-  run_act(Id, self, {sc(a), sc(b), sc(c)}, out);
-  return out;
+at::Tensor act3_run(const at::Tensor& out, const at::Tensor& self, const c10::Scalar& a, const c10::Scalar& b,
+                    const c10::Scalar& c) {
+  return run_act(Id, self, {sc(a), sc(b), sc(c)}, out);
 }
 
 template <PwId Id>
-at::Tensor& bw0_out(const at::Tensor& grad, const at::Tensor& self, at::Tensor& grad_input) {
-  run_bw(Id, grad, self, {}, grad_input);
-  return grad_input;
+at::Tensor bw0_run(const at::Tensor& grad_input, const at::Tensor& grad, const at::Tensor& self) {
+  return run_bw(Id, grad, self, {}, grad_input);
 }
 template <PwId Id>
-at::Tensor& bw1_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& a, at::Tensor& grad_input) {
-  run_bw(Id, grad, self, {sc(a)}, grad_input);
-  return grad_input;
+at::Tensor bw1_run(const at::Tensor& grad_input, const at::Tensor& grad, const at::Tensor& self,
+                   const c10::Scalar& a) {
+  return run_bw(Id, grad, self, {sc(a)}, grad_input);
 }
 template <PwId Id>
-at::Tensor& bw2_out(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& a, const c10::Scalar& b,
-                    at::Tensor& grad_input) {
-  run_bw(Id, grad, self, {sc(a), sc(b)}, grad_input);
-  return grad_input;
+at::Tensor bw2_run(const at::Tensor& grad_input, const at::Tensor& grad, const at::Tensor& self,
+                   const c10::Scalar& a, const c10::Scalar& b) {
+  return run_bw(Id, grad, self, {sc(a), sc(b)}, grad_input);
 }
 
 // Ops that are not structured: functional, out and in-place forms share one runner.
@@ -96,7 +92,8 @@ at::Tensor& relu_(at::Tensor& self) {
   return self;
 }
 
-at::Tensor run_hardtanh(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max, at::Tensor out) {
+at::Tensor run_hardtanh(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max,
+                        const at::Tensor& out) {
   TORCH_CHECK(self.scalar_type() != c10::kBool, "Bool inputs not supported for hardtanh");
   TORCH_CHECK(self.scalar_type() != c10::kByte || (min.to<int64_t>() >= 0 && max.to<int64_t>() >= 0),
               "cannot do hardtanh on an unsigned type with negative limits");
@@ -260,13 +257,13 @@ at::Tensor glu_backward(const at::Tensor& grad, const at::Tensor& self, int64_t 
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define OCL_PW_REG_act0(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(act0_out<PW_##id>));
-#define OCL_PW_REG_act1(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(act1_out<PW_##id>));
-#define OCL_PW_REG_act2(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(act2_out<PW_##id>));
-#define OCL_PW_REG_act3(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(act3_out<PW_##id>));
-#define OCL_PW_REG_bw0(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(bw0_out<PW_##id>));
-#define OCL_PW_REG_bw1(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(bw1_out<PW_##id>));
-#define OCL_PW_REG_bw2(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(bw2_out<PW_##id>));
+#define OCL_PW_REG_act0(id, aten) pw_impl_forms<OCL_PW_FORMS(act0_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_act1(id, aten) pw_impl_forms<OCL_PW_FORMS(act1_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_act2(id, aten) pw_impl_forms<OCL_PW_FORMS(act2_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_act3(id, aten) pw_impl_forms<OCL_PW_FORMS(act3_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_bw0(id, aten) pw_impl_forms<OCL_PW_FORMS(bw0_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_bw1(id, aten) pw_impl_forms<OCL_PW_FORMS(bw1_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_bw2(id, aten) pw_impl_forms<OCL_PW_FORMS(bw2_run<PW_##id>)>(m, PW_##id, aten);
 #define OCL_PW_REG_custom(i, p, o) OCL_PW_SKIP
 #define OCL_PW_SKIP(id, aten)
 #define OCL_PW_REG(kind, id, aten, dtypes, prelude, versions, body) OCL_PW_REG_##kind(id, aten)

@@ -1,7 +1,6 @@
 // Copies between host and device and on the device, with dtype conversion and any strides.
 #include "aten/Launch.h"
 #include "core/Device.h"
-#include "dlprim/rows.h"
 #include "core/Errors.h"
 #include "core/HostAllocator.h"
 #include "core/Storage.h"
@@ -31,8 +30,8 @@ bool same_dense_layout(const at::Tensor& a, const at::Tensor& b) {
 
 // The integer type of the same width, so same-dtype copies of types without kernels
 // (complex, float8, ...) can still run on the device.
-std::optional<c10::ScalarType> same_width_int_of_size(size_t bytes) {
-  switch (bytes) {
+std::optional<c10::ScalarType> same_width_int(c10::ScalarType t) {
+  switch (c10::elementSize(t)) {
     case 1: return c10::kByte;
     case 2: return c10::kShort;
     case 4: return c10::kInt;
@@ -40,7 +39,6 @@ std::optional<c10::ScalarType> same_width_int_of_size(size_t bytes) {
     default: return std::nullopt;
   }
 }
-std::optional<c10::ScalarType> same_width_int(c10::ScalarType t) { return same_width_int_of_size(c10::elementSize(t)); }
 
 void host_to_device_bytes(const at::Tensor& dst, const void* src, size_t nbytes, bool non_blocking) {
   if (nbytes == 0) return;
@@ -67,35 +65,10 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
   if (async) clFlush(q);
 }
 
-// On GPUs (and with PYTORCH_OCL_GPU_MAPPING=1, for tests) a dense copy runs faster as a vectorized kernel than as clEnqueueCopyBuffer (on the
-// NVIDIA driver the buffer copy reaches ~0.83 of CUDA's device-to-device bandwidth). Returns flat
-// views of both as the widest integer words that divide their byte offsets and length, or
-// undefined tensors when the buffer copy should be used (CPU devices, odd sizes).
-std::pair<at::Tensor, at::Tensor> wide_word_views(const at::Tensor& dst, const at::Tensor& src) {
-  int64_t bytes = dst.numel() * static_cast<int64_t>(dst.itemsize());
-  // Small copies keep the buffer copy: building the views costs more host time than it saves.
-  if (bytes < (int64_t(1) << 20) || dlprim::cpu_mapping(context(dst.device().index()))) return {};
-  int64_t d_off = dst.storage_offset() * static_cast<int64_t>(dst.itemsize());
-  int64_t s_off = src.storage_offset() * static_cast<int64_t>(src.itemsize());
-  for (int64_t w : {8, 4, 2, 1}) {
-    if (bytes % w || d_off % w || s_off % w) continue;
-    c10::ScalarType word = *same_width_int_of_size(w);
-    auto as_words = [&](const at::Tensor& t, int64_t off) {
-      return at::empty({0}, t.options().dtype(word)).set_(t.storage(), off / w, {bytes / w}, {1});
-    };
-    return {as_words(dst, d_off), as_words(src, s_off)};
-  }
-  return {};
-}
-
 // Device-side copy on one device: a buffer copy when layouts match, else the elementwise kernel.
 void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
   if (same_dense_layout(dst, src) && dst.sizes() == src.sizes()) {
-    if (auto [d, s] = wide_word_views(dst, src); d.defined()) {
-      auto iter = at::TensorIteratorConfig().add_output(d).add_const_input(s).resize_outputs(false).build();
-      return launch_elementwise(k_copy, iter, d.scalar_type());
-    }
     copy_device_bytes(dst.storage().data_ptr(), dst.storage_offset() * dst.itemsize(), src.storage().data_ptr(),
                       src.storage_offset() * src.itemsize(), dst.numel() * dst.itemsize());
     return;

@@ -25,6 +25,8 @@ int describe(const char* name, at::TensorIteratorBase& iter, dlprim::EwShape* sh
   TORCH_CHECK(rank <= dlprim::kMaxHostDims, name, ": more than ", dlprim::kMaxHostDims, " dims");
   shape->rank = rank;
   for (int d = 0; d < rank; ++d) shape->sizes[d] = iter.shape()[d];
+  outs->reserve(iter.noutputs());
+  ins->reserve(iter.ninputs());
   for (int k = 0; k < iter.ntensors(); ++k) {
     dlprim::EwOperand o;
     c10::ScalarType st = iter.dtype(k);

@@ -16,31 +16,33 @@ namespace pytorch_ocl {
 
 namespace {
 
+// The kinds' runners (PwForms): `out` undefined allocates the result.
 template <PwId Id>
-at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+at::Tensor binary_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 template <PwId Id>
-at::Tensor& binary_float_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  auto iter = at::TensorIterator::binary_float_op(out, self, other);
+at::Tensor binary_float_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  at::TensorIterator iter;
+  iter.build_borrowing_binary_float_op(out, self, other);
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 template <PwId Id>
-at::Tensor& binary_alpha_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
-                             at::Tensor& out) {
+at::Tensor binary_alpha_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
+                            const c10::Scalar& alpha) {
   if (Id == PW_sub) at::native::sub_check(self, other);
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
   pw_check_dtype(Id, iter.common_dtype());
   at::native::alpha_check(iter.common_dtype(), alpha);
   pw_launch(Id, iter, {to_dlprim_scalar(alpha)});
-  return out;
+  return pw_result(out, iter);
 }
 
 // rsub(self, other, alpha) = other - alpha * self; only the functional form is a kernel.
@@ -56,22 +58,23 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const c10::Scal
 
 // Comparisons and logical ops: computed in the inputs' common dtype, stored in out's dtype.
 template <PwId Id>
-at::Tensor& comparison_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  auto iter = at::TensorIterator::comparison_op(out, self, other);
+at::Tensor comparison_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  at::TensorIterator iter;
+  iter.build_borrowing_comparison_op(out, self, other);
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 template <PwId Id>
-at::Tensor& comparison_scalar_out(const at::Tensor& self, const c10::Scalar& other, at::Tensor& out) {
-  return comparison_out<Id>(self, at::native::wrapped_scalar_tensor(other), out);
+at::Tensor comparison_scalar_run(const at::Tensor& out, const at::Tensor& self, const c10::Scalar& other) {
+  return comparison_run<Id>(out, self, at::native::wrapped_scalar_tensor(other));
 }
 
 // div(rounding_mode): "trunc" and "floor" keep integer dtypes integral.
 at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> mode,
                          at::Tensor& out) {
-  if (!mode.has_value()) return binary_float_out<PW_div>(self, other, out);
+  if (!mode.has_value()) return OCL_PW_FORMS(binary_float_run<PW_div>)::out(self, other, out);
   double code = 0;
   if (*mode == "trunc")
     code = 1;
@@ -85,11 +88,11 @@ at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other, std::o
   return out;
 }
 
-at::Tensor run_floor_divide(const at::Tensor& self, const at::Tensor& other, at::Tensor out) {
-  auto iter = at::TensorIterator::binary_op(out, self, other);
+at::Tensor run_floor_divide(const at::Tensor& self, const at::Tensor& other, const at::Tensor& out) {
+  auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
   pw_check_dtype(PW_floor_divide, iter.common_dtype());
   pw_launch(PW_floor_divide, iter);
-  return iter.output();
+  return pw_result(out, iter);
 }
 at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other) {
   return run_floor_divide(self, other, at::Tensor());
@@ -118,15 +121,17 @@ at::Tensor shift_scalar(const at::Tensor& self, const c10::Scalar& other) {
 }
 template <PwId Id>
 at::Tensor& shift_(at::Tensor& self, const at::Tensor& other) {
-  return binary_out<Id>(self, other, self);
+  binary_run<Id>(self, self, other);
+  return self;
 }
 template <PwId Id>
 at::Tensor& shift_scalar_(at::Tensor& self, const c10::Scalar& other) {
-  return binary_out<Id>(self, at::native::wrapped_scalar_tensor(other), self);
+  return shift_<Id>(self, at::native::wrapped_scalar_tensor(other));
 }
 
 at::Tensor& pow_tensor_tensor_out(const at::Tensor& base, const at::Tensor& exp, at::Tensor& out) {
-  return binary_out<PW_pow>(base, exp, out);
+  binary_run<PW_pow>(out, base, exp);
+  return out;
 }
 
 at::Tensor& pow_tensor_scalar_out(const at::Tensor& base, const c10::Scalar& exp, at::Tensor& out) {
@@ -142,7 +147,8 @@ at::Tensor& pow_tensor_scalar_out(const at::Tensor& base, const c10::Scalar& exp
     out.copy_(base);
     return out;
   }
-  return binary_out<PW_pow>(base, at::native::wrapped_scalar_tensor(exp), out);
+  binary_run<PW_pow>(out, base, at::native::wrapped_scalar_tensor(exp));
+  return out;
 }
 
 at::Tensor& pow_scalar_out(const c10::Scalar& base, const at::Tensor& exp, at::Tensor& out) {
@@ -151,19 +157,20 @@ at::Tensor& pow_scalar_out(const c10::Scalar& base, const at::Tensor& exp, at::T
     out.fill_(1);
     return out;
   }
-  return binary_out<PW_pow>(at::native::wrapped_scalar_tensor(base), exp, out);
+  binary_run<PW_pow>(out, at::native::wrapped_scalar_tensor(base), exp);
+  return out;
 }
 
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define OCL_PW_REG_binary(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(binary_out<PW_##id>));
-#define OCL_PW_REG_binary_float(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(binary_float_out<PW_##id>));
-#define OCL_PW_REG_binary_alpha(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(binary_alpha_out<PW_##id>));
-#define OCL_PW_REG_comparison(id, aten)                                                   \
-  pw_impl(m, PW_##id, aten ".Tensor_out", TORCH_FN(comparison_out<PW_##id>));              \
-  pw_impl(m, PW_##id, aten ".Scalar_out", TORCH_FN(comparison_scalar_out<PW_##id>));
-#define OCL_PW_REG_logical(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(comparison_out<PW_##id>));
+#define OCL_PW_REG_binary(id, aten) pw_impl_forms<OCL_PW_FORMS(binary_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_binary_float(id, aten) pw_impl_forms<OCL_PW_FORMS(binary_float_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_binary_alpha(id, aten) pw_impl_forms<OCL_PW_FORMS(binary_alpha_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_comparison(id, aten)                                                          \
+  pw_impl_forms<OCL_PW_FORMS(comparison_run<PW_##id>)>(m, PW_##id, aten ".Tensor_out");        \
+  pw_impl_forms<OCL_PW_FORMS(comparison_scalar_run<PW_##id>)>(m, PW_##id, aten ".Scalar_out");
+#define OCL_PW_REG_logical(id, aten) pw_impl_forms<OCL_PW_FORMS(comparison_run<PW_##id>)>(m, PW_##id, aten);
 #define OCL_PW_REG_custom(i, p, o) OCL_PW_SKIP
 #define OCL_PW_SKIP(id, aten)
 #define OCL_PW_REG(kind, id, aten, dtypes, prelude, versions, body) OCL_PW_REG_##kind(id, aten)

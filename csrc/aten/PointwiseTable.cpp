@@ -3,6 +3,7 @@
 #include "aten/PointwiseTable.h"
 #include "aten/PointwiseRegistry.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 #include <dlprim/embedded.h>
 #include <torch/version.h>
@@ -105,6 +106,29 @@ void pw_launch(PwId id, at::TensorIteratorBase& iter, c10::ScalarType compute,
 
 void pw_launch(PwId id, at::TensorIteratorBase& iter, const std::vector<dlprim::Scalar>& params) {
   pw_launch(id, iter, iter.common_dtype(), params);
+}
+
+std::string pw_structured_form(const char* out_overload, bool inplace) {
+  std::string full(out_overload);
+  size_t dot = full.find('.');
+  std::string name = full.substr(0, dot), overload = dot == std::string::npos ? "" : full.substr(dot + 1);
+  std::vector<std::string> candidates;
+  if (overload == "out")
+    candidates = {"", "Tensor"};
+  else if (overload == "grad_input")
+    candidates = {""};
+  else if (overload == "OutTensor")
+    candidates = {"Tensor"};
+  else if (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0)
+    candidates = {overload.substr(0, overload.size() - 4)};
+  if (inplace) name += "_";
+  for (const std::string& c : candidates) {
+    auto op = c10::Dispatcher::singleton().findSchema(c10::OperatorName("aten::" + name, c));
+    if (op && op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd))
+      return c.empty() ? name : name + "." + c;
+  }
+  return "";
 }
 
 void pw_note_registration(PwId id, const char* overload) {

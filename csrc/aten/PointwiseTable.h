@@ -62,6 +62,51 @@ void pw_impl(torch::Library& m, PwId id, const char* overload, Fn&& fn) {
   pw_note_registration(id, overload);
 }
 
+// What a runner returns: the tensor its iterator allocated, or an undefined tensor when the
+// caller passed `out` (which it already holds). Copying a tensor that Python owns takes the GIL
+// to adjust the Python object's count: about a tenth of the host time of a small op.
+inline at::Tensor pw_result(const at::Tensor& out, const at::TensorIteratorBase& iter) {
+  return out.defined() ? at::Tensor() : iter.output();
+}
+
+// Torch's own functional and in-place forms of a structured op (e.g. add.Tensor, add_.Tensor
+// for add.out) build the op's TensorIterator in meta() and then dispatch to .out, which builds
+// it again: a second dispatch and a second build per call, about a fifth of the host time of
+// x.add_(1). So every row also registers those forms, from one runner
+//   at::Tensor run(const at::Tensor& out, const at::Tensor& self, Rest... rest)
+// that returns the result (out, or the tensor it allocated when out is undefined).
+template <class Run, Run run>
+struct PwForms;
+template <class... Rest, at::Tensor (*run)(const at::Tensor&, const at::Tensor&, Rest...)>
+struct PwForms<at::Tensor (*)(const at::Tensor&, const at::Tensor&, Rest...), run> {
+  static at::Tensor& out(const at::Tensor& self, Rest... rest, at::Tensor& out) {
+    run(out, self, rest...);
+    return out;
+  }
+  static at::Tensor functional(const at::Tensor& self, Rest... rest) { return run(at::Tensor(), self, rest...); }
+  static at::Tensor& inplace(at::Tensor& self, Rest... rest) {
+    run(self, self, rest...);
+    return self;
+  }
+};
+
+// The functional ("add.Tensor") or in-place ("add_.Tensor") overload of `out_overload`
+// ("add.out"), or "" when torch has none that runs through .out (only forms whose kernel is the
+// generated CompositeExplicitAutogradNonFunctional one qualify: a backend kernel on a
+// CompositeImplicitAutograd op would hide its autograd formula).
+std::string pw_structured_form(const char* out_overload, bool inplace);
+
+// Registers `out_overload` and its structured functional and in-place forms for row `id`.
+template <class Forms>
+void pw_impl_forms(torch::Library& m, PwId id, const char* out_overload) {
+  pw_impl(m, id, out_overload, TORCH_FN(Forms::out));
+  std::string functional = pw_structured_form(out_overload, false);
+  if (!functional.empty()) pw_impl(m, id, functional.c_str(), TORCH_FN(Forms::functional));
+  std::string inplace = pw_structured_form(out_overload, true);
+  if (!inplace.empty()) pw_impl(m, id, inplace.c_str(), TORCH_FN(Forms::inplace));
+}
+#define OCL_PW_FORMS(run) PwForms<decltype(&run), &run>
+
 inline dlprim::Scalar pw_scalar(double v) { return dlprim::Scalar::floating(v); }
 
 } // namespace pytorch_ocl

@@ -50,37 +50,43 @@ at::Tensor& where_self_out(const at::Tensor& cond, const at::Tensor& self, const
   return out;
 }
 
-at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight, at::Tensor& out) {
+// Runners (PwForms: out, self, rest...); `out` undefined allocates the result.
+at::Tensor lerp_tensor_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& end,
+                           const at::Tensor& weight) {
   TORCH_CHECK(self.dtype() == end.dtype(), "expected dtype ", self.dtype(), " for `end` but got dtype ", end.dtype());
   TORCH_CHECK(self.dtype() == weight.dtype() || weight.dim() == 0, "expected dtype ", self.dtype(),
               " for `weight` but got dtype ", weight.dtype());
   pw_check_dtype(PW_lerp, self.scalar_type());
+  // The operands' dtypes may differ (a CPU scalar weight), so the iterator cannot allocate.
+  at::Tensor allocated;
+  const at::Tensor& dst = out.defined() ? out : (allocated = at::empty({0}, self.options()));
   auto iter = at::TensorIteratorConfig()
                   .allow_cpu_scalars(true)
                   .check_all_same_dtype(false)
-                  .add_output(out)
+                  .add_output(dst)
                   .add_const_input(self)
                   .add_const_input(end)
                   .add_const_input(weight)
                   .build();
   pw_launch(PW_lerp, iter, self.scalar_type(), {});
-  return out;
+  return allocated;
 }
-at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
-  return lerp_tensor_out(self, end, wrapped_scalar_tensor(weight), out);
+at::Tensor lerp_scalar_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& end,
+                           const c10::Scalar& weight) {
+  return lerp_tensor_run(out, self, end, wrapped_scalar_tensor(weight));
 }
 
-at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
+at::Tensor addcmul_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                       const c10::Scalar& value) {
   at::TensorIterator iter;
   iter.build_ternary_op(out, self, t1, t2);
   pw_check_dtype(PW_addcmul, iter.common_dtype());
   pw_launch(PW_addcmul, iter, {to_dlprim_scalar(value)});
-  return out;
+  return pw_result(out, iter);
 }
 
-at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
+at::Tensor addcdiv_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                       const c10::Scalar& value) {
   TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
               "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
@@ -91,13 +97,13 @@ at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::
   iter.build_ternary_op(out, self, t1, t2);
   pw_check_dtype(PW_addcdiv, iter.common_dtype());
   pw_launch(PW_addcdiv, iter, {to_dlprim_scalar(value)});
-  return out;
+  return pw_result(out, iter);
 }
 
 // clamp with scalar bounds: the result dtype promotes self with the bounds (as the CPU does),
 // the bounds ride along as CPU scalar operands.
-at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& min,
-                      const std::optional<c10::Scalar>& max, at::Tensor& out) {
+at::Tensor clamp_run(const at::Tensor& out, const at::Tensor& self, const std::optional<c10::Scalar>& min,
+                     const std::optional<c10::Scalar>& max) {
   TORCH_CHECK(min.has_value() || max.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
   c10::ScalarType result = self.scalar_type();
   if (!c10::isFloatingType(result)) {
@@ -112,18 +118,21 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
   // Both bounds: kernel parameters (an iterator takes at most one CPU scalar operand).
   PwId id = min && max ? PW_clamp_scalar : (min ? PW_clamp_min : PW_clamp_max);
   pw_check_dtype(id, result);
+  // The iterator does not promote (the bounds may be CPU scalars of another dtype): allocate here.
+  at::Tensor allocated;
+  const at::Tensor& dst = out.defined() ? out : (allocated = at::empty({0}, self.options().dtype(result)));
   at::TensorIteratorConfig config;
-  config.allow_cpu_scalars(true).check_all_same_dtype(false).add_output(out).add_const_input(self);
+  config.allow_cpu_scalars(true).check_all_same_dtype(false).add_output(dst).add_const_input(self);
   if (id != PW_clamp_scalar) config.add_owned_const_input(wrapped_scalar_tensor(min ? *min : *max));
   auto iter = config.build();
   std::vector<dlprim::Scalar> params;
   if (id == PW_clamp_scalar) params = {to_dlprim_scalar(*min), to_dlprim_scalar(*max)};
   pw_launch(id, iter, result, params);
-  return out;
+  return allocated;
 }
 
-at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                             const std::optional<at::Tensor>& max, at::Tensor& out) {
+at::Tensor clamp_tensor_run(const at::Tensor& out, const at::Tensor& self, const std::optional<at::Tensor>& min,
+                            const std::optional<at::Tensor>& max) {
   bool has_min = min.has_value() && min->defined(), has_max = max.has_value() && max->defined();
   TORCH_CHECK(has_min || has_max, "torch.clamp: At least one of 'min' or 'max' must not be None");
   at::TensorIteratorConfig config;
@@ -140,23 +149,23 @@ at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Ten
   PwId id = has_min && has_max ? PW_clamp : (has_min ? PW_clamp_min : PW_clamp_max);
   pw_check_dtype(id, iter.common_dtype());
   pw_launch(id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 // clamp_min / clamp_max with a scalar promote like clamp.
-at::Tensor& clamp_min_out(const at::Tensor& self, const c10::Scalar& min, at::Tensor& out) {
-  return clamp_out(self, min, std::nullopt, out);
+at::Tensor clamp_min_run(const at::Tensor& out, const at::Tensor& self, const c10::Scalar& min) {
+  return clamp_run(out, self, min, std::nullopt);
 }
-at::Tensor& clamp_max_out(const at::Tensor& self, const c10::Scalar& max, at::Tensor& out) {
-  return clamp_out(self, std::nullopt, max, out);
+at::Tensor clamp_max_run(const at::Tensor& out, const at::Tensor& self, const c10::Scalar& max) {
+  return clamp_run(out, self, std::nullopt, max);
 }
 
 template <PwId Id>
-at::Tensor& clamp_bound_tensor_out(const at::Tensor& self, const at::Tensor& bound, at::Tensor& out) {
+at::Tensor clamp_bound_tensor_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& bound) {
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, bound);
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 // masked_fill_: self is both the output and the first input, so unmasked elements keep
@@ -190,16 +199,16 @@ at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_where, "where.self", TORCH_FN(where_self));
   pw_impl(m, PW_where, "where.self_out", TORCH_FN(where_self_out));
-  pw_impl(m, PW_lerp, "lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
-  pw_impl(m, PW_lerp, "lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
-  pw_impl(m, PW_addcmul, "addcmul.out", TORCH_FN(addcmul_out));
-  pw_impl(m, PW_addcdiv, "addcdiv.out", TORCH_FN(addcdiv_out));
-  pw_impl(m, PW_clamp_scalar, "clamp.out", TORCH_FN(clamp_out));
-  pw_impl(m, PW_clamp, "clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
-  pw_impl(m, PW_clamp_min, "clamp_min.out", TORCH_FN(clamp_min_out));
-  pw_impl(m, PW_clamp_min, "clamp_min.Tensor_out", TORCH_FN(clamp_bound_tensor_out<PW_clamp_min>));
-  pw_impl(m, PW_clamp_max, "clamp_max.out", TORCH_FN(clamp_max_out));
-  pw_impl(m, PW_clamp_max, "clamp_max.Tensor_out", TORCH_FN(clamp_bound_tensor_out<PW_clamp_max>));
+  pw_impl_forms<OCL_PW_FORMS(lerp_scalar_run)>(m, PW_lerp, "lerp.Scalar_out");
+  pw_impl_forms<OCL_PW_FORMS(lerp_tensor_run)>(m, PW_lerp, "lerp.Tensor_out");
+  pw_impl_forms<OCL_PW_FORMS(addcmul_run)>(m, PW_addcmul, "addcmul.out");
+  pw_impl_forms<OCL_PW_FORMS(addcdiv_run)>(m, PW_addcdiv, "addcdiv.out");
+  pw_impl_forms<OCL_PW_FORMS(clamp_run)>(m, PW_clamp_scalar, "clamp.out");
+  pw_impl_forms<OCL_PW_FORMS(clamp_tensor_run)>(m, PW_clamp, "clamp.Tensor_out");
+  pw_impl_forms<OCL_PW_FORMS(clamp_min_run)>(m, PW_clamp_min, "clamp_min.out");
+  pw_impl_forms<OCL_PW_FORMS(clamp_bound_tensor_run<PW_clamp_min>)>(m, PW_clamp_min, "clamp_min.Tensor_out");
+  pw_impl_forms<OCL_PW_FORMS(clamp_max_run)>(m, PW_clamp_max, "clamp_max.out");
+  pw_impl_forms<OCL_PW_FORMS(clamp_bound_tensor_run<PW_clamp_max>)>(m, PW_clamp_max, "clamp_max.Tensor_out");
   pw_impl(m, PW_masked_fill, "masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
   pw_impl(m, PW_masked_fill, "masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));
 }

@@ -16,35 +16,37 @@ namespace pytorch_ocl {
 
 namespace {
 
+// The kinds' runners (PwForms): `out` undefined allocates the result.
 template <PwId Id>
-at::Tensor& unary_out(const at::Tensor& self, at::Tensor& out) {
+at::Tensor unary_run(const at::Tensor& out, const at::Tensor& self) {
   pw_check_dtype(Id, self.scalar_type());
-  auto iter = at::TensorIterator::unary_op(out, self);
+  at::TensorIterator iter;
+  iter.build_borrowing_unary_op(out, self);
   pw_launch(Id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 template <PwId Id>
-at::Tensor& unary_float_out(const at::Tensor& self, at::Tensor& out) {
+at::Tensor unary_float_run(const at::Tensor& out, const at::Tensor& self) {
   pw_check_dtype(Id, self.scalar_type());
-  auto iter = at::TensorIterator::unary_float_op(out, self);
+  at::TensorIterator iter;
+  iter.build_borrowing_unary_float_op(out, self);
   pw_launch(Id, iter);
-  return out;
+  return pw_result(out, iter);
 }
 
 // Boolean result, computed in the input's dtype.
-at::Tensor run_unary_bool(PwId id, const at::Tensor& self, at::Tensor out) {
+at::Tensor run_unary_bool(PwId id, const at::Tensor& self, const at::Tensor& out) {
   pw_check_dtype(id, self.scalar_type());
   at::TensorIterator iter;
   iter.build_borrowing_unary_force_boolean_op(out, self);
   pw_launch(id, iter, self.scalar_type(), {});
-  return iter.output();
+  return pw_result(out, iter);
 }
 
 template <PwId Id>
-at::Tensor& unary_bool_out(const at::Tensor& self, at::Tensor& out) {
-  run_unary_bool(Id, self, out);
-  return out;
+at::Tensor unary_bool_run(const at::Tensor& out, const at::Tensor& self) {
+  return run_unary_bool(Id, self, out);
 }
 
 at::Tensor isnan(const at::Tensor& self) { return run_unary_bool(PW_isnan, self, at::Tensor()); }
@@ -89,7 +91,7 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
 }
 
 at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
-  if (decimals == 0) return unary_out<PW_round>(self, out);
+  if (decimals == 0) return OCL_PW_FORMS(unary_run<PW_round>)::out(self, out);
   pw_check_dtype(PW_round_decimals, self.scalar_type());
   auto iter = at::TensorIterator::unary_op(out, self);
   pw_launch(PW_round_decimals, iter, {pw_scalar(static_cast<double>(decimals))});
@@ -105,11 +107,12 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
 }
 
 // logit: eps < 0 stands for "no clamping" (eps=None).
-at::Tensor run_logit(const at::Tensor& self, std::optional<double> eps, at::Tensor out) {
+at::Tensor run_logit(const at::Tensor& self, std::optional<double> eps, const at::Tensor& out) {
   pw_check_dtype(PW_logit, self.scalar_type());
-  auto iter = at::TensorIterator::unary_float_op(out, self);
+  at::TensorIterator iter;
+  iter.build_borrowing_unary_float_op(out, self);
   pw_launch(PW_logit, iter, {pw_scalar(eps.value_or(-1.0))});
-  return iter.output();
+  return pw_result(out, iter);
 }
 at::Tensor logit(const at::Tensor& self, std::optional<double> eps) { return run_logit(self, eps, at::Tensor()); }
 at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
@@ -132,9 +135,9 @@ at::Tensor& logit_backward_out(const at::Tensor& grad, const at::Tensor& self, s
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define OCL_PW_REG_unary(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(unary_out<PW_##id>));
-#define OCL_PW_REG_unary_float(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(unary_float_out<PW_##id>));
-#define OCL_PW_REG_unary_bool(id, aten) pw_impl(m, PW_##id, aten, TORCH_FN(unary_bool_out<PW_##id>));
+#define OCL_PW_REG_unary(id, aten) pw_impl_forms<OCL_PW_FORMS(unary_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_unary_float(id, aten) pw_impl_forms<OCL_PW_FORMS(unary_float_run<PW_##id>)>(m, PW_##id, aten);
+#define OCL_PW_REG_unary_bool(id, aten) pw_impl_forms<OCL_PW_FORMS(unary_bool_run<PW_##id>)>(m, PW_##id, aten);
 #define OCL_PW_REG_custom(i, p, o) OCL_PW_SKIP
 #define OCL_PW_SKIP(id, aten)
 #define OCL_PW_REG(kind, id, aten, dtypes, prelude, versions, body) OCL_PW_REG_##kind(id, aten)

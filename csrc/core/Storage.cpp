@@ -2,9 +2,11 @@
 
 #include "core/Allocator.h"
 #include "core/Device.h"
+#include "core/Errors.h"
 #include "core/Stream.h"
 
 #include <c10/core/DeviceGuard.h>
+#include <dlprim/copy.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -19,7 +21,7 @@ void copy_device_bytes(const c10::DataPtr& dst, size_t dst_offset, const c10::Da
   TORCH_CHECK(d.device == s.device, "ocl: byte copy between devices ", s.device, " and ", d.device,
               " must go through tensor.copy_()");
   cl_command_queue q = current_queue(d.device);
-  DLPRIM_CL_CHECK(clEnqueueCopyBuffer(q, s.mem, d.mem, s.offset, d.offset, nbytes, 0, nullptr, nullptr));
+  OCL_DLPRIM_CALL("copy_", dlprim::copy_bytes(context(d.device), q, {d.mem, d.offset}, {s.mem, s.offset}, nbytes));
   note_enqueued(q);
 }
 

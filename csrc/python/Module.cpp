@@ -121,12 +121,13 @@ PYBIND11_MODULE(_C, m) {
 
   m.def(
       "measure_launch_us",
-      [](int device, int launches, bool profiling, int n_args, unsigned flush_every, bool set_args_each_launch) {
+      [](int device, int launches, bool profiling, int n_args, unsigned flush_every, bool set_args_each_launch,
+         int n_scalar_args) {
         return dlprim::measure_launch_us(context(device), launches, profiling, n_args, flush_every,
-                                         set_args_each_launch);
+                                         set_args_each_launch, n_scalar_args);
       },
       py::arg("device"), py::arg("launches"), py::arg("profiling"), py::arg("n_args"), py::arg("flush_every"),
-      py::arg("set_args_each_launch") = true);
+      py::arg("set_args_each_launch") = true, py::arg("n_scalar_args") = 0);
   bind_user_kernels(m);
   bind_profiler(m);
   m.def("fallback_stats", &fallback_counts);

@@ -6,10 +6,11 @@
 namespace dlprim {
 
 double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every,
-                         bool set_args_each_launch) {
-  std::string params, body;
-  for (int i = 0; i < n_args; ++i) params += (i ? ", " : "") + std::string("__global float* p") + std::to_string(i);
-  if (n_args == 0) params = "void";
+                         bool set_args_each_launch, int n_scalar_args) {
+  std::string params;
+  for (int i = 0; i < n_args + n_scalar_args; ++i)
+    params += (i ? ", " : "") + std::string(i < n_args ? "__global float* p" : "ulong p") + std::to_string(i);
+  if (params.empty()) params = "void";
   cl_program prog = ctx.program("__kernel void probe(" + params + ") {}");
   cl_kernel k = create_kernel(prog, "probe");
   cl_int err = CL_SUCCESS;
@@ -23,6 +24,7 @@ double measure_launch_us(const Context& ctx, int launches, bool profiling, int n
     auto set_args = [&]() {
       KernelArgs args(k);
       for (int a = 0; a < n_args; ++a) args.add(buf);
+      for (int a = 0; a < n_scalar_args; ++a) args.add<cl_ulong>(a);
     };
     if (!set_args_each_launch) set_args();
     for (int i = 0; i < n; ++i) {

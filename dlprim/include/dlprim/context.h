@@ -76,6 +76,7 @@ namespace dlprim {
 // Host cost of one launch of an empty kernel with `n_args` arguments, in microseconds,
 // on a fresh queue with or without profiling: a probe for per-op overhead. With
 // set_args_each_launch false the arguments are set once (separates clSetKernelArg cost).
+// `n_args` buffer arguments, then `n_scalar_args` ulong ones.
 double measure_launch_us(const Context& ctx, int launches, bool profiling, int n_args, unsigned flush_every,
-                         bool set_args_each_launch = true);
+                         bool set_args_each_launch = true, int n_scalar_args = 0);
 } // namespace dlprim

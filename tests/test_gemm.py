@@ -129,6 +129,17 @@ def test_forced_configs(config, monkeypatch):
     assert_product(out, a.double() @ b.double(), a, b, torch.float16)
 
 
+def test_plans_follow_the_environment(monkeypatch):
+    """Plans are remembered per problem (choosing one costs more host time than the launch): a
+    forced config set or removed later in the process still takes effect at once."""
+    default = pytorch_ocl.ops.gemm_plan(129, 131, 67)
+    for config in FORCED[:2]:
+        monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+        assert config in pytorch_ocl.ops.gemm_plan(129, 131, 67)
+    monkeypatch.delenv("PYTORCH_OCL_GEMM_CONFIG")
+    assert pytorch_ocl.ops.gemm_plan(129, 131, 67) == default
+
+
 # Two alternating local buffers (one barrier per K step) with 4-wide staging loads.
 LOCAL2 = ["128x128x8 t8x16 v4x4 local2", "32x32x16 t8x8 v4x4 local2"]
 

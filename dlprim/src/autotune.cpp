@@ -2,6 +2,7 @@
 
 #include "disk_cache.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@ std::mutex g_mutex;
 std::map<std::string, std::string> g_decisions;  // full key -> config
 std::map<std::string, std::string> g_labels;     // full key -> "family|class"
 AutotuneStats g_stats;
+std::atomic<uint64_t> g_generation{0};
 
 // Bumped whenever kernels change enough that stored decisions should be re-timed.
 constexpr const char* kTuneVersion = "t1";
@@ -113,6 +115,24 @@ void autotune_reset_memory() {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_decisions.clear();
   g_labels.clear();
+  ++g_generation;
+}
+
+uint64_t plan_stamp() {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values, each ended by a separator
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (const char* name : {"PYTORCH_OCL_AUTOTUNE", "PYTORCH_OCL_GEMM_CONFIG", "PYTORCH_OCL_CONV_IMPLICIT",
+                           "PYTORCH_OCL_CONV_WINOGRAD"}) {
+    if (const char* v = std::getenv(name))
+      for (; *v; ++v) mix(static_cast<unsigned char>(*v));
+    else
+      mix(1);
+    mix(0);
+  }
+  return h ^ (g_generation.load() * 0x9E3779B97F4A7C15ull);
 }
 
 } // namespace dlprim

@@ -4,8 +4,10 @@
 #include <dlprim/embedded.h>
 
 #include "conv_internal.h"
+#include "plan_memo.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -24,12 +26,10 @@ const char* kWinograd = "winograd";
 // context's lifetime (a few KB each).
 cl_mem patch_table(const Context& ctx, const ConvShape& s, const ConvTensor& x) {
   static std::mutex mutex;
-  static std::map<std::string, cl_mem> tables;
-  std::ostringstream key;
-  key << ctx.context() << "|" << s.C / s.groups << "," << s.KH << "," << s.KW << "," << s.dh << "," << s.dw << "|"
-      << x.sc << "," << x.sh << "," << x.sw;
+  static std::map<std::array<int64_t, 9>, cl_mem> tables;
+  std::array<int64_t, 9> key{key_of(ctx), s.C / s.groups, s.KH, s.KW, s.dh, s.dw, x.sc, x.sh, x.sw};
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = tables.find(key.str());
+  auto it = tables.find(key);
   if (it != tables.end()) return it->second;
   int64_t kg = s.C / s.groups * s.KH * s.KW;
   std::vector<cl_int4> tab(static_cast<size_t>(std::max<int64_t>(kg, 1)));
@@ -46,7 +46,7 @@ cl_mem patch_table(const Context& ctx, const ConvShape& s, const ConvTensor& x) 
   cl_mem m = clCreateBuffer(ctx.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, tab.size() * sizeof(cl_int4),
                             tab.data(), &err);
   DLPRIM_CL_CHECK(err);
-  tables[key.str()] = m;
+  tables[key] = m;
   return m;
 }
 
@@ -145,10 +145,9 @@ double time_forward(const Context& ctx, ConvScratch& scratch, DType dtype, const
 
 } // namespace
 
-ImplicitPlan implicit_forward_plan(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
-                                   const ConvTensor& y) {
+// The forward path of a convolution: forced, tuned once per shape class, or im2col.
+static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x) {
   ImplicitPlan p;
-  (void)y;
   bool wino = winograd_eligible(s) && winograd_env() != 0;
   if (wino && winograd_env() == 1) {
     p.winograd = true;
@@ -198,6 +197,15 @@ ImplicitPlan implicit_forward_plan(const Context& ctx, const ConvShape& s, DType
   p.use = true;
   p.split = split_of(ctx, s, dtype, p.cfg);
   return p;
+}
+
+ImplicitPlan implicit_forward_plan(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
+                                   const ConvTensor& y) {
+  (void)y;
+  static PlanMemo<20, ImplicitPlan> memo;
+  return memo.get({key_of(ctx), static_cast<int64_t>(dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh,
+                   s.sw, s.ph, s.pw, s.dh, s.dw, s.groups, x.sh, x.sw},
+                  [&] { return choose_implicit_plan(ctx, s, dtype, x); });
 }
 
 void implicit_forward(const Context& ctx, cl_command_queue q, const ImplicitPlan& plan, const ConvShape& s,

@@ -9,6 +9,7 @@
 #include <dlprim/embedded.h>
 
 #include "conv_internal.h"
+#include "plan_memo.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -261,8 +262,7 @@ void winograd_backward_weight(const Context& ctx, cl_command_queue q, const Conv
   launch_1d(q, k.k, static_cast<uint64_t>(c.Cout) * c.Cin, wg);
 }
 
-bool winograd_backward_weight_chosen(const Context& ctx, const ConvShape& s, DType dtype) {
-  if (!winograd_eligible(s)) return false;
+static bool choose_backward_weight(const Context& ctx, const ConvShape& s, DType dtype) {
   int env = winograd_env();
   if (env >= 0) return env == 1;
   if (autotune_mode() == TuneMode::Off) return false;
@@ -286,8 +286,7 @@ bool winograd_backward_weight_chosen(const Context& ctx, const ConvShape& s, DTy
   return chosen == "winograd";
 }
 
-bool winograd_backward_data_chosen(const Context& ctx, const ConvShape& s, DType dtype) {
-  if (!winograd_eligible(s)) return false;
+static bool choose_backward_data(const Context& ctx, const ConvShape& s, DType dtype) {
   int env = winograd_env();
   if (env >= 0) return env == 1;
   if (autotune_mode() == TuneMode::Off) return false;
@@ -310,6 +309,24 @@ bool winograd_backward_data_chosen(const Context& ctx, const ConvShape& s, DType
                                });
       });
   return chosen == "winograd";
+}
+
+// Whether the gradients of a Winograd-eligible convolution take that path (remembered per problem).
+static PlanMemo<18, bool>::Key conv_key(const Context& ctx, const ConvShape& s, DType dtype) {
+  return {key_of(ctx), static_cast<int64_t>(dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh, s.sw, s.ph,
+          s.pw, s.dh, s.dw, s.groups};
+}
+
+bool winograd_backward_weight_chosen(const Context& ctx, const ConvShape& s, DType dtype) {
+  if (!winograd_eligible(s)) return false;
+  static PlanMemo<18, bool> memo;
+  return memo.get(conv_key(ctx, s, dtype), [&] { return choose_backward_weight(ctx, s, dtype); });
+}
+
+bool winograd_backward_data_chosen(const Context& ctx, const ConvShape& s, DType dtype) {
+  if (!winograd_eligible(s)) return false;
+  static PlanMemo<18, bool> memo;
+  return memo.get(conv_key(ctx, s, dtype), [&] { return choose_backward_data(ctx, s, dtype); });
 }
 
 } // namespace detail

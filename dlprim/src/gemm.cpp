@@ -5,9 +5,12 @@
 #include <dlprim/gemm.h>
 
 #include "gemm_internal.h"
+#include "plan_memo.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 namespace dlprim {
@@ -25,6 +28,7 @@ struct Plan {
   int64_t lda = 0, ldb = 0;
   bool idx64 = false;
   TileConfig cfg;
+  const std::string* cfg_text = nullptr;  // cfg.str(), interned (names the kernel)
   detail::SplitPlan split;
   bool small_nfast = true;
   size_t dot_local = 1;     // 0: the CPU dot kernel (one work-item per output)
@@ -111,9 +115,9 @@ const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& c
   return *text;
 }
 
-detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtype, const TileConfig& cfg, bool a_kc,
-                                   bool b_nc, bool idx64, Vec4 vec) {
-  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg.str() +
+detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtype, const TileConfig& cfg,
+                                   const std::string& cfg_text, bool a_kc, bool b_nc, bool idx64, Vec4 vec) {
+  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg_text +
                     "|" + (a_kc ? "1" : "0") + (b_nc ? "1" : "0") + (idx64 ? "L" : "I") + (vec.a ? "a" : "") +
                     (vec.b ? "b" : "") + (vec.full ? "f" : "");
   detail::LockedKernel& slot = detail::kernel_slot(ctx, key);
@@ -124,7 +128,7 @@ detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtyp
                                 "gemm_tiled");
     if (detail::kernel_max_work_group(ctx, k) < static_cast<size_t>(cfg.threads())) {
       clReleaseKernel(k);
-      throw Error("gemm: tile config " + cfg.str() + " needs more resources than the device has");
+      throw Error("gemm: tile config " + cfg_text + " needs more resources than the device has");
     }
     slot.k = k;
   }
@@ -250,7 +254,7 @@ public:
     // The real problem's 4-wide staging choice (the scratch leading dims are multiples of 4).
     Vec4 vec = vec4_operands(cfg, p_.g, p_.a_kc, p_.lda, p_.b_nc, p_.ldb);
     vec.full = vec.a && vec.b && whole_tiles(cfg, rM_, rN_, rK_);  // of the scratch problem timed
-    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, p_.a_kc, b_nc, false, vec);
+    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, cfg_str, p_.a_kc, b_nc, false, vec);
     setup();
     Gemm g = scratch_gemm(b_nc);
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
@@ -354,9 +358,20 @@ void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g,
   if (partial) detail::launch_split_reduce(ctx, q, g, split.splits, z, ws, ws_off / dtype_size(compute_dtype(g.dtype)), events);
 }
 
-Plan make_plan(const Context& ctx, const Gemm& in) {
-  Plan p = base_plan(ctx, in);
-  if (p.path != Path::Tiled) return p;
+const std::string* intern(const std::string& s) {
+  static std::mutex m;
+  static std::set<std::string> pool;
+  std::lock_guard<std::mutex> lock(m);
+  return &*pool.insert(s).first;
+}
+
+struct TileChoice {
+  TileConfig cfg;
+  const std::string* text = nullptr;
+};
+
+// The tiled kernel's config for `p`: forced, tuned once per shape class, or the default.
+TileChoice choose_tile(const Context& ctx, const Plan& p) {
   const Gemm& g = p.g;
   DType acc = compute_dtype(g.dtype);
   TileConfig fallback = detail::default_tile_config(ctx, acc, g.M, g.N);
@@ -375,7 +390,23 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
     chosen = autotune_select(ctx, "gemm", cls.str(), cands, chosen,
                              [&](const std::string& c) { return tuner.time_us(c); });
   }
-  TileConfig::parse(chosen, &p.cfg);
+  TileChoice c;
+  TileConfig::parse(chosen, &c.cfg);
+  c.text = intern(c.cfg.str());
+  return c;
+}
+
+Plan make_plan(const Context& ctx, const Gemm& in) {
+  Plan p = base_plan(ctx, in);
+  if (p.path != Path::Tiled) return p;
+  const Gemm& g = p.g;
+  DType acc = compute_dtype(g.dtype);
+  static detail::PlanMemo<9, TileChoice> memo;
+  TileChoice t = memo.get({detail::key_of(ctx), static_cast<int64_t>(g.dtype), p.a_kc, p.b_nc, g.M, g.N, g.K,
+                           g.k_outer, zcount(g)},
+                          [&] { return choose_tile(ctx, p); });
+  p.cfg = t.cfg;
+  p.cfg_text = t.text;
   p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, zcount(g), acc);
   if (wants_packed_b(p.cfg, p.b_nc, g.M)) {
     uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g) * dtype_size(g.dtype);
@@ -515,7 +546,8 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
       }
       bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
       Vec4 vec = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, b_nc, ldb);
-      detail::LockedKernel& slot = tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, p.a_kc, b_nc, idx64, vec);
+      detail::LockedKernel& slot =
+          tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, *p.cfg_text, p.a_kc, b_nc, idx64, vec);
       TileTuner::run_tiled(ctx, q, p.g, p.lda, ldb, p.cfg, p.split, slot, workspace, workspace_offset + p.pack_space(),
                            nullptr);
       break;

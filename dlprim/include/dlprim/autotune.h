@@ -37,4 +37,9 @@ AutotuneStats autotune_stats();
 // Forgets the in-memory decisions (the stored ones stay); for tests.
 void autotune_reset_memory();
 
+// Changes whenever a launch plan chosen earlier may no longer be the one chosen now: the
+// in-memory decisions were reset, or one of the variables that force or disable choices
+// (PYTORCH_OCL_AUTOTUNE, _GEMM_CONFIG, _CONV_IMPLICIT, _CONV_WINOGRAD) has another value.
+uint64_t plan_stamp();
+
 } // namespace dlprim

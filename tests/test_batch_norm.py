@@ -72,16 +72,21 @@ for shape in [(32, 3, 64, 64), (4, 2, 100, 101), (3, 1, 9000)]:
         x = torch.randn(shape).mul(3).add(5).to(dt)
         w, b = torch.randn(shape[1]), torch.randn(shape[1])
         xr = x.double().clone().requires_grad_()
+        wr, br = w.double().requires_grad_(), b.double().requires_grad_()
         rm, rv = torch.zeros(shape[1], dtype=torch.float64), torch.ones(shape[1], dtype=torch.float64)
-        y = F.batch_norm(xr, rm, rv, w.double(), b.double(), training=True, momentum=0.3)
+        y = F.batch_norm(xr, rm, rv, wr, br, training=True, momentum=0.3)
         g = torch.randn_like(y)
         y.backward(g)
         xd = x.to("ocl").requires_grad_()
         rmd, rvd = torch.zeros(shape[1], dtype=dt, device="ocl"), torch.ones(shape[1], dtype=dt, device="ocl")
-        yd = F.batch_norm(xd, rmd, rvd, w.to("ocl", dt), b.to("ocl", dt), training=True, momentum=0.3)
+        # Weights in the compute type take the weight gradient from the reduction's launch; float16
+        # ones the separate product.
+        wd, bd = w.to("ocl", dt).requires_grad_(), b.to("ocl", dt).requires_grad_()
+        yd = F.batch_norm(xd, rmd, rvd, wd, bd, training=True, momentum=0.3)
         yd.backward(g.to("ocl", dt))
         tol = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2e-2}[dt]
-        for name, got, ref in (("y", yd, y), ("dx", xd.grad, xr.grad), ("running_mean", rmd, rm), ("running_var", rvd, rv)):
+        for name, got, ref in (("y", yd, y), ("dx", xd.grad, xr.grad), ("running_mean", rmd, rm), ("running_var", rvd, rv),
+                               ("dw", wd.grad, wr.grad), ("db", bd.grad, br.grad)):
             err = ((got.cpu().double() - ref.detach()).abs().max() / ref.detach().abs().max()).item()
             assert err <= tol, (shape, dt, name, err)
 print("ok")

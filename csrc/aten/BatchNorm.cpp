@@ -124,17 +124,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   at::Tensor sum_g = at::empty({int64_t(s.C)}, x.options().dtype(acc));
   at::Tensor sum_gx = at::empty({int64_t(s.C)}, x.options().dtype(acc));
   at::Tensor ws = workspace(ctx, t, s, x, acc);
+  c10::ScalarType wtype = weight.has_value() && weight->defined() ? weight->scalar_type() : x.scalar_type();
+  // The weight gradient comes out of the reduction's own launch when it is stored in the compute type.
+  at::Tensor gw = mask[1] && wtype == acc ? at::empty({int64_t(s.C)}, x.options().dtype(acc)) : at::Tensor();
   OCL_DLPRIM_CALL(op, dlprim::batch_norm_backward_reduce(ctx, q, t, s, buf(g), buf(x), buf(mean), buf(sum_g),
-                                                         buf(sum_gx), buf(ws)));
-  at::Tensor gx, gw, gb;
+                                                         buf(sum_gx), buf(ws), buf(invstd), buf(gw)));
+  at::Tensor gx, gb;
   if (mask[0]) {
     gx = at::empty(x.sizes(), x.options());
     OCL_DLPRIM_CALL(op, dlprim::batch_norm_backward_input(ctx, q, t, s, buf(g), buf(x), buf(mean), buf(invstd), buf(w),
                                                           buf(sum_g), buf(sum_gx), train, buf(gx)));
   }
   note_enqueued(q);
-  c10::ScalarType wtype = weight.has_value() && weight->defined() ? weight->scalar_type() : x.scalar_type();
-  if (mask[1]) gw = at::mul(sum_gx, invstd).to(wtype);
+  if (mask[1] && !gw.defined()) gw = at::mul(sum_gx, invstd).to(wtype);
   if (mask[2]) gb = sum_g.to(wtype);
   return {gx, gw, gb};
 }

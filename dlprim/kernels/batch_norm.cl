@@ -119,16 +119,26 @@ __kernel void bn_apply(__global const DL_T* x, ulong x_off, __global DL_T* y, ul
 }
 
 // Per channel: sum(g) and sum(g * (x - mean)).
+// The per-channel sums of the backward pass; with has_gw, also the weight gradient sum_gx * invstd.
+#define DL_BN_BWD_SUMS_ARGS                                                                          \
+  __global DL_ACC *sum_g, ulong sg_off, __global DL_ACC *sum_gx, ulong sgx_off, __global const DL_ACC *invstd, \
+      ulong i_off, __global DL_ACC *gw, ulong gw_off, int has_gw
+inline void dl_bn_store_bwd_sums(ulong c, DL_ACC s1, DL_ACC s2, DL_BN_BWD_SUMS_ARGS) {
+  sum_g[sg_off + c] = s1;
+  sum_gx[sgx_off + c] = s2;
+  if (has_gw) gw[gw_off + c] = s2 * invstd[i_off + c];
+}
+
 __kernel void bn_bwd_reduce(__global const DL_T* g, ulong g_off, __global const DL_T* x, ulong x_off, ulong N, ulong C,
-                            ulong HW, __global const DL_ACC* mean, ulong m_off, __global DL_ACC* sum_g, ulong sg_off,
-                            __global DL_ACC* sum_gx, ulong sgx_off, __local DL_ACC* tmp) {
-  mean += m_off; sum_g += sg_off; sum_gx += sgx_off;
+                            ulong HW, __global const DL_ACC* mean, ulong m_off, __local DL_ACC* tmp,
+                            DL_BN_BWD_SUMS_ARGS) {
+  mean += m_off;
   ulong c = get_group_id(0);
   DL_ACC m = mean[c], s1 = 0, s2 = 0;
   DL_BN_LOOP(DL_ACC gv = DL_LOAD(g, g_off + base + i); s1 += gv; s2 += gv * (DL_LOAD(x, x_off + base + i) - m);)
   s1 = dl_bn_group_sum(tmp, s1);
   s2 = dl_bn_group_sum(tmp, s2);
-  if (get_local_id(0) == 0) { sum_g[c] = s1; sum_gx[c] = s2; }
+  if (get_local_id(0) == 0) dl_bn_store_bwd_sums(c, s1, s2, sum_g, sg_off, sum_gx, sgx_off, invstd, i_off, gw, gw_off, has_gw);
 }
 
 // The same sums over slices (see bn_stats_part); bn_bwd_reduce_finish adds them in order.
@@ -149,8 +159,8 @@ __kernel void bn_bwd_reduce_part(__global const DL_T* g, ulong g_off, __global c
 }
 
 __kernel void bn_bwd_reduce_finish(__global const DL_ACC* part, ulong part_off, ulong C, ulong slices,
-                                   __global DL_ACC* sum_g, ulong sg_off, __global DL_ACC* sum_gx, ulong sgx_off) {
-  part += part_off; sum_g += sg_off; sum_gx += sgx_off;
+                                   DL_BN_BWD_SUMS_ARGS) {
+  part += part_off;
   ulong c = get_global_id(0);
   if (c >= C) return;
   DL_ACC s1 = 0, s2 = 0;
@@ -158,8 +168,7 @@ __kernel void bn_bwd_reduce_finish(__global const DL_ACC* part, ulong part_off, 
     s1 += part[(sl * C + c) * 2];
     s2 += part[(sl * C + c) * 2 + 1];
   }
-  sum_g[c] = s1;
-  sum_gx[c] = s2;
+  dl_bn_store_bwd_sums(c, s1, s2, sum_g, sg_off, sum_gx, sgx_off, invstd, i_off, gw, gw_off, has_gw);
 }
 
 // Training: gx = w * invstd * (g - sum_g / M - (x - mean) * invstd^2 * sum_gx / M);

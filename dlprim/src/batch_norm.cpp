@@ -124,9 +124,19 @@ void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNorm
   launch_1d(q, k.kernel, total, ctx.work_group_size(256), "batch_norm");
 }
 
+// The trailing arguments of bn_bwd_reduce and bn_bwd_reduce_finish (DL_BN_BWD_SUMS_ARGS).
+static void add_bwd_sums(KernelArgs& a, const Buffer& sum_g, const Buffer& sum_gx, const Buffer& invstd, const Buffer& gw) {
+  add_buf(a, sum_g, sum_g);
+  add_buf(a, sum_gx, sum_g);
+  add_buf(a, invstd, sum_g);
+  add_buf(a, gw, sum_g);
+  a.add<cl_int>(gw.mem ? 1 : 0);
+}
+
 void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
-                                Buffer mean, Buffer sum_g, Buffer sum_gx, Buffer ws) {
+                                Buffer mean, Buffer sum_g, Buffer sum_gx, Buffer ws, Buffer invstd, Buffer grad_w) {
   if (s.C == 0) return;
+  if (grad_w.mem && !invstd.mem) throw Error("batch_norm_backward_reduce: the weight gradient needs invstd");
   Slices sl = slices_of(ctx, s);
   if (sl.slices > 1) {
     if (!ws.mem) throw Error("batch_norm_backward_reduce: missing workspace (batch_norm_workspace_bytes)");
@@ -145,8 +155,7 @@ void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t,
     std::lock_guard<std::mutex> lock(*k.mutex);
     KernelArgs a(k.kernel);
     a.add(ws.mem).add<cl_ulong>(ws.offset).add<cl_ulong>(s.C).add<cl_ulong>(sl.slices);
-    add_buf(a, sum_g, mean);
-    add_buf(a, sum_gx, mean);
+    add_bwd_sums(a, sum_g, sum_gx, invstd, grad_w);
     launch_1d(q, k.kernel, s.C, ctx.work_group_size(256), "batch_norm_backward_reduce");
     return;
   }
@@ -157,9 +166,8 @@ void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t,
   a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C);
   a.add<cl_ulong>(s.HW);
   add_buf(a, mean, mean);
-  add_buf(a, sum_g, mean);
-  add_buf(a, sum_gx, mean);
   a.add_local(L * dtype_size(compute_dtype(t)));
+  add_bwd_sums(a, sum_g, sum_gx, invstd, grad_w);
   launch_1d(q, k.kernel, s.C * L, L, "batch_norm_backward_reduce");
 }
 

@@ -37,9 +37,11 @@ void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNorm
 // y = (x - mean) * invstd * w + b; when `invstd_is_var`, `invstd` holds a variance (eval mode).
 void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, Buffer y,
                       Buffer mean, Buffer invstd, bool invstd_is_var, double eps, Buffer w, Buffer b);
-// sum_g[c] = sum(g), sum_gx[c] = sum(g * (x - mean)).
+// sum_g[c] = sum(g), sum_gx[c] = sum(g * (x - mean)); with `grad_w` (compute-type storage) also the weight
+// gradient grad_w[c] = sum_gx[c] * invstd[c], in the same launch.
 void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
-                                Buffer mean, Buffer sum_g, Buffer sum_gx, Buffer ws);
+                                Buffer mean, Buffer sum_g, Buffer sum_gx, Buffer ws, Buffer invstd = {},
+                                Buffer grad_w = {});
 void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
                                Buffer mean, Buffer invstd, Buffer w, Buffer sum_g, Buffer sum_gx, bool training,
                                Buffer gx);

@@ -1,6 +1,7 @@
 // The pointwise op table: one row per aten op. Everything else is generated from it: the
-// dlprim ElementwiseOp (kernel), the .out wrapper and its registration (one wrapper template
-// per `kind`, in Pointwise{Unary,Binary,Ternary}.cpp and Activation.cpp), and the test
+// dlprim ElementwiseOp (kernel), the .out wrapper and its registration, with torch's functional
+// and in-place forms of the op where it is structured (one runner template per `kind`, in
+// Pointwise{Unary,Binary,Ternary}.cpp and Activation.cpp; PwForms in PointwiseTable.h), and the test
 // parametrisation (pytorch_ocl._C._pointwise_ops() lists every row with its registered
 // overloads, so registration and tests cannot drift).
 //

@@ -6,8 +6,8 @@
 #include "core/Stream.h"
 
 #include <c10/core/DeviceGuard.h>
-#include <dlprim/copy.h>
 #include <c10/util/Exception.h>
+#include <dlprim/copy.h>
 
 #include <algorithm>
 

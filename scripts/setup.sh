@@ -21,9 +21,10 @@ TORCH_PIN="torch==2.13.0"
 APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers libsqlite3-dev ccache
               build-essential)
 # scikit-learn: its bundled digits are mnist.py's offline dataset; expecttest: torch's OpInfo
-# database (the op-level tests) imports it.
+# database (the op-level tests) imports it; transformers: the tied-embedding GPT-2 tests build
+# small models from configs (no weights are downloaded).
 BUILD_REQUIREMENTS=("scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.21" "ninja" numpy tqdm pytest pytest-xdist
-                    scikit-learn expecttest)
+                    scikit-learn expecttest "transformers>=4.40")
 MAIN_JOB=("$PY" mnist.py)
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }

@@ -2,6 +2,7 @@
 
 #include "disk_cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -23,7 +24,43 @@ constexpr const char* kTuneVersion = "t1";
 
 } // namespace
 
+namespace {
+
+// PYTORCH_OCL_TUNE=random:SEED -> SEED (any text after "random:"; hashed), else nullopt-like false.
+bool random_seed_of_env(uint64_t* seed) {
+  const char* v = std::getenv("PYTORCH_OCL_TUNE");
+  if (!v || std::strncmp(v, "random", 6) != 0) return false;
+  const char* s = v + 6;
+  if (*s == ':') ++s;
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  *seed = h | 1;  // never 0: 0 means "not random" to callers
+  return true;
+}
+
+uint64_t mix64(uint64_t h, const std::string& text) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+} // namespace
+
+uint64_t autotune_random_seed() {
+  uint64_t seed = 0;
+  return random_seed_of_env(&seed) ? seed : 0;
+}
+
+int tune_variant(const std::string& label, int n) {
+  uint64_t seed = autotune_random_seed();
+  if (!seed || n <= 0) return -1;
+  return static_cast<int>(mix64(seed, label) % static_cast<uint64_t>(n));
+}
+
 TuneMode autotune_mode() {
+  if (autotune_random_seed()) return TuneMode::Random;
   const char* v = std::getenv("PYTORCH_OCL_AUTOTUNE");
   if (!v || !*v) return TuneMode::On;
   if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return TuneMode::Off;
@@ -55,6 +92,7 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   if (mode == TuneMode::Off || candidates.size() < 2) return candidates.size() == 1 ? candidates[0] : fallback;
   std::string label = family + "|" + shape_class;
   std::string key = std::string(kTuneVersion) + "|" + ctx.info().cache_identity() + "|" + label;
+  if (mode == TuneMode::Random) key += "|random:" + std::to_string(autotune_random_seed());
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_decisions.find(key);
@@ -65,8 +103,33 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
       if (x == c) return true;
     return false;
   };
-  DiskCache& disk = DiskCache::instance();
   std::string chosen;
+  if (mode == TuneMode::Random) {
+    // A seeded shuffle of the candidates; the first that builds and runs on the scratch problem
+    // is taken (so only eligible ones), never stored on disk.
+    std::vector<std::pair<uint64_t, std::string>> order;
+    uint64_t seed = autotune_random_seed();
+    for (const auto& c : candidates) order.emplace_back(mix64(seed, label + "|" + c), c);
+    std::sort(order.begin(), order.end());
+    for (const auto& oc : order) {
+      double t = -1;
+      try {
+        t = time_us(oc.second);
+      } catch (const Error&) {
+        t = -1;
+      }
+      if (t >= 0) {
+        chosen = oc.second;
+        break;
+      }
+    }
+    if (chosen.empty()) chosen = fallback;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_decisions[key] = chosen;
+    g_labels[key] = label + "|random";
+    return chosen;
+  }
+  DiskCache& disk = DiskCache::instance();
   if (mode != TuneMode::Force && disk.load_value(key, &chosen) && is_candidate(chosen)) {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.loaded;
@@ -125,7 +188,7 @@ uint64_t plan_stamp() {
     h *= 1099511628211ull;
   };
   for (const char* name : {"PYTORCH_OCL_AUTOTUNE", "PYTORCH_OCL_GEMM_CONFIG", "PYTORCH_OCL_CONV_IMPLICIT",
-                           "PYTORCH_OCL_CONV_WINOGRAD"}) {
+                           "PYTORCH_OCL_CONV_WINOGRAD", "PYTORCH_OCL_TUNE"}) {
     if (const char* v = std::getenv(name))
       for (; *v; ++v) mix(static_cast<unsigned char>(*v));
     else

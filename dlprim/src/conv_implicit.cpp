@@ -155,9 +155,11 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
   }
   std::vector<std::string> cands;
   std::string chosen = kIm2col;
-  // CPU devices: im2col feeds the SIMD GEMM kernels, which beat per-element gathers there.
+  // CPU devices: im2col feeds the SIMD GEMM kernels, which beat per-element gathers there (random
+  // tuning still draws implicit configs on CPUs: the paths GPU users get are tested in CI).
   const char* env = std::getenv("PYTORCH_OCL_CONV_IMPLICIT");
-  bool implicit = !(ctx.info().is_cpu && !(env && std::string(env) == "1")) && !(env && std::string(env) == "0") &&
+  bool cpu_default = ctx.info().is_cpu && autotune_mode() != TuneMode::Random;
+  bool implicit = !(cpu_default && !(env && std::string(env) == "1")) && !(env && std::string(env) == "0") &&
                   (s.H == 1 || x.sh == s.W * x.sw);  // odd views: im2col gathers any strides
   DType acc = compute_dtype(dtype);
   int64_t Mg = s.K / s.groups, npix = s.OH * s.OW, Kg = s.C / s.groups * s.KH * s.KW;
@@ -177,6 +179,12 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
     }
   }
   if (!cands.empty() || wino) {
+    // Random tuning (tests): one implicit config drawn per problem, so that im2col, implicit and
+    // Winograd are equally likely (among ~25 candidates Winograd would hardly ever be drawn).
+    int pick = cands.empty() ? -1 : tune_variant("conv_fwd_config|" + std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
+                                                   std::to_string(s.W) + "x" + std::to_string(s.K) + "x" + std::to_string(s.KH),
+                                               static_cast<int>(cands.size()));
+    if (pick >= 0) cands = {cands[pick]};
     cands.push_back(kIm2col);
     if (wino) cands.push_back(kWinograd);
     if (autotune_mode() != TuneMode::Off) {

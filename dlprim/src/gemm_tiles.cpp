@@ -1,6 +1,8 @@
 // Tile configurations, program text, kernel caching and launches of the tiled GEMM skeleton.
 #include "gemm_internal.h"
 
+#include <dlprim/autotune.h>
+
 #include <dlprim/embedded.h>
 
 #include <algorithm>
@@ -56,7 +58,10 @@ bool tile_config_fits(const Context& ctx, const TileConfig& c, DType acc) {
 
 std::vector<TileConfig> tile_candidates(const Context& ctx, DType acc) {
   std::vector<TileConfig> all;
-  if (ctx.info().is_cpu) {
+  // Random tuning (tests) draws from both lists on any device, so CI's CPU device runs the
+  // local-memory configs GPUs get, inside whole networks.
+  bool random = autotune_mode() == TuneMode::Random;
+  if (ctx.info().is_cpu || random) {
     // CPU devices: a work-group runs as a loop on one core; few candidates keep tuning cheap.
     // Each work-item keeps RM rows x RN/16 SIMD vectors of accumulators in registers.
     all = {
@@ -65,8 +70,9 @@ std::vector<TileConfig> tile_candidates(const Context& ctx, DType acc) {
         {8, 64, 64, 1, 2, 1, 16, 0},
         {6, 64, 16, 1, 1, 1, 16, 0},
     };
-  } else {
-    all = {
+  }
+  if (!ctx.info().is_cpu || random) {
+    all.insert(all.end(), {
         {128, 128, 16, 16, 16, 4, 4, 1}, {128, 128, 8, 16, 16, 4, 4, 1},  {128, 128, 16, 16, 16, 1, 1, 1},
         {128, 128, 32, 16, 16, 4, 4, 1}, {128, 64, 16, 16, 16, 4, 4, 1},  {64, 128, 16, 16, 16, 4, 4, 1},
         {64, 64, 16, 16, 16, 4, 4, 1},   {64, 64, 16, 16, 16, 1, 1, 1},   {64, 64, 32, 8, 8, 8, 8, 1},
@@ -76,7 +82,7 @@ std::vector<TileConfig> tile_candidates(const Context& ctx, DType acc) {
         // barrier per K step) help the BK = 8 ones (44-47).
         {128, 256, 16, 8, 32, 4, 4, 1},  {128, 128, 16, 8, 16, 4, 4, 1},  {256, 128, 8, 16, 16, 4, 4, 2},
         {128, 128, 8, 8, 16, 4, 4, 2},   {128, 256, 8, 8, 32, 4, 4, 2},   {64, 64, 16, 16, 16, 4, 4, 2},
-    };
+    });
   }
   std::vector<TileConfig> out;
   for (const auto& c : all)
@@ -187,8 +193,16 @@ SplitPlan plan_splits(const Context& ctx, const TileConfig& c, int64_t M, int64_
     uint64_t panel = static_cast<uint64_t>(K) * c.bn * dtype_size(acc);
     cache_splits = ceil_div(panel, l2_panel);
   }
-  if (allow_split && (tiles < target || cache_splits > 1) && total >= 2 * min_steps) {
+  // Random tuning (tests): no split, the heuristic's, or as many splits as the steps allow.
+  int variant = total >= 2 * min_steps && allow_split
+                    ? tune_variant("gemm_splits|" + c.str() + "|" + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                                       std::to_string(K) + "x" + std::to_string(k_outer) + "x" + std::to_string(zcount),
+                                   3)
+                    : -1;
+  bool heuristic_split = (tiles < target || cache_splits > 1) && variant < 0;
+  if (allow_split && total >= 2 * min_steps && (heuristic_split || variant > 0)) {
     uint64_t splits = std::min(std::max(ceil_div(target, tiles), cache_splits), total / min_steps);
+    if (variant == 2) splits = total / min_steps;
     // Keep the workspace modest.
     uint64_t per_split = static_cast<uint64_t>(M) * N * zcount * dtype_size(acc);
     uint64_t cap = std::min<uint64_t>(256ull << 20, ctx.info().max_alloc_size / 2);

@@ -11,10 +11,19 @@
 
 namespace dlprim {
 
-enum class TuneMode { Off, On, Force };
+enum class TuneMode { Off, On, Force, Random };
 // PYTORCH_OCL_AUTOTUNE: "0" off (defaults only), unset/"1" on, "force" re-times every shape
 // class once per process, ignoring stored results (and stores the new ones).
+// PYTORCH_OCL_TUNE=random:SEED (a test mode, wins over PYTORCH_OCL_AUTOTUNE): every tunable
+// choice takes a random eligible candidate, the same one for the same seed and shape class, and
+// every heuristic that asks tune_variant() a random variant; nothing is stored. Whole-network
+// tests run under several seeds so that every path a tuner or heuristic can pick is trained with.
 TuneMode autotune_mode();
+// The seed of PYTORCH_OCL_TUNE=random:SEED (TuneMode::Random), else 0.
+uint64_t autotune_random_seed();
+// For heuristics with several correct variants: in random mode a variant in [0, n) drawn from
+// the seed and `label` (same label, same draw), else -1 (use the heuristic's own choice).
+int tune_variant(const std::string& label, int n);
 
 // Picks one of `candidates` (config strings) for `shape_class` of `family` on this device:
 // the in-memory decision, else the stored one (when it is still a candidate), else the

@@ -80,9 +80,13 @@ __kernel void softmax_rows(ulong n_rows, ulong D, uint TO, uint TR, int col_orde
     STORE(py + (long)j * dy, v);
   }
 #elif MODE == 1
-  T shift = m + ((m == INFINITY) ? (T)NAN : log(s));
+  // (x - m) - log(s), as the CPU computes it, never x - (m + log(s)): x - m is exact near the row
+  // max, while m + log(s) rounds to an ulp of |m| and so zeroed the dominant entry's log-probability
+  // (-1.7e-6 came out 0.0 for a row max of 34), i.e. the cross-entropy gradient p - 1 of a confident
+  // prediction. A +inf in the row makes every entry NaN (CPU semantics).
+  T ls = (m == INFINITY) ? (T)NAN : log(s);
   for (ulong j = tr; j < D; j += TR) {
-    T v = LOAD0(p0 + (long)j * d0) - shift;
+    T v = (LOAD0(p0 + (long)j * d0) - m) - ls;
     STORE(py + (long)j * dy, v);
   }
 #elif MODE == 2
@@ -179,8 +183,8 @@ inline void softmax_reg_body(const int vw, ulong n_rows, ulong D, uint TO, uint 
   T f = (T)1 / s;  // a NaN or +inf in the row makes s NaN: every entry NaN, as on the CPU
 #define SM_OUT(i) (a[i] * f)
 #else
-  T f = m + log(s);
-#define SM_OUT(i) (a[i] - f)
+  T f = log(s);  // (x - m) - log(s): see softmax_rows
+#define SM_OUT(i) ((a[i] - m) - f)
 #endif
 #elif MODE == 2
   T s = 0;

@@ -1,0 +1,225 @@
+"""Fused scaled-dot-product attention (csrc/aten/Attention.cpp, dlprim/kernels/attention.cl).
+
+Forward and backward against the CPU's math path over a grid of shapes, causal masking, boolean
+and additive masks broadcast over batch/heads, grouped-query attention, scale, head dims up to 256
+with Dv != D, non-contiguous q/k/v, zero sizes and float32/float64/float16/bfloat16; the modules
+that call SDPA; the calls the fused kernel leaves to torch's math path (dropout, a mask that needs
+a gradient) run natively too; memory stays linear in the sequence length.
+"""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import pytorch_ocl
+
+
+def sdpa_both(q, k, v, grad=True, **kw):
+    """(out, grads) on the CPU in float64 and on ocl in the inputs' dtype."""
+    res = []
+    for dev in ("cpu", "ocl"):
+        dt = torch.float64 if dev == "cpu" else q.dtype
+        ts = [t.detach().to(dev, dt).requires_grad_(grad) for t in (q, k, v)]
+        kw_dev = {a: (b.to(dev) if isinstance(b, torch.Tensor) else b) for a, b in kw.items()}
+        if isinstance(kw_dev.get("attn_mask"), torch.Tensor) and kw_dev["attn_mask"].is_floating_point():
+            kw_dev["attn_mask"] = kw_dev["attn_mask"].to(dt)
+        o = F.scaled_dot_product_attention(*ts, **kw_dev)
+        grads = None
+        if grad:
+            g = torch.linspace(-1, 1, o.numel(), dtype=torch.float64).reshape(o.shape).to(dev, o.dtype)
+            grads = torch.autograd.grad(o, ts, g)
+        res.append((o, grads))
+    return res
+
+
+def tol(dtype):
+    return {torch.float64: 1e-10, torch.float32: 2e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}[dtype]
+
+
+def check_close(ref, got, dtype, what):
+    ref, got = ref.double(), got.detach().cpu().double()
+    assert ref.shape == got.shape, (what, ref.shape, got.shape)
+    if ref.numel() == 0:
+        return
+    scale = max(ref.abs().max().item(), 1.0)
+    err = (ref - got).abs().max().item()
+    assert err <= tol(dtype) * scale, f"{what}: max error {err:.3e} (scale {scale:.2f})"
+
+
+def run_and_check(q, k, v, dtype=torch.float32, grad=True, expect_fused=True, **kw):
+    (o_ref, g_ref), (o, g) = sdpa_both(q.to(dtype), k.to(dtype), v.to(dtype), grad=grad, **kw)
+    if expect_fused and grad:
+        assert "FusedAttentionOverrideable" in type(o.grad_fn).__name__, type(o.grad_fn).__name__
+    check_close(o_ref, o, dtype, "out")
+    if grad:
+        for name, a, b in zip("qkv", g_ref, g):
+            check_close(a, b, dtype, "grad " + name)
+
+
+def qkv(B, Hq, Hk, L, S, D, Dv, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(B, Hq, L, D, generator=g), torch.randn(B, Hk, S, D, generator=g),
+            torch.randn(B, Hk, S, Dv, generator=g))
+
+
+GRID = [
+    # B, Hq, Hk, L, S, D, Dv
+    (2, 3, 3, 17, 23, 16, 16),
+    (1, 2, 2, 64, 64, 64, 64),
+    (2, 2, 2, 33, 70, 32, 48),
+    (1, 1, 1, 1, 9, 8, 8),
+    (1, 2, 2, 40, 5, 128, 128),
+    (1, 1, 1, 7, 13, 256, 64),
+    (1, 1, 1, 9, 9, 3, 5),
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", GRID)
+def test_grid_float64(shape, causal):
+    B, Hq, Hk, L, S, D, Dv = shape
+    run_and_check(*qkv(B, Hq, Hk, L, S, D, Dv), dtype=torch.float64, is_causal=causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", GRID[:3])
+def test_grid_float32(shape, causal):
+    B, Hq, Hk, L, S, D, Dv = shape
+    run_and_check(*qkv(B, Hq, Hk, L, S, D, Dv, seed=1), dtype=torch.float32, is_causal=causal)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_half_types(dtype, causal):
+    run_and_check(*qkv(2, 2, 2, 19, 27, 32, 32, seed=2), dtype=dtype, is_causal=causal)
+
+
+@pytest.mark.parametrize("mask_shape", [(19, 27), (2, 1, 19, 27), (1, 3, 1, 27), (1, 27), (2, 3, 19, 27)])
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_masks_broadcast(mask_shape, kind):
+    g = torch.Generator().manual_seed(3)
+    if kind == "bool":
+        mask = torch.rand(mask_shape, generator=g) > 0.3
+    else:
+        mask = torch.randn(mask_shape, generator=g)
+    run_and_check(*qkv(2, 3, 3, 19, 27, 16, 16, seed=3), dtype=torch.float64, attn_mask=mask)
+
+
+def test_fully_masked_rows_give_zero_like_cpu():
+    mask = torch.ones(9, 11, dtype=torch.bool)
+    mask[2] = False
+    mask[5, :] = False
+    run_and_check(*qkv(1, 2, 2, 9, 11, 8, 8), dtype=torch.float64, attn_mask=mask)
+
+
+@pytest.mark.parametrize("groups", [2, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_attention(groups, causal):
+    run_and_check(*qkv(2, 2 * groups, 2, 21, 21, 16, 16, seed=4), dtype=torch.float64, is_causal=causal,
+                  enable_gqa=True)
+
+
+def test_scale():
+    run_and_check(*qkv(1, 2, 2, 12, 15, 16, 16, seed=5), dtype=torch.float64, scale=0.37)
+    run_and_check(*qkv(1, 2, 2, 12, 15, 16, 16, seed=5), dtype=torch.float64, scale=0.37, is_causal=True)
+
+
+def test_non_contiguous_layouts():
+    # transformers passes q/k/v as [B, L, H, D] projections transposed to [B, H, L, D]
+    g = torch.Generator().manual_seed(6)
+    q = torch.randn(2, 13, 4, 16, generator=g, dtype=torch.float64).transpose(1, 2)
+    k = torch.randn(2, 17, 4, 16, generator=g, dtype=torch.float64).transpose(1, 2)
+    v = torch.randn(2, 16, 17, 4, generator=g, dtype=torch.float64).permute(0, 3, 2, 1)
+    assert not q.is_contiguous() and not v.is_contiguous()
+    run_and_check(q, k, v, dtype=torch.float64, is_causal=True)
+    qs = torch.randn(2, 4, 26, 16, dtype=torch.float64)[:, :, ::2]  # sliced sequence
+    run_and_check(qs, k, v, dtype=torch.float64)
+
+
+def test_zero_sizes():
+    run_and_check(*qkv(0, 2, 2, 5, 6, 8, 8), dtype=torch.float64, expect_fused=False)
+    run_and_check(*qkv(1, 2, 2, 0, 6, 8, 8), dtype=torch.float64, expect_fused=False)
+    (o_ref, g_ref), (o, g) = sdpa_both(*qkv(1, 2, 2, 4, 0, 8, 8), grad=True)
+    check_close(o_ref, o, torch.float32, "out with no keys")
+
+
+def test_math_path_for_dropout_runs_on_device():
+    q, k, v = (t.to("ocl").requires_grad_() for t in qkv(2, 2, 2, 16, 16, 8, 8))
+    torch.manual_seed(0)
+    o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    assert "FusedAttentionOverrideable" not in type(o.grad_fn).__name__
+    o.sum().backward()
+    # with p = 0.5 about half the probabilities are dropped: outputs differ from the no-dropout ones
+    ref = F.scaled_dot_product_attention(q, k, v)
+    assert (o - ref).abs().max().item() > 1e-3
+    assert q.grad is not None and torch.isfinite(q.grad.cpu()).all()
+
+
+def test_mask_that_needs_a_gradient_takes_the_math_path():
+    q, k, v = qkv(1, 2, 2, 6, 7, 8, 8)
+    bias = torch.randn(1, 2, 6, 7, dtype=torch.float64)
+    grads = []
+    for dev in ("cpu", "ocl"):
+        b = bias.detach().to(dev).requires_grad_()
+        o = F.scaled_dot_product_attention(q.double().to(dev), k.double().to(dev), v.double().to(dev), attn_mask=b)
+        o.pow(2).sum().backward()
+        grads.append(b.grad.cpu())
+    check_close(grads[0], grads[1], torch.float64, "grad attn_mask")
+
+
+def test_sdpa_kernel_math_switch_is_honoured():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = (t.to("ocl").requires_grad_() for t in qkv(1, 2, 2, 8, 8, 8, 8))
+    with sdpa_kernel(SDPBackend.MATH):
+        o = F.scaled_dot_product_attention(q, k, v)
+    assert "FusedAttentionOverrideable" not in type(o.grad_fn).__name__
+
+
+@pytest.mark.parametrize("module", ["mha", "encoder_layer"])
+def test_modules_use_it_and_match_cpu(module):
+    torch.manual_seed(0)
+    if module == "mha":
+        m = nn.MultiheadAttention(32, 4, batch_first=True, dtype=torch.float64)
+        fwd = lambda mod, x: mod(x, x, x, need_weights=False, is_causal=False)[0]  # noqa: E731
+    else:
+        m = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, dtype=torch.float64)
+        fwd = lambda mod, x: mod(x)  # noqa: E731
+    x = torch.randn(3, 10, 32, dtype=torch.float64)
+    outs, grads = [], []
+    for dev in ("cpu", "ocl"):
+        mm = copy.deepcopy(m).to(dev)
+        xx = x.detach().to(dev).requires_grad_()
+        o = fwd(mm, xx)
+        o.pow(2).sum().backward()
+        outs.append(o.detach().cpu())
+        grads.append([xx.grad.cpu()] + [p.grad.cpu() for p in mm.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1]) > 3
+    check_close(outs[0], outs[1], torch.float64, "out")
+    for a, b in zip(grads[0], grads[1]):
+        check_close(a, b, torch.float64, "grad")
+
+
+def test_memory_is_linear_in_sequence_length():
+    L, D = 1024, 32
+    q, k, v = (torch.randn(1, 1, L, D).to("ocl").requires_grad_() for _ in range(3))
+    torch.ocl.synchronize()
+    base = pytorch_ocl.memory.memory_allocated()
+    pytorch_ocl.memory.reset_peak_memory_stats()
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    o.sum().backward()
+    torch.ocl.synchronize()
+    extra = pytorch_ocl.memory.max_memory_allocated() - base
+    # the L x L score matrix alone would be 4 MiB; o, lse, delta and the q/k/v grads are ~0.5 MiB
+    assert extra < 1.5 * 2**20, extra
+
+
+def test_bad_input_errors_name_the_op():
+    q = torch.randn(1, 3, 4, 8, device="ocl")
+    k = torch.randn(1, 2, 4, 8, device="ocl")
+    with pytest.raises(RuntimeError, match="heads"):
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, k)
+    with pytest.raises(RuntimeError, match="overrideable"):
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k[..., :4], k)

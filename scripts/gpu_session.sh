@@ -7,6 +7,7 @@
 #   bash scripts/gpu_session.sh kernels     # layers.py + conv.py tables
 #   bash scripts/gpu_session.sh suite       # the test suite on the GPU, gemm.py and overhead.py tables
 #   bash scripts/gpu_session.sh gemm        # GEMM / conv tests on the GPU, resnet50 conv table, overhead.py
+#   bash scripts/gpu_session.sh attention   # tests/test_attention.py, benchmarks/transformer.py (SDPA vs CUDA)
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -52,6 +53,10 @@ case "${1:-validate}" in
     run gemm_tests 200 python3 -m pytest -q tests/test_gemm.py tests/test_conv.py
     run conv_resnet50 200 python3 benchmarks/conv.py --ref cuda --nets resnet50 --batches 32 --out "$out/conv_resnet50.md"
     run overhead 90 python3 benchmarks/overhead.py --ref cuda --out "$out/overhead.md"
+    ;;
+  attention)
+    run attention_tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_attention.py
+    run transformer 400 python3 benchmarks/transformer.py --ref cuda --out "$out/transformer.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

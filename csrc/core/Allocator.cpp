@@ -84,6 +84,17 @@ uint64_t memory_limit_from_env() {
   }
 }
 
+// PYTORCH_OCL_ALLOC_EXACT=1 (memory checkers, scripts/oclgrind.sh; tiny tests only): every tensor
+// gets a cl_mem of exactly its size, never reused or released, so an access past a tensor's end
+// leaves its buffer and the checker reports it (in a shared segment it would hit a neighbour).
+bool exact_allocations() {
+  static const bool on = [] {
+    const char* v = std::getenv("PYTORCH_OCL_ALLOC_EXACT");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 std::string mib(uint64_t bytes) { return std::to_string(bytes / double(1 << 20)).substr(0, 10) + " MiB"; }
 
 class DeviceCache {
@@ -93,9 +104,10 @@ public:
   Block* malloc(size_t request, c10::StreamId stream) {
     std::lock_guard<std::mutex> lock(m_);
     size_t size = request < kAlign ? kAlign : (request + kAlign - 1) / kAlign * kAlign;
+    if (exact_allocations()) size = request > 0 ? request : 1;
     bool small = size <= kSmallSize;
-    Block* b = find_free(size, stream, small);
-    if (!b) {
+    Block* b = exact_allocations() ? nullptr : find_free(size, stream, small);
+    if (!b && !exact_allocations()) {
       process_pending();
       b = find_free(size, stream, small);
     }
@@ -118,6 +130,9 @@ public:
     add_stat(stats_.allocated_bytes, small, -int64_t(b->size));
     add_stat(stats_.requested_bytes, small, -int64_t(b->requested));
     b->allocated = false;
+    // Never reused nor released: a later tensor gets a buffer of its own, and Oclgrind's checker
+    // mistracks a cl_mem whose slot held a released one (false uninitialized-value reports).
+    if (exact_allocations()) return;
     if (!b->stream_uses.empty()) {
       // Kernels queued on other streams may still use the memory: reuse waits for them.
       for (c10::StreamId id : b->stream_uses) {
@@ -288,7 +303,9 @@ private:
 
   Block* new_segment(size_t size, c10::StreamId stream, bool small, size_t request) {
     const dlprim::DeviceInfo& info = device_info(device_);
-    size_t seg_size = small ? kSmallSegment : (size + kLargeRound - 1) / kLargeRound * kLargeRound;
+    size_t seg_size = exact_allocations() ? size
+                      : small               ? kSmallSegment
+                                            : (size + kLargeRound - 1) / kLargeRound * kLargeRound;
     TORCH_CHECK_WITH(OutOfMemoryError, seg_size <= info.max_alloc_size,
                      "ocl: out of memory: tried to allocate ", mib(request), " on device ", device_,
                      " (", info.name, "), larger than the device's maximum single allocation of ",

@@ -91,7 +91,10 @@ __kernel void gemm_dot_vec(int M, int N, int K, int k_outer, int groups, ulong t
     a += a_os;
     b += b_os;
   }
-  ACC8 h = accv.lo + accv.hi;
+  // The upper half by named lanes rather than .hi: Oclgrind 21.10's uninitialized-value checker
+  // marks lane 11 of any shuffle of a 16-wide vector (.hi, .s89ab, ...) undefined, a false
+  // report on every output; same additions in the same order, and compilers emit the same code.
+  ACC8 h = accv.lo + (ACC8)(accv.s8, accv.s9, accv.sa, accv.sb, accv.sc, accv.sd, accv.se, accv.sf);
   ACC4 q = h.lo + h.hi;
   acc += (q.x + q.y) + (q.z + q.w);
   GEMM_STORE(bi, gi, m, n, acc);

@@ -217,3 +217,27 @@ __kernel void dl_index_searchsorted(ulong n, ulong per_row, int one_row, __globa
   }
   out[i] = lo;
 }
+
+// isin: out[i] = (elements[i] equals one of the m test elements) != invert. With `sorted` the
+// test elements are in ascending order (NaN last, as torch.sort leaves them) and each element is
+// a binary search; otherwise a linear scan, cheaper than sorting for the handful of stop/special
+// tokens generate() asks about. NaN equals nothing, as on the CPU (== is false).
+__kernel void dl_index_isin(ulong n, __global const DL_T* elements, ulong elements_off, __global const DL_T* test,
+                            ulong test_off, long m, int sorted, int invert, __global uchar* out, ulong out_off) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  test += test_off;
+  DL_ACC v = DL_LOAD(elements, elements_off + i);
+  bool found = false;
+  if (sorted) {
+    long lo = 0, hi = m;
+    while (lo < hi) {  // first test element not below v (a NaN is never below)
+      long mid = lo + ((hi - lo) >> 1);
+      if (DL_LOAD(test, mid) < v) lo = mid + 1; else hi = mid;
+    }
+    found = lo < m && DL_LOAD(test, lo) == v;
+  } else {
+    for (long j = 0; j < m && !found; ++j) found = DL_LOAD(test, j) == v;
+  }
+  out[out_off + i] = found != (invert != 0);
+}

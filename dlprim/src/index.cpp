@@ -150,4 +150,15 @@ void index_searchsorted(const Context& ctx, cl_command_queue q, DType t, uint64_
   launch_1d(q, k.kernel, n, ctx.work_group_size(256));
 }
 
+void index_isin(const Context& ctx, cl_command_queue q, DType t, uint64_t n, DevPtr elements, DevPtr test, int64_t m,
+                bool sorted, bool invert, DevPtr out) {
+  if (n == 0) return;
+  TypedKernel k = typed_kernel(ctx, "index", t, "dl_index_isin");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  KernelArgs a(k.kernel);
+  a.add<cl_ulong>(n).add(elements.mem).add<cl_ulong>(elements.offset).add(test.mem).add<cl_ulong>(test.offset);
+  a.add<cl_long>(m).add<cl_int>(sorted ? 1 : 0).add<cl_int>(invert ? 1 : 0).add(out.mem).add<cl_ulong>(out.offset);
+  launch_1d(q, k.kernel, n, ctx.work_group_size(256));
+}
+
 } // namespace dlprim

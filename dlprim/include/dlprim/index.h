@@ -63,4 +63,10 @@ void index_searchsorted(const Context& ctx, cl_command_queue q, DType t, uint64_
                         DevPtr values, DevPtr bounds, int64_t m, bool has_sorter, DevPtr sorter, bool right,
                         DevPtr out);
 
+// out[i] (bool, as uchar) = (elements[i] is one of the m test elements) != invert, for n
+// contiguous elements of dtype t; test is contiguous, ascending when `sorted` (binary search),
+// otherwise scanned linearly.
+void index_isin(const Context& ctx, cl_command_queue q, DType t, uint64_t n, DevPtr elements, DevPtr test, int64_t m,
+                bool sorted, bool invert, DevPtr out);
+
 } // namespace dlprim

@@ -17,26 +17,35 @@ struct Layout {
   int tpr = 1, br = 64, bc = 32;
 };
 
+enum class Pass { Forward = 0, Backward = 1 };
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Local memory of the largest kernel (dk/dv: two staged tiles, two exchange arrays, 2 BC scalars).
-uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
-  int64_t dp = ceil_div(D, l.tpr) * l.tpr, dvp = ceil_div(DV, l.tpr) * l.tpr;
-  int64_t xs = static_cast<int64_t>(l.tpr) * l.bc + 1;
-  return static_cast<uint64_t>(l.bc * dp + l.bc * dvp + 2 * l.br * xs + 2 * l.bc) * es;
+// Local memory of a pass (kernels/attention.cl: two staged tiles with padded chunks, the exchange
+// array when TPR > 1, and the backward's per-column lse/delta).
+uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es, Pass pass) {
+  int64_t dc = (ceil_div(D, l.tpr) + 3) / 4 * 4, dvc = (ceil_div(DV, l.tpr) + 3) / 4 * 4;
+  int64_t ks = l.tpr * (dc + 4), vs = l.tpr * (dvc + 4);
+  int64_t x = l.tpr > 1 ? static_cast<int64_t>(l.br) * (static_cast<int64_t>(l.tpr) * l.bc + 1) : 1;
+  int64_t extra = pass == Pass::Backward ? 2 * l.bc : 0;
+  return static_cast<uint64_t>(l.bc * ks + l.bc * vs + x + extra) * es;
 }
 
-// Each thread keeps <= 32 elements of every row vector in registers: TPR = ceil(dim / 32) threads
-// per row, ~128 threads per work-group, and the widest key tile (<= 32) whose staging fits local memory.
-Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+// Registers bound the layout: the forward keeps q and o (2 vectors) per row, the backward three or
+// four (q, dO, dq / k, v, dk, dv), so a thread holds up to 64 (forward) or 32 (backward) elements of
+// each: TPR = ceil(dim / that) threads per row, ~128 threads per work-group, and the widest column
+// tile (forward 32, backward 16: one score accumulator per column) whose staging fits local memory.
+Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass pass) {
   Layout l;
-  l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), 32)));
+  int64_t per_thread = pass == Pass::Forward ? 64 : 32;
+  l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), per_thread)));
   l.br = std::max(1, 128 / l.tpr);
+  l.bc = pass == Pass::Forward ? 32 : 16;
   size_t es = dtype_size(compute);
   uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
-  while (l.bc > 4 && local_bytes(l, D, DV, es) > limit) l.bc /= 2;
-  while (l.br > 1 && local_bytes(l, D, DV, es) > limit) l.br /= 2;
-  if (local_bytes(l, D, DV, es) > limit) throw Error("attention: head dims too large for the device's local memory");
+  while (l.bc > 4 && local_bytes(l, D, DV, es, pass) > limit) l.bc /= 2;
+  while (l.br > 1 && local_bytes(l, D, DV, es, pass) > limit) l.br /= 2;
+  if (local_bytes(l, D, DV, es, pass) > limit) throw Error("attention: head dims too large for the device's local memory");
   return l;
 }
 
@@ -44,7 +53,8 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
   std::ostringstream s;
   if (compute == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << kernel_source("common");
-  s << "#define T " << compute_cl_type(compute) << "\n#define ST " << storage_cl_type(dtype) << "\n"
+  s << "#define T " << compute_cl_type(compute) << "\n#define T4 " << compute_cl_type(compute) << "4\n"
+    << "#define ST " << storage_cl_type(dtype) << "\n"
     << "#define LOAD(p, i) (" << convert_expr(dtype, compute, load_expr(dtype, "(p)", "(i)")) << ")\n"
     << "#define STORE(p, i, v) do { " << store_stmt(dtype, "(p)", "(i)", convert_expr(compute, dtype, "(v)"))
     << " } while (0)\n"
@@ -56,31 +66,26 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
 
 struct Kernels {
   std::mutex m;
-  cl_kernel fwd = nullptr, dq = nullptr, dkdv = nullptr;
+  Layout layout;
+  cl_kernel a = nullptr, b = nullptr;  // forward: attn_fwd; backward: attn_bwd_dq, attn_bwd_dkdv
 };
 
-using Key = std::tuple<cl_context, int, int64_t, int64_t, bool>;
+using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, int>;
 
-Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, Layout* layout) {
+Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, Pass pass) {
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
-  static std::map<Key, Layout> layouts;
-  DType compute = compute_dtype(dtype);
-  Key key(ctx.context(), static_cast<int>(dtype), D, DV, mask);
   Kernels* k;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    auto it = layouts.find(key);
-    if (it == layouts.end()) it = layouts.emplace(key, layout_for(ctx, D, DV, compute)).first;
-    *layout = it->second;
-    k = &cache[key];
+    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, static_cast<int>(pass))];
   }
   std::lock_guard<std::mutex> lock(k->m);
-  if (!k->fwd) {
-    cl_program prog = ctx.program(program_text(dtype, compute, D, DV, *layout, mask));
-    k->dq = create_kernel(prog, "attn_bwd_dq");
-    k->dkdv = create_kernel(prog, "attn_bwd_dkdv");
-    k->fwd = create_kernel(prog, "attn_fwd");
+  if (!k->a) {
+    k->layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
+    cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask));
+    if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
+    k->a = create_kernel(prog, pass == Pass::Forward ? "attn_fwd" : "attn_bwd_dq");
   }
   return *k;
 }
@@ -125,17 +130,17 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
                        cl_mem lse, uint64_t lse_offset) {
   check(ctx, s, dtype);
   if (s.B * s.Hq * s.L == 0) return;
-  Layout l;
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, &l);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, Pass::Forward);
   std::lock_guard<std::mutex> lock(k.m);
-  KernelArgs args(k.fwd);
+  const Layout& l = k.layout;
+  KernelArgs args(k.a);
   add_common(args, s, compute_dtype(dtype), Q, K, V, M);
   add_tensor(args, O, nullptr);
   args.add(lse).add<cl_ulong>(lse_offset);
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
   size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
   size_t local[3] = {nt, 1, 1};
-  launch_nd(q, k.fwd, 3, global, local, "attention_forward");
+  launch_nd(q, k.a, 3, global, local, "attention_forward");
 }
 
 void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
@@ -143,30 +148,30 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV) {
   check(ctx, s, dtype);
-  Layout l;
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, &l);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, Pass::Backward);
   std::lock_guard<std::mutex> lock(k.m);
+  const Layout& l = k.layout;
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
   size_t local[3] = {nt, 1, 1};
   DType compute = compute_dtype(dtype);
   if (s.B * s.Hq * s.L > 0 && dQ.mem) {
-    KernelArgs args(k.dq);
+    KernelArgs args(k.a);
     add_common(args, s, compute, Q, K, V, M);
     add_tensor(args, dO, nullptr);
     args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
     add_tensor(args, dQ, nullptr);
     size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
-    launch_nd(q, k.dq, 3, global, local, "attention_backward_dq");
+    launch_nd(q, k.a, 3, global, local, "attention_backward_dq");
   }
   if (s.B * s.Hk * s.S > 0 && dK.mem && dV.mem) {
-    KernelArgs args(k.dkdv);
+    KernelArgs args(k.b);
     add_common(args, s, compute, Q, K, V, M);
     add_tensor(args, dO, nullptr);
     args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
     add_tensor(args, dK, nullptr);
     add_tensor(args, dV, nullptr);
     size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.S, l.br)), static_cast<size_t>(s.B * s.Hk)};
-    launch_nd(q, k.dkdv, 3, global, local, "attention_backward_dkdv");
+    launch_nd(q, k.b, 3, global, local, "attention_backward_dkdv");
   }
 }
 

@@ -4,6 +4,8 @@
 #include <dlprim/embedded.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -38,9 +40,19 @@ uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es, Pass pas
 Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass pass) {
   Layout l;
   int64_t per_thread = pass == Pass::Forward ? 64 : 32;
-  l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), per_thread)));
-  l.br = std::max(1, 128 / l.tpr);
+  int threads = 128;
   l.bc = pass == Pass::Forward ? 32 : 16;
+  // PYTORCH_OCL_ATTN_FWD / PYTORCH_OCL_ATTN_BWD = "ELEMS,BC,THREADS" (layout experiments).
+  if (const char* env = std::getenv(pass == Pass::Forward ? "PYTORCH_OCL_ATTN_FWD" : "PYTORCH_OCL_ATTN_BWD")) {
+    long e = 0, c = 0, t = 0;
+    if (std::sscanf(env, "%ld,%ld,%ld", &e, &c, &t) == 3 && e >= 4 && c >= 1 && c <= 64 && t >= 1) {
+      per_thread = e;
+      l.bc = static_cast<int>(c);
+      threads = static_cast<int>(t);
+    }
+  }
+  l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), per_thread)));
+  l.br = std::max(1, threads / l.tpr);
   size_t es = dtype_size(compute);
   uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
   while (l.bc > 4 && local_bytes(l, D, DV, es, pass) > limit) l.bc /= 2;

@@ -33,15 +33,18 @@ uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es, Pass pas
   return static_cast<uint64_t>(l.bc * ks + l.bc * vs + x + extra) * es;
 }
 
-// Registers bound the layout: the forward keeps q and o (2 vectors) per row, the backward three or
-// four (q, dO, dq / k, v, dk, dv), so a thread holds up to 64 (forward) or 32 (backward) elements of
-// each: TPR = ceil(dim / that) threads per row, ~128 threads per work-group, and the widest column
-// tile (forward 32, backward 16: one score accumulator per column) whose staging fits local memory.
+// A row's vectors (forward: q, o; backward: q, dO, dq or k, v, dk, dv) live in registers, split over
+// TPR = ceil(dim / elements per thread) threads per row; ~128 threads per work-group; the column
+// tile (one score accumulator per column) shrinks until its staging fits local memory.
 Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass pass) {
   Layout l;
-  int64_t per_thread = pass == Pass::Forward ? 64 : 32;
+  // Measured on an H100 (benchmarks/transformer.py, layouts swept with the variables below): head
+  // dims <= 64 run best with 32 elements per thread in both passes (forward: 16-column tiles),
+  // wider heads with 64 (forward: 32-column tiles); the backward's tiles stay at 16 columns.
+  const bool wide = std::max(D, DV) > 64;
+  int64_t per_thread = wide ? 64 : 32;
   int threads = 128;
-  l.bc = pass == Pass::Forward ? 32 : 16;
+  l.bc = pass == Pass::Forward && wide ? 32 : 16;
   // PYTORCH_OCL_ATTN_FWD / PYTORCH_OCL_ATTN_BWD = "ELEMS,BC,THREADS" (layout experiments).
   if (const char* env = std::getenv(pass == Pass::Forward ? "PYTORCH_OCL_ATTN_FWD" : "PYTORCH_OCL_ATTN_BWD")) {
     long e = 0, c = 0, t = 0;

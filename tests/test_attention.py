@@ -2,9 +2,10 @@
 
 Forward and backward against the CPU's math path over a grid of shapes, causal masking, boolean
 and additive masks broadcast over batch/heads, grouped-query attention, scale, head dims up to 256
-with Dv != D, non-contiguous q/k/v, zero sizes and float32/float64/float16/bfloat16; the modules
-that call SDPA; the calls the fused kernel leaves to torch's math path (dropout, a mask that needs
-a gradient) run natively too; memory stays linear in the sequence length.
+with Dv != D, non-contiguous q/k/v, zero sizes and float32/float64/float16/bfloat16; dropout
+against the math on the kernel's own keep mask (return_debug_mask); the modules that call SDPA;
+the calls the fused kernel leaves to torch's math path (dropout_p = 1, a mask that needs a
+gradient) run natively too; memory stays linear in the sequence length.
 """
 import copy
 
@@ -145,16 +146,57 @@ def test_zero_sizes():
     check_close(o_ref, o, torch.float32, "out with no keys")
 
 
-def test_math_path_for_dropout_runs_on_device():
-    q, k, v = (t.to("ocl").requires_grad_() for t in qkv(2, 2, 2, 16, 16, 8, 8))
-    torch.manual_seed(0)
-    o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+def dropout_reference(q, k, v, keep, p, causal):
+    """CPU float64 attention with the kernel's keep mask: softmax(.) * keep / (1 - p) @ v."""
+    q, k, v = (t.detach().cpu().double().requires_grad_() for t in (q, k, v))
+    s = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    o = (torch.softmax(s, -1) * keep.cpu().double() / (1 - p)) @ v
+    return o, (q, k, v)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 17, 23, 16), (1, 2, 40, 40, 64), (1, 1, 9, 30, 128)])
+def test_dropout_against_the_math_with_the_same_mask(shape, causal):
+    B, H, L, S, D = shape
+    p = 0.3
+    q, k, v = (t.double().to("ocl").requires_grad_() for t in qkv(B, H, H, L, S, D, D, seed=7))
+    torch.manual_seed(11)
+    o = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
+    assert "FusedAttentionOverrideable" in type(o.grad_fn).__name__
+    g = torch.randn(o.shape, dtype=torch.float64)
+    gq, gk, gv = torch.autograd.grad(o, (q, k, v), g.to("ocl"))
+    torch.manual_seed(11)  # the same generator state draws the same mask: fetch it
+    keep = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, None, p, causal, True)[8]
+    assert keep.shape == (B, H, L, S)
+    ref, leaves = dropout_reference(q, k, v, keep, p, causal)
+    check_close(ref, o, torch.float64, "out")
+    for name, a, b in zip("qkv", torch.autograd.grad(ref, leaves, g), (gq, gk, gv)):
+        check_close(a, b, torch.float64, "grad " + name)
+
+
+def test_dropout_mask_statistics_and_seeding():
+    q, k, v = (t.to("ocl") for t in qkv(2, 4, 4, 64, 64, 16, 16, seed=8))
+    op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    torch.manual_seed(1)
+    keep1 = op(q, k, v, None, 0.25, False, True)[8].cpu()
+    n = keep1.numel()
+    dropped = float((keep1 == 0).sum()) / n
+    assert abs(dropped - 0.25) < 4 * (0.25 * 0.75 / n) ** 0.5, dropped
+    keep2 = op(q, k, v, None, 0.25, False, True)[8].cpu()  # the generator moved on: another mask
+    assert (keep1 != keep2).any()
+    torch.manual_seed(1)
+    assert torch.equal(op(q, k, v, None, 0.25, False, True)[8].cpu(), keep1)
+    # columns of one Philox group are not all kept or all dropped together
+    assert ((keep1.reshape(-1, 4).sum(1) % 4) != 0).any()
+
+
+def test_dropout_one_takes_the_math_path():
+    q, k, v = (t.to("ocl").requires_grad_() for t in qkv(1, 2, 2, 8, 8, 8, 8))
+    o = F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
     assert "FusedAttentionOverrideable" not in type(o.grad_fn).__name__
-    o.sum().backward()
-    # with p = 0.5 about half the probabilities are dropped: outputs differ from the no-dropout ones
-    ref = F.scaled_dot_product_attention(q, k, v)
-    assert (o - ref).abs().max().item() > 1e-3
-    assert q.grad is not None and torch.isfinite(q.grad.cpu()).all()
+    assert float(o.detach().abs().max().cpu()) == 0.0
 
 
 def test_mask_that_needs_a_gradient_takes_the_math_path():

@@ -362,3 +362,12 @@ def test_isin():
     elements = torch.randint(0, 50, (37,))
     check(lambda e, t: torch.isin(e, t), elements, torch.tensor([3, 7, 11]))
     check(lambda e, t: torch.isin(e, t, invert=True), elements, torch.randint(0, 50, (100,)))
+
+
+def test_fused_attention_dropout():
+    # The dropout variants of the three kernels and the keep-mask kernel (values checked in test_attention.py).
+    q, k, v = (rand(1, 2, 9, 6).to(DEV).requires_grad_() for _ in range(3))
+    o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.25, is_causal=True)
+    o.sum().backward()
+    keep = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, None, 0.25, False, True)[8]
+    assert torch.isfinite(q.grad.cpu()).all() and keep.shape == (1, 2, 9, 9)

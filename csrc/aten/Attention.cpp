@@ -1,7 +1,8 @@
 // scaled_dot_product_attention on ocl: torch's SDPA asks _fused_sdp_choice_stub which backend to
 // use; we answer "overrideable" where the fused kernel (dlprim/attention) can run the call and
 // "math" otherwise (torch's decomposition into native ops, never the CPU). The overrideable op and
-// its backward are the fused forward and the recomputing backward.
+// its backward are the fused forward and the recomputing backward (dropout drawn in the kernels).
+#include "aten/RandomLaunch.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -13,6 +14,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
@@ -54,7 +56,7 @@ bool fused_can_run(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
   if (!fused_dtype(q.scalar_type()) || k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type())
     return false;
-  if (dropout_p > 0) return false;  // the math path draws the dropout mask on the device
+  if (!(dropout_p >= 0 && dropout_p < 1)) return false;  // p = 1 (all dropped): torch's math path
   if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != v.size(1) || k.size(2) != v.size(2) ||
       k.size(3) != q.size(3))
     return false;
@@ -148,25 +150,44 @@ fused_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
               double dropout_p, bool is_causal, bool return_debug_mask, std::optional<double> scale) {
   const char* op = "_scaled_dot_product_fused_attention_overrideable";
   check_inputs(q, k, v, op);
-  TORCH_CHECK(dropout_p == 0, op, ": dropout is not fused on ocl (scaled_dot_product_attention takes the math path "
-                                  "for dropout_p > 0)");
-  TORCH_CHECK(!return_debug_mask, op, ": return_debug_mask is not supported on ocl");
+  TORCH_CHECK(dropout_p >= 0 && dropout_p < 1, op, ": dropout_p must be in [0, 1), got ", dropout_p);
   c10::DeviceGuard guard(q.device());
   at::Tensor m = expanded_mask(bias, q, k, op);
   at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
   at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(compute_type(q)));
   dlprim::AttnShape s = attn_shape(q, k, v, is_causal, scale, m.defined());
   int device = q.device().index();
-  OCL_TRACE(op, " q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " causal=", is_causal, " mask=", m.defined());
+  // Dropout: one Philox offset of the device's generator (torch.manual_seed reproduces it); the
+  // backward redraws the same mask from (seed, offset), saved as the op's philox outputs.
+  int64_t seed = 0, offset = 0;
+  if (dropout_p > 0) {
+    auto so = next_philox(std::nullopt, device);
+    seed = static_cast<int64_t>(so.first);
+    offset = static_cast<int64_t>(so.second);
+    s.dropout = dropout_p;
+    s.seed = so.first;
+    s.offset = so.second;
+  }
+  OCL_TRACE(op, " q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " causal=", is_causal, " mask=", m.defined(),
+            " dropout=", dropout_p);
   cl_command_queue queue = current_queue(device);
   BufferRef lb = buffer_of(lse);
   OCL_DLPRIM_CALL(op, dlprim::attention_forward(context(device), queue, s, to_dlprim(q.scalar_type(), op),
                                                 attn_tensor(q), attn_tensor(k), attn_tensor(v), attn_tensor(m),
                                                 attn_tensor(out), lb.mem, lb.offset / lse.element_size()));
+  // return_debug_mask: the keep mask (1 kept, 0 dropped) [B, Hq, L, S] in q's dtype, for tests.
+  at::Tensor debug_mask;
+  if (return_debug_mask && dropout_p > 0) {
+    debug_mask = at::empty({q.size(0), q.size(1), q.size(2), k.size(2)}, q.options());
+    BufferRef db = buffer_of(debug_mask);
+    OCL_DLPRIM_CALL(op, dlprim::attention_dropout_mask(context(device), queue, s, to_dlprim(q.scalar_type(), op),
+                                                       db.mem, db.offset / debug_mask.element_size()));
+  }
   note_enqueued(queue);
-  at::Tensor philox = at::empty({}, q.options().dtype(c10::kLong).device(c10::kCPU));
-  return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)), philox,
-          philox.clone(), at::Tensor()};
+  at::Tensor philox_seed = at::scalar_tensor(seed, at::TensorOptions().dtype(c10::kLong));
+  at::Tensor philox_offset = at::scalar_tensor(offset, at::TensorOptions().dtype(c10::kLong));
+  return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)), philox_seed,
+          philox_offset, debug_mask.defined() ? debug_mask : at::empty({0}, q.options())};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
@@ -174,11 +195,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
     const at::Tensor& bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out, const at::Tensor& lse,
     const at::Tensor& cum_seq_q, const at::Tensor& cum_seq_k, c10::SymInt max_q, c10::SymInt max_k, double dropout_p,
     bool is_causal, const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
-  (void)cum_seq_q, (void)cum_seq_k, (void)max_q, (void)max_k, (void)philox_seed, (void)philox_offset;
+  (void)cum_seq_q, (void)cum_seq_k, (void)max_q, (void)max_k;
   const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
   check_inputs(q, k, v, op);
   check_ocl(grad_out, op, "grad_out");
-  TORCH_CHECK(dropout_p == 0, op, ": dropout is not fused on ocl");
+  TORCH_CHECK(dropout_p >= 0 && dropout_p < 1, op, ": dropout_p must be in [0, 1), got ", dropout_p);
+  TORCH_CHECK(dropout_p == 0 || (philox_seed.defined() && philox_offset.defined() && philox_seed.numel() == 1 &&
+                                 philox_offset.numel() == 1),
+              op, ": dropout needs the forward's philox_seed and philox_offset");
   TORCH_CHECK(!(grad_input_mask[3] && bias.defined()), op,
               ": the gradient of attn_bias is not computed by the fused kernel on ocl");
   TORCH_CHECK(grad_out.sizes() == out.sizes(), op, ": grad_out has shape ", grad_out.sizes(), ", expected ",
@@ -193,8 +217,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
   at::Tensor gk = at::empty(k.sizes(), k.options());
   at::Tensor gv = at::empty(v.sizes(), v.options());
   dlprim::AttnShape s = attn_shape(q, k, v, is_causal, scale, m.defined());
+  if (dropout_p > 0) {
+    s.dropout = dropout_p;
+    s.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());  // CPU scalars: no device sync
+    s.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  }
   int device = q.device().index();
-  OCL_TRACE(op, " q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " causal=", is_causal);
+  OCL_TRACE(op, " q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " causal=", is_causal, " dropout=", dropout_p);
   cl_command_queue queue = current_queue(device);
   BufferRef lb = buffer_of(lse_c), db = buffer_of(delta);
   OCL_DLPRIM_CALL(op, dlprim::attention_backward(

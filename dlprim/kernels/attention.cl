@@ -94,6 +94,21 @@ inline T attn_score(T dot, T scale, int i, int j, int L, int S, int causal, __gl
   return v;
 }
 
+// Dropout (DROPOUT defined: needs philox.cl): key (i, j) of head bh is kept when its uniform is >= p.
+// Element (bh, i, j) takes word j % 4 of Philox group ((bh L + i) S4 + j) / 4 (S4 = S rounded up
+// to 4), so the 4 columns of an aligned group share one Philox call; the backward redraws the
+// same words. z = keep / (1 - p) scales the kept probabilities.
+#ifdef DROPOUT
+#define ATTN_DROP_DECL , T drop_p, ulong seed, ulong offset
+#define ATTN_Z(words, c) ((dl_uniform_f(dl_word(words, (c) & 3)) >= drop_p) ? (T)1 / (T)(1 - drop_p) : (T)0)
+#define ATTN_WORDS(words, bh, i, j0, c, L, S)                                                      \
+  if (((c) & 3) == 0) words = dl_philox(seed, ((ulong)((ulong)(bh) * (L) + (i)) * (ulong)(((S) + 3) & ~3) + (j0) + (c)) >> 2, offset)
+#else
+#define ATTN_DROP_DECL
+#define ATTN_Z(words, c) ((T)1)
+#define ATTN_WORDS(words, bh, i, j0, c, L, S)
+#endif
+
 #if TPR > 1
 #define ATTN_X_SIZE (BR * XS)
 #else
@@ -106,7 +121,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
     int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
     __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
     __global const ST* M, ulong mo, dl_attn_strides ms, __global ST* O, ulong oo, dl_attn_strides os,
-    __global T* LSE, ulong lo) {
+    __global T* LSE, ulong lo ATTN_DROP_DECL) {
   __local T4 Kt4[BC * KS / 4];
   __local T4 Vt4[BC * VS / 4];
   __local T X[ATTN_X_SIZE];
@@ -136,10 +151,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
     const T alpha = exp(m - mt);    // m == -inf gives 0: o and l are still 0
     l *= alpha;
     for (int e = 0; e < DVC / 4; ++e) o[e] *= alpha;
+    uint4 words = 0;
     for (int c = 0; c < BC; ++c) {
       const T pc = exp(s[c] - mt);  // exp(-inf) = 0 for masked keys
-      l += pc;
-      for (int e = 0; e < DVC / 4; ++e) o[e] += pc * Vt4[c * (VS / 4) + p * (DVC / 4 + 1) + e];
+      l += pc;  // the softmax's sum is over every key; dropout scales what reaches o
+      ATTN_WORDS(words, bh, i, j0, c, L, S);
+      const T pz = pc * ATTN_Z(words, c);
+      for (int e = 0; e < DVC / 4; ++e) o[e] += pz * Vt4[c * (VS / 4) + p * (DVC / 4 + 1) + e];
     }
     m = mt;
   }
@@ -156,7 +174,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
     __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
     __global const ST* M, ulong mo, dl_attn_strides ms, __global const ST* DO, ulong doo, dl_attn_strides dos,
     __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DQ, ulong dqo,
-    dl_attn_strides dqs) {
+    dl_attn_strides dqs ATTN_DROP_DECL) {
   __local T4 Kt4[BC * KS / 4];
   __local T4 Vt4[BC * VS / 4];
   __local T X[ATTN_X_SIZE];
@@ -181,9 +199,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
     ATTN_DOTS(b, go, DVC / 4, Vt4, VS / 4);
     attn_combine(X, a, r, p);
     attn_combine(X, b, r, p);
+    uint4 words = 0;
     for (int c = 0; c < BC; ++c) {
       const T sc = attn_score(a[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h);
-      const T ds = exp(sc - lse) * (b[c] - delta);  // 0 where masked or the row is all masked (lse = +inf)
+      ATTN_WORDS(words, bh, i, j0, c, L, S);
+      // dS = P (Z dP' - delta) with dP' = dO . v; 0 where masked or the row is all masked (lse = +inf)
+      const T ds = exp(sc - lse) * (ATTN_Z(words, c) * b[c] - delta);
       for (int e = 0; e < DC / 4; ++e) dq[e] += ds * Kt4[c * (KS / 4) + p * (DC / 4 + 1) + e];
     }
   }
@@ -199,7 +220,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
     __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
     __global const ST* M, ulong mo, dl_attn_strides ms, __global const ST* DO, ulong doo, dl_attn_strides dos,
     __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DK, ulong dko,
-    dl_attn_strides dks, __global ST* DV_, ulong dvo, dl_attn_strides dvs) {
+    dl_attn_strides dks, __global ST* DV_, ulong dvo, dl_attn_strides dvs ATTN_DROP_DECL) {
   __local T4 Qt4[BC * KS / 4];
   __local T4 Ot4[BC * VS / 4];
   __local T X[ATTN_X_SIZE];
@@ -235,8 +256,17 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
       for (int c = 0; c < BC; ++c) {
         const T sc = attn_score(a[c], scale, i0 + c, j, L, S, causal, M, mo, ms, bb, h);
         const T pr = exp(sc - lse_t[c]);
-        const T ds = pr * (b[c] - delta_t[c]);
-        for (int e = 0; e < DVC / 4; ++e) dv[e] += pr * Ot4[c * (VS / 4) + p * (DVC / 4 + 1) + e];
+#ifdef DROPOUT
+        // this thread's key j is one column of query row i0 + c: its own Philox group
+        const ulong col = ((ulong)((ulong)bh * L + i0 + c)) * (ulong)((S + 3) & ~3) + j;
+        const T z = (j < S && dl_uniform_f(dl_word(dl_philox(seed, col >> 2, offset), (int)(col & 3))) >= drop_p)
+                        ? (T)1 / (T)(1 - drop_p) : (T)0;
+#else
+        const T z = 1;
+#endif
+        const T ds = pr * (z * b[c] - delta_t[c]);
+        const T pz = pr * z;
+        for (int e = 0; e < DVC / 4; ++e) dv[e] += pz * Ot4[c * (VS / 4) + p * (DVC / 4 + 1) + e];
         for (int e = 0; e < DC / 4; ++e) dk[e] += ds * Qt4[c * (KS / 4) + p * (DC / 4 + 1) + e];
       }
     }
@@ -245,3 +275,16 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
   ATTN_STORE_CHUNK(dk, DC / 4, D, DK, dko, dks, bb, hk, j, scale);
   ATTN_STORE_CHUNK(dv, DVC / 4, DV, DV_, dvo, dvs, bb, hk, j, (T)1);
 }
+
+#ifdef DROPOUT
+// The dropout keep mask (1 kept, 0 dropped) of every (b, h, i, j) as the kernels above draw it,
+// [B, Hq, L, S] contiguous: return_debug_mask, so tests can rebuild the computation.
+__kernel void attn_keep_mask(int L, int S, ulong n, __global ST* out, ulong oo ATTN_DROP_DECL) {
+  const ulong id = get_global_id(0);
+  if (id >= n) return;
+  const ulong j = id % (ulong)S, row = id / (ulong)S;  // row = bh * L + i
+  const ulong col = row * (ulong)((S + 3) & ~3) + j;
+  const T keep = dl_uniform_f(dl_word(dl_philox(seed, col >> 2, offset), (int)(col & 3))) >= drop_p ? (T)1 : (T)0;
+  STORE(out, (long)oo + (long)id, keep);
+}
+#endif

@@ -64,10 +64,11 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
   return l;
 }
 
-std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask) {
+std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask, bool dropout) {
   std::ostringstream s;
   if (compute == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << kernel_source("common");
+  if (dropout) s << kernel_source("philox") << "#define DROPOUT 1\n";
   s << "#define T " << compute_cl_type(compute) << "\n#define T4 " << compute_cl_type(compute) << "4\n"
     << "#define ST " << storage_cl_type(dtype) << "\n"
     << "#define LOAD(p, i) (" << convert_expr(dtype, compute, load_expr(dtype, "(p)", "(i)")) << ")\n"
@@ -82,24 +83,26 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
 struct Kernels {
   std::mutex m;
   Layout layout;
-  cl_kernel a = nullptr, b = nullptr;  // forward: attn_fwd; backward: attn_bwd_dq, attn_bwd_dkdv
+  // forward: attn_fwd (+ attn_keep_mask with dropout); backward: attn_bwd_dq, attn_bwd_dkdv
+  cl_kernel a = nullptr, b = nullptr;
 };
 
-using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, int>;
+using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int>;
 
-Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, Pass pass) {
+Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, bool dropout, Pass pass) {
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
   Kernels* k;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, static_cast<int>(pass))];
+    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass))];
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {
     k->layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
-    cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask));
+    cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask, dropout));
     if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
+    if (pass == Pass::Forward && dropout) k->b = create_kernel(prog, "attn_keep_mask");
     k->a = create_kernel(prog, pass == Pass::Forward ? "attn_fwd" : "attn_bwd_dq");
   }
   return *k;
@@ -129,7 +132,18 @@ void add_common(KernelArgs& args, const AttnShape& s, DType compute, const AttnT
   add_tensor(args, M, Q.mem);  // unread without a mask; any valid buffer
 }
 
+void add_dropout(KernelArgs& args, const AttnShape& s, DType compute) {
+  if (s.dropout <= 0) return;
+  // In the compute type: 1 / (1 - p) of float64 kernels is exact to float64.
+  if (compute == DType::F64)
+    args.add<cl_double>(s.dropout);
+  else
+    args.add<cl_float>(static_cast<float>(s.dropout));
+  args.add<cl_ulong>(s.seed).add<cl_ulong>(s.offset);
+}
+
 void check(const Context& ctx, const AttnShape& s, DType dtype) {
+  if (!(s.dropout >= 0 && s.dropout < 1)) throw Error("attention: dropout probability must be in [0, 1)");
   if (s.Hk <= 0 || s.Hq % s.Hk != 0) throw Error("attention: query heads must be a multiple of key/value heads");
   if (s.D > kAttnMaxHeadDim || s.DV > kAttnMaxHeadDim) throw Error("attention: head dim above 512");
   if (compute_dtype(dtype) == DType::F64 && !ctx.info().fp64)
@@ -145,13 +159,14 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
                        cl_mem lse, uint64_t lse_offset) {
   check(ctx, s, dtype);
   if (s.B * s.Hq * s.L == 0) return;
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, Pass::Forward);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Forward);
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   KernelArgs args(k.a);
   add_common(args, s, compute_dtype(dtype), Q, K, V, M);
   add_tensor(args, O, nullptr);
   args.add(lse).add<cl_ulong>(lse_offset);
+  add_dropout(args, s, compute_dtype(dtype));
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
   size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
   size_t local[3] = {nt, 1, 1};
@@ -163,7 +178,7 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV) {
   check(ctx, s, dtype);
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, Pass::Backward);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Backward);
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
@@ -175,6 +190,7 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     add_tensor(args, dO, nullptr);
     args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
     add_tensor(args, dQ, nullptr);
+    add_dropout(args, s, compute_dtype(dtype));
     size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
     launch_nd(q, k.a, 3, global, local, "attention_backward_dq");
   }
@@ -185,9 +201,25 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
     add_tensor(args, dK, nullptr);
     add_tensor(args, dV, nullptr);
+    add_dropout(args, s, compute_dtype(dtype));
     size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.S, l.br)), static_cast<size_t>(s.B * s.Hk)};
     launch_nd(q, k.b, 3, global, local, "attention_backward_dkdv");
   }
+}
+
+void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,
+                            uint64_t out_offset) {
+  check(ctx, s, dtype);
+  if (s.dropout <= 0) throw Error("attention_dropout_mask: no dropout");
+  uint64_t n = static_cast<uint64_t>(s.B * s.Hq * s.L * s.S);
+  if (n == 0) return;
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, true, Pass::Forward);
+  std::lock_guard<std::mutex> lock(k.m);
+  KernelArgs args(k.b);
+  args.add<cl_int>(static_cast<cl_int>(s.L)).add<cl_int>(static_cast<cl_int>(s.S)).add<cl_ulong>(n);
+  args.add(out).add<cl_ulong>(out_offset);
+  add_dropout(args, s, compute_dtype(dtype));
+  launch_1d(q, k.b, n, ctx.work_group_size(256), "attention_dropout_mask");
 }
 
 } // namespace dlprim

@@ -20,6 +20,8 @@ struct AttnShape {
   double scale = 1.0;
   bool causal = false;   // top-left aligned: query i sees keys j <= i
   bool has_mask = false; // additive mask of dtype `dtype`, indexed [b, hq, i, j]
+  double dropout = 0;     // probability of dropping a probability; drawn from Philox (seed, offset)
+  uint64_t seed = 0, offset = 0;
 };
 
 // Largest head dim the kernels take (registers per thread grow with it).
@@ -36,5 +38,9 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& dO,
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV);
+
+// The dropout keep mask (1 / 0 in `dtype`) the kernels draw for s, [B, Hq, L, S] contiguous at `out`.
+void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,
+                            uint64_t out_offset);
 
 } // namespace dlprim

@@ -21,11 +21,7 @@
 #define DVC ((((DV) + TPR - 1) / TPR + 3) / 4 * 4)
 #define KS (TPR * (DC + 4))   // local row stride (elements) of a staged q/k tile
 #define VS (TPR * (DVC + 4))  // ... of a staged v/dO tile
-#ifndef RB
-#define RB 1  // rows per thread (the forward's; the backward passes keep one)
-#endif
-#define BRG (BR / RB)  // row groups: a work-group is BRG x TPR threads
-#define NT (BRG * TPR)
+#define NT (BR * TPR)
 #define XS (TPR * BC + 1)  // X row stride: +1 so that rows of one wavefront fall in different banks
 
 typedef struct {
@@ -120,9 +116,7 @@ inline T attn_score(T dot, T scale, int i, int j, int L, int S, int causal, __gl
 #endif
 
 // out[i] = softmax(q_i K^T * scale + mask) V; lse[i] = log-sum-exp of the row (+inf if all masked).
-// Grid: (NT, ceil(L / BR), B * Hq). Key/value head = query head / G. A thread owns RB rows
-// (rg, rg + BRG, ...), so each staged key/value element read from local memory feeds RB FMAs:
-// local-memory bandwidth, not the FMA units, bounds the one-row layout (RB = 1).
+// Grid: (NT, ceil(L / BR), B * Hq). Key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
     int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
     __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
@@ -131,17 +125,13 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
   __local T4 Kt4[BC * KS / 4];
   __local T4 Vt4[BC * VS / 4];
   __local T X[ATTN_X_SIZE];
-  const int lid = get_local_id(0), rg = lid / TPR, p = lid - rg * TPR;
+  const int lid = get_local_id(0), r = lid / TPR, p = lid - r * TPR;
   const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
-  T4 q[RB][DC / 4], o[RB][DVC / 4];
-  T m[RB], l[RB];
-  for (int k = 0; k < RB; ++k) {
-    const int i = get_group_id(1) * BR + rg + k * BRG;
-    ATTN_LOAD_CHUNK(q[k], DC / 4, D, Q, qo, qs, bb, h, i, L);
-    for (int e = 0; e < DVC / 4; ++e) o[k][e] = 0;
-    m[k] = -INFINITY;
-    l[k] = 0;
-  }
+  const int i = get_group_id(1) * BR + r;
+  T4 q[DC / 4], o[DVC / 4];
+  ATTN_LOAD_CHUNK(q, DC / 4, D, Q, qo, qs, bb, h, i, L);
+  for (int e = 0; e < DVC / 4; ++e) o[e] = 0;
+  T m = -INFINITY, l = 0;
   const int last_row = min(L, (int)(get_group_id(1) + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
   for (int j0 = 0; j0 < s_end; j0 += BC) {
@@ -149,67 +139,32 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
     attn_stage((__local T*)Kt4, D, DC, KS, K, ko, ks, bb, hk, j0, S);
     attn_stage((__local T*)Vt4, DV, DVC, VS, V, vo, vs, bb, hk, j0, S);
     barrier(CLK_LOCAL_MEM_FENCE);
-    T s[RB][BC];
-    for (int k = 0; k < RB; ++k)
-      for (int c = 0; c < BC; ++c) s[k][c] = 0;
-    for (int e = 0; e < DC / 4; ++e)
-      for (int c = 0; c < BC; ++c) {
-        const T4 kv = Kt4[c * (KS / 4) + p * (DC / 4 + 1) + e];
-        for (int k = 0; k < RB; ++k) s[k][c] += dot(q[k][e], kv);
-      }
-#if TPR > 1
-    for (int k = 0; k < RB; ++k)
-      for (int c = 0; c < BC; ++c) X[(rg + k * BRG) * XS + p * BC + c] = s[k][c];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = 0; k < RB; ++k)
-      for (int c = 0; c < BC; ++c) {
-        T v = 0;
-        for (int pp = 0; pp < TPR; ++pp) v += X[(rg + k * BRG) * XS + pp * BC + c];
-        s[k][c] = v;
-      }
-#endif
-    for (int k = 0; k < RB; ++k) {
-      const int i = get_group_id(1) * BR + rg + k * BRG;
-      T mt = m[k];
-      for (int c = 0; c < BC; ++c) {
-        s[k][c] = attn_score(s[k][c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h);
-        mt = fmax(mt, s[k][c]);
-      }
-      // Rescale what was summed so far; a row with nothing visible yet (mt = -inf) keeps 0s.
-      const T alpha = mt == -INFINITY ? (T)1 : exp(m[k] - mt);
-      l[k] *= alpha;
-      for (int e = 0; e < DVC / 4; ++e) o[k][e] *= alpha;
-      m[k] = mt;
-    }
-#ifdef DROPOUT
-    uint4 words[RB];
-#endif
+    T s[BC];
+    ATTN_DOTS(s, q, DC / 4, Kt4, KS / 4);
+    attn_combine(X, s, r, p);
+    T mt = m;
     for (int c = 0; c < BC; ++c) {
-      T pz[RB];
-      for (int k = 0; k < RB; ++k) {
-        const T pc = m[k] == -INFINITY ? (T)0 : exp(s[k][c] - m[k]);  // exp(-inf) = 0 for masked keys
-        l[k] += pc;  // the softmax's sum is over every key; dropout scales what reaches o
-#ifdef DROPOUT
-        const int i = get_group_id(1) * BR + rg + k * BRG;
-        ATTN_WORDS(words[k], bh, i, j0, c, L, S);
-        pz[k] = pc * ATTN_Z(words[k], c);
-#else
-        pz[k] = pc;
-#endif
-      }
-      for (int e = 0; e < DVC / 4; ++e) {
-        const T4 vv = Vt4[c * (VS / 4) + p * (DVC / 4 + 1) + e];
-        for (int k = 0; k < RB; ++k) o[k][e] += pz[k] * vv;
-      }
+      s[c] = attn_score(s[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h);
+      mt = fmax(mt, s[c]);
     }
+    if (mt == -INFINITY) continue;  // nothing visible yet in this row
+    const T alpha = exp(m - mt);    // m == -inf gives 0: o and l are still 0
+    l *= alpha;
+    for (int e = 0; e < DVC / 4; ++e) o[e] *= alpha;
+    uint4 words = 0;
+    for (int c = 0; c < BC; ++c) {
+      const T pc = exp(s[c] - mt);  // exp(-inf) = 0 for masked keys
+      l += pc;  // the softmax's sum is over every key; dropout scales what reaches o
+      ATTN_WORDS(words, bh, i, j0, c, L, S);
+      const T pz = pc * ATTN_Z(words, c);
+      for (int e = 0; e < DVC / 4; ++e) o[e] += pz * Vt4[c * (VS / 4) + p * (DVC / 4 + 1) + e];
+    }
+    m = mt;
   }
-  for (int k = 0; k < RB; ++k) {
-    const int i = get_group_id(1) * BR + rg + k * BRG;
-    if (i >= L) continue;
-    const T inv = l[k] > 0 ? (T)1 / l[k] : (T)0;
-    ATTN_STORE_CHUNK(o[k], DVC / 4, DV, O, oo, os, bb, h, i, inv);
-    if (p == 0) LSE[lo + (ulong)bh * L + i] = l[k] > 0 ? m[k] + log(l[k]) : (T)INFINITY;
-  }
+  if (i >= L) return;
+  const T inv = l > 0 ? (T)1 / l : (T)0;
+  ATTN_STORE_CHUNK(o, DVC / 4, DV, O, oo, os, bb, h, i, inv);
+  if (p == 0) LSE[lo + (ulong)bh * L + i] = l > 0 ? m + log(l) : (T)INFINITY;
 }
 
 // dq[i] = scale * sum_j P_ij (dP_ij - delta_i) k_j with P recomputed from lse, dP = dO V^T,

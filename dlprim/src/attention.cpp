@@ -16,7 +16,7 @@ namespace dlprim {
 namespace {
 
 struct Layout {
-  int tpr = 1, br = 64, bc = 32, rb = 1;  // threads per row, rows per work-group, column tile, rows per thread
+  int tpr = 1, br = 64, bc = 32;
 };
 
 enum class Pass { Forward = 0, Backward = 1 };
@@ -45,24 +45,21 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
   int64_t per_thread = wide ? 64 : 32;
   int threads = 128;
   l.bc = pass == Pass::Forward && wide ? 32 : 16;
-  // PYTORCH_OCL_ATTN_FWD / PYTORCH_OCL_ATTN_BWD = "ELEMS,BC,THREADS[,RB]" (layout experiments; rows
-  // per thread RB for the forward only).
+  // PYTORCH_OCL_ATTN_FWD / PYTORCH_OCL_ATTN_BWD = "ELEMS,BC,THREADS" (layout experiments).
   if (const char* env = std::getenv(pass == Pass::Forward ? "PYTORCH_OCL_ATTN_FWD" : "PYTORCH_OCL_ATTN_BWD")) {
-    long e = 0, c = 0, t = 0, rb = 1;
-    int n = std::sscanf(env, "%ld,%ld,%ld,%ld", &e, &c, &t, &rb);
-    if (n >= 3 && e >= 4 && c >= 1 && c <= 64 && t >= 1 && rb >= 1 && rb <= 8) {
+    long e = 0, c = 0, t = 0;
+    if (std::sscanf(env, "%ld,%ld,%ld", &e, &c, &t) == 3 && e >= 4 && c >= 1 && c <= 64 && t >= 1) {
       per_thread = e;
       l.bc = static_cast<int>(c);
       threads = static_cast<int>(t);
-      if (pass == Pass::Forward && n == 4) l.rb = static_cast<int>(rb);
     }
   }
   l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), per_thread)));
-  l.br = std::max(1, threads / l.tpr) * l.rb;
+  l.br = std::max(1, threads / l.tpr);
   size_t es = dtype_size(compute);
   uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
   while (l.bc > 4 && local_bytes(l, D, DV, es, pass) > limit) l.bc /= 2;
-  while (l.br > l.rb && local_bytes(l, D, DV, es, pass) > limit) l.br /= 2;
+  while (l.br > 1 && local_bytes(l, D, DV, es, pass) > limit) l.br /= 2;
   if (local_bytes(l, D, DV, es, pass) > limit) throw Error("attention: head dims too large for the device's local memory");
   return l;
 }
@@ -78,7 +75,7 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
     << "#define STORE(p, i, v) do { " << store_stmt(dtype, "(p)", "(i)", convert_expr(compute, dtype, "(v)"))
     << " } while (0)\n"
     << "#define D " << D << "\n#define DV " << DV << "\n#define TPR " << l.tpr << "\n#define BR " << l.br
-    << "\n#define BC " << l.bc << "\n#define RB " << l.rb << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n";
+    << "\n#define BC " << l.bc << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n";
   s << kernel_source("attention");
   return s.str();
 }
@@ -170,7 +167,7 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
   add_tensor(args, O, nullptr);
   args.add(lse).add<cl_ulong>(lse_offset);
   add_dropout(args, s, compute_dtype(dtype));
-  size_t nt = static_cast<size_t>(l.br / l.rb) * l.tpr;
+  size_t nt = static_cast<size_t>(l.br) * l.tpr;
   size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
   size_t local[3] = {nt, 1, 1};
   launch_nd(q, k.a, 3, global, local, "attention_forward");

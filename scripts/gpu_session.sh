@@ -58,7 +58,7 @@ case "${1:-validate}" in
     # 8 xdist workers: the NVIDIA compiler builds each head-dim/dtype/mask variant (no disk cache there).
     run attention_tests 300 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention.py tests/test_rnn.py \
       tests/test_transformers_models.py
-    run transformer 400 python3 benchmarks/transformer.py --ref cuda --out "$out/transformer.md"
+    run transformer 400 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -9,6 +9,9 @@ ENV_VARS = (
     ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
     ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),
     ("PYTORCH_OCL_EXTRA_BUILD_OPTIONS", "appended to every OpenCL program build"),
+    ("PYTORCH_OCL_AUTOTUNE", "0: built-in kernel configs; force: re-time every shape class"),
+    ("PYTORCH_OCL_TUNE", "random:SEED: every tunable choice random (tests)"),
+    ("PYTORCH_OCL_SDPA", "math: scaled_dot_product_attention without the fused kernel"),
 )
 
 

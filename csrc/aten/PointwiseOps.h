@@ -63,6 +63,11 @@
   _(unary_float, erf,        "erf.out",        DT_ALL, basic, ANY, "y0 = erf(x0);") \
   _(unary_float, erfc,       "erfc.out",       DT_ALL, basic, ANY, "y0 = erfc(x0);") \
   _(unary_float, erfinv,     "erfinv.out",     DT_ALL, special, ANY, "y0 = dl_erfinv(x0);") \
+  /* sinc as the CPU: sin(pi x) / (pi x) with the product rounded once, 1 at 0 */ \
+  _(unary_float, sinc,       "sinc.out",       DT_ALL, special, ANY, \
+    "if (x0 == 0) y0 = DL_ONE; else { dl_t px = DL_PI * x0; y0 = sin(px) / px; }") \
+  _(unary_float, special_entr, "special_entr.out", DT_ALL, basic, ANY, \
+    "y0 = isnan(x0) ? x0 : (x0 > 0 ? -x0 * log(x0) : (x0 == 0 ? (dl_t)0 : (dl_t)-INFINITY));") \
   _(unary_float, lgamma,     "lgamma.out",     DT_ALL, basic, ANY, "y0 = lgamma(x0);") \
   _(unary_float, digamma,    "digamma.out",    DT_ALL, special, ANY, "y0 = dl_digamma(x0);") \
   _(unary_bool, isposinf, "isposinf.out", DT_ALL, basic, ANY, "y0 = dl_isinf(x0) && x0 > 0;") \
@@ -104,6 +109,8 @@
   _(binary_float, atan2,    "atan2.out",      DT_ALL, basic, ANY, "y0 = atan2(x0, x1);") \
   _(binary_float, copysign, "copysign.out",   DT_ALL, basic, ANY, "y0 = copysign(x0, x1);") \
   _(binary_float, xlogy,    "xlogy.OutTensor", DT_ALL, basic, ANY, "y0 = dl_xlogy(x0, x1);") \
+  _(binary_float, special_xlog1py, "special_xlog1py.out", DT_ALL, basic, ANY, \
+    "y0 = isnan(x1) ? x1 : (x0 == 0 ? (dl_t)0 : x0 * log1p(x1));") \
   _(comparison, eq, "eq", DT_ALL, basic, ANY, "y0 = x0 == x1;") \
   _(comparison, ne, "ne", DT_ALL, basic, ANY, "y0 = x0 != x1;") \
   _(comparison, lt, "lt", DT_ALL, basic, ANY, "y0 = x0 < x1;") \

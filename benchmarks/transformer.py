@@ -1,14 +1,17 @@
-"""Scaled-dot-product attention and GPT-2 on `ocl` against a reference device (cuda), in one run.
+"""Scaled-dot-product attention and whole transformer/RNN models on `ocl` against a reference device, in one run.
 
-    python3 benchmarks/transformer.py [--ref cuda] [--quick] [--models] [--out results/transformer.md]
+    python3 benchmarks/transformer.py [--ref cuda|cpu|none] [--quick] [--models] [--out results/transformer.md]
 
---models adds a GPT-2 small training step (batch 8 x 1024, AdamW, its default dropout) and greedy
-decoding of 64 tokens at batch 1 (random weights, transformers' GPT2LMHeadModel, sdpa attention).
+--models adds GPT-2 small (training step, batch-1 greedy decode), BERT-base MLM (training step, inference),
+a 2-layer Llama slice (greedy decode at batch 1 and 16) and an LSTM language model (training step): median
+ms or tokens/s, ratio, peak memory, and ocl's first iteration (program builds) apart; see transformer_models.py.
 
-Per case (B, H, L, D, causal): median forward and forward+backward time on each device, the
-ratio ref/ocl (> 1: ocl faster) and the peak memory beyond q/k/v/o and their gradients. The cuda
+Per SDPA case (B, H, L, D, causal): median forward and forward+backward time on each device, the
+ratio ref/ocl (> 1: ocl faster) and the peak memory beyond q/k/v/o and their gradients. The
 reference runs in a child process that does not load ocl (torch #161129: CUDA autograd breaks
-once a PrivateUse1 backend is registered), with TF32 off, float32. Writes markdown and a PNG plot.
+once a PrivateUse1 backend is registered), float32; cuda's SDPA cases with TF32 off, its model rows
+twice: TF32 off and torch's defaults (cuDNN TF32 on). Writes markdown, a PNG plot of the SDPA ratios
+and one of the model ratios (<out>_models.png) when matplotlib is installed.
 """
 import argparse
 import json
@@ -21,6 +24,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import common
+import transformer_models as tm
 
 CASES = [  # B, H, L, D, causal
     (8, 12, 1024, 64, True),
@@ -46,9 +50,11 @@ def measure(device, case, iters):
         o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         torch.autograd.grad(o, (q, k, v), do)
 
-    mem = torch.cuda if torch.device(device).type == "cuda" else torch.ocl
+    mem = tm.mem_module(device)
     t_f = common.median_time(fwd, device, iters, warmup=2)
     t_fb = common.median_time(fwd_bwd, device, iters, warmup=2)
+    if mem is None:  # the cpu keeps no memory statistics
+        return t_f, t_fb, float("nan")
     common.synchronize(device)
     base = mem.memory_allocated()
     mem.reset_peak_memory_stats()
@@ -59,52 +65,39 @@ def measure(device, case, iters):
     return t_f, t_fb, extra
 
 
-def gpt2_measures(device, quick):
-    """(train step s, first step s, peak GiB, decode tokens/s) for GPT-2 small on `device`."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    cfg = GPT2Config(n_layer=2 if quick else 12, attn_implementation="sdpa")
-    model = GPT2LMHeadModel(cfg).to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    B, T = (2, 256) if quick else (8, 1024)
-    ids = torch.randint(0, cfg.vocab_size, (B, T)).to(device)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
-
-    first = common.median_time(step, device, 1, warmup=0)
-    mem = torch.cuda if torch.device(device).type == "cuda" else torch.ocl
-    mem.reset_peak_memory_stats()
-    t = common.median_time(step, device, 3 if quick else 5, warmup=1)
-    peak = mem.max_memory_allocated() / 2**30
-    model.eval()
-    prompt = torch.randint(0, cfg.vocab_size, (1, 16)).to(device)
-    gen = lambda: model.generate(prompt, max_new_tokens=64, min_new_tokens=64, do_sample=False,  # noqa: E731
-                                 pad_token_id=0)
-    with torch.no_grad():
-        t_gen = common.median_time(gen, device, 3, warmup=1)
-    return t, first, peak, 64 / t_gen
-
-
 def child(args):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    out = [measure("cuda", tuple(c), args.iters) for c in json.loads(args.child)]
+    """The reference side: SDPA cases with TF32 off, then the models under each reference variant; JSON on stdout."""
+    variants = tm.ref_variants(args.ref)  # before any flag changes: the defaults
+    variants[0][1]()
+    out = {"sdpa": [measure(args.ref, tuple(c), args.iters) for c in json.loads(args.child)], "models": {}}
     if args.models:
-        out.append(gpt2_measures("cuda", args.quick))
+        for label, setup in variants:
+            setup()
+            out["models"][label] = dict(tm.measure_all(args.ref, args.quick, desc=f"{label} models"))
     print(json.dumps(out))
+
+
+def run_reference(args, cases):
+    """The child's JSON (SDPA cases, models per reference variant), or None with --ref none."""
+    if args.ref == "none":
+        return None
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(cases), "--ref", args.ref,
+           "--iters", str(args.iters)] + ["--models"] * args.models + ["--quick"] * args.quick
+    # stderr goes through: the child's progress bars and any traceback show as they come
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, timeout=1200)
+    if proc.returncode != 0:
+        sys.exit(f"{args.ref} reference child failed (exit {proc.returncode}; its stderr is above)")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="ocl:0")
-    p.add_argument("--ref", default="cuda")
+    p.add_argument("--ref", default="cuda", help="cuda, cpu or none; measured in a child process without ocl")
     p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--models", action="store_true", help="also GPT-2 small training and decoding")
+    p.add_argument("--quick", action="store_true", help="small SDPA cases and tiny models (a CPU can run it)")
+    p.add_argument("--models", action="store_true", help="also GPT-2, BERT, a 2-layer Llama and an LSTM LM")
     p.add_argument("--out", default="results/transformer.md")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -112,39 +105,41 @@ def main():
         return child(args)
     common.import_backend()
     cases = QUICK if args.quick else CASES
-    ref = None
-    if args.ref == "cuda":
-        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(cases), "--iters", str(args.iters)]
-        cmd += ["--models"] * args.models + ["--quick"] * args.quick
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
-        if proc.returncode != 0:
-            sys.exit(f"cuda child failed: {proc.stderr.strip()[-2000:]}")
-        ref = json.loads(proc.stdout.strip().splitlines()[-1])
-    rows = []
+    ref = run_reference(args, cases)
+    rows, models, model_lines = [], {}, []
+    refs = list(ref["models"].items()) if ref else []
+    try:
+        measure_ocl(args, cases, ref, refs, rows, models, model_lines)
+    except KeyboardInterrupt:  # a time limit (timeout -s INT): keep what was measured
+        print("interrupted: writing the rows measured so far", file=sys.stderr)
+    write_report(args, rows, refs, models, model_lines)
+
+
+def measure_ocl(args, cases, ref, refs, rows, models, model_lines):
+    """The ocl side; appends to rows (SDPA), models and model_lines (markdown) as each result lands."""
     for i, case in enumerate(tqdm(cases, desc="sdpa", unit="case")):
         try:
             got = measure(args.device, case, args.iters)
         except RuntimeError as e:  # e.g. out of memory on a small device
             print(f"{case}: {e}", file=sys.stderr)
             continue
-        r = ref[i] if ref else None
+        r = ref["sdpa"][i] if ref else None
         rows.append((case, got, r))
         B, H, L, D, causal = case
         line = f"B{B} H{H} L{L} D{D} {'causal' if causal else 'full'}: ocl fwd {got[0]*1e3:.2f} ms fwd+bwd {got[1]*1e3:.2f} ms extra {got[2]/2**20:.0f} MiB"
         if r:
             line += f" | {args.ref} fwd {r[0]*1e3:.2f} fwd+bwd {r[1]*1e3:.2f} extra {r[2]/2**20:.0f} MiB | ratio fwd {r[0]/got[0]:.2f} fwd+bwd {r[1]/got[1]:.2f}"
         print(line, flush=True)
-    gpt2 = None
     if args.models:
-        gpt2 = gpt2_measures(args.device, args.quick)
-        r = ref[-1] if ref else None
-        line = (f"GPT-2: ocl train step {gpt2[0]*1e3:.1f} ms (first {gpt2[1]:.1f} s), peak {gpt2[2]:.2f} GiB, "
-                f"decode {gpt2[3]:.1f} tok/s")
-        if r:
-            line += (f" | {args.ref} train {r[0]*1e3:.1f} ms, peak {r[2]:.2f} GiB, decode {r[3]:.1f} tok/s | "
-                     f"ratio train {r[0]/gpt2[0]:.2f} decode {gpt2[3]/r[3]:.2f}")
-        print(line, flush=True)
+        tqdm.write("\n".join(tm.table_header(refs)))
+        for name, got in tm.measure_all(args.device, args.quick, desc="ocl models"):
+            models[name] = got
+            lines = tm.table_rows(name, got, [(label, r.get(name)) for label, r in refs], args.quick)
+            model_lines += lines
+            tqdm.write("\n".join(lines))  # each model as it lands: a run cut short still reports it
+
+
+def write_report(args, rows, refs, models, model_lines):
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(f"# scaled_dot_product_attention, float32: {common.device_description(args.device)} vs {args.ref}\n\n")
@@ -154,14 +149,19 @@ def main():
             rr = r or (float("nan"),) * 3
             f.write(f"| {B} | {H} | {L} | {D} | {causal} | {got[0]*1e3:.2f} | {got[1]*1e3:.2f} | {got[2]/2**20:.0f} | "
                     f"{rr[0]*1e3:.2f} | {rr[1]*1e3:.2f} | {rr[2]/2**20:.0f} | {rr[0]/got[0]:.2f} | {rr[1]/got[1]:.2f} |\n")
-        if gpt2:
-            r = ref[-1] if ref else (float("nan"),) * 4
-            f.write("\n| GPT-2 small | ocl | ref | ratio |\n|---|---|---|---|\n")
-            f.write(f"| train step ms | {gpt2[0]*1e3:.1f} | {r[0]*1e3:.1f} | {r[0]/gpt2[0]:.2f} |\n")
-            f.write(f"| first step s | {gpt2[1]:.1f} | {r[1]:.1f} | |\n")
-            f.write(f"| peak GiB | {gpt2[2]:.2f} | {r[2]:.2f} | {gpt2[2]/r[2]:.2f}x |\n")
-            f.write(f"| decode tok/s (batch 1) | {gpt2[3]:.1f} | {r[3]:.1f} | {gpt2[3]/r[3]:.2f} |\n")
+        if models:
+            f.write(f"\n## Models, float32{' (--quick: tiny configs)' if args.quick else ''}\n\n")
+            f.write("\n".join(tm.table_header(refs) + model_lines) + "\n\n")
+            f.write("".join(f"- {n}\n" for n in tm.notes(models, refs)))
+    print(f"wrote {args.out}")
+    if models and refs:
+        png = tm.plot(os.path.splitext(args.out)[0] + "_models.png", models, refs, args.quick)
+        if png:
+            print(f"wrote {png}")
     try:
+        import matplotlib
+
+        matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
         labels = [f"L{c[2]} D{c[3]}{' c' if c[4] else ''}" for c, _, _ in rows]

@@ -139,6 +139,39 @@ def test_non_contiguous_layouts():
     run_and_check(qs, k, v, dtype=torch.float64)
 
 
+# Every forward layout the library can pick (attention.cpp: the register-tiled kernel with its
+# queries staged whole or streamed in head-dim chunks, narrower tiles for small local memories,
+# and the row kernel), forced through PYTORCH_OCL_ATTN_TILED, which the library reads per call.
+FWD_LAYOUTS = ["0", "64,32,64,8", "64,32,8,8", "32,16,16,4", "16,64,4,8", "128,32,32,16", "8,8,12,2"]
+
+
+@pytest.mark.parametrize("layout", FWD_LAYOUTS)
+def test_forward_layouts(layout, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", layout)
+    for B, Hq, Hk, L, S, D, Dv in [(2, 4, 2, 37, 70, 20, 12), (1, 2, 2, 66, 9, 64, 128), (1, 1, 1, 5, 40, 3, 5)]:
+        q, k, v = qkv(B, Hq, Hk, L, S, D, Dv, seed=L)
+        run_and_check(q, k, v, dtype=torch.float64, is_causal=True, enable_gqa=Hq != Hk)
+        mask = torch.randn(B, 1, L, S, dtype=torch.float64)
+        mask[..., 1, :] = float("-inf")  # a fully masked row
+        run_and_check(q, k, v, dtype=torch.float64, attn_mask=mask, enable_gqa=Hq != Hk)
+    q, k, v = qkv(2, 2, 2, 33, 47, 24, 24, seed=3)
+    run_and_check(q, k, v, dtype=torch.float32, attn_mask=torch.rand(33, 47) > 0.3)
+
+
+@pytest.mark.parametrize("layout", ["0", "16,64,4,8", "8,8,12,2"])
+def test_forward_layouts_draw_the_same_dropout(layout, monkeypatch):
+    # The keep decisions depend only on (head, query, key), never on which thread draws them.
+    q, k, v = (t.double().to("ocl") for t in qkv(2, 3, 3, 21, 50, 16, 8, seed=11))
+    outs = []
+    for lay in (None, layout):
+        if lay is not None:
+            monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", lay)
+        torch.manual_seed(5)
+        outs.append(F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True).cpu())
+    assert (outs[0] != 0).any()
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-12, atol=1e-12)
+
+
 def test_zero_sizes():
     run_and_check(*qkv(0, 2, 2, 5, 6, 8, 8), dtype=torch.float64, expect_fused=False)
     run_and_check(*qkv(1, 2, 2, 0, 6, 8, 8), dtype=torch.float64, expect_fused=False)

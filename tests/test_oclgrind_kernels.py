@@ -330,10 +330,15 @@ def test_random_ops():
 
 
 # ------------------------------------------------------------------ attention / RNN cells / isin
-@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head"])
-def test_fused_attention(case):
+@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward"])
+def test_fused_attention(case, monkeypatch):
     # Tails in every tile: L, S not multiples of the row/column tiles; D not a multiple of 4.
-    if case == "causal":
+    if case in ("tiled_streamed", "row_forward"):
+        # the tiled forward streaming the head dim in chunks (small tiles), and the row kernel
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", "8,8,4,2" if case == "tiled_streamed" else "0")
+        q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)
+        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
+    elif case == "causal":
         q, k, v = rand(1, 2, 9, 6, grad=True), rand(1, 2, 11, 6, grad=True), rand(1, 2, 11, 5, grad=True)
         check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
     elif case == "mask_gqa":
@@ -341,7 +346,7 @@ def test_fused_attention(case):
         mask = torch.rand(7, 10) > 0.3
         check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
               q, k, v, mask)
-    else:  # two threads per row in the forward, three in the backward (head dims 70 / 66)
+    else:  # tiled forward with head dims 70 / 66; three threads per row in the backward
         q, k, v = rand(1, 1, 5, 70, grad=True), rand(1, 1, 6, 70, grad=True), rand(1, 1, 6, 66, grad=True)
         check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
 

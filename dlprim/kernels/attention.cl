@@ -24,20 +24,25 @@
 #define NT (BR * TPR)
 #define XS (TPR * BC + 1)  // X row stride: +1 so that rows of one wavefront fall in different banks
 
-typedef struct {
-  long b, h, l, d;  // element strides: batch, head, sequence, head dim
-} dl_attn_strides;
-
-#define AT(s, bb, hh, ll, dd) ((long)(bb) * (s).b + (long)(hh) * (s).h + (long)(ll) * (s).l + (long)(dd) * (s).d)
-
 // Stages rows [r0, r0 + BC) of a [rows x dim] slice into `tile` (row stride rs, TPR chunks of dc
-// elements each padded by 4; zeros past `rows`/`dim`; the pads are never read).
+// elements each padded by 4; zeros past `rows`/`dim`; the pads are never read). Loads go out in
+// batches of ATTN_SB (addresses clamped into the tensor, so none is conditional) before their
+// stores: storing each element right after its load waits one global latency per element.
+#define ATTN_SB 8
 inline void attn_stage(__local T* tile, int dim, int dc, int rs, __global const ST* src, ulong off,
                        dl_attn_strides s, int bb, int hh, int r0, int rows) {
-  const int per_row = TPR * dc;
-  for (int idx = get_local_id(0); idx < BC * per_row; idx += NT) {
-    const int c = idx / per_row, d = idx - c * per_row, r = r0 + c, ch = d / dc;
-    tile[c * rs + ch * (dc + 4) + (d - ch * dc)] = (r < rows && d < dim) ? LOAD(src, (long)off + AT(s, bb, hh, r, d)) : (T)0;
+  const int per_row = TPR * dc, total = BC * per_row;
+  for (int base = get_local_id(0); base < total; base += ATTN_SB * NT) {
+    T r[ATTN_SB];
+    _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
+      const int idx = base + e * NT, c = idx / per_row, d = idx - c * per_row, row = r0 + c;
+      const T v = LOAD(src, (long)off + AT(s, bb, hh, min(row, rows - 1), min(d, dim - 1)));
+      r[e] = (row < rows && d < dim) ? v : (T)0;
+    }
+    _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
+      const int idx = base + e * NT, c = idx / per_row, d = idx - c * per_row, ch = d / dc;
+      if (idx < total) tile[c * rs + ch * (dc + 4) + (d - ch * dc)] = r[e];
+    }
   }
 }
 
@@ -83,32 +88,6 @@ inline void attn_combine(__local T* X, T* acc, int r, int p) {
 #endif
 }
 
-// The scale-multiplied, masked score of (query i, key j), or -INFINITY where masked out.
-inline T attn_score(T dot, T scale, int i, int j, int L, int S, int causal, __global const ST* M, ulong mo,
-                    dl_attn_strides ms, int bb, int hh) {
-  if (i >= L || j >= S || (causal && j > i)) return -INFINITY;
-  T v = dot * scale;
-#if HAS_MASK
-  v += LOAD(M, (long)mo + AT(ms, bb, hh, i, j));
-#endif
-  return v;
-}
-
-// Dropout (DROPOUT defined: needs philox.cl): key (i, j) of head bh is kept when its uniform is >= p.
-// Element (bh, i, j) takes word j % 4 of Philox group ((bh L + i) S4 + j) / 4 (S4 = S rounded up
-// to 4), so the 4 columns of an aligned group share one Philox call; the backward redraws the
-// same words. z = keep / (1 - p) scales the kept probabilities.
-#ifdef DROPOUT
-#define ATTN_DROP_DECL , T drop_p, ulong seed, ulong offset
-#define ATTN_Z(words, c) ((dl_uniform_f(dl_word(words, (c) & 3)) >= drop_p) ? (T)1 / (T)(1 - drop_p) : (T)0)
-#define ATTN_WORDS(words, bh, i, j0, c, L, S)                                                      \
-  if (((c) & 3) == 0) words = dl_philox(seed, ((ulong)((ulong)(bh) * (L) + (i)) * (ulong)(((S) + 3) & ~3) + (j0) + (c)) >> 2, offset)
-#else
-#define ATTN_DROP_DECL
-#define ATTN_Z(words, c) ((T)1)
-#define ATTN_WORDS(words, bh, i, j0, c, L, S)
-#endif
-
 #if TPR > 1
 #define ATTN_X_SIZE (BR * XS)
 #else
@@ -127,12 +106,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
   __local T X[ATTN_X_SIZE];
   const int lid = get_local_id(0), r = lid / TPR, p = lid - r * TPR;
   const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
-  const int i = get_group_id(1) * BR + r;
+  const int qb = ATTN_QBLOCK(causal), i = qb * BR + r;
   T4 q[DC / 4], o[DVC / 4];
   ATTN_LOAD_CHUNK(q, DC / 4, D, Q, qo, qs, bb, h, i, L);
   for (int e = 0; e < DVC / 4; ++e) o[e] = 0;
   T m = -INFINITY, l = 0;
-  const int last_row = min(L, (int)(get_group_id(1) + 1) * BR) - 1;
+  const int last_row = min(L, (qb + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
   for (int j0 = 0; j0 < s_end; j0 += BC) {
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -148,12 +127,12 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
       mt = fmax(mt, s[c]);
     }
     if (mt == -INFINITY) continue;  // nothing visible yet in this row
-    const T alpha = exp(m - mt);    // m == -inf gives 0: o and l are still 0
+    const T alpha = ATTN_EXP(m - mt);    // m == -inf gives 0: o and l are still 0
     l *= alpha;
     for (int e = 0; e < DVC / 4; ++e) o[e] *= alpha;
     uint4 words = 0;
     for (int c = 0; c < BC; ++c) {
-      const T pc = exp(s[c] - mt);  // exp(-inf) = 0 for masked keys
+      const T pc = ATTN_EXP(s[c] - mt);  // exp(-inf) = 0 for masked keys
       l += pc;  // the softmax's sum is over every key; dropout scales what reaches o
       ATTN_WORDS(words, bh, i, j0, c, L, S);
       const T pz = pc * ATTN_Z(words, c);
@@ -180,14 +159,14 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
   __local T X[ATTN_X_SIZE];
   const int lid = get_local_id(0), r = lid / TPR, p = lid - r * TPR;
   const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
-  const int i = get_group_id(1) * BR + r;
+  const int qb = ATTN_QBLOCK(causal), i = qb * BR + r;
   T4 q[DC / 4], dq[DC / 4], go[DVC / 4];
   ATTN_LOAD_CHUNK(q, DC / 4, D, Q, qo, qs, bb, h, i, L);
   ATTN_LOAD_CHUNK(go, DVC / 4, DV, DO, doo, dos, bb, h, i, L);
   for (int e = 0; e < DC / 4; ++e) dq[e] = 0;
   const T lse = i < L ? LSE[lo + (ulong)bh * L + i] : (T)INFINITY;
   const T delta = i < L ? DELTA[dlo + (ulong)bh * L + i] : (T)0;
-  const int last_row = min(L, (int)(get_group_id(1) + 1) * BR) - 1;
+  const int last_row = min(L, (qb + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
   for (int j0 = 0; j0 < s_end; j0 += BC) {
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -204,7 +183,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
       const T sc = attn_score(a[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h);
       ATTN_WORDS(words, bh, i, j0, c, L, S);
       // dS = P (Z dP' - delta) with dP' = dO . v; 0 where masked or the row is all masked (lse = +inf)
-      const T ds = exp(sc - lse) * (ATTN_Z(words, c) * b[c] - delta);
+      const T ds = ATTN_EXP(sc - lse) * (ATTN_Z(words, c) * b[c] - delta);
       for (int e = 0; e < DC / 4; ++e) dq[e] += ds * Kt4[c * (KS / 4) + p * (DC / 4 + 1) + e];
     }
   }
@@ -255,7 +234,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
       attn_combine(X, b, r, p);
       for (int c = 0; c < BC; ++c) {
         const T sc = attn_score(a[c], scale, i0 + c, j, L, S, causal, M, mo, ms, bb, h);
-        const T pr = exp(sc - lse_t[c]);
+        const T pr = ATTN_EXP(sc - lse_t[c]);
 #ifdef DROPOUT
         // this thread's key j is one column of query row i0 + c: its own Philox group
         const ulong col = ((ulong)((ulong)bh * L + i0 + c)) * (ulong)((S + 3) & ~3) + j;
@@ -275,16 +254,3 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
   ATTN_STORE_CHUNK(dk, DC / 4, D, DK, dko, dks, bb, hk, j, scale);
   ATTN_STORE_CHUNK(dv, DVC / 4, DV, DV_, dvo, dvs, bb, hk, j, (T)1);
 }
-
-#ifdef DROPOUT
-// The dropout keep mask (1 kept, 0 dropped) of every (b, h, i, j) as the kernels above draw it,
-// [B, Hq, L, S] contiguous: return_debug_mask, so tests can rebuild the computation.
-__kernel void attn_keep_mask(int L, int S, ulong n, __global ST* out, ulong oo ATTN_DROP_DECL) {
-  const ulong id = get_global_id(0);
-  if (id >= n) return;
-  const ulong j = id % (ulong)S, row = id / (ulong)S;  // row = bh * L + i
-  const ulong col = row * (ulong)((S + 3) & ~3) + j;
-  const T keep = dl_uniform_f(dl_word(dl_philox(seed, col >> 2, offset), (int)(col & 3))) >= drop_p ? (T)1 : (T)0;
-  STORE(out, (long)oo + (long)id, keep);
-}
-#endif

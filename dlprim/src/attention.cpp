@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <string>
 #include <tuple>
 
 namespace dlprim {
@@ -16,15 +17,26 @@ namespace dlprim {
 namespace {
 
 struct Layout {
-  int tpr = 1, br = 64, bc = 32;
+  int tpr = 1, br = 64, bc = 32;  // row kernels (attention.cl)
+  // register-tiled forward (attention_tiled.cl); bq == 0: the row kernel
+  int bq = 0, bk = 0, kc = 0, ntc = 0;
+  std::string name() const {
+    std::ostringstream s;
+    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc;
+    else s << "rows " << tpr << "," << br << "," << bc;
+    return s.str();
+  }
 };
 
 enum class Pass { Forward = 0, Backward = 1 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// Local memory of a pass (kernels/attention.cl: two staged tiles with padded chunks, the exchange
-// array when TPR > 1, and the backward's per-column lse/delta).
+uint64_t local_limit(const Context& ctx) { return ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768; }
+
+// Local memory of a row-kernel pass (kernels/attention.cl: two staged tiles with padded chunks,
+// the exchange array when TPR > 1, and the backward's per-column lse/delta).
 uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es, Pass pass) {
   int64_t dc = (ceil_div(D, l.tpr) + 3) / 4 * 4, dvc = (ceil_div(DV, l.tpr) + 3) / 4 * 4;
   int64_t ks = l.tpr * (dc + 4), vs = l.tpr * (dvc + 4);
@@ -33,10 +45,59 @@ uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es, Pass pas
   return static_cast<uint64_t>(l.bc * ks + l.bc * vs + x + extra) * es;
 }
 
+// Local memory of the tiled forward (kernels/attention_tiled.cl: Qs, Ks and Ps in one array, Vs, red).
+uint64_t tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
+  int64_t dp = round_up(D, 4), dvp = round_up(DV, 4 * l.ntc);
+  int64_t qrows = l.kc >= dp ? dp : l.kc;
+  int64_t kstep = l.kc >= dp ? dp : l.kc;
+  int64_t kps = std::max<int64_t>(kstep * l.bk, static_cast<int64_t>(l.bk) * (l.bq + 4));  // Ks and Ps share
+  return static_cast<uint64_t>(qrows * l.bq + kps + l.bk * dvp + l.bq * l.ntc) * es;
+}
+
+bool tiled_valid(const Layout& l) {
+  return l.ntc >= 1 && l.bq >= 4 && l.bq % 4 == 0 && l.bk % (4 * l.ntc) == 0 && l.bk > 0 && l.kc >= 4 &&
+         l.kc % 4 == 0 && l.bq / 4 * l.ntc <= 1024;
+}
+
+// The register-tiled forward for head dims up to 64 (up to 128 when set by the variable below): 64
+// queries per work-group, 8 threads across the columns (128 threads), 32-key tiles, the queries
+// staged for the whole loop; wider heads stream the score product's head dim in chunks of 32.
+// Smaller devices (local memory) get shorter chunks, then narrower tiles.
+// PYTORCH_OCL_ATTN_TILED = "BQ,BK,KC,NTC" sets the tile; "0" selects the row kernel.
+Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+  Layout l;
+  const char* env = std::getenv("PYTORCH_OCL_ATTN_TILED");
+  if (env && std::string(env) == "0") return l;
+  l.bq = 64;
+  l.bk = 32;
+  l.ntc = 8;
+  l.kc = round_up(D, 4) <= 64 ? static_cast<int>(round_up(D, 4)) : 32;
+  if (env) {
+    Layout e;
+    if (std::sscanf(env, "%d,%d,%d,%d", &e.bq, &e.bk, &e.kc, &e.ntc) == 4 && tiled_valid(e)) l = e;
+  } else if (std::max(D, DV) > 64) {
+    return Layout();  // measured on an H100: the row kernel is faster for wider heads (6.7 vs 9.2 ms at D 128)
+  }
+  if (std::max(D, DV) > 128) return Layout();  // registers: o alone is 4 x DV / NTC per thread
+  const size_t es = dtype_size(compute);
+  const uint64_t limit = local_limit(ctx);
+  if (tiled_local_bytes(l, D, DV, es) > limit && l.kc >= round_up(D, 4)) l.kc = 32;
+  while (l.kc > 4 && tiled_local_bytes(l, D, DV, es) > limit) l.kc /= 2;
+  while (l.bk > 4 * l.ntc && tiled_local_bytes(l, D, DV, es) > limit) l.bk /= 2;
+  while (l.bq > 4 && tiled_local_bytes(l, D, DV, es) > limit) l.bq /= 2;
+  if (tiled_local_bytes(l, D, DV, es) > limit || l.kc % 4 || l.bk % (4 * l.ntc)) l.bq = 0;  // the row kernel
+  if (l.bq && l.bq / 4 * l.ntc > static_cast<int64_t>(ctx.info().max_work_group_size)) l.bq = 0;
+  return l;
+}
+
 // A row's vectors (forward: q, o; backward: q, dO, dq or k, v, dk, dv) live in registers, split over
 // TPR = ceil(dim / elements per thread) threads per row; ~128 threads per work-group; the column
 // tile (one score accumulator per column) shrinks until its staging fits local memory.
 Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass pass) {
+  if (pass == Pass::Forward) {
+    Layout t = tiled_layout_for(ctx, D, DV, compute);
+    if (t.bq) return t;
+  }
   Layout l;
   // Measured on an H100 (benchmarks/transformer.py, layouts swept with the variables below): head
   // dims <= 64 run best with 32 elements per thread in both passes (forward: 16-column tiles),
@@ -57,7 +118,7 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
   l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), per_thread)));
   l.br = std::max(1, threads / l.tpr);
   size_t es = dtype_size(compute);
-  uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+  uint64_t limit = local_limit(ctx);
   while (l.bc > 4 && local_bytes(l, D, DV, es, pass) > limit) l.bc /= 2;
   while (l.br > 1 && local_bytes(l, D, DV, es, pass) > limit) l.br /= 2;
   if (local_bytes(l, D, DV, es, pass) > limit) throw Error("attention: head dims too large for the device's local memory");
@@ -74,36 +135,45 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
     << "#define LOAD(p, i) (" << convert_expr(dtype, compute, load_expr(dtype, "(p)", "(i)")) << ")\n"
     << "#define STORE(p, i, v) do { " << store_stmt(dtype, "(p)", "(i)", convert_expr(compute, dtype, "(v)"))
     << " } while (0)\n"
-    << "#define D " << D << "\n#define DV " << DV << "\n#define TPR " << l.tpr << "\n#define BR " << l.br
-    << "\n#define BC " << l.bc << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n";
-  s << kernel_source("attention");
+    << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n"
+    << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n";
+  if (l.bq)
+    s << "#define BQ " << l.bq << "\n#define BK " << l.bk << "\n#define KC " << l.kc << "\n#define NTC " << l.ntc << "\n";
+  else
+    s << "#define TPR " << l.tpr << "\n#define BR " << l.br << "\n#define BC " << l.bc << "\n";
+  s << kernel_source("attention_common") << kernel_source(l.bq ? "attention_tiled" : "attention");
   return s.str();
 }
 
 struct Kernels {
   std::mutex m;
   Layout layout;
-  // forward: attn_fwd (+ attn_keep_mask with dropout); backward: attn_bwd_dq, attn_bwd_dkdv
+  // forward: attn_fwd or attn_fwd_tiled (+ attn_keep_mask with dropout); backward: attn_bwd_dq,
+  // attn_bwd_dkdv
   cl_kernel a = nullptr, b = nullptr;
 };
 
-using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int>;
+// The layout is part of the key: the environment overrides are read on every call, so a test can
+// run each layout in one process.
+using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int, std::string>;
 
 Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, bool dropout, Pass pass) {
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
+  const Layout layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
   Kernels* k;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass))];
+    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass),
+                   layout.name())];
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {
-    k->layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
+    k->layout = layout;
     cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask, dropout));
     if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
     if (pass == Pass::Forward && dropout) k->b = create_kernel(prog, "attn_keep_mask");
-    k->a = create_kernel(prog, pass == Pass::Forward ? "attn_fwd" : "attn_bwd_dq");
+    k->a = create_kernel(prog, pass == Pass::Forward ? (layout.bq ? "attn_fwd_tiled" : "attn_fwd") : "attn_bwd_dq");
   }
   return *k;
 }
@@ -167,8 +237,9 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
   add_tensor(args, O, nullptr);
   args.add(lse).add<cl_ulong>(lse_offset);
   add_dropout(args, s, compute_dtype(dtype));
-  size_t nt = static_cast<size_t>(l.br) * l.tpr;
-  size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
+  const size_t nt = l.bq ? static_cast<size_t>(l.bq / 4 * l.ntc) : static_cast<size_t>(l.br) * l.tpr;
+  const int64_t rows = l.bq ? l.bq : l.br;
+  size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, rows)), static_cast<size_t>(s.B * s.Hq)};
   size_t local[3] = {nt, 1, 1};
   launch_nd(q, k.a, 3, global, local, "attention_forward");
 }

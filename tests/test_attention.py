@@ -137,6 +137,9 @@ def test_non_contiguous_layouts():
     run_and_check(q, k, v, dtype=torch.float64, is_causal=True)
     qs = torch.randn(2, 4, 26, 16, dtype=torch.float64)[:, :, ::2]  # sliced sequence
     run_and_check(qs, k, v, dtype=torch.float64)
+    # rows that are contiguous but not 4-aligned (the kernels' scalar loads; aligned rows load 4-vectors)
+    qo, ko, vo = (torch.randn(2, 4, n, 17, dtype=torch.float64)[..., 1:] for n in (13, 17, 17))
+    run_and_check(qo, ko, vo, dtype=torch.float64, is_causal=True)
 
 
 # Every forward layout the library can pick (attention.cpp: the register-tiled kernel with its

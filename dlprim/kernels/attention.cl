@@ -25,23 +25,22 @@
 #define XS (TPR * BC + 1)  // X row stride: +1 so that rows of one wavefront fall in different banks
 
 // Stages rows [r0, r0 + BC) of a [rows x dim] slice into `tile` (row stride rs, TPR chunks of dc
-// elements each padded by 4; zeros past `rows`/`dim`; the pads are never read). Loads go out in
-// batches of ATTN_SB (addresses clamped into the tensor, so none is conditional) before their
-// stores: storing each element right after its load waits one global latency per element.
-#define ATTN_SB 8
+// elements each padded by 4; zeros past `rows`/`dim`; the pads are never read). Groups of 4
+// elements (attn_load4) are loaded in batches of ATTN_SB before their stores: storing each element
+// right after its load waits one global latency per element.
+#define ATTN_SB 4
 inline void attn_stage(__local T* tile, int dim, int dc, int rs, __global const ST* src, ulong off,
                        dl_attn_strides s, int bb, int hh, int r0, int rows) {
-  const int per_row = TPR * dc, total = BC * per_row;
+  const int per_row4 = TPR * dc / 4, total = BC * per_row4;
   for (int base = get_local_id(0); base < total; base += ATTN_SB * NT) {
-    T r[ATTN_SB];
+    T4 r[ATTN_SB];
     _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
-      const int idx = base + e * NT, c = idx / per_row, d = idx - c * per_row, row = r0 + c;
-      const T v = LOAD(src, (long)off + AT(s, bb, hh, min(row, rows - 1), min(d, dim - 1)));
-      r[e] = (row < rows && d < dim) ? v : (T)0;
+      const int g = base + e * NT, c = g / per_row4, d = (g - c * per_row4) * 4;
+      r[e] = attn_load4(src, off, s, bb, hh, r0 + c, rows, d, dim);
     }
     _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
-      const int idx = base + e * NT, c = idx / per_row, d = idx - c * per_row, ch = d / dc;
-      if (idx < total) tile[c * rs + ch * (dc + 4) + (d - ch * dc)] = r[e];
+      const int g = base + e * NT, c = g / per_row4, d = (g - c * per_row4) * 4, ch = d / dc;
+      if (g < total) *(__local T4*)(tile + c * rs + ch * (dc + 4) + (d - ch * dc)) = r[e];
     }
   }
 }

@@ -9,6 +9,28 @@ typedef struct {
 
 #define AT(s, bb, hh, ll, dd) ((long)(bb) * (s).b + (long)(hh) * (s).h + (long)(ll) * (s).l + (long)(dd) * (s).d)
 
+// Elements [dd, dd + 4) of row `row` of a [rows x dim] slice, zeros past rows / dim; the address is
+// clamped into the tensor, so the load is never conditional. ATTN_VEC (set by the generator when
+// every row of q, k, v is contiguous and 16-byte aligned, head dims multiples of 4, storage = compute
+// type): one vector load, whose address arithmetic is a quarter of four scalar loads' (the loads'
+// instructions, not their bandwidth, cost the tiled forward a third of its time).
+inline T4 attn_load4(__global const ST* src, ulong off, dl_attn_strides s, int bb, int hh, int row, int rows,
+                     int dd, int dim) {
+  const int rc = min(row, rows - 1);
+#if ATTN_VEC
+  const long i = (long)off + (long)bb * s.b + (long)hh * s.h + (long)rc * s.l + min(dd, dim - 4);
+  const T4 v = *(__global const T4*)(src + i);
+  return (row < rows && dd < dim) ? v : (T4)0;
+#else
+  T4 v;
+  v.s0 = (row < rows && dd < dim) ? LOAD(src, (long)off + AT(s, bb, hh, rc, min(dd, dim - 1))) : (T)0;
+  v.s1 = (row < rows && dd + 1 < dim) ? LOAD(src, (long)off + AT(s, bb, hh, rc, min(dd + 1, dim - 1))) : (T)0;
+  v.s2 = (row < rows && dd + 2 < dim) ? LOAD(src, (long)off + AT(s, bb, hh, rc, min(dd + 2, dim - 1))) : (T)0;
+  v.s3 = (row < rows && dd + 3 < dim) ? LOAD(src, (long)off + AT(s, bb, hh, rc, min(dd + 3, dim - 1))) : (T)0;
+  return v;
+#endif
+}
+
 // The softmax's exponential. float32: the device's native exp (on NVIDIA one ex2.approx instead of a
 // ten-instruction exact sequence; its relative error, ~1e-7 for the arguments attention sees, is
 // below float32 attention's own rounding); float64 keeps the exact one.

@@ -40,7 +40,7 @@
 #define CEILDIV(a, b) (((a) + (b) - 1) / (b))
 #define KN CEILDIV(BK * KSTEP / 4, NTT)     // 4-groups per work-item: a key chunk
 #define QN CEILDIV(BQ * KSTEP / 4, NTT)     // ... a query chunk (streamed queries)
-#define VN CEILDIV(BK * DVP, NTT)           // elements per work-item: a value tile
+#define VN CEILDIV(BK * DVP / 4, NTT)       // ... a value tile
 
 // A transposed tile's share: group g = lid + e NTT holds dims 4 (g / nr) .. + 3 of row g % nr
 // (consecutive work-items: consecutive rows, so the transposed local writes hit distinct banks).
@@ -48,11 +48,8 @@ inline void attn_fetch_t(T* r, int n, int nr, int nd, __global const ST* src, ul
                          int bb, int hh, int r0, int rows, int d0, int dim) {
   _Pragma("unroll") for (int e = 0; e < n; ++e) {
     const int g = get_local_id(0) + e * NTT, d4 = g / nr, row = r0 + g - d4 * nr;
-    _Pragma("unroll") for (int t = 0; t < 4; ++t) {
-      const int dd = d0 + d4 * 4 + t;
-      const T v = LOAD(src, (long)off + AT(s, bb, hh, min(row, rows - 1), min(dd, dim - 1)));
-      r[e * 4 + t] = (row < rows && dd < dim) ? v : (T)0;
-    }
+    const T4 v = attn_load4(src, off, s, bb, hh, row, rows, d0 + d4 * 4, dim);
+    r[e * 4] = v.s0, r[e * 4 + 1] = v.s1, r[e * 4 + 2] = v.s2, r[e * 4 + 3] = v.s3;
   }
 }
 
@@ -65,20 +62,21 @@ inline void attn_commit_t(__local T* dst, int ld, const T* r, int n, int nr, int
   }
 }
 
-// A row-major tile's share: element idx = lid + e NTT is dim idx % nd of row idx / nd.
+// A row-major tile's share (nd a multiple of 4): group g = lid + e NTT holds dims 4 (g % (nd / 4))
+// .. + 3 of row g / (nd / 4).
 inline void attn_fetch_n(T* r, int n, int nr, int nd, __global const ST* src, ulong off, dl_attn_strides s,
                          int bb, int hh, int r0, int rows, int dim) {
   _Pragma("unroll") for (int e = 0; e < n; ++e) {
-    const int idx = get_local_id(0) + e * NTT, rr = idx / nd, d = idx - rr * nd, row = r0 + rr;
-    const T v = LOAD(src, (long)off + AT(s, bb, hh, min(row, rows - 1), min(d, dim - 1)));
-    r[e] = (row < rows && d < dim) ? v : (T)0;
+    const int g = get_local_id(0) + e * NTT, rr = g / (nd / 4), d = (g - rr * (nd / 4)) * 4;
+    const T4 v = attn_load4(src, off, s, bb, hh, r0 + rr, rows, d, dim);
+    r[e * 4] = v.s0, r[e * 4 + 1] = v.s1, r[e * 4 + 2] = v.s2, r[e * 4 + 3] = v.s3;
   }
 }
 
 inline void attn_commit_n(__local T* dst, const T* r, int n, int nr, int nd) {
   _Pragma("unroll") for (int e = 0; e < n; ++e) {
-    const int idx = get_local_id(0) + e * NTT;
-    if (idx < nr * nd) dst[idx] = r[e];
+    const int g = get_local_id(0) + e * NTT;
+    if (g < nr * nd / 4) ((__local T4*)dst)[g] = (T4)(r[e * 4], r[e * 4 + 1], r[e * 4 + 2], r[e * 4 + 3]);
   }
 }
 
@@ -129,7 +127,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
   }
   const int last_row = min(L, q0 + BQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  T kr[KN * 4], vr[VN];
+  T kr[KN * 4], vr[VN * 4];
 #if QRES
   {
     T qr[QN * 4];

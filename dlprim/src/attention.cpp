@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -125,7 +126,8 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
   return l;
 }
 
-std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask, bool dropout) {
+std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask, bool dropout,
+                         bool vec) {
   std::ostringstream s;
   if (compute == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << kernel_source("common");
@@ -136,7 +138,8 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
     << "#define STORE(p, i, v) do { " << store_stmt(dtype, "(p)", "(i)", convert_expr(compute, dtype, "(v)"))
     << " } while (0)\n"
     << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n"
-    << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n";
+    << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n#define ATTN_VEC " << (vec ? 1 : 0)
+    << "\n";
   if (l.bq)
     s << "#define BQ " << l.bq << "\n#define BK " << l.bk << "\n#define KC " << l.kc << "\n#define NTC " << l.ntc << "\n";
   else
@@ -155,9 +158,18 @@ struct Kernels {
 
 // The layout is part of the key: the environment overrides are read on every call, so a test can
 // run each layout in one process.
-using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int, std::string>;
+using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int, std::string, bool>;
 
-Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, bool dropout, Pass pass) {
+// Whether every staged operand's rows can be read as aligned 4-vectors (kernels' ATTN_VEC).
+bool vec_ok(DType dtype, int64_t D, int64_t DV, std::initializer_list<const AttnTensor*> ts) {
+  if (dtype != compute_dtype(dtype) || D % 4 || DV % 4) return false;
+  for (const AttnTensor* t : ts)
+    if (t->sd != 1 || t->sl % 4 || t->sh % 4 || t->sb % 4 || t->offset % 4) return false;
+  return true;
+}
+
+Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, bool dropout, Pass pass,
+                     bool vec) {
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
   const Layout layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
@@ -165,12 +177,12 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
   {
     std::lock_guard<std::mutex> lock(map_mutex);
     k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass),
-                   layout.name())];
+                   layout.name(), vec)];
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {
     k->layout = layout;
-    cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask, dropout));
+    cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask, dropout, vec));
     if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
     if (pass == Pass::Forward && dropout) k->b = create_kernel(prog, "attn_keep_mask");
     k->a = create_kernel(prog, pass == Pass::Forward ? (layout.bq ? "attn_fwd_tiled" : "attn_fwd") : "attn_bwd_dq");
@@ -229,7 +241,8 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
                        cl_mem lse, uint64_t lse_offset) {
   check(ctx, s, dtype);
   if (s.B * s.Hq * s.L == 0) return;
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Forward);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Forward,
+                           vec_ok(dtype, s.D, s.DV, {&Q, &K, &V}));
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   KernelArgs args(k.a);
@@ -249,7 +262,8 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV) {
   check(ctx, s, dtype);
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Backward);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Backward,
+                           vec_ok(dtype, s.D, s.DV, {&Q, &K, &V, &dO}));
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
@@ -284,7 +298,7 @@ void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnSh
   if (s.dropout <= 0) throw Error("attention_dropout_mask: no dropout");
   uint64_t n = static_cast<uint64_t>(s.B * s.Hq * s.L * s.S);
   if (n == 0) return;
-  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, true, Pass::Forward);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, true, Pass::Forward, false);
   std::lock_guard<std::mutex> lock(k.m);
   KernelArgs args(k.b);
   args.add<cl_int>(static_cast<cl_int>(s.L)).add<cl_int>(static_cast<cl_int>(s.S)).add<cl_ulong>(n);

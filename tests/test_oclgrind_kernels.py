@@ -363,6 +363,14 @@ def test_rnn_cells(cell):
         check(lambda x, h: (mod if x.device.type == "cpu" else dev_mod)(x, h), x, h)
 
 
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_rnn_whole_layers(cls):
+    # RnnLayer.cpp: gates written through views of one [T, B, G*H] buffer, cells in place, both directions.
+    mod = getattr(torch.nn, cls)(3, 4, num_layers=2, bidirectional=True)
+    dev_mod = __import__("copy").deepcopy(mod).to(DEV)
+    check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(5, 2, 3, grad=True))
+
+
 def test_isin():
     elements = torch.randint(0, 50, (37,))
     check(lambda e, t: torch.isin(e, t), elements, torch.tensor([3, 7, 11]))

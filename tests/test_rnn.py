@@ -401,6 +401,71 @@ def test_dropout_between_layers():
     run_pair(m, [x.cpu().requires_grad_()], lambda mod, x: flat(mod(x)), torch.float32)
 
 
+# ---------------------------------------------------------------- whole-layer LSTM / GRU (RnnLayer.cpp)
+
+LAYER_CASES = [
+    dict(),
+    dict(num_layers=2, bidirectional=True, batch_first=True),
+    dict(num_layers=3, bias=False),
+    dict(bidirectional=True),
+]
+
+
+def outputs_and_grads(cls, mod, x, states, use):
+    """Runs mod on ocl; the loss weighs the outputs named in `use` (a subset of out, hn, cn)."""
+    xs = x.detach().clone().requires_grad_()
+    ss = [t.detach().clone().requires_grad_() for t in states]
+    mod.zero_grad()
+    out, hidden = mod(xs, tuple(ss) if cls is nn.LSTM else ss[0])
+    named = [("out", out)] + list(zip(("hn", "cn"), hidden if cls is nn.LSTM else (hidden,)))
+    g = gen(5)
+    loss = sum((t * randn(*t.shape, g=g, dtype=t.dtype).to(OCL)).sum() for name, t in named if name in use)
+    loss.backward()
+    return [t for _, t in named] + [xs.grad] + [t.grad for t in ss] + [p.grad for p in mod.parameters()]
+
+
+@pytest.mark.parametrize("use", [("out", "hn", "cn"), ("out",), ("hn",), ("cn",)], ids="+".join)
+@pytest.mark.parametrize("kw", LAYER_CASES, ids=["plain", "2layer_bidir_bf", "3layer_nobias", "bidir"])
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU], ids=["lstm", "gru"])
+def test_whole_layers_equal_the_step_path(cls, kw, use, monkeypatch):
+    """The layer path (one input GEMM per layer, a GEMM + cell per step) against torch's step
+    path on the device, float64, any subset of outputs feeding the loss (undefined gradients)."""
+    if cls is nn.GRU and use == ("cn",):
+        pytest.skip("a GRU has no cell state")
+    m = make_module(cls, torch.float64, input_size=I, hidden_size=H, **kw).to(OCL)
+    g = gen(3)
+    x = randn(*((B, T, I) if kw.get("batch_first") else (T, B, I)), g=g, dtype=torch.float64).to(OCL)
+    states = [randn(*s, g=g, dtype=torch.float64).to(OCL) for s in state_shapes(cls, kw, B)]
+    got = outputs_and_grads(cls, m, x, states, use)
+    monkeypatch.setenv("PYTORCH_OCL_RNN", "steps")
+    ref = outputs_and_grads(cls, m, x, states, use)
+    for i, (a, b) in enumerate(zip(got, ref)):
+        assert (a is None) == (b is None), i
+        if a is not None:
+            assert_close(a.cpu(), b.cpu(), rtol=1e-12, atol=1e-12, msg=lambda s: f"tensor {i}: {s}")
+
+
+@pytest.mark.parametrize("cls,node", [(nn.LSTM, "LstmLayer"), (nn.GRU, "GruLayer")], ids=["lstm", "gru"])
+def test_runs_whole_layers(cls, node):
+    m = cls(I, H).to(OCL)
+    x = torch.randn(T, B, I, device=OCL, requires_grad=True)
+    assert node in m(x)[0].grad_fn.name()
+    with torch.inference_mode():  # no autograd keys: the PrivateUse1 registration
+        m_cpu = copy.deepcopy(m).cpu()
+        assert_close(m(x)[0].cpu(), m_cpu(x.detach().cpu())[0], **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU], ids=["lstm", "gru"])
+def test_single_step_and_long_sequence(cls):
+    kw = dict(num_layers=2, bidirectional=True)
+    for steps in (1, 40):
+        m = make_module(cls, torch.float64, input_size=I, hidden_size=H, **kw)
+        g = gen(steps)
+        x = randn(steps, B, I, g=g, dtype=torch.float64).requires_grad_()
+        states = [randn(*s, g=g, dtype=torch.float64).requires_grad_() for s in state_shapes(cls, kw, B)]
+        run_pair(m, [x] + states, call_rnn(cls), torch.float64)
+
+
 # ---------------------------------------------------------------- a tiny language model
 
 class TinyLM(nn.Module):

@@ -11,6 +11,8 @@
 // batch. 16-bit dtypes compute in float and keep the gate sums in a float temporary (CUDA keeps
 // them in registers); float32/float64 write the sums into the workspace and the cell launch
 // overwrites them element for element.
+#include "aten/RnnCells.h"
+
 #include "aten/Launch.h"
 #include "core/TensorUtils.h"
 
@@ -40,6 +42,11 @@ namespace {
   "dl_t rg = rnn_sigmoid(x0), ig = rnn_sigmoid(x1), hn = x3" B_HN ";" \
   "dl_t ng = tanh(x2" B_IN " + rg * hn);" \
   "y0 = ng + ig * (x4 - ng); y1 = rg; y2 = ig; y3 = ng; y4 = hn;"
+#define OCL_GRU_CELL_BACKWARD(G) \
+  "dl_t g = " G "; dl_t gin = g * ((dl_t)1 - x1) * ((dl_t)1 - x2 * x2);" \
+  "y0 = gin * x4 * ((dl_t)1 - x0) * x0;" \
+  "y1 = g * (x3 - x2) * ((dl_t)1 - x1) * x1;" \
+  "y2 = gin; y3 = gin * x0; y4 = g * x1;"
 // _(id, outputs, inputs, body): the CUDA kernels' expressions, in their order of operations.
 // TensorIterator passes at most one CPU scalar to a device kernel, so absent biases have rows
 // of their own; an absent grad_hy or grad_cy (never both) is a CPU scalar zero.
@@ -67,20 +74,32 @@ namespace {
      y0 hy, y1..y3 workspace r, z, n, y4 workspace hn + b_hn */ \
   _(gru_cell, 5, 7, OCL_GRU_CELL(" + x5", " + x6")) \
   _(gru_cell_nobias, 5, 5, OCL_GRU_CELL("", "")) \
+  /* x0, x1 r input / hidden gates, x2, x3 z's, x4 in, x5 hn, x6 hx (biases inside the gates; \
+     RnnLayer.cpp) -> as gru_cell */ \
+  _(gru_cell_sum, 5, 7, \
+    "dl_t rg = rnn_sigmoid(x0 + x1), ig = rnn_sigmoid(x2 + x3), hn = x5;" \
+    "dl_t ng = tanh(x4 + rg * hn);" \
+    "y0 = ng + ig * (x6 - ng); y1 = rg; y2 = ig; y3 = ng; y4 = hn;") \
   /* x0..x4 workspace r, z, n, hx, hn + b_hn, x5 grad_hy ->
      y0..y2 input-gate grads r, z, n, y3 hidden-gate grad of n, y4 grad_hx */ \
-  _(gru_cell_backward, 5, 6, \
-    "dl_t gin = x5 * ((dl_t)1 - x1) * ((dl_t)1 - x2 * x2);" \
-    "y0 = gin * x4 * ((dl_t)1 - x0) * x0;" \
-    "y1 = x5 * (x3 - x2) * ((dl_t)1 - x1) * x1;" \
-    "y2 = gin; y3 = gin * x0; y4 = x5 * x1;")
+  _(gru_cell_backward, 5, 6, OCL_GRU_CELL_BACKWARD("x5")) \
+  /* the same with the grad of hy given as two addends x5 + x6 (RnnLayer.cpp: the recurrence's and \
+     the output's) */ \
+  _(gru_cell_backward_sum, 5, 7, OCL_GRU_CELL_BACKWARD("(x5 + x6)"))
 // clang-format on
 
-enum RnnOp {
+// RnnCells.h's enum must list the table's rows in order.
+constexpr RnnOp kRowOrder[] = {
 #define OCL_RNN_ENUM(id, nout, nin, body) R_##id,
-  OCL_RNN_OPS(OCL_RNN_ENUM)
+    OCL_RNN_OPS(OCL_RNN_ENUM)
 #undef OCL_RNN_ENUM
 };
+constexpr bool rows_in_order() {
+  for (int i = 0; i < static_cast<int>(sizeof(kRowOrder) / sizeof(kRowOrder[0])); ++i)
+    if (kRowOrder[i] != i) return false;
+  return true;
+}
+static_assert(rows_in_order(), "RnnCells.h's RnnOp must follow OCL_RNN_OPS");
 
 const dlprim::ElementwiseOp& rnn_op(RnnOp id) {
   static const dlprim::ElementwiseOp table[] = {
@@ -106,10 +125,10 @@ T zero(c10::ScalarType compute) {
   return z;
 }
 
-// One launch of `id`: outputs and inputs are ocl views (of different dtypes when 16-bit
-// storage meets float temporaries) or CPU scalars; views of one buffer may interleave and an
-// output may be exactly an input, so TensorIterator's overlap checks are off.
-void launch(RnnOp id, const std::vector<T>& outs, const std::vector<T>& ins, c10::ScalarType compute) {
+} // namespace
+
+void rnn_launch(RnnOp id, const std::vector<at::Tensor>& outs, const std::vector<at::Tensor>& ins,
+                c10::ScalarType compute) {
   at::TensorIteratorConfig cfg;
   cfg.set_check_mem_overlap(false)
       .check_all_same_dtype(false)
@@ -119,6 +138,12 @@ void launch(RnnOp id, const std::vector<T>& outs, const std::vector<T>& ins, c10
   for (const T& i : ins) cfg.add_const_input(i);
   auto iter = cfg.build();
   launch_elementwise(rnn_op(id), iter, compute);
+}
+
+namespace {
+
+void launch(RnnOp id, const std::vector<T>& outs, const std::vector<T>& ins, c10::ScalarType compute) {
+  rnn_launch(id, outs, ins, compute);
 }
 
 c10::ScalarType checked_compute(const T& t, const char* name) {

@@ -1,6 +1,7 @@
 // Launches of the fused attention kernels (kernels/attention.cl): the per-head-dim layout (threads
 // per row, rows per work-group, key tile) and the program text.
 #include <dlprim/attention.h>
+#include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
 
 #include <algorithm>
@@ -31,8 +32,6 @@ struct Layout {
 
 enum class Pass { Forward = 0, Backward = 1 };
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 uint64_t local_limit(const Context& ctx) { return ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768; }
 

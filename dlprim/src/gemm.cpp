@@ -1,6 +1,7 @@
 // GEMM host side: normalises the operands, picks a path (tiled / small / dot), tunes the tiled
 // kernel's parameters per shape class, and launches.
 #include <dlprim/autotune.h>
+#include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
 #include <dlprim/gemm.h>
 
@@ -37,7 +38,6 @@ struct Plan {
   uint64_t workspace_bytes() const { return path == Path::Tiled ? pack_space() + split.workspace_bytes : 0; }
 };
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // Layout of a rows x cols operand: `inner_is_col` when the column index has unit stride
 // (row-major, ld = row stride), else the row index (column-major, ld = column stride).

@@ -2,6 +2,7 @@
 #include "gemm_internal.h"
 
 #include <dlprim/autotune.h>
+#include <dlprim/int_math.h>
 
 #include <dlprim/embedded.h>
 
@@ -18,7 +19,6 @@ namespace {
 
 bool is_vector_width(int v) { return v == 1 || v == 2 || v == 4 || v == 8 || v == 16; }
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 } // namespace
 

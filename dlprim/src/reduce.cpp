@@ -1,6 +1,7 @@
 // Reduction generator: program text for a ReduceOp (reduce.cl + a generated prefix),
 // shape normalisation and the launch plan.
 #include <dlprim/embedded.h>
+#include <dlprim/int_math.h>
 #include <dlprim/reduce.h>
 #include <dlprim/rows.h>
 
@@ -115,7 +116,6 @@ uint64_t pow2_floor(uint64_t v) {
   while (p * 2 <= v) p <<= 1;
   return p;
 }
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 struct Plan {
   uint64_t n_out = 0, R = 0, Ri = 1;

@@ -201,3 +201,18 @@ def test_python_m_pytorch_ocl_report(run_py):
     proc = run_py("import runpy, sys; sys.argv = ['pytorch_ocl']; runpy.run_module('pytorch_ocl', run_name='__main__')")
     assert "pytorch_ocl" in proc.stdout
     assert torch.ocl.get_device_name(0) in proc.stdout
+    assert "matrix_engine" in proc.stdout
+
+
+def test_matrix_engine_is_probed_not_assumed():
+    e = torch.ocl.matrix_engine(0)
+    assert set(e) == {"kind", "compute_capability", "tf32", "bf16", "fp16", "detail", "description"}
+    assert e["kind"] in ("none", "nvidia-mma", "intel-dpas")
+    assert e["description"].startswith(e["kind"])
+    if e["kind"] == "nvidia-mma":  # the probes ran on the device and summed right
+        assert e["compute_capability"] >= (8, 0) and (e["tf32"] or e["bf16"] or e["fp16"])
+    else:
+        assert not (e["tf32"] or e["bf16"] or e["fp16"]) and e["detail"]
+    if torch.ocl.get_device_properties(0).platform == "Portable Computing Language":
+        assert e["kind"] == "none"
+    assert torch.ocl.matrix_engine(0) == e  # probed once per context

@@ -7,6 +7,7 @@
 #include "core/Stream.h"
 #include "python/Bindings.h"
 
+#include <dlprim/matrix_engine.h>
 #include <dlprim/program_cache.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -37,6 +38,20 @@ py::dict device_properties(int index) {
   d["fp64"] = i.fp64;
   d["fp16"] = i.fp16;
   d["extensions"] = i.extensions;
+  return d;
+}
+
+// The device's matrix engine (probed once per context; creates the context).
+py::dict matrix_engine(int index) {
+  const dlprim::MatrixEngine& e = dlprim::matrix_engine(context(index));
+  py::dict d;
+  d["kind"] = e.kind;
+  d["compute_capability"] = py::make_tuple(e.cc_major, e.cc_minor);
+  d["tf32"] = e.tf32;
+  d["bf16"] = e.bf16;
+  d["fp16"] = e.fp16;
+  d["detail"] = e.detail;
+  d["description"] = e.describe();
   return d;
 }
 
@@ -90,6 +105,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_device", &set_current_device);
   m.def("has_context", &has_context);
   m.def("device_properties", &device_properties);
+  m.def("matrix_engine", &matrix_engine);
   m.def("in_bad_fork", &in_bad_fork);
   m.def("synchronize", [](int device) {
     py::gil_scoped_release no_gil;

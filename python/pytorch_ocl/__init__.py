@@ -28,6 +28,7 @@ from .device import (  # noqa: F401  (public API)
     get_device_name,
     get_device_properties,
     is_available,
+    matrix_engine,
     set_device,
     synchronize,
 )

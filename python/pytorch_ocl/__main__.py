@@ -32,6 +32,7 @@ def _device_lines(torch, index):
         ("max_work_group_size", p.max_work_group_size),
         ("fp64", p.fp64),
         ("fp16", p.fp16),
+        ("matrix_engine", torch.ocl.matrix_engine(index)["description"]),
     ]
     width = max(len(k) for k, _ in rows)
     return [f"ocl:{index}"] + [f"    {k:<{width}}  {v}" for k, v in rows]

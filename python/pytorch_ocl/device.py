@@ -13,6 +13,7 @@ __all__ = [
     "device",
     "get_device_name",
     "get_device_properties",
+    "matrix_engine",
     "synchronize",
     "is_initialized",
 ]
@@ -106,6 +107,14 @@ class DeviceProperties:
 
 def get_device_properties(dev=None) -> DeviceProperties:
     return DeviceProperties(**_C.device_properties(_index(dev)))
+
+
+def matrix_engine(dev=None) -> dict:
+    """The device's matrix engine as probed by the library: {"kind": "none" | "nvidia-mma" |
+    "intel-dpas", "compute_capability": (major, minor), "tf32"/"bf16"/"fp16": whether an mma.sync
+    probe of that type built and summed right, "detail", "description"}. Creates the device's
+    context on first use."""
+    return _C.matrix_engine(_index(dev))
 
 
 def get_device_name(dev=None) -> str:

@@ -38,8 +38,25 @@ def _device_lines(torch, index):
     return [f"ocl:{index}"] + [f"    {k:<{width}}  {v}" for k, v in rows]
 
 
+def native_ops():
+    """aten operators with an ocl kernel (base names, overloads folded), from the dispatcher."""
+    import torch
+
+    import pytorch_ocl  # noqa: F401  (registers the kernels when autoloading is off)
+
+    regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    return sorted({r.split("::", 1)[1].split(".")[0] for r in regs if r.startswith("aten::")})
+
+
 def main(argv=None) -> int:
     import torch
+
+    argv = sys.argv[1:] if argv is None else argv
+    if "--ops" in argv:
+        ops = native_ops()
+        print("\n".join(ops))
+        print(f"# {len(ops)} aten operators with an ocl kernel", file=sys.stderr)
+        return 0
 
     import pytorch_ocl
     from pytorch_ocl import _C

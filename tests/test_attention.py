@@ -161,6 +161,32 @@ def test_forward_layouts(layout, monkeypatch):
     run_and_check(q, k, v, dtype=torch.float32, attn_mask=torch.rand(33, 47) > 0.3)
 
 
+# The backward's dq pass on register tiles (opt-in: PYTORCH_OCL_ATTN_BWD_TILED), every tile shape it can take.
+@pytest.mark.parametrize("layout", ["1", "16,32,4", "8,8,2", "64,32,8"])
+def test_backward_tiled_dq_layouts(layout, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", layout)
+    for B, Hq, Hk, L, S, D, Dv in [(2, 4, 2, 37, 70, 20, 12), (1, 2, 2, 66, 9, 64, 48), (1, 1, 1, 5, 40, 3, 5)]:
+        q, k, v = qkv(B, Hq, Hk, L, S, D, Dv, seed=L)
+        run_and_check(q, k, v, dtype=torch.float64, is_causal=True, enable_gqa=Hq != Hk)
+        mask = torch.randn(B, 1, L, S, dtype=torch.float64)
+        mask[..., 1, :] = float("-inf")  # a fully masked row
+        run_and_check(q, k, v, dtype=torch.float64, attn_mask=mask, enable_gqa=Hq != Hk)
+    q, k, v = qkv(2, 2, 2, 33, 47, 24, 24, seed=3)
+    run_and_check(q, k, v, dtype=torch.float32, attn_mask=torch.rand(33, 47) > 0.3)
+    run_and_check(q, k, v, dtype=torch.bfloat16, is_causal=True)
+
+
+def test_backward_tiled_dq_draws_the_same_dropout(monkeypatch):
+    q, k, v = (t.double().to("ocl").requires_grad_() for t in qkv(2, 3, 3, 21, 50, 16, 8, seed=11))
+    grads = []
+    for lay in ("0", "1"):
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", lay)
+        torch.manual_seed(5)
+        o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+        grads.append(torch.autograd.grad(o.sum(), q)[0].cpu())
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("layout", ["0", "16,64,4,8", "8,8,12,2"])
 def test_forward_layouts_draw_the_same_dropout(layout, monkeypatch):
     # The keep decisions depend only on (head, query, key), never on which thread draws them.

@@ -330,10 +330,14 @@ def test_random_ops():
 
 
 # ------------------------------------------------------------------ attention / RNN cells / isin
-@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward"])
+@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward", "tiled_dq"])
 def test_fused_attention(case, monkeypatch):
     # Tails in every tile: L, S not multiples of the row/column tiles; D not a multiple of 4.
-    if case in ("tiled_streamed", "row_forward"):
+    if case == "tiled_dq":  # the backward's tiled dq pass (opt-in), small tiles with tails
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "8,8,2")
+        q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)
+        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
+    elif case in ("tiled_streamed", "row_forward"):
         # the tiled forward streaming the head dim in chunks (small tiles), and the row kernel
         monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", "8,8,4,2" if case == "tiled_streamed" else "0")
         q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)

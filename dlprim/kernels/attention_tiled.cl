@@ -101,6 +101,7 @@ inline void attn_commit_n(__local T* dst, const T* r, int n, int nr, int nd) {
     x[0] = v4.s0; x[1] = v4.s1; x[2] = v4.s2; x[3] = v4.s3;  \
   }
 
+#ifndef ATTN_BWD
 // out[i] = softmax(q_i K^T * scale + mask) V; lse[i] = log-sum-exp of the row (+inf if all masked).
 // Grid: (NTT, ceil(L / BQ), B * Hq). Key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
@@ -226,3 +227,120 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
     if (tc == 0) LSE[lo + (ulong)bh * L + i] = l > 0 ? m[a] + log(l) : (T)INFINITY;
   }
 }
+#endif
+
+#ifdef ATTN_BWD
+// dq[i] = scale * sum_j P_ij (Z_ij dP_ij - delta_i) k_j with P recomputed from lse and dP = dO V^T
+// (attention.cl's attn_bwd_dq on register tiles). Rows: the work-group's BQ queries (q and dO
+// staged transposed for the whole loop); per key tile S = Q K^T and dP = dO V^T as in the forward,
+// dS in registers, written transposed over the key tile's local memory, then dq += dS K with K's
+// natural layout written over V's (both from the same fetched registers). Grid: (NTT, ceil(L / BQ),
+// B * Hq).
+#define DVP4 (((DV) + 3) / 4 * 4)
+#define DQP (((D) + 4 * NTC - 1) / (4 * NTC) * (4 * NTC))
+#define QC (DQP / NTC)                       // dq columns per thread
+#define BN CEILDIV(BK * DVP4 / 4, NTT)       // 4-groups per work-item: a value tile (transposed)
+__kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled(
+    int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
+    __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
+    __global const ST* M, ulong mo, dl_attn_strides ms, __global const ST* DO, ulong doo, dl_attn_strides dos,
+    __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DQ, ulong dqo,
+    dl_attn_strides dqs ATTN_DROP_DECL) {
+  __local T4 Qs4[DP * BQ / 4];
+  __local T4 dOs4[DVP4 * BQ / 4];
+  // Ks (transposed keys) then dSs (transposed dS); Vt (transposed values) then Kn (natural keys).
+  __local T4 KdS4[(DP * BK > BK * BQP ? DP * BK : BK * BQP) / 4];
+  __local T4 VKn4[(DVP4 * BK > BK * DQP ? DVP4 * BK : BK * DQP) / 4];
+  const int lid = get_local_id(0), tr = lid / NTC, tc = lid - tr * NTC;
+  const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
+  const int q0 = ATTN_QBLOCK(causal) * BQ, i0 = q0 + tr * TM;
+  {
+    T r[CEILDIV(BQ * DP / 4, NTT) * 4];
+    attn_fetch_t(r, CEILDIV(BQ * DP / 4, NTT), BQ, DP, Q, qo, qs, bb, h, q0, L, 0, D);
+    attn_commit_t((__local T*)Qs4, BQ, r, CEILDIV(BQ * DP / 4, NTT), BQ, DP);
+  }
+  {
+    T r[CEILDIV(BQ * DVP4 / 4, NTT) * 4];
+    attn_fetch_t(r, CEILDIV(BQ * DVP4 / 4, NTT), BQ, DVP4, DO, doo, dos, bb, h, q0, L, 0, DV);
+    attn_commit_t((__local T*)dOs4, BQ, r, CEILDIV(BQ * DVP4 / 4, NTT), BQ, DVP4);
+  }
+  T lse[TM], delta[TM], dq[TM][QC];
+  _Pragma("unroll") for (int a = 0; a < TM; ++a) {
+    const int i = i0 + a;
+    lse[a] = i < L ? LSE[lo + (ulong)bh * L + i] : (T)INFINITY;
+    delta[a] = i < L ? DELTA[dlo + (ulong)bh * L + i] : (T)0;
+    _Pragma("unroll") for (int j = 0; j < QC; ++j) dq[a][j] = 0;
+  }
+  const int last_row = min(L, q0 + BQ) - 1;
+  const int s_end = causal ? min(S, last_row + 1) : S;
+  for (int j0 = 0; j0 < s_end; j0 += BK) {
+    T kr[CEILDIV(BK * DP / 4, NTT) * 4];
+    {
+      T vr[BN * 4];
+      attn_fetch_t(kr, CEILDIV(BK * DP / 4, NTT), BK, DP, K, ko, ks, bb, hk, j0, S, 0, D);
+      attn_fetch_t(vr, BN, BK, DVP4, V, vo, vs, bb, hk, j0, S, 0, DV);
+      barrier(CLK_LOCAL_MEM_FENCE);  // the previous tile's dq product is done with dSs and Kn
+      attn_commit_t((__local T*)KdS4, BK, kr, CEILDIV(BK * DP / 4, NTT), BK, DP);
+      attn_commit_t((__local T*)VKn4, BK, vr, BN, BK, DVP4);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    T s[TM][SN], dp[TM][SN];
+    _Pragma("unroll") for (int a = 0; a < TM; ++a)
+      _Pragma("unroll") for (int j = 0; j < SN; ++j) s[a][j] = dp[a][j] = 0;
+#pragma unroll 4
+    for (int d = 0; d < DP; ++d) {
+      T x[TM], y[SN];
+      ATTN_LOAD_ROWS(x, Qs4, d * (BQ / 4));
+      ATTN_LOAD_COLS(y, SN, KdS4, d * (BK / 4));
+      ATTN_OUTER(s, x, y, SN);
+    }
+#pragma unroll 4
+    for (int d = 0; d < DVP4; ++d) {
+      T x[TM], y[SN];
+      ATTN_LOAD_ROWS(x, dOs4, d * (BQ / 4));
+      ATTN_LOAD_COLS(y, SN, VKn4, d * (BK / 4));
+      ATTN_OUTER(dp, x, y, SN);
+    }
+    // dS = P (Z dP - delta); 0 where masked or the row is all masked (lse = +inf).
+    _Pragma("unroll") for (int a = 0; a < TM; ++a) {
+      uint4 words = 0;
+      _Pragma("unroll") for (int j = 0; j < SN; ++j) {
+        const T sc = attn_score(s[a][j], scale, i0 + a, j0 + TCOL(j), L, S, causal, M, mo, ms, bb, h);
+        ATTN_WORDS(words, bh, i0 + a, j0 + TCOL(j & ~3), j & 3, L, S);
+        s[a][j] = ATTN_EXP(sc - lse[a]) * (ATTN_Z(words, j) * dp[a][j] - delta[a]);
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // every read of Ks and Vt is done
+    _Pragma("unroll") for (int j = 0; j < SN; ++j)
+      KdS4[TCOL(j) * (BQP / 4) + tr] = (T4)(s[0][j], s[1][j], s[2][j], s[3][j]);
+    // Kn[key][d] from the fetched key registers; columns D..DQP zero.
+    _Pragma("unroll") for (int e = 0; e < CEILDIV(BK * DP / 4, NTT); ++e) {
+      const int g = lid + e * NTT, d4 = g / BK, key = g - d4 * BK;
+      if (g < BK * DP / 4)
+        VKn4[key * (DQP / 4) + d4] = (T4)(kr[e * 4], kr[e * 4 + 1], kr[e * 4 + 2], kr[e * 4 + 3]);
+    }
+#if DQP > DP
+    for (int g = lid; g < BK * (DQP - DP) / 4; g += NTT) {
+      const int key = g / ((DQP - DP) / 4), d4 = DP / 4 + g - key * ((DQP - DP) / 4);
+      VKn4[key * (DQP / 4) + d4] = (T4)0;
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll 4
+    for (int c = 0; c < BK; ++c) {
+      T x[TM], y[QC];
+      ATTN_LOAD_ROWS(x, KdS4, c * (BQP / 4));
+      ATTN_LOAD_COLS(y, QC, VKn4, c * (DQP / 4));
+      ATTN_OUTER(dq, x, y, QC);
+    }
+  }
+  _Pragma("unroll") for (int a = 0; a < TM; ++a) {
+    const int i = i0 + a;
+    if (i >= L) continue;
+    _Pragma("unroll") for (int j = 0; j < QC; ++j) {
+      const int col = TCOL(j);
+      if (col < D) STORE(DQ, (long)dqo + AT(dqs, bb, h, i, col), dq[a][j] * scale);
+    }
+  }
+}
+#endif

@@ -90,6 +90,43 @@ Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute
   return l;
 }
 
+// Local memory of the tiled dq pass (attention_tiled.cl, ATTN_BWD: Qs, dOs, Ks/dSs, Vt/Kn).
+uint64_t dq_tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
+  int64_t dp = round_up(D, 4), dvp = round_up(DV, 4), dqp = round_up(D, 4 * l.ntc);
+  int64_t kds = std::max<int64_t>(dp * l.bk, static_cast<int64_t>(l.bk) * (l.bq + 4));
+  int64_t vkn = std::max<int64_t>(dvp * l.bk, l.bk * dqp);
+  return static_cast<uint64_t>(dp * l.bq + dvp * l.bq + kds + vkn) * es;
+}
+
+// The tiled dq pass of the backward: off unless PYTORCH_OCL_ATTN_BWD_TILED is "1" (the default tile:
+// 32-key steps, 8 threads across, as many queries as local memory holds, up to 64) or "BQ,BK,NTC".
+// It stays opt-in until it is measured against the row kernel on a GPU; head dims up to 64 by
+// default (dq and the fetched key tile live in registers).
+Layout dq_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+  Layout l;
+  const char* env = std::getenv("PYTORCH_OCL_ATTN_BWD_TILED");
+  if (!env || std::string(env) == "0") return l;
+  l.bq = 64;
+  l.bk = 32;
+  l.ntc = 8;
+  if (std::string(env) != "1") {
+    Layout e;
+    if (std::sscanf(env, "%d,%d,%d", &e.bq, &e.bk, &e.ntc) != 3) return Layout();
+    e.kc = 4;
+    if (!tiled_valid(e)) return Layout();
+    l = e;
+  } else if (std::max(D, DV) > 64) {
+    return Layout();
+  }
+  l.kc = static_cast<int>(round_up(D, 4));  // the queries stay staged: the whole head dim
+  const size_t es = dtype_size(compute);
+  const uint64_t limit = local_limit(ctx);
+  while (l.bq > 4 && dq_tiled_local_bytes(l, D, DV, es) > limit) l.bq -= l.bq > 16 ? 16 : 4;
+  if (dq_tiled_local_bytes(l, D, DV, es) > limit) return Layout();
+  if (l.bq / 4 * l.ntc > static_cast<int64_t>(ctx.info().max_work_group_size)) return Layout();
+  return l;
+}
+
 // A row's vectors (forward: q, o; backward: q, dO, dq or k, v, dk, dv) live in registers, split over
 // TPR = ceil(dim / elements per thread) threads per row; ~128 threads per work-group; the column
 // tile (one score accumulator per column) shrinks until its staging fits local memory.
@@ -126,7 +163,7 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
 }
 
 std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask, bool dropout,
-                         bool vec) {
+                         bool vec, bool backward = false) {
   std::ostringstream s;
   if (compute == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << kernel_source("common");
@@ -139,6 +176,7 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
     << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n"
     << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n#define ATTN_VEC " << (vec ? 1 : 0)
     << "\n";
+  if (l.bq && backward) s << "#define ATTN_BWD 1\n";
   if (l.bq)
     s << "#define BQ " << l.bq << "\n#define BK " << l.bk << "\n#define KC " << l.kc << "\n#define NTC " << l.ntc << "\n";
   else
@@ -149,7 +187,7 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
 
 struct Kernels {
   std::mutex m;
-  Layout layout;
+  Layout layout, dq_layout;  // dq_layout.bq: the backward's dq pass runs the tiled kernel
   // forward: attn_fwd or attn_fwd_tiled (+ attn_keep_mask with dropout); backward: attn_bwd_dq,
   // attn_bwd_dkdv
   cl_kernel a = nullptr, b = nullptr;
@@ -172,19 +210,26 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
   const Layout layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
+  const Layout dq_layout = pass == Pass::Backward ? dq_tiled_layout_for(ctx, D, DV, compute_dtype(dtype)) : Layout();
   Kernels* k;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
     k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass),
-                   layout.name(), vec)];
+                   layout.name() + (dq_layout.bq ? " dq " + dq_layout.name() : ""), vec)];
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {
     k->layout = layout;
-    cl_program prog = ctx.program(program_text(dtype, compute_dtype(dtype), D, DV, k->layout, mask, dropout, vec));
+    k->dq_layout = dq_layout;
+    const DType compute = compute_dtype(dtype);
+    cl_program prog = ctx.program(program_text(dtype, compute, D, DV, k->layout, mask, dropout, vec));
     if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
     if (pass == Pass::Forward && dropout) k->b = create_kernel(prog, "attn_keep_mask");
-    k->a = create_kernel(prog, pass == Pass::Forward ? (layout.bq ? "attn_fwd_tiled" : "attn_fwd") : "attn_bwd_dq");
+    if (dq_layout.bq)
+      k->a = create_kernel(ctx.program(program_text(dtype, compute, D, DV, dq_layout, mask, dropout, vec, true)),
+                           "attn_bwd_dq_tiled");
+    else
+      k->a = create_kernel(prog, pass == Pass::Forward ? (layout.bq ? "attn_fwd_tiled" : "attn_fwd") : "attn_bwd_dq");
   }
   return *k;
 }
@@ -275,8 +320,12 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
     add_tensor(args, dQ, nullptr);
     add_dropout(args, s, compute_dtype(dtype));
-    size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, l.br)), static_cast<size_t>(s.B * s.Hq)};
-    launch_nd(q, k.a, 3, global, local, "attention_backward_dq");
+    const Layout& t = k.dq_layout;
+    const size_t dq_nt = t.bq ? static_cast<size_t>(t.bq / 4 * t.ntc) : nt;
+    const int64_t dq_rows = t.bq ? t.bq : l.br;
+    size_t global[3] = {dq_nt, static_cast<size_t>(ceil_div(s.L, dq_rows)), static_cast<size_t>(s.B * s.Hq)};
+    size_t dq_local[3] = {dq_nt, 1, 1};
+    launch_nd(q, k.a, 3, global, dq_local, "attention_backward_dq");
   }
   if (s.B * s.Hk * s.S > 0 && dK.mem && dV.mem) {
     KernelArgs args(k.b);

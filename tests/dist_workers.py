@@ -8,6 +8,7 @@ PoCL exposes one device that all processes share.
 import datetime
 import os
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -15,6 +16,9 @@ import torch.nn as nn
 from torch.testing import assert_close
 
 import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d backend)
+
+# torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; we test the names CUDA code uses.
+warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
 
 DEV = "ocl:0"
 
@@ -156,6 +160,19 @@ def collectives(rank, world, port):
     for w in works:
         w.wait()
     assert recv.cpu().tolist() == [(R - 1) % W + 0.5] * 3
+
+    # object collectives (torch runs them on cpu tensors: this group serves cpu too)
+    objs = [None] * W
+    dist.all_gather_object(objs, {"rank": R})
+    assert objs == [{"rank": r} for r in range(W)]
+
+    # a subgroup of the first and last rank gets its own instance of this backend
+    sub = dist.new_group([0, W - 1])
+    t = _full(R + 1.0)
+    if R in (0, W - 1):
+        assert isinstance(sub, OclGlooProcessGroup), type(sub)
+        dist.all_reduce(t, group=sub)
+        assert_close(t.cpu(), torch.full((4,), 1.0 + W))
 
     dist.barrier()
     dist.destroy_process_group()

@@ -6,6 +6,8 @@ All ranks share ocl:0 (PoCL has one device) except in the LOCAL_RANK test, which
 """
 import os
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -14,6 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import dist_workers
+from conftest import REPO, _base_env
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch built without distributed/gloo")
@@ -64,6 +67,17 @@ def test_collectives(world):
 
 def test_ddp_matches_single_process():
     _spawn(dist_workers.ddp, 2)
+
+
+def test_example_under_torchrun():
+    """examples/ddp_train.py as torchrun starts it (RANK/LOCAL_RANK/WORLD_SIZE from the environment)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         os.path.join(REPO, "examples", "ddp_train.py"), "--steps", "3"],
+        env=_base_env(), cwd=REPO, capture_output=True, text=True, timeout=DEADLINE_S,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check OK: weights identical on all 2 ranks after 3 steps" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("mode", ["kill", "hang"])

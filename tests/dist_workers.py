@@ -65,6 +65,13 @@ def collectives(rank, world, port):
     t = torch.tensor([R == 0, False], device=DEV)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     assert t.cpu().tolist() == [True, False]
+    # bitwise ops on ints, and the coalesced form (one call for several tensors)
+    t = _full(1 << R, dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.BOR)
+    assert t.cpu().tolist() == [(1 << W) - 1] * 4
+    pair = [_full(R + 1.0, n=2), _full(10.0 * (R + 1), n=3)]
+    dist.all_reduce_coalesced(pair)
+    assert [p.cpu().tolist() for p in pair] == [[float(ranks.sum())] * 2, [10.0 * float(ranks.sum())] * 3]
     # integer AVG truncates (gloo has no AVG: summed, then divided on the host)
     t = _full(R + 1, dtype=torch.int32)
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
@@ -262,7 +269,10 @@ def dead_peer(rank, world, port, result_dir, mode):
 def local_rank_device(rank, world, port):
     _env(rank, world, port)
     torch.ocl.set_device(int(os.environ["LOCAL_RANK"]))
-    dist.init_process_group()
+    dist.init_process_group("ocl_gloo")  # the backend by name: serves cpu tensors too
+    c = torch.ones(2)
+    dist.all_reduce(c)
+    assert c.tolist() == [float(world)] * 2
     t = torch.full((3,), rank + 1.0, device="ocl")
     assert t.device == torch.device("ocl", rank), t.device
     dist.all_reduce(t)

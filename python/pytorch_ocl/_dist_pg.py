@@ -141,20 +141,22 @@ class OclGlooProcessGroup(dist.ProcessGroup):
     # ---- reductions -------------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
-        if opts is None:
-            opts = c10d.AllreduceOptions()
+        return self._allreduce(tensors, opts or c10d.AllreduceOptions(), c10d.AllreduceOptions,
+                               self._gloo.allreduce)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        # Not allreduce on the list: c10d's list form means one same-shaped tensor per local device.
+        return self._allreduce(tensors, opts or c10d.AllreduceCoalescedOptions(), c10d.AllreduceCoalescedOptions,
+                               self._gloo.allreduce_coalesced)
+
+    def _allreduce(self, tensors, opts, opts_class, gloo_fn):
         red = _Reduction(opts.reduceOp, self.size())
         hosts = [_stage(t, copy=red.modifies_input) for t in tensors]
         red.before(hosts)
-        self._gloo.allreduce(hosts, _opts(c10d.AllreduceOptions, opts, reduceOp=red.gloo_op)).wait()
+        gloo_fn(hosts, _opts(opts_class, opts, reduceOp=red.gloo_op)).wait()
         red.after(hosts)
         _copy_back(tensors, hosts)
         return _done(tensors)
-
-    def allreduce_coalesced(self, tensors, opts=None):
-        if opts is None:
-            opts = c10d.AllreduceCoalescedOptions()
-        return self.allreduce(tensors, _opts(c10d.AllreduceOptions, opts, reduceOp=opts.reduceOp))
 
     def reduce(self, tensors, opts=None):
         if opts is None:

@@ -168,6 +168,19 @@ def collectives(rank, world, port):
         w.wait()
     assert recv.cpu().tolist() == [(R - 1) % W + 0.5] * 3
 
+    # functional collectives (what DTensor and traced code use) reach this group through C++
+    import torch.distributed._functional_collectives as funcol
+
+    r = funcol.all_reduce(_full(R + 1.0), "sum", dist.group.WORLD)
+    assert_close(r.cpu(), torch.full((4,), float(ranks.sum())))
+    # Not yet: torch's kernel for this one looks up a C++ backend for ocl, which this group cannot
+    # provide (see _dist_pg.py); it must fail loudly, never hand gloo a device pointer.
+    try:
+        funcol.all_gather_tensor(_full(float(R), n=2), 0, dist.group.WORLD)
+        raise AssertionError("funcol.all_gather_tensor on ocl unexpectedly worked: update the README")
+    except RuntimeError as e:
+        assert "No backend type associated with device type ocl" in str(e), e
+
     # object collectives (torch runs them on cpu tensors: this group serves cpu too)
     objs = [None] * W
     dist.all_gather_object(objs, {"rank": R})

@@ -134,6 +134,13 @@ class OclGlooProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, world_size, timeout):
         super().__init__(rank, world_size)
         self._gloo = dist.ProcessGroupGloo(store, rank, world_size, timeout)
+        # Our methods are what torch's Python API and C++ callers reach (they are overrides), but the
+        # timeout and shutdown helpers look a backend up per device type in the C++ table: list gloo
+        # for cpu. Never for ocl: torch's C++ kernels of the c10d ops that PyProcessGroup does not
+        # forward to Python (e.g. _allgather_base_, used by functional collectives) would then hand
+        # gloo an ocl tensor's device pointer as host memory and crash; unlisted, they raise
+        # "No backend type associated with device type ocl".
+        self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
 
     def getBackendName(self):
         return "ocl_gloo"

@@ -162,6 +162,12 @@ def collectives(rank, world, port):
         r = torch.zeros(5, device=DEV)
         dist.recv(r, src=0)
         assert r.cpu().tolist() == list(range(5))
+    if R == 1:
+        dist.send(_full(42.0, n=2), dst=0)
+    elif R == 0:
+        r = torch.zeros(2, device=DEV)
+        assert dist.recv(r) == 1  # from any source: returns the sender
+        assert r.cpu().tolist() == [42.0, 42.0]
     recv = torch.zeros(6, device=DEV)[::2]  # non-contiguous receive buffer
     works = [dist.isend(_full(R + 0.5, n=3), dst=(R + 1) % W), dist.irecv(recv, src=(R - 1) % W)]
     for w in works:
@@ -225,7 +231,8 @@ def _train(model, x, y, lr=0.1):
 
 def ddp(rank, world, port, per_rank=2):
     """5 SGD steps with DDP on each rank's share equal single-process training on the global batch,
-    once with DDP's built-in allreduce and once through a comm hook (which uses the Work's future)."""
+    once with DDP's built-in allreduce and once through a comm hook (which uses the Work's future)
+    with gradient_as_bucket_view."""
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -237,7 +244,8 @@ def ddp(rank, world, port, per_rank=2):
     models = []
     for hook in (None, default_hooks.allreduce_hook):
         torch.manual_seed(rank)  # different initial weights per rank: DDP must broadcast rank 0's
-        model = DDP(small_cnn().to(DEV))
+        # the hooked run also has the gradients live in DDP's buckets (no copy into .grad)
+        model = DDP(small_cnn().to(DEV), gradient_as_bucket_view=hook is not None)
         if hook is not None:
             model.register_comm_hook(None, hook)
         _train(model, x[:, mine], y[:, mine])

@@ -16,7 +16,9 @@ ProcessGroup (PyProcessGroup), not for Backend, and init_process_group uses a Pr
 backend's creator as the whole group (see torch's test_c10d_pypg.py). A consequence: this group serves
 every device type itself, cpu included, which is what gives `init_process_group()` without a backend
 working cpu collectives too (torch 2.13 maps an undefined backend to the accelerator's backend only).
-C++ callers (DDP's Reducer, _broadcast_coalesced) reach us through PyProcessGroup's virtual overrides;
+With "cpu:gloo,ocl:ocl_gloo" torch first builds a ProcessGroupGloo for cpu and then discards it when
+our group replaces the whole group (its connections stay open until it is collected): harmless, and not
+ours to avoid without patching torch. C++ callers (DDP's Reducer, _broadcast_coalesced) reach us through PyProcessGroup's virtual overrides;
 the public Python API calls our methods by name, including the ones PyProcessGroup does not forward.
 
 Synchronous for this first step: each collective finishes gloo's work and the copy-back before it

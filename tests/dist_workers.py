@@ -266,6 +266,13 @@ def dead_peer(rank, world, port, result_dir, mode):
     """Rank `world - 1` is SIGKILLed (mode "kill") or never joins the collective (mode "hang");
     the others must raise within the 5 s timeout instead of waiting forever."""
     _env(rank, world, port)
+    # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a
+    # loaded machine.
+    open(os.path.join(result_dir, f"ready{rank}"), "w").close()
+    deadline = time.monotonic() + 60
+    while not all(os.path.exists(os.path.join(result_dir, f"ready{r}")) for r in range(world)):
+        assert time.monotonic() < deadline, "ranks did not start"
+        time.sleep(0.05)
     dist.init_process_group(timeout=datetime.timedelta(seconds=5))
     t = _full(1.0)
     dist.all_reduce(t)  # everyone is there once

@@ -168,6 +168,7 @@ def collectives(rank, world, port):
         r = torch.zeros(2, device=DEV)
         assert dist.recv(r) == 1  # from any source: returns the sender
         assert r.cpu().tolist() == [42.0, 42.0]
+    dist.barrier()  # else the ring's message from the last rank could be the one that any-source receive takes
     recv = torch.zeros(6, device=DEV)[::2]  # non-contiguous receive buffer
     works = [dist.isend(_full(R + 0.5, n=3), dst=(R + 1) % W), dist.irecv(recv, src=(R - 1) % W)]
     for w in works:

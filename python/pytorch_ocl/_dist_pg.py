@@ -21,8 +21,9 @@ def _is_ocl(t):
 
 
 def _host_buffer(t):
-    """An uninitialised contiguous pinned host tensor shaped like `t` (receive buffer)."""
-    return torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    """An uninitialised contiguous host tensor shaped like `t`, pinned (from our caching pinned-memory
+    allocator) when it stages an ocl tensor; a cpu tensor's scratch copy needs no device."""
+    return torch.empty(t.shape, dtype=t.dtype, pin_memory=_is_ocl(t))
 
 
 def _stage(t, copy=False):

@@ -77,4 +77,7 @@ def program_cache_stats():
 
 
 register()
+from . import distributed  # noqa: E402  (c10d backend "ocl_gloo" for the ocl device)
+
+distributed.register()
 from . import ops  # noqa: E402,F401  (pytorch_ocl.ops: direct GEMM / convolution kernels)

@@ -77,6 +77,8 @@
   _(custom(1, 0, 1), logical_not,   "logical_not.out",    DT_ALL, basic, ANY, "y0 = x0 == 0;") \
   _(custom(1, 3, 1), nan_to_num,    "nan_to_num.out",     DT_ALL, basic, ANY, \
     "y0 = dl_isnan(x0) ? w0 : (dl_isinf(x0) ? (x0 > 0 ? w1 : w2) : x0);") \
+  /* frexp: y0 the mantissa in self's dtype, y1 the int32 exponent (OpenCL gives 0 for 0, inf, NaN, as glibc) */ \
+  _(custom(1, 0, 2), frexp,         "frexp.Tensor_out",   DT_FLT, basic, ANY, "int e; y0 = frexp(x0, &e); y1 = e;") \
   _(custom(1, 1, 1), round_decimals, "round.decimals_out", DT_FLT, basic, ANY, "y0 = dl_round_decimals(x0, w0);") \
   _(custom(1, 1, 1), polygamma,     "polygamma.out",      DT_ALL, special, ANY, "y0 = dl_polygamma(w0, x0);") \
   _(custom(1, 1, 1), logit,         "logit.out",          DT_ALL, basic, ANY, \
@@ -100,6 +102,8 @@
   _(binary, logaddexp,    "logaddexp.out",            DT_FLT,  basic, ANY, "y0 = dl_logaddexp(x0, x1);") \
   _(binary, logaddexp2,   "logaddexp2.out",           DT_FLT,  basic, ANY, "y0 = dl_logaddexp2(x0, x1);") \
   _(binary, nextafter,    "nextafter.out",            DT_FLT,  basic, ANY, "y0 = dl_nextafter(x0, x1);") \
+  /* heaviside: NaN inputs give 0 (neither == 0 nor > 0), as on the CPU */ \
+  _(binary, heaviside,    "heaviside.out",            DT_ALL,  basic, ANY, "y0 = x0 == 0 ? x1 : (dl_t)(x0 > 0);") \
   _(binary, bitwise_and,  "bitwise_and.Tensor_out",   DT_INTB, basic, ANY, "y0 = x0 & x1;") \
   _(binary, bitwise_or,   "bitwise_or.Tensor_out",    DT_INTB, basic, ANY, "y0 = x0 | x1;") \
   _(binary, bitwise_xor,  "bitwise_xor.Tensor_out",   DT_INTB, basic, ANY, "y0 = x0 ^ x1;") \

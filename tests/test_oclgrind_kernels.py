@@ -376,3 +376,13 @@ def test_fused_attention_dropout():
     o.sum().backward()
     keep = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, None, 0.25, False, True)[8]
     assert torch.isfinite(q.grad.cpu()).all() and keep.shape == (1, 2, 9, 9)
+
+
+# ------------------------------------------------------------------ slice rows, frexp, histc, selection
+def test_pointwise_slices_and_two_outputs():
+    x = rand(5, 7)
+    check(lambda t: torch.frexp(t), x)
+    check(lambda t, v: torch.heaviside(t, v), torch.tensor([0.0, -1.5, 2.0, 0.0, float("nan")]), rand(5))
+    check(lambda a, b: torch.linalg.cross(a, b, dim=0), rand(3, 5, grad=True), rand(3, 1, grad=True))
+    check(lambda a, b: torch.linalg.cross(a.t(), b, dim=1), rand(3, 6), rand(6, 3))
+    check(lambda t: torch.renorm(t, 2, 1, 0.8), rand(4, 6, 3, grad=True))

@@ -48,6 +48,8 @@ CUSTOM = {
     "clamp_min": (lambda x, y: (aten.clamp_min(x, y), aten.clamp_min(x, 0.5)), 2),
     "clamp_max": (lambda x, y: (aten.clamp_max(x, y), aten.clamp_max(x, 0.5)), 2),
     "masked_fill": (lambda x, m: x.clone().masked_fill_(m > 0, 3.0), 2),
+    "linalg_cross": (lambda x, y: _cross3(x, y), 2),
+    "renorm_factor": (lambda x: (aten.renorm(x, 2.0, 0, 0.9), aten.renorm(x, 1.5, -1, 0.5)), 1),
     "relu": (lambda x: aten.relu(x), 1),
     "hardtanh": (lambda x: aten.hardtanh(x, -0.5, 0.7), 1),
     "hardswish": (lambda x: aten.hardswish(x), 1),
@@ -66,12 +68,19 @@ CUSTOM = {
     "glu_backward": (lambda g, x: aten.glu_backward(g[..., : x.shape[-1] // 2], x, -1), 2),
 }
 
+def _cross3(x, y):
+    """linalg_cross of 3-vectors built from the operands along a new last dim (test_cross_renorm.py
+    covers layouts of the 3-dim itself)."""
+    x, y = torch.broadcast_tensors(x, y)
+    return aten.linalg_cross(torch.stack([x, y, x - y], -1), torch.stack([y, x, x], -1))
+
+
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool]
 # Rows whose float64 / narrow-integer code paths differ from the types above.
-FLOAT64_ROWS = {"frexp", "heaviside", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
+FLOAT64_ROWS = {"frexp", "heaviside", "linalg_cross", "renorm_factor", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
                 "add", "sigmoid", "gelu"}
 NARROW_INT_ROWS = {"div_mode", "floor_divide", "remainder", "fmod", "bitwise_left_shift", "bitwise_right_shift",
-                   "pow", "abs", "neg", "sign", "add", "mul", "maximum", "clamp", "bitwise_not"}
+                   "linalg_cross", "pow", "abs", "neg", "sign", "add", "mul", "maximum", "clamp", "bitwise_not"}
 
 
 def base_name(row):

@@ -386,3 +386,10 @@ def test_pointwise_slices_and_two_outputs():
     check(lambda a, b: torch.linalg.cross(a, b, dim=0), rand(3, 5, grad=True), rand(3, 1, grad=True))
     check(lambda a, b: torch.linalg.cross(a.t(), b, dim=1), rand(3, 6), rand(6, 3))
     check(lambda t: torch.renorm(t, 2, 1, 0.8), rand(4, 6, 3, grad=True))
+
+
+def test_histc():
+    x = rand(9, 40)
+    check(lambda t: torch.histc(t.t(), 7, -1, 1), x)  # strided, values outside the range
+    check(lambda t: torch.histc(t, 300), x)  # the data's range, more bins than a work-group
+    check(lambda t: torch.histc(t, 5), x.to(torch.bfloat16))

@@ -283,7 +283,7 @@ static inline dl_t dl_nextafter(dl_t a, dl_t b) {
 // v rounded to output 0's storage precision, for bodies whose CPU kernel rounds intermediate
 // results to a 16-bit dtype (c10::Half / BFloat16 arithmetic rounds after every operation).
 #if DL_IS_FLOAT && DL_Y0_F16
-static inline dl_t dl_round_y0(dl_t v) { return dl_f16_bits_to_float(dl_float_to_f16_bits((float)v)); }
+static inline dl_t dl_round_y0(dl_t v) { return dl_round_to_half((float)v); }
 #elif DL_IS_FLOAT && DL_Y0_BF16
 static inline dl_t dl_round_y0(dl_t v) { return dl_bf16_to_float(dl_float_to_bf16((float)v)); }
 #else

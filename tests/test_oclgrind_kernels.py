@@ -393,3 +393,13 @@ def test_histc():
     check(lambda t: torch.histc(t.t(), 7, -1, 1), x)  # strided, values outside the range
     check(lambda t: torch.histc(t, 300), x)  # the data's range, more bins than a work-group
     check(lambda t: torch.histc(t, 5), x.to(torch.bfloat16))
+
+
+def test_kthvalue_median():
+    x = torch.randint(-4, 4, (5, 37)).float()  # ties: the quickselect's swaps
+    x[1, 3] = float("nan")
+    check(lambda t: torch.kthvalue(t, 9, 1), x)
+    check(lambda t: torch.kthvalue(t, 2, 0), x)
+    check(lambda t: torch.median(t, 1), x.nan_to_num())  # (check() compares without equal_nan)
+    check(lambda t: torch.nanmedian(t.t(), 0), x)
+    check(lambda t: torch.kthvalue(t, 3, 1).values, rand(4, 9, grad=True))

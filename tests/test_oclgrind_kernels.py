@@ -403,3 +403,8 @@ def test_kthvalue_median():
     check(lambda t: torch.median(t, 1), x.nan_to_num())  # (check() compares without equal_nan)
     check(lambda t: torch.nanmedian(t.t(), 0), x)
     check(lambda t: torch.kthvalue(t, 3, 1).values, rand(4, 9, grad=True))
+
+
+def test_unfold_fold():
+    check(lambda t: F.unfold(t, (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)), rand(2, 3, 7, 6, grad=True))
+    check(lambda t: F.fold(t, (7, 6), (2, 3), padding=1), rand(2, 18, 48, grad=True))

@@ -10,17 +10,6 @@ inline ushort dl_float_to_bf16(float f) {
   return (ushort)(u >> 16);
 }
 
-// f rounded to the nearest half-precision value (ties to even; subnormals, overflow to inf), as a
-// float: c10::Half arithmetic's rounding, by bit arithmetic alone (no private-pointer builtins,
-// which Oclgrind cannot check).
-inline float dl_round_to_half(float f) {
-  if (isnan(f) || isinf(f)) return f;
-  if (fabs(f) < 6.103515625e-05f) return rint(f * 16777216.0f) * 5.9604644775390625e-08f;  // multiples of 2^-24
-  uint u = as_uint(f);
-  float r = as_float((u + 0x0fffu + ((u >> 13) & 1u)) & ~0x1fffu);
-  return fabs(r) > 65504.0f ? copysign(INFINITY, f) : r;
-}
-
 typedef struct { int v[8]; } dl_dims32;
 typedef struct { long v[8]; } dl_dims64;
 

@@ -248,6 +248,17 @@ __kernel void dl_index_isin(ulong n, __global const DL_T* elements, ulong elemen
 // rounds every step to half / bfloat16 as c10::Half / BFloat16 operators do. x == hi goes to the
 // last bin; the clamp only keeps rounding from writing outside counts. uint atomics (core 1.1):
 // the host launches at most 2^31 elements per call.
+// f rounded to the nearest half-precision value (ties to even; subnormals, overflow to inf), as a
+// float, by bit arithmetic alone (no private-pointer builtins, which Oclgrind cannot check). The
+// same function is in pointwise.cl: not in common.cl, whose every change rebuilds every program.
+inline float dl_round_to_half(float f) {
+  if (isnan(f) || isinf(f)) return f;
+  if (fabs(f) < 6.103515625e-05f) return rint(f * 16777216.0f) * 5.9604644775390625e-08f;  // multiples of 2^-24
+  uint u = as_uint(f);
+  float r = as_float((u + 0x0fffu + ((u >> 13) & 1u)) & ~0x1fffu);
+  return fabs(r) > 65504.0f ? copysign(INFINITY, f) : r;
+}
+
 inline DL_ACC dl_histc_round(DL_ACC v, int round16) {
   if (round16 == 1) return dl_round_to_half((float)v);
   if (round16 == 2) return dl_bf16_to_float(dl_float_to_bf16((float)v));

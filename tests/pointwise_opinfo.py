@@ -20,11 +20,11 @@ FAMILIES = {
     "unary": """abs neg sign sgn exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan asin acos
         atan sinh cosh tanh asinh acosh atanh sigmoid logit erf erfc erfinv lgamma digamma polygamma floor ceil
         round trunc frac isnan isinf isfinite isposinf isneginf nan_to_num signbit bitwise_not logical_not square
-        positive""",
+        positive frexp""",
     "binary": """add sub rsub mul div true_divide floor_divide remainder fmod pow float_power atan2 hypot copysign
         maximum minimum fmax fmin logaddexp logaddexp2 xlogy eq ne lt le gt ge logical_and logical_or logical_xor
         bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift isclose __radd__ __rsub__ __rmul__
-        __rdiv__ __rpow__""",
+        __rdiv__ __rpow__ heaviside""",
     "ternary": "where lerp addcmul addcdiv clamp clamp_min clamp_max masked_fill nextafter",
     "activation": """nn.functional.relu nn.functional.relu6 nn.functional.leaky_relu nn.functional.elu
         nn.functional.selu nn.functional.celu nn.functional.gelu nn.functional.silu nn.functional.mish

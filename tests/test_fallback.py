@@ -7,9 +7,9 @@ from torch.testing import assert_close
 
 import pytorch_ocl
 
-# The stand-in for "an op without an ocl kernel": renorm (functional, out= and in-place forms;
-# 2-D inputs). Rows whose L1 norm exceeds MAXNORM are scaled down.
-MAXNORM = 5.0
+# The stand-ins for "an op without an ocl kernel" (change them here when they get kernels):
+# i0 (the modified Bessel function; functional, out= and in-place forms) and mode (values and
+# indices).
 
 
 @pytest.fixture
@@ -34,18 +34,18 @@ def test_strict_flag_roundtrip():
 def test_strict_raises_not_implemented_naming_the_op():
     x = torch.randn(2, 5).to("ocl")
     with pytest.raises(NotImplementedError) as info:
-        torch.renorm(x, 1, 0, MAXNORM)
-    assert "aten::renorm" in str(info.value)
+        torch.i0(x)
+    assert "aten::i0" in str(info.value)
     assert "ocl" in str(info.value)
-    with pytest.raises(NotImplementedError, match="kthvalue"):
-        torch.kthvalue(x, 2)
+    with pytest.raises(NotImplementedError, match="aten::mode"):
+        torch.mode(x, 1)
 
 
 def test_strict_does_not_count():
     pytorch_ocl.reset_fallback_stats()
     x = torch.randn(2, 5).to("ocl")
     with pytest.raises(NotImplementedError):
-        torch.renorm(x, 1, 0, MAXNORM)
+        torch.i0(x)
     assert pytorch_ocl.fallback_stats() == {}
 
 
@@ -54,42 +54,42 @@ def test_non_strict_warns_once_and_counts(non_strict):
     x = cpu.to("ocl")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        y1 = torch.renorm(x, 1, 0, MAXNORM)
-        y2 = torch.renorm(x, 1, 0, MAXNORM)
-        y3 = x.renorm(1, 0, MAXNORM)
-    msgs = [str(w.message) for w in caught if "renorm" in str(w.message)]
+        y1 = torch.i0(x)
+        y2 = torch.i0(x)
+        y3 = x.i0()
+    msgs = [str(w.message) for w in caught if "aten::i0" in str(w.message)]
     assert len(msgs) == 1, msgs
-    assert issubclass([w for w in caught if "renorm" in str(w.message)][0].category, UserWarning)
-    assert "aten::renorm" in msgs[0] and "CPU" in msgs[0]
+    assert issubclass([w for w in caught if "aten::i0" in str(w.message)][0].category, UserWarning)
+    assert "CPU" in msgs[0]
     for y in (y1, y2, y3):
         assert y.device.type == "ocl"
-        assert_close(y.cpu(), torch.renorm(cpu, 1, 0, MAXNORM))
+        assert_close(y.cpu(), torch.i0(cpu))
     stats = pytorch_ocl.fallback_stats()
-    keys = [k for k in stats if k.startswith("aten::renorm")]
+    keys = [k for k in stats if k.startswith("aten::i0")]
     assert len(keys) == 1, stats
     assert stats[keys[0]] == 3
     assert torch.ocl.fallback_stats() == stats
 
 
-def test_non_strict_kthvalue_values_correct(non_strict):
-    cpu = torch.randn(5, 9)
+def test_non_strict_values_and_indices_correct(non_strict):
+    cpu = torch.randint(0, 4, (5, 9)).float()
     x = cpu.to("ocl")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        values, indices = torch.kthvalue(x, 3, dim=1)
-    assert any("kthvalue" in str(w.message) for w in caught)
-    ref_v, ref_i = torch.kthvalue(cpu, 3, dim=1)
+        values, indices = torch.mode(x, dim=1)
+    assert any("aten::mode" in str(w.message) for w in caught)
+    ref_v, ref_i = torch.mode(cpu, dim=1)
     assert values.device.type == "ocl" and indices.device.type == "ocl"
     assert_close(values.cpu(), ref_v)
     assert_close(indices.cpu(), ref_i)
-    assert any(k.startswith("aten::kthvalue") for k in pytorch_ocl.fallback_stats())
+    assert any(k.startswith("aten::mode") for k in pytorch_ocl.fallback_stats())
 
 
 def test_reset_fallback_stats(non_strict):
     x = torch.randn(2, 4).to("ocl")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.renorm(x, 1, 0, MAXNORM)
+        torch.i0(x)
     assert pytorch_ocl.fallback_stats()
     pytorch_ocl.reset_fallback_stats()
     assert pytorch_ocl.fallback_stats() == {}
@@ -118,12 +118,12 @@ def test_non_strict_in_fresh_process_default(run_py):
         import warnings, torch, pytorch_ocl
         warnings.simplefilter("always")
         print(pytorch_ocl.is_strict())
-        x = torch.tensor([[3.0, 1.0, 2.0], [30.0, 10.0, 20.0]]).to("ocl")
+        x = torch.tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]]).to("ocl")
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            y = torch.renorm(x, 1, 0, 6.0)
-            y = torch.renorm(x, 1, 0, 6.0)
-        print(sum("renorm" in str(m.message) for m in w))
+            y = torch.i0(x)
+            y = torch.i0(x)
+        print(sum("aten::i0" in str(m.message) for m in w))
         print(y.device, y.cpu().tolist())
         print(pytorch_ocl.fallback_stats())
         """,
@@ -132,8 +132,8 @@ def test_non_strict_in_fresh_process_default(run_py):
     lines = proc.stdout.splitlines()
     assert lines[0] == "False"
     assert lines[1] == "1"
-    assert lines[2].startswith("ocl:0 [[3.0, 1.0, 2.0], [")  # row 0 is within the max norm, row 1 is scaled
-    assert "'aten::renorm" in lines[3] and ": 2" in lines[3]
+    assert lines[2] == "ocl:0 " + str(torch.i0(torch.tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]])).tolist())
+    assert "'aten::i0" in lines[3] and ": 2" in lines[3]
 
 
 def test_strict_env_zero_means_off(run_py):
@@ -166,10 +166,10 @@ def test_non_strict_fallback_out_inplace_and_views(non_strict):
         warnings.simplefilter("ignore")
         # out= on the device
         out = torch.empty(3, 4, device="ocl")
-        torch.renorm(d, 1, 1, MAXNORM, out=out)
+        torch.i0(d, out=out)
         # in-place on a non-contiguous view: the CPU result is written back into the view
         v = d.clone()
-        v[:, 1::2].renorm_(1, 0, MAXNORM)
+        v[:, 1::2].i0_()
         # ops returning Python values and index tensors
         same = torch.equal(d, cpu.to("ocl"))
         differ = torch.equal(d, (cpu + 1).to("ocl"))
@@ -177,9 +177,9 @@ def test_non_strict_fallback_out_inplace_and_views(non_strict):
         picked = d[idx]
         put = d.clone()
         put[idx] = -1.0
-    assert_close(out.cpu(), torch.renorm(cpu, 1, 1, MAXNORM))
+    assert_close(out.cpu(), torch.i0(cpu))
     ref = cpu.clone()
-    ref[:, 1::2].renorm_(1, 0, MAXNORM)
+    ref[:, 1::2].i0_()
     assert_close(v.cpu(), ref)
     assert same is True and differ is False
     assert picked.device.type == "ocl"
@@ -188,5 +188,5 @@ def test_non_strict_fallback_out_inplace_and_views(non_strict):
     ref_put[[0, 2]] = -1.0
     assert_close(put.cpu(), ref_put)
     stats = pytorch_ocl.fallback_stats()
-    assert any(k.startswith("aten::renorm") for k in stats)
+    assert any(k.startswith("aten::i0") for k in stats)
     assert any(k.startswith("aten::equal") for k in stats)

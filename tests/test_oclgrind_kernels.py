@@ -388,3 +388,35 @@ def test_fused_attention_dropout():
     o.sum().backward()
     keep = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, None, 0.25, False, True)[8]
     assert torch.isfinite(q.grad.cpu()).all() and keep.shape == (1, 2, 9, 9)
+
+
+# ------------------------------------------------------------------ slice rows, frexp, histc, selection
+def test_pointwise_slices_and_two_outputs():
+    x = rand(5, 7)
+    check(lambda t: torch.frexp(t), x)
+    check(lambda t, v: torch.heaviside(t, v), torch.tensor([0.0, -1.5, 2.0, 0.0, float("nan")]), rand(5))
+    check(lambda a, b: torch.linalg.cross(a, b, dim=0), rand(3, 5, grad=True), rand(3, 1, grad=True))
+    check(lambda a, b: torch.linalg.cross(a.t(), b, dim=1), rand(3, 6), rand(6, 3))
+    check(lambda t: torch.renorm(t, 2, 1, 0.8), rand(4, 6, 3, grad=True))
+
+
+def test_histc():
+    x = rand(9, 40)
+    check(lambda t: torch.histc(t.t(), 7, -1, 1), x)  # strided, values outside the range
+    check(lambda t: torch.histc(t, 300), x)  # the data's range, more bins than a work-group
+    check(lambda t: torch.histc(t, 5), x.to(torch.bfloat16))
+
+
+def test_kthvalue_median():
+    x = torch.randint(-4, 4, (5, 37)).float()  # ties: the quickselect's swaps
+    x[1, 3] = float("nan")
+    check(lambda t: torch.kthvalue(t, 9, 1), x)
+    check(lambda t: torch.kthvalue(t, 2, 0), x)
+    check(lambda t: torch.median(t, 1), x.nan_to_num())  # (check() compares without equal_nan)
+    check(lambda t: torch.nanmedian(t.t(), 0), x)
+    check(lambda t: torch.kthvalue(t, 3, 1).values, rand(4, 9, grad=True))
+
+
+def test_unfold_fold():
+    check(lambda t: F.unfold(t, (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)), rand(2, 3, 7, 6, grad=True))
+    check(lambda t: F.fold(t, (7, 6), (2, 3), padding=1), rand(2, 18, 48, grad=True))

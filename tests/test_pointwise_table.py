@@ -31,6 +31,7 @@ CUSTOM = {
     "logical_not": (lambda x: aten.logical_not(x), 1),
     "nan_to_num": (lambda x: aten.nan_to_num(x, 0.5, 2.0, -2.0), 1),
     "round_decimals": (lambda x: aten.round(x, decimals=2), 1),
+    "frexp": (lambda x: aten.frexp(x), 1),
     "polygamma": (lambda x: aten.polygamma(2, x), 1),
     "logit": (lambda x: aten.logit(x, 0.1), 1),
     "logit_backward": (lambda g, x: aten.logit_backward(g, x, 0.1), 2),
@@ -47,6 +48,8 @@ CUSTOM = {
     "clamp_min": (lambda x, y: (aten.clamp_min(x, y), aten.clamp_min(x, 0.5)), 2),
     "clamp_max": (lambda x, y: (aten.clamp_max(x, y), aten.clamp_max(x, 0.5)), 2),
     "masked_fill": (lambda x, m: x.clone().masked_fill_(m > 0, 3.0), 2),
+    "linalg_cross": (lambda x, y: _cross3(x, y), 2),
+    "renorm_factor": (lambda x: (aten.renorm(x, 2.0, 0, 0.9), aten.renorm(x, 1.5, -1, 0.5)), 1),
     "relu": (lambda x: aten.relu(x), 1),
     "hardtanh": (lambda x: aten.hardtanh(x, -0.5, 0.7), 1),
     "hardswish": (lambda x: aten.hardswish(x), 1),
@@ -65,12 +68,19 @@ CUSTOM = {
     "glu_backward": (lambda g, x: aten.glu_backward(g[..., : x.shape[-1] // 2], x, -1), 2),
 }
 
+def _cross3(x, y):
+    """linalg_cross of 3-vectors built from the operands along a new last dim (test_cross_renorm.py
+    covers layouts of the 3-dim itself)."""
+    x, y = torch.broadcast_tensors(x, y)
+    return aten.linalg_cross(torch.stack([x, y, x - y], -1), torch.stack([y, x, x], -1))
+
+
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool]
 # Rows whose float64 / narrow-integer code paths differ from the types above.
-FLOAT64_ROWS = {"exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
+FLOAT64_ROWS = {"frexp", "heaviside", "linalg_cross", "renorm_factor", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
                 "add", "sigmoid", "gelu"}
 NARROW_INT_ROWS = {"div_mode", "floor_divide", "remainder", "fmod", "bitwise_left_shift", "bitwise_right_shift",
-                   "pow", "abs", "neg", "sign", "add", "mul", "maximum", "clamp", "bitwise_not"}
+                   "linalg_cross", "pow", "abs", "neg", "sign", "add", "mul", "maximum", "clamp", "bitwise_not"}
 
 
 def base_name(row):
@@ -317,7 +327,7 @@ def test_float_special_values():
     check(lambda x: torch.polygamma(1, x), [v[v != -1]])
     for fn in (torch.maximum, torch.fmax, torch.minimum, torch.fmin, torch.logaddexp, torch.xlogy, torch.nextafter,
                torch.remainder, torch.fmod, lambda x, y: torch.div(x, y, rounding_mode="floor"), torch.pow,
-               torch.atan2, torch.copysign, torch.hypot):
+               torch.atan2, torch.copysign, torch.hypot, torch.heaviside):
         for dt in (torch.float32, torch.bfloat16, torch.float16):
             check(fn, [v.to(dt), w.to(dt)])
 
@@ -354,3 +364,28 @@ def test_silu_backward_is_one_kernel():
         torch.ocl.synchronize()
     assert [r["kernel"] for r in prof.summary()] == ["silu_backward"]
     torch.testing.assert_close(gx.cpu(), aten.silu_backward(g.cpu(), x.detach().cpu()))
+
+
+def test_frexp_special_values_and_out():
+    v = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.75, 1024.0, float("inf"), float("-inf"), float("nan"), 1e-30, 3.5,
+                      -2.5, 6e4])
+    for dt in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        check(torch.frexp, [v.to(dt)])
+    # out= non-contiguous outputs of the right dtypes; wrong dtypes raise as on the CPU
+    x = make((4, 6), torch.float32, 0)
+    m, e = torch.empty(6, 4, device="ocl").t(), torch.empty(6, 4, dtype=torch.int32, device="ocl").t()
+    torch.frexp(x.to("ocl"), out=(m, e))
+    em, ee = torch.frexp(x)
+    torch.testing.assert_close(m.cpu(), em)
+    torch.testing.assert_close(e.cpu(), ee)
+    check(lambda t: torch.frexp(t, out=(torch.empty_like(t), torch.empty_like(t, dtype=torch.int64))), [x])
+    check(lambda t: torch.frexp(t, out=(torch.empty_like(t, dtype=torch.float64), torch.empty_like(t, dtype=torch.int32))), [x])
+    check(torch.frexp, [torch.arange(4)])  # integer input: the CPU's RuntimeError
+
+
+def test_heaviside_dtype_rules():
+    x = make((4, 6), torch.float32, 0)
+    check(torch.heaviside, [x, x.double()])  # different dtypes raise, as on the CPU
+    check(lambda a, b: torch.heaviside(a, b, out=torch.empty_like(a, dtype=torch.float64)), [x, x])
+    z = torch.tensor([0.0, -0.0, 2.0, -2.0, float("nan"), float("inf")])
+    check(torch.heaviside, [z, torch.full_like(z, 0.5)])

@@ -17,8 +17,17 @@ namespace pytorch_ocl {
 namespace {
 
 // The kinds' runners (PwForms): `out` undefined allocates the result.
+// heaviside's meta() checks: no type promotion, so differing dtypes are an error.
+void heaviside_check(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(!self.is_complex() && !other.is_complex() && (!out.defined() || !out.is_complex()),
+              "heaviside is not yet implemented for complex tensors.");
+  TORCH_CHECK(self.dtype() == other.dtype() && (!out.defined() || out.dtype() == self.dtype()),
+              "heaviside is not yet implemented for tensors with different dtypes.");
+}
+
 template <PwId Id>
 at::Tensor binary_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  if (Id == PW_heaviside) heaviside_check(out, self, other);
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);

@@ -77,6 +77,11 @@
   _(custom(1, 0, 1), logical_not,   "logical_not.out",    DT_ALL, basic, ANY, "y0 = x0 == 0;") \
   _(custom(1, 3, 1), nan_to_num,    "nan_to_num.out",     DT_ALL, basic, ANY, \
     "y0 = dl_isnan(x0) ? w0 : (dl_isinf(x0) ? (x0 > 0 ? w1 : w2) : x0);") \
+  /* frexp: y0 the mantissa in self's dtype, y1 the int32 exponent (0 for 0, inf, NaN, as glibc); */ \
+  /* ilogb + ldexp (exact) rather than frexp(x, &e): Oclgrind cannot check a builtin's private pointer */ \
+  _(custom(1, 0, 2), frexp,         "frexp.Tensor_out",   DT_FLT, basic, ANY, \
+    "if (x0 == 0 || isinf(x0) || isnan(x0)) { y0 = x0; y1 = 0; }" \
+    "else { int e = ilogb(x0) + 1; y0 = ldexp(x0, -e); y1 = e; }") \
   _(custom(1, 1, 1), round_decimals, "round.decimals_out", DT_FLT, basic, ANY, "y0 = dl_round_decimals(x0, w0);") \
   _(custom(1, 1, 1), polygamma,     "polygamma.out",      DT_ALL, special, ANY, "y0 = dl_polygamma(w0, x0);") \
   _(custom(1, 1, 1), logit,         "logit.out",          DT_ALL, basic, ANY, \
@@ -100,6 +105,8 @@
   _(binary, logaddexp,    "logaddexp.out",            DT_FLT,  basic, ANY, "y0 = dl_logaddexp(x0, x1);") \
   _(binary, logaddexp2,   "logaddexp2.out",           DT_FLT,  basic, ANY, "y0 = dl_logaddexp2(x0, x1);") \
   _(binary, nextafter,    "nextafter.out",            DT_FLT,  basic, ANY, "y0 = dl_nextafter(x0, x1);") \
+  /* heaviside: NaN inputs give 0 (neither == 0 nor > 0), as on the CPU */ \
+  _(binary, heaviside,    "heaviside.out",            DT_ALL,  basic, ANY, "y0 = x0 == 0 ? x1 : (dl_t)(x0 > 0);") \
   _(binary, bitwise_and,  "bitwise_and.Tensor_out",   DT_INTB, basic, ANY, "y0 = x0 & x1;") \
   _(binary, bitwise_or,   "bitwise_or.Tensor_out",    DT_INTB, basic, ANY, "y0 = x0 | x1;") \
   _(binary, bitwise_xor,  "bitwise_xor.Tensor_out",   DT_INTB, basic, ANY, "y0 = x0 ^ x1;") \
@@ -135,7 +142,15 @@
   _(custom(1, 2, 1), clamp_scalar, "clamp.out",      DT_NUM, basic, ANY, "y0 = dl_minimum(dl_maximum(x0, w0), w1);") \
   _(custom(2, 0, 1), clamp_min, "clamp_min",        DT_ALL, basic, ANY, "y0 = dl_maximum(x0, x1);") \
   _(custom(2, 0, 1), clamp_max, "clamp_max",        DT_ALL, basic, ANY, "y0 = dl_minimum(x0, x1);") \
-  _(custom(3, 0, 1), masked_fill, "masked_fill_",   DT_ALL, basic, ANY, "y0 = x1 != 0 ? x2 : x0;")
+  _(custom(3, 0, 1), masked_fill, "masked_fill_",   DT_ALL, basic, ANY, "y0 = x1 != 0 ? x2 : x0;") \
+  /* rows over the slices of one dim (PointwiseSlices.cpp): x0..x2 = a[0..2], x3..x5 = b[0..2]; */ \
+  /* 16-bit products rounded as the CPU's Half arithmetic */ \
+  _(custom(6, 0, 3), linalg_cross, "linalg_cross.out", DT_NUM, basic, ANY, \
+    "y0 = dl_round_y0(x1 * x5) - dl_round_y0(x2 * x4); y1 = dl_round_y0(x2 * x3) - dl_round_y0(x0 * x5);" \
+    "y2 = dl_round_y0(x0 * x4) - dl_round_y0(x1 * x3);") \
+  /* renorm's scale factor from a slice's norm x0 (w0 = maxnorm), the CPU's formula */ \
+  _(custom(1, 1, 1), renorm_factor, "renorm.out", DT_FLT, basic, ANY, \
+    "y0 = x0 > w0 ? w0 / (x0 + (dl_t)1e-7) : (dl_t)1;")
 
 #define OCL_POINTWISE_ACTIVATION(_) \
   _(act1, leaky_relu,  "leaky_relu.out",  DT_FLT, basic, ANY, "y0 = x0 > 0 ? x0 : x0 * w0;") \

@@ -1,6 +1,6 @@
 // Unary rows of the pointwise table: the unary / unary_float / unary_bool wrapper templates and
 // the few unary ops with their own signature (isnan, logical_not, nan_to_num, round(decimals),
-// polygamma, logit).
+// polygamma, logit, frexp).
 #include "aten/PointwiseTable.h"
 #include "core/TensorUtils.h"
 
@@ -10,6 +10,7 @@
 #include <c10/util/BFloat16.h>
 
 #include <limits>
+#include <tuple>
 #include <optional>
 
 namespace pytorch_ocl {
@@ -90,6 +91,25 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
   return out;
 }
 
+// frexp: two outputs of different dtypes (mantissa like self, int32 exponent), CPU's checks.
+std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
+  TORCH_CHECK(mantissa.dtype() == self.dtype(), "torch.frexp() expects mantissa to have dtype ", self.dtype(),
+              " but got ", mantissa.dtype());
+  TORCH_CHECK(exponent.dtype() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
+              exponent.dtype());
+  pw_check_dtype(PW_frexp, self.scalar_type());
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(mantissa)
+                  .add_output(exponent)
+                  .add_const_input(self)
+                  .check_all_same_dtype(false)
+                  .set_check_mem_overlap(true)
+                  .build();
+  pw_launch(PW_frexp, iter, self.scalar_type(), {});
+  return {mantissa, exponent};
+}
+
 at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
   if (decimals == 0) return OCL_PW_FORMS(unary_run<PW_round>)::out(self, out);
   pw_check_dtype(PW_round_decimals, self.scalar_type());
@@ -146,6 +166,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_isnan, "isnan", TORCH_FN(isnan));
   pw_impl(m, PW_logical_not, "logical_not.out", TORCH_FN(logical_not_out));
   pw_impl(m, PW_nan_to_num, "nan_to_num.out", TORCH_FN(nan_to_num_out));
+  pw_impl(m, PW_frexp, "frexp.Tensor_out", TORCH_FN(frexp_out));
   pw_impl(m, PW_round_decimals, "round.decimals_out", TORCH_FN(round_decimals_out));
   pw_impl(m, PW_polygamma, "polygamma.out", TORCH_FN(polygamma_out));
   pw_impl(m, PW_logit, "logit", TORCH_FN(logit));

@@ -241,3 +241,41 @@ __kernel void dl_index_isin(ulong n, __global const DL_T* elements, ulong elemen
   }
   out[out_off + i] = found != (invert != 0);
 }
+
+// histc: counts[bin] += 1 for elements start .. start + n of x (row-major over `sizes`, at
+// `strides`) lying in [lo, hi] (NaN never does). The bin is the CPU's linear formula,
+// (x - lo) * bins / (hi - lo) truncated, evaluated in the input's own arithmetic: round16 = 1 / 2
+// rounds every step to half / bfloat16 as c10::Half / BFloat16 operators do. x == hi goes to the
+// last bin; the clamp only keeps rounding from writing outside counts. uint atomics (core 1.1):
+// the host launches at most 2^31 elements per call.
+// f rounded to the nearest half-precision value (ties to even; subnormals, overflow to inf), as a
+// float, by bit arithmetic alone (no private-pointer builtins, which Oclgrind cannot check). The
+// same function is in pointwise.cl: not in common.cl, whose every change rebuilds every program.
+inline float dl_round_to_half(float f) {
+  if (isnan(f) || isinf(f)) return f;
+  if (fabs(f) < 6.103515625e-05f) return rint(f * 16777216.0f) * 5.9604644775390625e-08f;  // multiples of 2^-24
+  uint u = as_uint(f);
+  float r = as_float((u + 0x0fffu + ((u >> 13) & 1u)) & ~0x1fffu);
+  return fabs(r) > 65504.0f ? copysign(INFINITY, f) : r;
+}
+
+inline DL_ACC dl_histc_round(DL_ACC v, int round16) {
+  if (round16 == 1) return dl_round_to_half((float)v);
+  if (round16 == 2) return dl_bf16_to_float(dl_float_to_bf16((float)v));
+  return v;
+}
+
+__kernel void dl_index_histc(ulong start, ulong n, int rank, dl_dims64 sizes, dl_dims64 strides, __global const DL_T* x,
+                             ulong x_off, DL_ACC lo, DL_ACC hi, long bins, int round16, __global uint* counts,
+                             ulong counts_off) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  long off, unused1, unused2;
+  dl_row_offsets3(start + i, rank, sizes, strides, strides, strides, &off, &unused1, &unused2);
+  DL_ACC v = DL_LOAD(x, (long)x_off + off);
+  if (!(v >= lo && v <= hi)) return;
+  DL_ACC scaled = dl_histc_round(dl_histc_round(v - lo, round16) * dl_histc_round((DL_ACC)bins, round16), round16);
+  long pos = (long)dl_histc_round(scaled / dl_histc_round(hi - lo, round16), round16);
+  pos = pos >= bins ? bins - 1 : (pos < 0 ? 0 : pos);
+  atomic_inc(counts + counts_off + pos);
+}

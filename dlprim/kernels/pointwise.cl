@@ -279,3 +279,23 @@ static inline dl_t dl_nextafter(dl_t a, dl_t b) {
 #endif
 }
 #endif
+
+// f rounded to the nearest half-precision value, as a float (the same function as in index.cl;
+// see there).
+static inline float dl_round_to_half(float f) {
+  if (isnan(f) || isinf(f)) return f;
+  if (fabs(f) < 6.103515625e-05f) return rint(f * 16777216.0f) * 5.9604644775390625e-08f;  // multiples of 2^-24
+  uint u = as_uint(f);
+  float r = as_float((u + 0x0fffu + ((u >> 13) & 1u)) & ~0x1fffu);
+  return fabs(r) > 65504.0f ? copysign(INFINITY, f) : r;
+}
+
+// v rounded to output 0's storage precision, for bodies whose CPU kernel rounds intermediate
+// results to a 16-bit dtype (c10::Half / BFloat16 arithmetic rounds after every operation).
+#if DL_IS_FLOAT && DL_Y0_F16
+static inline dl_t dl_round_y0(dl_t v) { return dl_round_to_half((float)v); }
+#elif DL_IS_FLOAT && DL_Y0_BF16
+static inline dl_t dl_round_y0(dl_t v) { return dl_bf16_to_float(dl_float_to_bf16((float)v)); }
+#else
+#define dl_round_y0(v) (v)
+#endif

@@ -59,3 +59,42 @@ __kernel void dl_bitonic_local(__global ulong* keys, ulong ko, __global long* va
   vals[vo + base + lid] = lv[lid];
   vals[vo + base + lid + wg] = lv[lid + wg];
 }
+
+// kthvalue: the CPU's quick_select_template (ATen/native/SortingUtils.h) on each row, one
+// work-item a row, in place on the row's keys and positions, so that ties end where the CPU's do;
+// afterwards element k (0-based) of the row is the k-th smallest. The CPU's comparator "x > y, or
+// x NaN and y not" is plain key order (NaN keys are the largest, all equal). The median-of-three
+// pivot bounds both scans; the explicit bounds only keep them inside the row regardless.
+__kernel void dl_quickselect(__global ulong* keys, ulong ko, __global long* vals, ulong vo, ulong rows, long n,
+                             long k) {
+  ulong r = get_global_id(0);
+  if (r >= rows) return;
+  __global ulong* key = keys + ko + r * (ulong)n;
+  __global long* val = vals + vo + r * (ulong)n;
+#define DL_QS_SWAP(a, b) { long a_ = (a), b_ = (b); ulong tk = key[a_]; key[a_] = key[b_]; key[b_] = tk; \
+                           long tv = val[a_]; val[a_] = val[b_]; val[b_] = tv; }
+  long lo = 0, hi = n - 1;
+  for (;;) {
+    if (hi <= lo) return;
+    if (hi == lo + 1) {
+      if ((key[lo] > key[hi])) DL_QS_SWAP(lo, hi);
+      return;
+    }
+    DL_QS_SWAP(lo + (hi - lo) / 2, lo + 1);  // median of three as pivot
+    if ((key[lo + 1] > key[hi])) DL_QS_SWAP(lo + 1, hi);
+    if ((key[lo] > key[hi])) DL_QS_SWAP(lo, hi);
+    if ((key[lo + 1] > key[lo])) DL_QS_SWAP(lo + 1, lo);
+    long i = lo + 1, j = hi;
+    ulong piv = key[lo];
+    for (;;) {
+      do ++i; while (i < hi && (piv > key[i]));
+      do --j; while (j > lo && (key[j] > piv));
+      if (j < i) break;
+      DL_QS_SWAP(i, j);
+    }
+    DL_QS_SWAP(lo, j);
+    if (j <= k) lo = i;
+    if (j >= k) hi = j - 1;
+  }
+#undef DL_QS_SWAP
+}

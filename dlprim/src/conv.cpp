@@ -417,4 +417,18 @@ void conv2d_backward_weight(const Context& ctx, cl_command_queue q, const ConvSh
   detail::gemm_backward_weight(ctx, q, s, dtype, x, dy, dw, ws, ws_offset);
 }
 
+void conv_im2col(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                 cl_mem cols, uint64_t cols_offset) {
+  check(ctx, s, dtype);
+  if (s.N * s.C * s.KH * s.KW * s.OH * s.OW == 0) return;
+  launch_im2col(ctx, q, s, dtype, x, 0, s.N, cols, cols_offset, cols_plan(ctx, s, dtype));
+}
+
+void conv_col2im(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, cl_mem cols,
+                 uint64_t cols_offset, const ConvTensor& dx) {
+  check(ctx, s, dtype);
+  if (s.N * s.C * s.H * s.W == 0) return;
+  launch_col2im(ctx, q, s, dtype, cols, cols_offset, dx, 0, s.N);
+}
+
 } // namespace dlprim

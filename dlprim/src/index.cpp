@@ -161,4 +161,20 @@ void index_isin(const Context& ctx, cl_command_queue q, DType t, uint64_t n, Dev
   launch_1d(q, k.kernel, n, ctx.work_group_size(256));
 }
 
+void index_histc(const Context& ctx, cl_command_queue q, const RowMajorShape& shape, const StridedOperand& x,
+                 uint64_t start, uint64_t n, double lo, double hi, int64_t bins, int round16, DevPtr counts) {
+  if (n == 0) return;
+  TypedKernel k = typed_kernel(ctx, "index", x.dtype, "dl_index_histc");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  KernelArgs a(k.kernel);
+  a.add<cl_ulong>(start).add<cl_ulong>(n).add<cl_int>(shape.rank);
+  add_dims(a, shape.sizes, shape.rank);
+  add_dims(a, x.strides, shape.rank);
+  a.add(x.mem).add<cl_ulong>(x.offset);
+  add_acc(a, x.dtype, lo);
+  add_acc(a, x.dtype, hi);
+  a.add<cl_long>(bins).add<cl_int>(round16).add(counts.mem).add<cl_ulong>(counts.offset);
+  launch_1d(q, k.kernel, n, ctx.work_group_size(256));
+}
+
 } // namespace dlprim

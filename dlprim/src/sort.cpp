@@ -11,7 +11,7 @@ namespace {
 
 struct Kernels {
   std::mutex m;
-  cl_kernel step = nullptr, local = nullptr;
+  cl_kernel step = nullptr, local = nullptr, select = nullptr;
   size_t wg = 0;  // work-group size of the local kernel (a power of two)
 };
 
@@ -29,10 +29,10 @@ uint64_t next_pow2(uint64_t n) {
   return p;
 }
 
-void sort_pairs(const Context& ctx, cl_command_queue q, cl_mem keys, uint64_t ko, cl_mem vals, uint64_t vo,
-                uint64_t n_segments, uint64_t seg, bool descending) {
-  if (seg & (seg - 1)) throw Error("sort_pairs: segment length must be a power of two");
-  if (seg <= 1 || n_segments == 0) return;
+namespace {
+
+// The sort program's kernels for ctx (built once); launches lock the returned mutex.
+Kernels* sort_kernels(const Context& ctx) {
   static std::mutex map_mutex;
   static std::map<cl_context, Kernels> cache;
   Kernels* k;
@@ -45,6 +45,7 @@ void sort_pairs(const Context& ctx, cl_command_queue q, cl_mem keys, uint64_t ko
     cl_program prog = ctx.program(kernel_source("sort"));
     k->step = create_kernel(prog, "dl_bitonic_step");
     k->local = create_kernel(prog, "dl_bitonic_local");
+    k->select = create_kernel(prog, "dl_quickselect");
     size_t kernel_max = 0;
     DLPRIM_CL_CHECK(clGetKernelWorkGroupInfo(k->local, ctx.device(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_max),
                                              &kernel_max, nullptr));
@@ -52,6 +53,28 @@ void sort_pairs(const Context& ctx, cl_command_queue q, cl_mem keys, uint64_t ko
     size_t by_local = static_cast<size_t>(ctx.info().local_mem_size / 64);
     k->wg = pow2_floor(std::max<size_t>(1, std::min({size_t(256), kernel_max, by_local})));
   }
+  return k;
+}
+
+} // namespace
+
+void select_kth(const Context& ctx, cl_command_queue q, cl_mem keys, uint64_t ko, cl_mem vals, uint64_t vo,
+                uint64_t n_rows, uint64_t n, uint64_t k) {
+  if (n_rows == 0 || n <= 1) return;
+  Kernels* ks = sort_kernels(ctx);
+  std::lock_guard<std::mutex> lock(ks->m);
+  KernelArgs args(ks->select);
+  args.add(keys).add<cl_ulong>(ko).add(vals).add<cl_ulong>(vo).add<cl_ulong>(n_rows);
+  args.add<cl_long>(static_cast<cl_long>(n)).add<cl_long>(static_cast<cl_long>(k));
+  launch_1d(q, ks->select, n_rows, ctx.work_group_size(64));
+}
+
+void sort_pairs(const Context& ctx, cl_command_queue q, cl_mem keys, uint64_t ko, cl_mem vals, uint64_t vo,
+                uint64_t n_segments, uint64_t seg, bool descending) {
+  if (seg & (seg - 1)) throw Error("sort_pairs: segment length must be a power of two");
+  if (seg <= 1 || n_segments == 0) return;
+  Kernels* k = sort_kernels(ctx);
+  std::lock_guard<std::mutex> lock(k->m);
   const cl_int desc = descending ? 1 : 0;
   const uint64_t total = n_segments * seg;
   const uint64_t block = std::min<uint64_t>(2 * k->wg, seg);

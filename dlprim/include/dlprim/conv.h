@@ -68,4 +68,13 @@ const char* conv2d_path(const ConvShape& s);
 std::string conv2d_algorithm(const Context& ctx, ConvPass pass, const ConvShape& s, DType dtype, const ConvTensor& in,
                              const ConvTensor& out);
 
+// aten's im2col / col2im (F.unfold / F.fold), the conv patch kernels with groups 1 (K unused):
+// cols = [N, C * KH * KW, OH * OW] contiguous, patch rows ordered (c, kh, kw) as torch's; x / dx
+// any strides. col2im sums every entry that reads a pixel; its cols hold the accumulation type
+// of dtype (float32 for 16-bit floats).
+void conv_im2col(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
+                 cl_mem cols, uint64_t cols_offset);
+void conv_col2im(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, cl_mem cols,
+                 uint64_t cols_offset, const ConvTensor& dx);
+
 } // namespace dlprim

@@ -69,4 +69,10 @@ void index_searchsorted(const Context& ctx, cl_command_queue q, DType t, uint64_
 void index_isin(const Context& ctx, cl_command_queue q, DType t, uint64_t n, DevPtr elements, DevPtr test, int64_t m,
                 bool sorted, bool invert, DevPtr out);
 
+// histc's counting pass: counts[bin] (uint, zeroed by the caller) += 1 for the elements
+// [start, start + n) of x (row-major over shape, n < 2^31) in [lo, hi], binned by the CPU's
+// linear formula over `bins` bins in x's arithmetic (round16: 0 none, 1 half, 2 bfloat16).
+void index_histc(const Context& ctx, cl_command_queue q, const RowMajorShape& shape, const StridedOperand& x,
+                 uint64_t start, uint64_t n, double lo, double hi, int64_t bins, int round16, DevPtr counts);
+
 } // namespace dlprim

@@ -275,12 +275,30 @@ def test_capabilities_and_build_queries():
     assert torch.ocl.AcceleratorError is torch.AcceleratorError
 
 
-def test_sync_debug_mode():
+def test_sync_debug_mode_reports_blocking_copies():
+    x = torch.ones(4, device="ocl")
     assert torch.ocl.get_sync_debug_mode() == 0
-    torch.ocl.set_sync_debug_mode("default")
-    torch.ocl.set_sync_debug_mode(0)
-    with pytest.raises(NotImplementedError, match="synchronizing operations"):
+    try:
         torch.ocl.set_sync_debug_mode("warn")
+        assert torch.ocl.get_sync_debug_mode() == 1
+        with pytest.warns(UserWarning, match="synchronizing operation"):
+            x.sum().item()
+        with pytest.warns(UserWarning, match="from the host to ocl"):
+            torch.tensor([1.0, 2.0], device="ocl")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y = x * 2  # stays on the device: no report
+            torch.ocl.synchronize()  # an explicit wait: no report
+            pinned = torch.empty(4).pin_memory()
+            pinned.copy_(y, non_blocking=True)  # does not wait
+            torch.ocl.synchronize()
+        torch.ocl.set_sync_debug_mode(2)
+        with pytest.raises(RuntimeError, match="synchronizing operation"):
+            x.cpu()
+    finally:
+        torch.ocl.set_sync_debug_mode("default")
+    assert torch.ocl.get_sync_debug_mode() == 0
+    assert x.cpu().sum() == 4
     with pytest.raises(RuntimeError, match="invalid value"):
         torch.ocl.set_sync_debug_mode("sometimes")
 

@@ -210,19 +210,23 @@ def ipc_collect() -> None:
 
 
 def get_sync_debug_mode() -> int:
-    """0 ("default"): ocl does not yet report operations that make the host wait for the device."""
-    return 0
+    """0 (default), 1 (warn) or 2 (error): what a synchronizing operation does (set_sync_debug_mode)."""
+    return _C.get_sync_debug_mode()
 
 
 def set_sync_debug_mode(debug_mode) -> None:
-    """Only "default" (0) is accepted: reporting synchronizing operations ("warn"/"error") is not
-    implemented on ocl."""
-    if debug_mode in (0, "default"):
-        return
-    if debug_mode in (1, 2, "warn", "error"):
-        raise NotImplementedError(
-            f"torch.ocl.set_sync_debug_mode({debug_mode!r}): ocl does not report synchronizing operations yet; "
-            "only 'default' (0) is supported"
-        )
-    raise RuntimeError(f"torch.ocl.set_sync_debug_mode: invalid value of debug_mode {debug_mode!r}; expected "
-                       "'default', 'warn', 'error' or 0, 1, 2")
+    """Report operations that make the host wait for the device: "default"/0 says nothing,
+    "warn"/1 warns, "error"/2 raises. Reported: blocking copies between host and device (so
+    .item(), .cpu(), printing, torch.tensor(..., device="ocl")); not torch.ocl.synchronize() or
+    Stream/Event waits, which ask to wait. Copies with non_blocking=True from/to pinned memory
+    do not wait."""
+    modes = {"default": 0, "warn": 1, "error": 2}
+    if isinstance(debug_mode, str):
+        if debug_mode not in modes:
+            raise RuntimeError(f"torch.ocl.set_sync_debug_mode: invalid value of debug_mode {debug_mode!r}; "
+                               "expected 'default', 'warn', 'error' or 0, 1, 2")
+        debug_mode = modes[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"torch.ocl.set_sync_debug_mode: invalid value of debug_mode {debug_mode!r}; "
+                           "expected 'default', 'warn', 'error' or 0, 1, 2")
+    _C.set_sync_debug_mode(int(debug_mode))

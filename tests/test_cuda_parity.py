@@ -222,6 +222,25 @@ def test_caching_allocator_alloc_delete_round_trip():
     assert torch.ocl.get_allocator_backend() == "native"
 
 
+def test_caching_allocator_disabled_returns_memory_at_once():
+    torch.ocl.empty_cache()
+    base = torch.ocl.memory_reserved()
+    with torch.ocl.caching_allocator_disabled():
+        x = torch.ones(4 * MiB, dtype=torch.uint8, device="ocl")
+        assert torch.ocl.memory_reserved() >= base + 4 * MiB
+        del x
+        assert torch.ocl.memory_reserved() == base
+        y = torch.arange(10, device="ocl") * 2  # still computes right with fresh buffers
+        assert y.sum().item() == 90
+        del y
+    x = torch.ones(4 * MiB, dtype=torch.uint8, device="ocl")
+    del x
+    assert torch.ocl.memory_reserved() >= base + 4 * MiB  # caching again
+    torch.ocl.caching_allocator_enable(False)
+    torch.ocl.caching_allocator_enable()
+    torch.ocl.empty_cache()
+
+
 # ---------------------------------------------------------------------------------------------
 # devices, streams, the rest
 

@@ -61,6 +61,7 @@ struct BlockLess {
 };
 
 std::atomic<uintptr_t> g_next_vbase{kVirtualBase};
+std::atomic<bool> g_caching{true};  // torch.ocl.caching_allocator_enable
 std::mutex g_segments_mutex;
 std::map<uintptr_t, Segment*> g_segments;  // by vbase, for lookups by address
 
@@ -145,9 +146,12 @@ public:
       }
       b->stream_uses.clear();
       pending_.push_back(b);
-      return;
+    } else {
+      release_to_pool(b);
     }
-    release_to_pool(b);
+    // Caching off: every segment with nothing in use goes back to the driver now (waiting for
+    // the streams that still use freed blocks), so the next request allocates afresh.
+    if (!g_caching.load(std::memory_order_relaxed)) release_cached();
   }
 
   void record_stream(Block* b, c10::StreamId stream) {
@@ -462,6 +466,8 @@ void set_memory_fraction(int device, double fraction) {
               ": it must be between 0 and 1");
   cache_of(device).set_fraction(fraction);
 }
+void set_caching_enabled(bool enabled) { g_caching = enabled; }
+bool caching_enabled() { return g_caching; }
 double memory_fraction(int device) { return cache_of(device).fraction(); }
 std::vector<SegmentSnapshot> snapshot(int device) { return cache_of(device).snapshot(); }
 

@@ -35,6 +35,10 @@ void empty_cache();
 void set_memory_fraction(int device, double fraction);
 double memory_fraction(int device);
 
+// torch.ocl.caching_allocator_enable(False): frees return unused segments to the driver at once.
+void set_caching_enabled(bool enabled);
+bool caching_enabled();
+
 // The device's segments and their blocks, for torch.ocl.memory_snapshot().
 struct BlockSnapshot {
   uint64_t address, size, requested;

@@ -159,6 +159,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("memory_snapshot", &memory_snapshot);
   m.def("set_memory_fraction", &set_memory_fraction);
   m.def("memory_fraction", &memory_fraction);
+  m.def("set_caching_enabled", &set_caching_enabled);
+  m.def("caching_enabled", &caching_enabled);
   m.def("get_sync_debug_mode", [] { return g_sync_debug_mode.load(); });
   m.def("set_sync_debug_mode", [](int mode) { g_sync_debug_mode.store(mode); });
   m.def("init_device", [](int device) { context(device); });

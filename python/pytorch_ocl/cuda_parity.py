@@ -30,8 +30,6 @@ RAISES = {
     "use_mem_pool": "private memory pools come with graph capture (issue 21 item 2)",
     "CUDAPluggableAllocator": "the ocl caching allocator cannot be replaced from Python",
     "change_current_allocator": "the ocl caching allocator cannot be replaced from Python",
-    "caching_allocator_enable": "the ocl allocator always caches; empty_cache() returns unused blocks to the driver",
-    "caching_allocator_disabled": "the ocl allocator always caches; empty_cache() returns unused blocks to the driver",
     "ExternalStream": "wrapping a cl_command_queue made outside pytorch_ocl as a stream is not supported",
     "get_stream_from_external": "wrapping a cl_command_queue made outside pytorch_ocl as a stream is not supported",
     "GreenContext": "pytorch_ocl does not partition a device (OpenCL sub-devices are not used)",

@@ -1,4 +1,5 @@
 """Caching-allocator statistics and control (torch.ocl.memory_*), as in torch.cuda."""
+import contextlib
 import warnings
 
 import torch
@@ -28,6 +29,8 @@ __all__ = [
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "get_allocator_backend",
+    "caching_allocator_enable",
+    "caching_allocator_disabled",
 ]
 
 
@@ -176,6 +179,25 @@ def caching_allocator_delete(mem_ptr: int) -> None:
         return
     if _raw_allocations.pop(mem_ptr, None) is None:
         raise RuntimeError(f"torch.ocl.caching_allocator_delete: {mem_ptr:#x} was not returned by caching_allocator_alloc")
+
+
+def caching_allocator_enable(value: bool = True) -> None:
+    """Turns the cache on or off for every device. Off, each free returns the segments that no
+    longer hold a tensor to the driver at once (after the streams still using them finish),
+    which keeps memory_reserved() close to memory_allocated() at the cost of a driver
+    allocation per new tensor."""
+    _C.set_caching_enabled(bool(value))
+
+
+@contextlib.contextmanager
+def caching_allocator_disabled():
+    """Context manager running its block with the cache off (caching_allocator_enable(False))."""
+    prev = _C.caching_enabled()
+    caching_allocator_enable(False)
+    try:
+        yield
+    finally:
+        caching_allocator_enable(prev)
 
 
 def get_allocator_backend() -> str:

@@ -241,6 +241,32 @@ def test_caching_allocator_disabled_returns_memory_at_once():
     torch.ocl.empty_cache()
 
 
+def test_host_memory_stats_count_pinned_blocks():
+    torch.ocl.reset_accumulated_host_memory_stats()
+    before = torch.ocl.host_memory_stats()
+    size = 3 * MiB + 1  # a size class of its own: 4 MiB
+    x = torch.empty(size, dtype=torch.uint8).pin_memory()
+    during = torch.ocl.host_memory_stats()
+    assert during["active_requests.current"] == before["active_requests.current"] + 1
+    assert during["active_bytes.current"] == before["active_bytes.current"] + 4 * MiB
+    assert during["allocated_bytes.current"] >= 4 * MiB
+    assert during["num_host_alloc"] == during["host_alloc_time.count"] >= 1
+    assert during["host_alloc_time.max"] >= during["host_alloc_time.min"] >= 0
+    del x
+    after = torch.ocl.host_memory_stats()
+    assert after["active_requests.current"] == before["active_requests.current"]
+    assert after["allocated_bytes.current"] == during["allocated_bytes.current"]  # kept for reuse
+    y = torch.empty(size, dtype=torch.uint8).pin_memory()  # reuses the block: no new allocation
+    assert torch.ocl.host_memory_stats()["num_host_alloc"] == during["num_host_alloc"]
+    del y
+    torch.ocl.reset_peak_host_memory_stats()
+    stats = torch.ocl.host_memory_stats()
+    assert stats["active_bytes.peak"] == stats["active_bytes.current"]
+    nested = torch.ocl.host_memory_stats_as_nested_dict()
+    assert nested["active_requests"]["current"] == stats["active_requests.current"]
+    assert nested["host_free_time"]["count"] == 0
+
+
 # ---------------------------------------------------------------------------------------------
 # devices, streams, the rest
 

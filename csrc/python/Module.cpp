@@ -4,6 +4,7 @@
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Generator.h"
+#include "core/HostAllocator.h"
 #include "core/Stream.h"
 #include "core/SyncDebug.h"
 #include "python/Bindings.h"
@@ -159,6 +160,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("memory_snapshot", &memory_snapshot);
   m.def("set_memory_fraction", &set_memory_fraction);
   m.def("memory_fraction", &memory_fraction);
+  m.def("host_memory_stats", &host_memory_stats);
+  m.def("reset_peak_host_memory_stats", &reset_peak_host_memory_stats);
+  m.def("reset_accumulated_host_memory_stats", &reset_accumulated_host_memory_stats);
   m.def("set_caching_enabled", &set_caching_enabled);
   m.def("caching_enabled", &caching_enabled);
   m.def("get_sync_debug_mode", [] { return g_sync_debug_mode.load(); });

@@ -33,10 +33,6 @@ RAISES = {
     "ExternalStream": "wrapping a cl_command_queue made outside pytorch_ocl as a stream is not supported",
     "get_stream_from_external": "wrapping a cl_command_queue made outside pytorch_ocl as a stream is not supported",
     "GreenContext": "pytorch_ocl does not partition a device (OpenCL sub-devices are not used)",
-    "host_memory_stats": "the ocl pinned-memory allocator keeps no statistics yet",
-    "host_memory_stats_as_nested_dict": "the ocl pinned-memory allocator keeps no statistics yet",
-    "reset_accumulated_host_memory_stats": "the ocl pinned-memory allocator keeps no statistics yet",
-    "reset_peak_host_memory_stats": "the ocl pinned-memory allocator keeps no statistics yet",
 }
 
 _LEGACY = "legacy typed class; use torch.empty(..., dtype=..., device='ocl') and untyped storages"

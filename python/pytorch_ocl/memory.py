@@ -31,6 +31,10 @@ __all__ = [
     "get_allocator_backend",
     "caching_allocator_enable",
     "caching_allocator_disabled",
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
+    "reset_peak_host_memory_stats",
+    "reset_accumulated_host_memory_stats",
 ]
 
 
@@ -198,6 +202,33 @@ def caching_allocator_disabled():
         yield
     finally:
         caching_allocator_enable(prev)
+
+
+def host_memory_stats() -> dict:
+    """The pinned-memory allocator's counters with torch.cuda.host_memory_stats()'s keys:
+    allocations / allocated_bytes (pinned blocks the allocator owns; never returned, so `freed`
+    stays 0), active_requests / active_bytes (blocks held by tensors), num_host_alloc,
+    num_host_free, host_alloc_time.* and host_free_time.* (microseconds)."""
+    return dict(sorted(_C.host_memory_stats().items()))
+
+
+def host_memory_stats_as_nested_dict() -> dict:
+    nested = {}
+    for key, value in host_memory_stats().items():
+        *path, leaf = key.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def reset_peak_host_memory_stats() -> None:
+    _C.reset_peak_host_memory_stats()
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    _C.reset_accumulated_host_memory_stats()
 
 
 def get_allocator_backend() -> str:

@@ -157,6 +157,21 @@ def test_memory_snapshot_shows_segments_and_blocks():
     assert torch.ocl.memory._snapshot()["segments"] == torch.ocl.memory_snapshot()
 
 
+def test_memory_snapshot_shows_frees_waiting_for_another_stream():
+    x = torch.ones(3 * MiB, dtype=torch.uint8, device="ocl")
+    s = torch.ocl.Stream()
+    with torch.ocl.stream(s):
+        y = x * 2
+    x.record_stream(s)
+    address = x.data_ptr()
+    del x
+    blocks = {b["address"]: b for seg in torch.ocl.memory_snapshot() for b in seg["blocks"]}
+    # Reuse waits for `s`; the allocator looks at that only when it next needs memory.
+    assert blocks[address]["state"] == "active_pending_free"
+    s.synchronize()
+    assert y[0].item() == 2
+
+
 def test_record_memory_history_is_explained():
     torch.ocl.memory._record_memory_history(None)  # switching it off is fine
     with pytest.raises(NotImplementedError, match="records no allocation history"):

@@ -4,6 +4,7 @@
 #include "core/Errors.h"
 #include "core/HostAllocator.h"
 #include "core/Storage.h"
+#include "core/SyncDebug.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
@@ -45,6 +46,7 @@ void host_to_device_bytes(const at::Tensor& dst, const void* src, size_t nbytes,
   BufferRef buf = buffer_of(dst);
   cl_command_queue q = queue_for(dst);
   bool async = non_blocking && is_pinned(src);
+  if (!async) warn_or_error_on_sync("a blocking copy from the host to ocl");
   cl_event ev = nullptr;
   OCL_CHECK(clEnqueueWriteBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, src, 0, nullptr,
                                  async ? &ev : nullptr));
@@ -60,6 +62,7 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
   BufferRef buf = buffer_of(src);
   cl_command_queue q = queue_for(src);
   bool async = non_blocking && is_pinned(dst);
+  if (!async) warn_or_error_on_sync("a blocking copy from ocl to the host");
   OCL_CHECK(clEnqueueReadBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, dst, 0, nullptr,
                                 nullptr));
   if (async) clFlush(q);

@@ -47,6 +47,7 @@ struct Segment {
   int device;
   c10::StreamId stream;
   bool small;
+  Block* head = nullptr;  // block at offset 0; blocks chain through next (for snapshots)
 };
 
 uintptr_t Block::addr() const { return seg->vbase + offset; }
@@ -60,6 +61,7 @@ struct BlockLess {
 };
 
 std::atomic<uintptr_t> g_next_vbase{kVirtualBase};
+std::atomic<bool> g_caching{true};  // torch.ocl.caching_allocator_enable
 std::mutex g_segments_mutex;
 std::map<uintptr_t, Segment*> g_segments;  // by vbase, for lookups by address
 
@@ -144,9 +146,12 @@ public:
       }
       b->stream_uses.clear();
       pending_.push_back(b);
-      return;
+    } else {
+      release_to_pool(b);
     }
-    release_to_pool(b);
+    // Caching off: every segment with nothing in use goes back to the driver now (waiting for
+    // the streams that still use freed blocks), so the next request allocates afresh.
+    if (!g_caching.load(std::memory_order_relaxed)) release_cached();
   }
 
   void record_stream(Block* b, c10::StreamId stream) {
@@ -173,6 +178,32 @@ public:
     std::lock_guard<std::mutex> lock(m_);
     for (c10::CachingAllocator::StatArray* a : stat_arrays()) for (auto& s : *a) s.reset_accumulated();
     stats_.num_alloc_retries = stats_.num_ooms = 0;
+  }
+
+  void set_fraction(double f) {
+    std::lock_guard<std::mutex> lock(m_);
+    fraction_ = f;
+  }
+
+  double fraction() {
+    std::lock_guard<std::mutex> lock(m_);
+    return fraction_;
+  }
+
+  std::vector<SegmentSnapshot> snapshot() {
+    std::lock_guard<std::mutex> lock(m_);  // before g_segments_mutex, as in release_cached
+    std::lock_guard<std::mutex> seg_lock(g_segments_mutex);
+    std::vector<SegmentSnapshot> out;
+    for (const auto& [vbase, s] : g_segments) {
+      if (s->device != device_) continue;
+      SegmentSnapshot seg{device_, vbase, s->size, s->stream, s->small, {}};
+      for (Block* b = s->head; b; b = b->next) {
+        const char* state = b->allocated ? "active_allocated" : !b->pending.empty() ? "active_pending_free" : "inactive";
+        seg.blocks.push_back({b->addr(), b->size, b->allocated ? b->requested : 0, state});
+      }
+      out.push_back(std::move(seg));
+    }
+    return out;
   }
 
 private:
@@ -245,6 +276,7 @@ private:
       b->size += n->size;
       delete n;
     }
+    if (!b->prev) b->seg->head = b;
     insert_free(b);
   }
 
@@ -313,6 +345,9 @@ private:
     uint64_t limit = info.global_mem_size;
     uint64_t env_limit = memory_limit_from_env();
     if (env_limit && env_limit < limit) limit = env_limit;
+    const uint64_t fraction_limit = static_cast<uint64_t>(fraction_ * double(info.global_mem_size));
+    const bool by_fraction = fraction_limit < limit;
+    if (by_fraction) limit = fraction_limit;
     cl_mem mem = nullptr;
     for (int attempt = 0; attempt < 2 && !mem; ++attempt) {
       if (attempt == 1) {
@@ -330,7 +365,9 @@ private:
                        " on device ", device_, " (", info.name, "); ", mib(reserved_),
                        " reserved by pytorch_ocl, ", mib(stats_.allocated_bytes[0].current),
                        " allocated, limit ", mib(limit),
-                       env_limit ? " (PYTORCH_OCL_MEMORY_LIMIT)" : " (device global memory)");
+                       by_fraction  ? " (set_per_process_memory_fraction(" + std::to_string(fraction_) + "))"
+                       : env_limit  ? std::string(" (PYTORCH_OCL_MEMORY_LIMIT)")
+                                    : std::string(" (device global memory)"));
     }
     auto* s = new Segment{mem, g_next_vbase.fetch_add(seg_size + kLargeRound), seg_size, device_, stream, small};
     {
@@ -340,7 +377,8 @@ private:
     reserved_ += seg_size;
     add_stat(stats_.segment, small, 1);
     add_stat(stats_.reserved_bytes, small, seg_size);
-    return new Block{s, 0, seg_size};
+    s->head = new Block{s, 0, seg_size};
+    return s->head;
   }
 
   int device_;
@@ -348,6 +386,7 @@ private:
   std::set<Block*, BlockLess> small_pool_, large_pool_;
   std::vector<Block*> pending_;
   uint64_t reserved_ = 0;
+  double fraction_ = 1.0;
   DeviceStats stats_;
 };
 
@@ -421,6 +460,16 @@ c10::DeviceAllocator* device_allocator() { return &g_allocator; }
 DeviceStats device_stats(int device) { return cache_of(device).stats(); }
 void reset_peak_stats(int device) { cache_of(device).reset_peak(); }
 void reset_accumulated_stats(int device) { cache_of(device).reset_accumulated(); }
+
+void set_memory_fraction(int device, double fraction) {
+  TORCH_CHECK(fraction >= 0.0 && fraction <= 1.0, "ocl: invalid memory fraction ", fraction,
+              ": it must be between 0 and 1");
+  cache_of(device).set_fraction(fraction);
+}
+void set_caching_enabled(bool enabled) { g_caching = enabled; }
+bool caching_enabled() { return g_caching; }
+double memory_fraction(int device) { return cache_of(device).fraction(); }
+std::vector<SegmentSnapshot> snapshot(int device) { return cache_of(device).snapshot(); }
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d)

@@ -8,6 +8,7 @@
 #include <c10/core/Stream.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace pytorch_ocl {
 
@@ -28,5 +29,28 @@ c10::CachingDeviceAllocator::DeviceStats device_stats(int device);
 void reset_peak_stats(int device);
 void reset_accumulated_stats(int device);
 void empty_cache();
+
+// Caps what the device's cache may reserve at `fraction` of the device's global memory (as
+// torch.cuda.set_per_process_memory_fraction; PYTORCH_OCL_MEMORY_LIMIT still applies if lower).
+void set_memory_fraction(int device, double fraction);
+double memory_fraction(int device);
+
+// torch.ocl.caching_allocator_enable(False): frees return unused segments to the driver at once.
+void set_caching_enabled(bool enabled);
+bool caching_enabled();
+
+// The device's segments and their blocks, for torch.ocl.memory_snapshot().
+struct BlockSnapshot {
+  uint64_t address, size, requested;
+  const char* state;  // "active_allocated", "active_pending_free" or "inactive", as CUDA's
+};
+struct SegmentSnapshot {
+  int device;
+  uint64_t address, total_size;
+  int64_t stream;
+  bool small;
+  std::vector<BlockSnapshot> blocks;
+};
+std::vector<SegmentSnapshot> snapshot(int device);
 
 } // namespace pytorch_ocl

@@ -4,7 +4,9 @@
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Generator.h"
+#include "core/HostAllocator.h"
 #include "core/Stream.h"
+#include "core/SyncDebug.h"
 #include "python/Bindings.h"
 
 #include <dlprim/matrix_engine.h>
@@ -83,6 +85,42 @@ py::dict memory_stats(int device) {
   return d;
 }
 
+// The device's segments in the layout of torch.cuda.memory_snapshot() (keys that have a meaning here).
+py::list memory_snapshot(int device) {
+  py::list out;
+  for (const SegmentSnapshot& s : snapshot(device)) {
+    py::list blocks;
+    uint64_t allocated = 0, active = 0, requested = 0;
+    for (const BlockSnapshot& b : s.blocks) {
+      std::string state = b.state;
+      if (state == "active_allocated") allocated += b.size, requested += b.requested;
+      if (state != "inactive") active += b.size;
+      py::dict d;
+      d["address"] = b.address;
+      d["size"] = b.size;
+      d["requested_size"] = b.requested;
+      d["state"] = state;
+      d["frames"] = py::list();  // no allocation history is recorded
+      blocks.append(d);
+    }
+    py::dict d;
+    d["device"] = s.device;
+    d["address"] = s.address;
+    d["total_size"] = s.total_size;
+    d["allocated_size"] = allocated;
+    d["active_size"] = active;
+    d["requested_size"] = requested;
+    d["stream"] = s.stream;
+    d["segment_type"] = s.small ? "small" : "large";
+    d["segment_pool_id"] = py::make_tuple(0, 0);
+    d["is_expandable"] = false;
+    d["frames"] = py::list();
+    d["blocks"] = blocks;
+    out.append(d);
+  }
+  return out;
+}
+
 void warn_from_dlprim(const std::string& msg) { TORCH_WARN("ocl: ", msg); }
 
 } // namespace
@@ -119,6 +157,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("memory_stats", &memory_stats);
   m.def("reset_peak_memory_stats", &reset_peak_stats);
   m.def("reset_accumulated_memory_stats", &reset_accumulated_stats);
+  m.def("memory_snapshot", &memory_snapshot);
+  m.def("set_memory_fraction", &set_memory_fraction);
+  m.def("memory_fraction", &memory_fraction);
+  m.def("host_memory_stats", &host_memory_stats);
+  m.def("reset_peak_host_memory_stats", &reset_peak_host_memory_stats);
+  m.def("reset_accumulated_host_memory_stats", &reset_accumulated_host_memory_stats);
+  m.def("set_caching_enabled", &set_caching_enabled);
+  m.def("caching_enabled", &caching_enabled);
+  m.def("get_sync_debug_mode", [] { return g_sync_debug_mode.load(); });
+  m.def("set_sync_debug_mode", [](int mode) { g_sync_debug_mode.store(mode); });
+  m.def("init_device", [](int device) { context(device); });
 
   m.def("default_generator", [](int device) {
     return py::reinterpret_borrow<py::object>(THPGenerator_initDefaultGenerator(default_generator(device)));

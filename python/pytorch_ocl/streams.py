@@ -3,7 +3,16 @@ import torch
 
 from .device import _index
 
-__all__ = ["Stream", "Event", "current_stream", "default_stream", "set_stream", "stream"]
+__all__ = [
+    "Stream",
+    "Event",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "stream",
+    "StreamContext",
+    "is_current_stream_capturing",
+]
 
 
 def Stream(device=None, priority: int = 0) -> torch.Stream:
@@ -33,8 +42,14 @@ def set_stream(s: torch.Stream) -> None:
     torch.accelerator.set_stream(s)
 
 
-class stream:
-    """Context manager making `s` the current stream of its device."""
+def is_current_stream_capturing() -> bool:
+    """False: ocl has no graph capture (issue 21 item 2), so no stream is ever capturing."""
+    return False
+
+
+class StreamContext:
+    """Context manager making `s` the current stream of its device (and restoring the previous
+    stream and current device on exit); a no-op for None."""
 
     def __init__(self, s):
         self.s = s
@@ -52,3 +67,8 @@ class stream:
             torch.accelerator.set_stream(self.prev)
             torch.ocl.set_device(self.prev_device)
         return False
+
+
+def stream(s) -> StreamContext:
+    """`with torch.ocl.stream(s):` runs the block's ops on `s` (see StreamContext)."""
+    return StreamContext(s)

@@ -20,9 +20,8 @@ LISTS = AutocastTestLists(DEV)
 # becomes native its test fails until it leaves this table.
 NOT_NATIVE = {
     "conv3d": RuntimeError, "conv_transpose3d": RuntimeError, "pdist": NotImplementedError,
-    "cdist": NotImplementedError, "renorm": NotImplementedError, "multilabel_margin_loss": NotImplementedError,
-    "multi_margin_loss": NotImplementedError, "cross": NotImplementedError, "grid_sampler": NotImplementedError,
-    "equal": NotImplementedError,
+    "cdist": NotImplementedError, "multilabel_margin_loss": NotImplementedError,
+    "multi_margin_loss": NotImplementedError, "grid_sampler": NotImplementedError, "equal": NotImplementedError,
 }
 # cuDNN's own ops are CUDA's, not part of the policy a backend implements.
 CUDA_ONLY = {"cudnn_convolution", "cudnn_convolution_transpose"}

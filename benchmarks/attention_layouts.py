@@ -1,10 +1,12 @@
 """Times the fused attention kernels on `ocl` under several tile layouts, in one process.
 
     python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
+                                            [--bwd-tiled "0;1;32,32,8"]
                                             [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
 
 The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
-"0" for the row kernel) and PYTORCH_OCL_ATTN_BWD (the backward's row kernel: "ELEMS,BC,THREADS"),
+"0" for the row kernel), PYTORCH_OCL_ATTN_BWD (the backward's row kernels: "ELEMS,BC,THREADS") and
+PYTORCH_OCL_ATTN_BWD_TILED (the backward's dq pass on register tiles: "1" or "BQ,BK,NTC"; "0" off),
 read by the library on every call. Prints the median forward (and forward+backward) ms of each
 (case, layout) and each value's error against the default layout's output, so a faster layout
 that is wrong shows up.
@@ -33,6 +35,7 @@ def main():
     p.add_argument("--device", default="ocl:0")
     p.add_argument("--fwd", default="default;0;64,32,64,8;64,64,16,8;32,32,64,8;64,32,32,8;128,32,32,16")
     p.add_argument("--bwd", default="", help="backward layouts (fwd+bwd is timed only when given)")
+    p.add_argument("--bwd-tiled", default="", help="tiled dq layouts, e.g. '0;1' (fwd+bwd timed)")
     p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--out", default="results/attention_layouts.md")
@@ -54,8 +57,10 @@ def main():
 
         jobs = [("PYTORCH_OCL_ATTN_TILED", lay, fwd) for lay in args.fwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD", lay, fwd_bwd) for lay in args.bwd.split(";") if lay]
+        jobs += [("PYTORCH_OCL_ATTN_BWD_TILED", lay, fwd_bwd) for lay in args.bwd_tiled.split(";") if lay]
         ref = {}
         for var, lay, fn in jobs:
+            short = var[len("PYTORCH_OCL_ATTN_"):]
             if lay == "default":
                 os.environ.pop(var, None)
             else:
@@ -67,9 +72,9 @@ def main():
                 diff = (got - ref[fn]).abs().max().item() if fn in ref else 0.0
                 ref.setdefault(fn, got)
                 t = common.median_time(fn, dev, args.iters, warmup=2)
-                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {var[-5:]} | {lay} | {t * 1e3:.3f} | {diff:.2e} |"
+                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | {t * 1e3:.3f} | {diff:.2e} |"
             except Exception as e:  # a layout the device cannot run: report it, go on
-                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {var[-5:]} | {lay} | failed: {str(e)[:60]} | |"
+                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | failed: {str(e)[:60]} | |"
             finally:
                 os.environ.pop(var, None)
             tqdm.write(line)

@@ -329,10 +329,12 @@ def test_bad_input_errors_name_the_op():
         torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k[..., :4], k)
 
 
-@pytest.mark.parametrize("head_dim", [16, 96])  # both kernel layouts: <= 64 and wider heads
-def test_transformer_block_trains_like_cpu(head_dim):
+# Both forward layouts (tiled for head dims <= 64, rows for wider) and the opt-in tiled dq pass.
+@pytest.mark.parametrize("head_dim,bwd_tiled", [(16, "0"), (96, "0"), (16, "1"), (24, "8,8,2")])
+def test_transformer_block_trains_like_cpu(head_dim, bwd_tiled, monkeypatch):
     """A whole training run through the fused kernels (with dropout 0 so the CPU can be compared):
     3 AdamW steps of an embedding + causal encoder layer + head, parameters vs the CPU in float64."""
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
     torch.manual_seed(0)
     dim = 2 * head_dim
     net = nn.Sequential(nn.Embedding(50, dim),

@@ -469,10 +469,10 @@ def test_single_step_and_long_sequence(cls):
 # ---------------------------------------------------------------- a tiny language model
 
 class TinyLM(nn.Module):
-    def __init__(self, vocab=11, emb=6, hidden=8):
+    def __init__(self, vocab=11, emb=6, hidden=8, cell=nn.LSTM):
         super().__init__()
         self.emb = nn.Embedding(vocab, emb)
-        self.rnn = nn.LSTM(emb, hidden, num_layers=2, batch_first=True)
+        self.rnn = cell(emb, hidden, num_layers=2, batch_first=True)
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, tokens):
@@ -480,9 +480,10 @@ class TinyLM(nn.Module):
         return self.head(out)
 
 
-def test_lstm_language_model_sgd():
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU], ids=["lstm", "gru"])  # whole-layer paths (RnnLayer.cpp)
+def test_language_model_sgd(cell):
     torch.manual_seed(0)
-    cpu = TinyLM()
+    cpu = TinyLM(cell=cell)
     dev = copy.deepcopy(cpu).to(OCL)
     g = gen(12)
     data = torch.randint(0, 11, (4, 7), generator=g)

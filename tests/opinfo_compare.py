@@ -173,3 +173,14 @@ if __name__ == "__main__":
         for msg in f[:5]:
             print("    " + msg)
     print(f"{'TOTAL':40s} {total_p:5d}/{total_n:5d} = {100.0 * total_p / max(1, total_n):.1f}%")
+
+
+def raises_like_cpu(fn, x, device="ocl"):
+    """fn raises on x on the CPU and the same exception type on the device, not a strict-mode fallback error."""
+    import pytest
+
+    with pytest.raises(Exception) as cpu_err:
+        fn(x)
+    with pytest.raises(type(cpu_err.value)) as dev_err:
+        fn(x.to(device))
+    assert "PYTORCH_OCL_STRICT" not in str(dev_err.value)

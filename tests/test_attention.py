@@ -148,10 +148,10 @@ def test_non_contiguous_layouts():
 FWD_LAYOUTS = ["0", "64,32,64,8", "64,32,8,8", "32,16,16,4", "16,64,4,8", "128,32,32,16", "8,8,12,2"]
 
 
-@pytest.mark.parametrize("layout", FWD_LAYOUTS)
-def test_forward_layouts(layout, monkeypatch):
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", layout)
-    for B, Hq, Hk, L, S, D, Dv in [(2, 4, 2, 37, 70, 20, 12), (1, 2, 2, 66, 9, 64, 128), (1, 1, 1, 5, 40, 3, 5)]:
+def check_layout_grid(wide_dv):
+    """The shapes a layout test runs: tails in every tile, GQA, a head dim below 4, causal and an
+    additive mask with a fully masked row in float64, a boolean mask in float32."""
+    for B, Hq, Hk, L, S, D, Dv in [(2, 4, 2, 37, 70, 20, 12), (1, 2, 2, 66, 9, 64, wide_dv), (1, 1, 1, 5, 40, 3, 5)]:
         q, k, v = qkv(B, Hq, Hk, L, S, D, Dv, seed=L)
         run_and_check(q, k, v, dtype=torch.float64, is_causal=True, enable_gqa=Hq != Hk)
         mask = torch.randn(B, 1, L, S, dtype=torch.float64)
@@ -159,20 +159,20 @@ def test_forward_layouts(layout, monkeypatch):
         run_and_check(q, k, v, dtype=torch.float64, attn_mask=mask, enable_gqa=Hq != Hk)
     q, k, v = qkv(2, 2, 2, 33, 47, 24, 24, seed=3)
     run_and_check(q, k, v, dtype=torch.float32, attn_mask=torch.rand(33, 47) > 0.3)
+    return q, k, v
+
+
+@pytest.mark.parametrize("layout", FWD_LAYOUTS)
+def test_forward_layouts(layout, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", layout)
+    check_layout_grid(wide_dv=128)
 
 
 # The backward's dq pass on register tiles (opt-in: PYTORCH_OCL_ATTN_BWD_TILED), every tile shape it can take.
 @pytest.mark.parametrize("layout", ["1", "16,32,4", "8,8,2", "64,32,8"])
 def test_backward_tiled_dq_layouts(layout, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", layout)
-    for B, Hq, Hk, L, S, D, Dv in [(2, 4, 2, 37, 70, 20, 12), (1, 2, 2, 66, 9, 64, 48), (1, 1, 1, 5, 40, 3, 5)]:
-        q, k, v = qkv(B, Hq, Hk, L, S, D, Dv, seed=L)
-        run_and_check(q, k, v, dtype=torch.float64, is_causal=True, enable_gqa=Hq != Hk)
-        mask = torch.randn(B, 1, L, S, dtype=torch.float64)
-        mask[..., 1, :] = float("-inf")  # a fully masked row
-        run_and_check(q, k, v, dtype=torch.float64, attn_mask=mask, enable_gqa=Hq != Hk)
-    q, k, v = qkv(2, 2, 2, 33, 47, 24, 24, seed=3)
-    run_and_check(q, k, v, dtype=torch.float32, attn_mask=torch.rand(33, 47) > 0.3)
+    q, k, v = check_layout_grid(wide_dv=48)  # the default tile takes head dims up to 64
     run_and_check(q, k, v, dtype=torch.bfloat16, is_causal=True)
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import pytorch_ocl  # noqa: F401
-from opinfo_compare import opinfos_named, run_opinfo
+from opinfo_compare import opinfos_named, raises_like_cpu, run_opinfo
 
 DEV = "ocl"
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -79,14 +79,6 @@ def test_histc_out_and_large():
     torch.histc(x.to(DEV), 50, -4, 4, out=out)  # an unsized out is resized
     assert torch.equal(out.cpu(), torch.histc(x, 50, -4, 4))
     assert torch.equal(x.to(DEV).histc(bins=64).cpu(), x.histc(bins=64))
-
-
-def raises_like_cpu(fn, x):
-    with pytest.raises(Exception) as cpu_err:
-        fn(x)
-    with pytest.raises(type(cpu_err.value)) as dev_err:
-        fn(x.to(DEV))
-    assert "PYTORCH_OCL_STRICT" not in str(dev_err.value)
 
 
 def test_histc_errors_match_cpu():

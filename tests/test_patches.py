@@ -4,7 +4,7 @@ forward and backward (each is the other's gradient), out=, and the CPU's errors.
 import pytest
 import torch
 import torch.nn.functional as F
-from opinfo_compare import opinfos_named, run_opinfo
+from opinfo_compare import opinfos_named, raises_like_cpu, run_opinfo
 
 DEV = "ocl"
 CASES = [dict(kernel_size=3), dict(kernel_size=(2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 3)),
@@ -81,14 +81,6 @@ def test_zero_size_and_out():
     out = torch.empty(0, device=DEV)
     torch.ops.aten.col2im(c.to(DEV), [5, 5], [2, 2], [1, 1], [0, 0], [1, 1], out=out)
     close(out, F.fold(c, (5, 5), **kw), torch.float32)
-
-
-def raises_like_cpu(fn, x):
-    with pytest.raises(Exception) as cpu_err:
-        fn(x)
-    with pytest.raises(type(cpu_err.value)) as dev_err:
-        fn(x.to(DEV))
-    assert "PYTORCH_OCL_STRICT" not in str(dev_err.value)
 
 
 def test_errors_match_cpu():

@@ -96,9 +96,7 @@ inline void attn_combine(__local T* X, T* acc, int r, int p) {
 // out[i] = softmax(q_i K^T * scale + mask) V; lse[i] = log-sum-exp of the row (+inf if all masked).
 // Grid: (NT, ceil(L / BR), B * Hq). Key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
-    int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
-    __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
-    __global const ST* M, ulong mo, dl_attn_strides ms, __global ST* O, ulong oo, dl_attn_strides os,
+    ATTN_COMMON_PARAMS, __global ST* O, ulong oo, dl_attn_strides os,
     __global T* LSE, ulong lo ATTN_DROP_DECL) {
   __local T4 Kt4[BC * KS / 4];
   __local T4 Vt4[BC * VS / 4];
@@ -148,9 +146,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
 // dq[i] = scale * sum_j P_ij (dP_ij - delta_i) k_j with P recomputed from lse, dP = dO V^T,
 // delta_i = dO_i . O_i. Grid as attn_fwd.
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
-    int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
-    __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
-    __global const ST* M, ulong mo, dl_attn_strides ms, __global const ST* DO, ulong doo, dl_attn_strides dos,
+    ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos,
     __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DQ, ulong dqo,
     dl_attn_strides dqs ATTN_DROP_DECL) {
   __local T4 Kt4[BC * KS / 4];
@@ -194,9 +190,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
 // query heads that share key head hk (grouped-query attention) in a fixed order: deterministic, no
 // atomics. Grid: (NT, ceil(S / BR), B * Hk).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
-    int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
-    __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
-    __global const ST* M, ulong mo, dl_attn_strides ms, __global const ST* DO, ulong doo, dl_attn_strides dos,
+    ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos,
     __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DK, ulong dko,
     dl_attn_strides dks, __global ST* DV_, ulong dvo, dl_attn_strides dvs ATTN_DROP_DECL) {
   __local T4 Qt4[BC * KS / 4];

@@ -31,6 +31,12 @@ inline T4 attn_load4(__global const ST* src, ulong off, dl_attn_strides s, int b
 #endif
 }
 
+// The parameters every attention kernel starts with (attention.cpp's add_common sets them).
+#define ATTN_COMMON_PARAMS                                                                            \
+  int L, int S, int Hq, int G, T scale, int causal, __global const ST *Q, ulong qo, dl_attn_strides qs, \
+      __global const ST *K, ulong ko, dl_attn_strides ks, __global const ST *V, ulong vo,            \
+      dl_attn_strides vs, __global const ST *M, ulong mo, dl_attn_strides ms
+
 // The softmax's exponential. float32: the device's native exp (on NVIDIA one ex2.approx instead of a
 // ten-instruction exact sequence; its relative error, ~1e-7 for the arguments attention sees, is
 // below float32 attention's own rounding); float64 keeps the exact one.

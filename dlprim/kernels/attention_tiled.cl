@@ -101,13 +101,22 @@ inline void attn_commit_n(__local T* dst, const T* r, int n, int nr, int nd) {
     x[0] = v4.s0; x[1] = v4.s1; x[2] = v4.s2; x[3] = v4.s3;  \
   }
 
+// acc[TM][n] += (rows of `steps` staged lines of A)^T (this thread's n columns of B): line t of A
+// is at A4 + a0 + t * as4 (4-vectors, one per 4 rows), of B at B4 + t * bs4. Both the forward's
+// and the dq pass's products (scores, P V, dP, dq) are this loop.
+#define ATTN_TILE_PRODUCT(acc, n, steps, A4, a0, as4, B4, bs4) \
+  _Pragma("unroll 4") for (int t_ = 0; t_ < (steps); ++t_) {    \
+    T x[TM], y[n];                                                \
+    ATTN_LOAD_ROWS(x, A4, (a0) + t_ * (as4));                     \
+    ATTN_LOAD_COLS(y, n, B4, t_ * (bs4));                         \
+    ATTN_OUTER(acc, x, y, n);                                     \
+  }
+
 #ifndef ATTN_BWD
 // out[i] = softmax(q_i K^T * scale + mask) V; lse[i] = log-sum-exp of the row (+inf if all masked).
 // Grid: (NTT, ceil(L / BQ), B * Hq). Key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
-    int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
-    __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
-    __global const ST* M, ulong mo, dl_attn_strides ms, __global ST* O, ulong oo, dl_attn_strides os,
+    ATTN_COMMON_PARAMS, __global ST* O, ulong oo, dl_attn_strides os,
     __global T* LSE, ulong lo ATTN_DROP_DECL) {
   __local T4 Qs4[QROWS * BQ / 4];
   // Ps shares Ks's memory: the probabilities are written after the last read of the key chunk
@@ -165,13 +174,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
 #endif
       }
       const int qd = QRES ? d0 : 0;
-#pragma unroll 4
-      for (int d = 0; d < KSTEP; ++d) {
-        T x[TM], y[SN];
-        ATTN_LOAD_ROWS(x, Qs4, (qd + d) * (BQ / 4));
-        ATTN_LOAD_COLS(y, SN, Ks4, d * (BK / 4));
-        ATTN_OUTER(s, x, y, SN);
-      }
+      ATTN_TILE_PRODUCT(s, SN, KSTEP, Qs4, qd * (BQ / 4), BQ / 4, Ks4, BK / 4);
     }
     // Scale and mask; this thread's partial row maxima to local memory.
     _Pragma("unroll") for (int a = 0; a < TM; ++a) {
@@ -202,13 +205,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
     _Pragma("unroll") for (int j = 0; j < SN; ++j)
       Ps4[TCOL(j) * (BQP / 4) + tr] = (T4)(s[0][j], s[1][j], s[2][j], s[3][j]);
     barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll 4
-    for (int c = 0; c < BK; ++c) {
-      T x[TM], y[ON];
-      ATTN_LOAD_ROWS(x, Ps4, c * (BQP / 4));
-      ATTN_LOAD_COLS(y, ON, Vs4, c * (DVP / 4));
-      ATTN_OUTER(o, x, y, ON);
-    }
+    ATTN_TILE_PRODUCT(o, ON, BK, Ps4, 0, BQP / 4, Vs4, DVP / 4);
   }
   // The softmax sums: this thread's partials combined over the row's NTC threads.
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -241,9 +238,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
 #define QC (DQP / NTC)                       // dq columns per thread
 #define BN CEILDIV(BK * DVP4 / 4, NTT)       // 4-groups per work-item: a value tile (transposed)
 __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled(
-    int L, int S, int Hq, int G, T scale, int causal, __global const ST* Q, ulong qo, dl_attn_strides qs,
-    __global const ST* K, ulong ko, dl_attn_strides ks, __global const ST* V, ulong vo, dl_attn_strides vs,
-    __global const ST* M, ulong mo, dl_attn_strides ms, __global const ST* DO, ulong doo, dl_attn_strides dos,
+    ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos,
     __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DQ, ulong dqo,
     dl_attn_strides dqs ATTN_DROP_DECL) {
   __local T4 Qs4[DP * BQ / 4];
@@ -287,20 +282,8 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled
     T s[TM][SN], dp[TM][SN];
     _Pragma("unroll") for (int a = 0; a < TM; ++a)
       _Pragma("unroll") for (int j = 0; j < SN; ++j) s[a][j] = dp[a][j] = 0;
-#pragma unroll 4
-    for (int d = 0; d < DP; ++d) {
-      T x[TM], y[SN];
-      ATTN_LOAD_ROWS(x, Qs4, d * (BQ / 4));
-      ATTN_LOAD_COLS(y, SN, KdS4, d * (BK / 4));
-      ATTN_OUTER(s, x, y, SN);
-    }
-#pragma unroll 4
-    for (int d = 0; d < DVP4; ++d) {
-      T x[TM], y[SN];
-      ATTN_LOAD_ROWS(x, dOs4, d * (BQ / 4));
-      ATTN_LOAD_COLS(y, SN, VKn4, d * (BK / 4));
-      ATTN_OUTER(dp, x, y, SN);
-    }
+    ATTN_TILE_PRODUCT(s, SN, DP, Qs4, 0, BQ / 4, KdS4, BK / 4);
+    ATTN_TILE_PRODUCT(dp, SN, DVP4, dOs4, 0, BQ / 4, VKn4, BK / 4);
     // dS = P (Z dP - delta); 0 where masked or the row is all masked (lse = +inf).
     _Pragma("unroll") for (int a = 0; a < TM; ++a) {
       uint4 words = 0;
@@ -326,13 +309,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled
     }
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll 4
-    for (int c = 0; c < BK; ++c) {
-      T x[TM], y[QC];
-      ATTN_LOAD_ROWS(x, KdS4, c * (BQP / 4));
-      ATTN_LOAD_COLS(y, QC, VKn4, c * (DQP / 4));
-      ATTN_OUTER(dq, x, y, QC);
-    }
+    ATTN_TILE_PRODUCT(dq, QC, BK, KdS4, 0, BQP / 4, VKn4, DQP / 4);
   }
   _Pragma("unroll") for (int a = 0; a < TM; ++a) {
     const int i = i0 + a;

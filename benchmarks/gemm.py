@@ -1,13 +1,16 @@
 """GEMM throughput of `ocl` against a reference device, in the same process.
 
     python3 benchmarks/gemm.py [--device ocl:0] [--ref cuda|cpu] [--dtype float32] [--quick]
-                               [--peak-tflops 67] [--out results/gemm.md]
+                               [--math exact|tf32|3xtf32] [--peak-tflops 67] [--out results/gemm.md]
 
 Square sizes (64 .. 8192) and typical network shapes (transformer projections and MLPs,
 classifier heads, attention batched products), all in GFLOP/s (2*M*N*K*batch / time), median
 of several runs after a warm-up that also triggers the one-time autotuning of each shape class.
-The `kernel` column is the config the ocl GEMM picked (pytorch_ocl.ops.gemm_plan). A cuda
-reference runs with TF32 off (full fp32). Sizes whose reference run would exceed --max-seconds
+The `kernel` column is the config the ocl GEMM picked (pytorch_ocl.ops.gemm_plan). float32 --math:
+exact (default) compares full fp32 with full fp32 (cuda TF32 off); tf32 sets
+torch.set_float32_matmul_precision('high') for both (TF32 on the matrix engines); 3xtf32 runs ocl's
+fp32-accurate three-product TF32 kernel (PYTORCH_OCL_3XTF32=1) against cuda with TF32 off.
+float16/bfloat16 run on the matrix engines on both sides where the devices have them. Sizes whose reference run would exceed --max-seconds
 are skipped (useful with a CPU reference).
 """
 import argparse
@@ -79,6 +82,10 @@ def main(argv=None) -> int:
     parser.add_argument("--ref", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "float64"])
     parser.add_argument("--quick", action="store_true", help="small sizes for a CI smoke run")
+    parser.add_argument("--only", default="",
+                        help="comma-separated label substrings: run only the shapes whose label contains one")
+    parser.add_argument("--math", default="exact", choices=["exact", "tf32", "3xtf32"],
+                        help="how float32 products may use matrix engines (see above)")
     parser.add_argument("--peak-tflops", type=float, default=None,
                         help="the ocl device's fp32 peak, for a %% of peak column (H100/H200 SXM: 67)")
     parser.add_argument("--max-seconds", type=float, default=5.0, help="skip sizes slower than this per run")
@@ -87,12 +94,19 @@ def main(argv=None) -> int:
     if not torch.ocl.is_available():
         print(f"no OpenCL device: {pytorch_ocl._C.enumeration_error()}")
         return 1
-    if torch.device(args.ref).type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = False  # compare full fp32 with full fp32
+    if args.math == "tf32":
+        torch.set_float32_matmul_precision("high")  # TF32 on both devices
+    else:
+        torch.set_float32_matmul_precision("highest")  # the reference in full fp32
+    if args.math == "3xtf32":
+        os.environ["PYTORCH_OCL_3XTF32"] = "1"
     dtype = getattr(torch, args.dtype)
     square = QUICK_SQUARE if args.quick else SQUARE
     network = QUICK_NETWORK if args.quick else NETWORK
     cases = [(f"square {n}", 1, n, n, n, False) for n in square] + list(network)
+    if args.only:
+        cases = [c for c in cases if any(w and (w == c[0] or w in c[0] and not w.startswith("square"))
+                                         for w in args.only.split(","))]
 
     rows, labels, ratios = [], [], []
     skip_ref = skip_ocl = False
@@ -127,15 +141,15 @@ def main(argv=None) -> int:
     preamble = [
         f"ocl: {common.device_description(args.device)}",
         f"ref: {common.device_description(args.ref)}"
-        + (" (TF32 off)" if torch.device(args.ref).type == "cuda" else ""),
-        f"torch {torch.__version__}, dtype {args.dtype}{', --quick' if args.quick else ''}, "
+        + (f" (TF32 {'on' if args.math == 'tf32' else 'off'})" if torch.device(args.ref).type == "cuda" else ""),
+        f"torch {torch.__version__}, dtype {args.dtype}, math {args.math}{', --quick' if args.quick else ''}, "
         f"PYTORCH_OCL_AUTOTUNE={os.environ.get('PYTORCH_OCL_AUTOTUNE', '1')}",
         summary,
     ]
     notes = ["GFLOP/s = 2*M*N*K*batch / median time; the first call of each shape (build + autotune) is not timed",
              "ocl kernel: the path/config chosen for the shape (tiled tile MxNxK, work-group, vector widths, "
              "local or global staging, split-K count; small / dot paths for skinny shapes)"]
-    md = common.write_markdown(args.out, f"GEMM throughput ({args.dtype})", preamble, header, rows, notes)
+    md = common.write_markdown(args.out, f"GEMM throughput ({args.dtype}, {args.math})", preamble, header, rows, notes)
     png = common.plot_ratios(os.path.splitext(args.out)[0] + ".png", labels, ratios,
                              f"GEMM {args.device} vs {args.ref} (>1: ocl faster)", "GFLOP/s ratio")
     print(f"\nwrote {md}" + (f" and {png}" if png else ""))

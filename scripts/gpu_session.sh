@@ -10,6 +10,7 @@
 #   bash scripts/gpu_session.sh attention   # tests/test_attention.py, benchmarks/transformer.py (SDPA vs CUDA)
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
 #   bash scripts/gpu_session.sh verify      # matrix-engine probes, tiled dq timing, RNN/autocast tests, model rows
+#   bash scripts/gpu_session.sh mma         # matrix-engine GEMM tests on the real instruction, gemm.py per format
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -68,6 +69,17 @@ case "${1:-validate}" in
     run layouts 100 python3 benchmarks/attention_layouts.py --fwd default --bwd-tiled "0;1;32,32,8;48,32,8" \
       --cases "8,12,1024,64,1;8,12,1024,64,0;4,16,4096,64,1" --out "$out/layouts.md"
     run transformer_models 200 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
+    ;;
+  mma)  # the matrix-engine GEMM (gemm_mma.cl) with the real mma.sync: tests, then bf16/fp16/tf32/3xtf32 vs cuBLAS
+    run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
+    export PYTORCH_OCL_MMA_TEST=native
+    run mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_gemm_mma.py tests/test_gemm.py
+    shapes="square 1024,square 4096,bert,attn"
+    for m in bfloat16:exact float16:exact float32:tf32 float32:3xtf32; do
+      run "gemm_${m/:/_}" 75 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
+        --only "$shapes" --out "$out/gemm_${m/:/_}.md"
+    done
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

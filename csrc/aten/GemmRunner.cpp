@@ -4,9 +4,12 @@
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
+#include <ATen/Context.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
+
+#include <cstdlib>
 
 namespace pytorch_ocl {
 
@@ -40,6 +43,13 @@ bool same_view(const at::Tensor& a, const at::Tensor& b) {
 }
 
 } // namespace
+
+dlprim::Fp32Math matmul_fp32_math() {
+  if (at::globalContext().float32MatmulPrecision() != at::Float32MatmulPrecision::HIGHEST)
+    return dlprim::Fp32Math::Tf32;
+  const char* x3 = std::getenv("PYTORCH_OCL_3XTF32");
+  return x3 && x3[0] == '1' ? dlprim::Fp32Math::Tf32x3 : dlprim::Fp32Math::Exact;
+}
 
 void run_gemm(const GemmCall& c) {
   const at::Tensor& out = c.out;
@@ -77,6 +87,7 @@ void run_gemm(const GemmCall& c) {
   g.beta = c.beta;
   g.act = c.act;
   g.alpha_zero_skips = c.alpha_zero_skips;
+  g.fp32_math = matmul_fp32_math();
 
   int device = out.device().index();
   dlprim::Context& ctx = context(device);

@@ -65,6 +65,7 @@ std::string gemm_plan(int device, int64_t M, int64_t N, int64_t K, bool trans_a,
   else if (dtype == "bfloat16") dt = dlprim::DType::BF16;
   else TORCH_CHECK(dtype == "float32", "gemm_plan: unknown dtype ", dtype);
   g.dtype = dt;
+  g.fp32_math = matmul_fp32_math();
   g.M = M;
   g.N = N;
   g.K = K;

@@ -70,3 +70,17 @@
 #define B_VEC_OK (n0 + ((RN / VN - 1) * TN + tx) * VN + VN - 1 < N)
 #define B_VEC_FAST(kk, c) VLOAD_TN(Bp + B_OFF((kk), (c)))
 #endif
+
+// Raw-bits hooks of the matrix-engine kernel (gemm_mma.cl, built with MMA_KIND and MT, the staged type:
+// float, or ushort for the 16-bit kinds, whose bits go to the engine unconverted).
+#ifdef MMA_KIND
+#define RAW_AT(p, i) (((__global const MT *)(p))[i])
+#define A_RAW(r, kk) ((kk) < k_left ? RAW_AT(Ap, A_OFF(min((r), m_max), (kk))) : (MT)0)
+#define B_RAW(kk, c) ((kk) < k_left ? RAW_AT(Bp, B_OFF((kk), min((c), n_max))) : (MT)0)
+#if VEC4_A
+#define A_RAW4(r, kk) (*(__global const MT4 *)((__global const MT *)Ap + A_OFF((r), (kk))))
+#endif
+#if VEC4_B
+#define B_RAW4(kk, c) (*(__global const MT4 *)((__global const MT *)Bp + B_OFF((kk), (c))))
+#endif
+#endif

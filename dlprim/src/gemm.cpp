@@ -28,6 +28,7 @@ struct Plan {
   bool a_kc = true, b_nc = true;  // A unit-stride along k / B along n
   int64_t lda = 0, ldb = 0;
   bool idx64 = false;
+  detail::MmaChoice mma;      // the matrix engine the tiled path runs on (cfg.mma set), if any
   TileConfig cfg;
   const std::string* cfg_text = nullptr;  // cfg.str(), interned (names the kernel)
   detail::SplitPlan split;
@@ -83,12 +84,12 @@ bool whole_tiles(const TileConfig& c, int64_t M, int64_t N, int64_t K) {
   return M % c.bm == 0 && N % c.bn == 0 && K % c.bk == 0;
 }
 
-// Whether operand `m` (leading dim `ld`) may be staged with ACC4 loads: float storage (the
-// loads reinterpret it as ACC4), every slice a work-item reads starting at a multiple of 4
+// Whether operand `m` (leading dim `ld`) may be staged with 4-wide loads: float storage (the FMA
+// kernel reinterprets it as ACC4; the mma kernel loads any storage as its raw bits), every slice a work-item reads starting at a multiple of 4
 // elements (so 16- or 32-byte aligned: buffers are), and whole groups of 4 per work-item.
 // `tile_fast` is the tile's extent along the operand's unit-stride dim, `tile_slow` the other.
 bool vec4_operand(const TileConfig& c, DType dtype, const GemmMatrix& m, int64_t ld, int tile_fast, int tile_slow) {
-  if (!c.local || (dtype != DType::F32 && dtype != DType::F64)) return false;
+  if (!c.local || (!c.mma && dtype != DType::F32 && dtype != DType::F64)) return false;
   if (tile_fast % 4 || (tile_fast * tile_slow / c.threads()) % 4) return false;
   for (int64_t v : {static_cast<int64_t>(m.offset), ld, m.batch_stride, m.group_stride, m.outer_stride})
     if (v % 4) return false;
@@ -103,28 +104,32 @@ Vec4 vec4_operands(const TileConfig& c, const Gemm& g, bool a_kc, int64_t lda, b
   return v;
 }
 
-const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& cfg, bool a_kc, bool b_nc, bool idx64,
-                                 Vec4 vec, std::string* text) {
+const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& cfg, detail::MmaChoice mma, bool a_kc,
+                                 bool b_nc, bool idx64, Vec4 vec, std::string* text) {
   std::ostringstream s;
   s << detail::gemm_program_head(dtype, c_dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
     << "\n#define IDX_T " << (idx64 ? "long" : "int") << "\n#define VEC4_A " << vec.a << "\n#define VEC4_B " << vec.b
-    << "\n#define VEC4_FULL " << vec.full
-    << "\n" << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm")
-    << kernel_source("gemm_tiled");
+    << "\n#define VEC4_FULL " << vec.full << "\n";
+  if (cfg.mma)
+    s << detail::mma_defines(cfg, mma, "gemm_tiled") << kernel_source("gemm") << kernel_source("gemm_mma");
+  else
+    s << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm") << kernel_source("gemm_tiled");
   *text = s.str();
   return *text;
 }
 
 detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtype, const TileConfig& cfg,
-                                   const std::string& cfg_text, bool a_kc, bool b_nc, bool idx64, Vec4 vec) {
+                                   const std::string& cfg_text, detail::MmaChoice mma, bool a_kc, bool b_nc, bool idx64,
+                                   Vec4 vec) {
   std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg_text +
+                    "|" + (cfg.mma ? mma.str() : std::string()) +
                     "|" + (a_kc ? "1" : "0") + (b_nc ? "1" : "0") + (idx64 ? "L" : "I") + (vec.a ? "a" : "") +
                     (vec.b ? "b" : "") + (vec.full ? "f" : "");
   detail::LockedKernel& slot = detail::kernel_slot(ctx, key);
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
     std::string text;
-    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, c_dtype, cfg, a_kc, b_nc, idx64, vec, &text)),
+    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, c_dtype, cfg, mma, a_kc, b_nc, idx64, vec, &text)),
                                 "gemm_tiled");
     if (detail::kernel_max_work_group(ctx, k) < static_cast<size_t>(cfg.threads())) {
       clReleaseKernel(k);
@@ -254,7 +259,8 @@ public:
     // The real problem's 4-wide staging choice (the scratch leading dims are multiples of 4).
     Vec4 vec = vec4_operands(cfg, p_.g, p_.a_kc, p_.lda, p_.b_nc, p_.ldb);
     vec.full = vec.a && vec.b && whole_tiles(cfg, rM_, rN_, rK_);  // of the scratch problem timed
-    detail::LockedKernel& slot = tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, cfg_str, p_.a_kc, b_nc, false, vec);
+    detail::LockedKernel& slot =
+        tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, cfg_str, p_.mma, p_.a_kc, b_nc, false, vec);
     setup();
     Gemm g = scratch_gemm(b_nc);
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
@@ -374,17 +380,25 @@ struct TileChoice {
 TileChoice choose_tile(const Context& ctx, const Plan& p) {
   const Gemm& g = p.g;
   DType acc = compute_dtype(g.dtype);
-  TileConfig fallback = detail::default_tile_config(ctx, acc, g.M, g.N);
+  auto fits = [&](const TileConfig& c) {
+    return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, acc);
+  };
+  TileConfig fallback =
+      p.mma ? detail::default_mma_config(ctx, p.mma, g.M, g.N) : detail::default_tile_config(ctx, acc, g.M, g.N);
   std::string chosen = fallback.str();
+  // PYTORCH_OCL_GEMM_CONFIG forces a config of the kind the product runs as (an FMA one, or one starting
+  // "mma" for the matrix engine); one of the other kind is ignored.
   if (const char* forced = std::getenv("PYTORCH_OCL_GEMM_CONFIG")) {
     TileConfig c;
-    if (TileConfig::parse(forced, &c) && detail::tile_config_fits(ctx, c, acc)) chosen = c.str();
+    if (TileConfig::parse(forced, &c) && fits(c)) chosen = c.str();
   } else if (autotune_mode() != TuneMode::Off) {
     std::ostringstream cls;
-    cls << dtype_name(g.dtype) << "|" << (p.a_kc ? "k" : "m") << (p.b_nc ? "n" : "k") << "|M" << class_bucket(g.M)
-        << "|N" << class_bucket(g.N) << "|K" << class_bucket(g.K * g.k_outer) << "|Z" << (zcount(g) > 1 ? 1 : 0);
+    cls << dtype_name(g.dtype) << (p.mma ? "|mma-" + p.mma.str() : std::string()) << "|" << (p.a_kc ? "k" : "m")
+        << (p.b_nc ? "n" : "k") << "|M" << class_bucket(g.M) << "|N" << class_bucket(g.N) << "|K"
+        << class_bucket(g.K * g.k_outer) << "|Z" << (zcount(g) > 1 ? 1 : 0);
     std::vector<std::string> cands;
-    for (const auto& c : detail::tile_candidates(ctx, acc)) cands.push_back(c.str());
+    for (const auto& c : p.mma ? detail::mma_candidates(ctx, p.mma) : detail::tile_candidates(ctx, acc))
+      cands.push_back(c.str());
     if (std::find(cands.begin(), cands.end(), chosen) == cands.end()) cands.push_back(chosen);
     TileTuner tuner(ctx, p);
     chosen = autotune_select(ctx, "gemm", cls.str(), cands, chosen,
@@ -401,9 +415,11 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   if (p.path != Path::Tiled) return p;
   const Gemm& g = p.g;
   DType acc = compute_dtype(g.dtype);
-  static detail::PlanMemo<9, TileChoice> memo;
+  p.mma = detail::mma_choice(ctx, g.dtype, g.fp32_math);
+  static detail::PlanMemo<10, TileChoice> memo;
+  int64_t mma_key = static_cast<int64_t>(p.mma.kind) * 2 + (p.mma.emulate ? 1 : 0);
   TileChoice t = memo.get({detail::key_of(ctx), static_cast<int64_t>(g.dtype), p.a_kc, p.b_nc, g.M, g.N, g.K,
-                           g.k_outer, zcount(g)},
+                           g.k_outer, zcount(g), mma_key},
                           [&] { return choose_tile(ctx, p); });
   p.cfg = t.cfg;
   p.cfg_text = t.text;
@@ -547,7 +563,7 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
       bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
       Vec4 vec = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, b_nc, ldb);
       detail::LockedKernel& slot =
-          tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, *p.cfg_text, p.a_kc, b_nc, idx64, vec);
+          tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, *p.cfg_text, p.mma, p.a_kc, b_nc, idx64, vec);
       TileTuner::run_tiled(ctx, q, p.g, p.lda, ldb, p.cfg, p.split, slot, workspace, workspace_offset + p.pack_space(),
                            nullptr);
       break;
@@ -564,7 +580,7 @@ std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
     case Path::Dot: return p.dot_local ? "dot local=" + std::to_string(p.dot_local) : std::string("dot per-item");
     case Path::Tiled: {
       Vec4 v = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, p.b_nc, p.ldb);
-      return "tiled " + p.cfg.str() + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +
+      return "tiled " + p.cfg.str() + (p.cfg.mma ? " " + p.mma.str() : std::string()) + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +
              (p.pack_bytes ? " packed-B" : "") + (v.a || v.b ? std::string(" vec4=") + (v.a ? "A" : "") + (v.b ? "B" : "") : "") +
              (v.full ? " whole-tiles" : "");
     }

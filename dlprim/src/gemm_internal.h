@@ -18,9 +18,12 @@ struct TileConfig {
   int tm = 16, tn = 16;           // work-group shape (rows x columns of work-items)
   int vm = 1, vn = 1;             // vector width of the register mapping / local reads
   int local = 1;                  // stage tiles in local memory: 0 no, 1 one buffer, 2 two (alternating)
-  int threads() const { return tm * tn; }
+  // 1: a matrix-engine config (gemm_mma.cl): tm x tn is then the grid of warps, vm = vn = 1.
+  int mma = 0;
+  int threads() const { return mma ? 32 * tm * tn : tm * tn; }
   int local_buffers() const { return local == 2 ? 2 : 1; }
-  std::string str() const;  // "128x128x16 t16x16 v4x4 local" ("local2": two buffers, "global": none)
+  // "128x128x16 t16x16 v4x4 local" ("local2": two buffers, "global": none); "mma 128x128x32 w2x4 local2"
+  std::string str() const;
   static bool parse(const std::string& s, TileConfig* out);
   bool operator==(const TileConfig& o) const { return str() == o.str(); }
 };
@@ -31,6 +34,23 @@ bool tile_config_fits(const Context& ctx, const TileConfig& c, DType acc);
 std::vector<TileConfig> tile_candidates(const Context& ctx, DType acc);
 // The config used without tuning.
 TileConfig default_tile_config(const Context& ctx, DType acc, int64_t M, int64_t N);
+
+// Matrix-engine GEMM (gemm_mma.cl, gemm_mma.cpp): which instruction a product runs on, if any.
+enum class MmaKind { None = 0, Tf32 = 1, Tf32x3 = 2, Bf16 = 3, Fp16 = 4 };
+struct MmaChoice {
+  MmaKind kind = MmaKind::None;
+  bool emulate = false;  // the local-memory emulation (PYTORCH_OCL_MMA=emulate: tests on any device)
+  explicit operator bool() const { return kind != MmaKind::None; }
+  std::string str() const;  // "" for None, else e.g. "bf16" or "tf32-emulated"
+};
+// The engine a product of `dtype` runs on: 16-bit always where the device has the shape, float32 as
+// `math` asks; PYTORCH_OCL_MMA=0 turns the engine off, =emulate forces the emulation on any device.
+MmaChoice mma_choice(const Context& ctx, DType dtype, Fp32Math math);
+bool mma_config_fits(const Context& ctx, const TileConfig& c, MmaChoice m);
+std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m);
+TileConfig default_mma_config(const Context& ctx, MmaChoice m, int64_t M, int64_t N);
+// Defines of gemm_mma.cl (tile, kind, staged type MT) for a config.
+std::string mma_defines(const TileConfig& c, MmaChoice m, const std::string& kernel_name);
 
 // Type macros (T, ACC, LOAD_T, STORE_T; TC, LOAD_C, STORE_C for C and D) + common.cl + gemm_common.cl.
 std::string gemm_program_head(DType dtype, DType c_dtype);

@@ -25,6 +25,10 @@ bool is_vector_width(int v) { return v == 1 || v == 2 || v == 4 || v == 8 || v =
 std::string TileConfig::str() const {
   char buf[96];
   const char* mode = local == 2 ? "local2" : local ? "local" : "global";
+  if (mma) {
+    std::snprintf(buf, sizeof(buf), "mma %dx%dx%d w%dx%d %s", bm, bn, bk, tm, tn, mode);
+    return buf;
+  }
   std::snprintf(buf, sizeof(buf), "%dx%dx%d t%dx%d v%dx%d %s", bm, bn, bk, tm, tn, vm, vn, mode);
   return buf;
 }
@@ -32,6 +36,16 @@ std::string TileConfig::str() const {
 bool TileConfig::parse(const std::string& s, TileConfig* out) {
   TileConfig c;
   char mode[16] = {0};
+  if (s.compare(0, 4, "mma ") == 0) {
+    if (std::sscanf(s.c_str(), "mma %dx%dx%d w%dx%d %15s", &c.bm, &c.bn, &c.bk, &c.tm, &c.tn, mode) != 6) return false;
+    std::string m(mode);
+    c.local = m == "local2" ? 2 : m == "local" ? 1 : 0;
+    if (!c.local) return false;
+    c.mma = 1;
+    c.vm = c.vn = 1;
+    *out = c;
+    return true;
+  }
   if (std::sscanf(s.c_str(), "%dx%dx%d t%dx%d v%dx%d %15s", &c.bm, &c.bn, &c.bk, &c.tm, &c.tn, &c.vm, &c.vn, mode) != 8)
     return false;
   std::string m(mode);
@@ -42,6 +56,7 @@ bool TileConfig::parse(const std::string& s, TileConfig* out) {
 }
 
 bool tile_config_fits(const Context& ctx, const TileConfig& c, DType acc) {
+  if (c.mma) return false;  // mma configs: mma_config_fits
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.tm <= 0 || c.tn <= 0) return false;
   if (!is_vector_width(c.vm) || !is_vector_width(c.vn)) return false;
   if (c.bm % (c.tm * c.vm) || c.bn % (c.tn * c.vn)) return false;
@@ -242,6 +257,7 @@ void launch_tiled(cl_command_queue q, cl_kernel k, const TileConfig& c, int64_t 
   uint64_t tiles_n = ceil_div(N, c.bn), tiles_m = ceil_div(M, c.bm), gz = static_cast<uint64_t>(zcount);
   uint64_t gx = c.local ? tiles_n : tiles_m, gy = c.local ? tiles_m : tiles_n;
   size_t lx = static_cast<size_t>(c.local ? c.tn : c.tm), ly = static_cast<size_t>(c.local ? c.tm : c.tn);
+  if (c.mma) lx *= 32;  // tn warps along dim 0
   if (gx == 0 || gy == 0 || gz == 0) return;
   size_t local[3] = {lx, ly, 1};
   for (uint64_t y0 = 0; y0 < gy; y0 += kMaxGroups) {

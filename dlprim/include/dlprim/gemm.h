@@ -19,6 +19,12 @@ namespace dlprim {
 
 enum class Activation { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3 };
 
+// What a float32 product may do on a matrix engine (matrix_engine.h); other dtypes ignore it (16-bit
+// products use the engine whenever the device has one). Exact: fp32 FMA kernels. Tf32: inputs rounded to
+// TF32 (torch's 'high'/'medium' matmul precision, cuDNN's allow_tf32 for convolutions). Tf32x3: each input
+// split into two TF32 parts, three products (fp32-level accuracy on the engine).
+enum class Fp32Math { Exact = 0, Tf32 = 1, Tf32x3 = 2 };
+
 // Element (r, c) of batch entry (b, g), slice o: offset + b * batch_stride + g * group_stride
 // + o * outer_stride + r * row_stride + c * col_stride, all in elements.
 struct GemmMatrix {
@@ -45,6 +51,7 @@ struct Gemm {
   bool alpha_zero_skips = true;
   bool has_d = false;   // D is read only when set (so beta == 0 ignores NaN in D)
   Activation act = Activation::None;
+  Fp32Math fp32_math = Fp32Math::Exact;
   GemmMatrix a, b, c, d;
 };
 

@@ -1,0 +1,88 @@
+"""Times the fused attention kernels on `ocl` under several tile layouts, in one process.
+
+    python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
+                                            [--bwd-tiled "0;1;32,32,8"]
+                                            [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
+
+The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
+"0" for the row kernel), PYTORCH_OCL_ATTN_BWD (the backward's row kernels: "ELEMS,BC,THREADS") and
+PYTORCH_OCL_ATTN_BWD_TILED (the backward's dq pass on register tiles: "1" or "BQ,BK,NTC"; "0" off),
+read by the library on every call. Prints the median forward (and forward+backward) ms of each
+(case, layout) and each value's error against the default layout's output, so a faster layout
+that is wrong shows up.
+"""
+import argparse
+import os
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import common
+
+DEFAULT_CASES = "8,12,1024,64,1;8,12,1024,64,0;8,12,2048,128,1;4,16,4096,64,1"
+
+
+def parse(spec, n):
+    rows = [tuple(int(x) for x in part.split(",")) for part in spec.split(";") if part]
+    for r in rows:
+        assert len(r) == n, f"expected {n} numbers in {r}"
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="ocl:0")
+    p.add_argument("--fwd", default="default;0;64,32,64,8;64,64,16,8;32,32,64,8;64,32,32,8;128,32,32,16")
+    p.add_argument("--bwd", default="", help="backward layouts (fwd+bwd is timed only when given)")
+    p.add_argument("--bwd-tiled", default="", help="tiled dq layouts, e.g. '0;1' (fwd+bwd timed)")
+    p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--out", default="results/attention_layouts.md")
+    args = p.parse_args()
+    dev = args.device
+    rows = ["| B | H | L | D | causal | variable | layout | ms | max abs diff vs default |", "|---|---|---|---|---|---|---|---|---|"]
+    for B, H, L, D, causal in tqdm(parse(args.cases, 5), desc="cases"):
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(B, H, L, D, generator=g).to(dev).requires_grad_() for _ in range(3))
+        do = torch.randn(B, H, L, D, generator=g).to(dev)
+
+        def fwd():
+            with torch.no_grad():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+
+        def fwd_bwd():
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+            return torch.autograd.grad(o, (q, k, v), do)
+
+        jobs = [("PYTORCH_OCL_ATTN_TILED", lay, fwd) for lay in args.fwd.split(";") if lay]
+        jobs += [("PYTORCH_OCL_ATTN_BWD", lay, fwd_bwd) for lay in args.bwd.split(";") if lay]
+        jobs += [("PYTORCH_OCL_ATTN_BWD_TILED", lay, fwd_bwd) for lay in args.bwd_tiled.split(";") if lay]
+        ref = {}
+        for var, lay, fn in jobs:
+            short = var[len("PYTORCH_OCL_ATTN_"):]
+            if lay == "default":
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = lay
+            try:
+                out = fn()
+                got = out if isinstance(out, torch.Tensor) else torch.cat([t.flatten() for t in out])
+                got = got.float().cpu()
+                diff = (got - ref[fn]).abs().max().item() if fn in ref else 0.0
+                ref.setdefault(fn, got)
+                t = common.median_time(fn, dev, args.iters, warmup=2)
+                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | {t * 1e3:.3f} | {diff:.2e} |"
+            except Exception as e:  # a layout the device cannot run: report it, go on
+                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | failed: {str(e)[:60]} | |"
+            finally:
+                os.environ.pop(var, None)
+            tqdm.write(line)
+            rows.append(line)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""Whole-network speed on `ocl` against a reference device, in the same process.
+
+    python3 benchmarks/models.py [--device ocl:0] [--ref cuda|cpu] [--nets resnet18,...] [--quick]
+                                 [--out results/models.md]
+
+Per network: inference (eval, no_grad, batch 64) and one training step (batch 32: forward,
+cross-entropy, backward, SGD step with momentum) in milliseconds (median of --iters after
+warm-up), the ratio ref time / ocl time (> 1: ocl faster), the peak memory of the training step
+on each device, and the first-iteration time on ocl (program builds and GEMM autotuning; near
+zero on a warm kernel cache). A cuda reference runs twice: fp32 with TF32 off (the comparison
+the goals use) and torch's default. Networks come from torchvision when it imports, else from
+tests/models.py (small stand-ins, 32x32 inputs). CPU fallbacks are counted and reported: a
+network that needed one is marked, since its time then includes host round trips.
+A cuda reference is measured in a child process of the same run that does not load ocl: with
+ocl registered, torch (>= 2.8) makes it the accelerator and CUDA's autograd then fails
+(pytorch#161129, see the README's coexistence note).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import common
+
+NETS = ["resnet18", "resnet50", "mobilenet_v2", "vgg16", "alexnet", "efficientnet_b0", "convnext_small",
+        "densenet161"]
+# tests/models.py stand-ins when torchvision is missing (same building blocks, small sizes).
+FALLBACK_NETS = {"resnet18": "tiny_resnet", "resnet50": "tiny_resnet", "mobilenet_v2": "tiny_mobilenet_v2",
+                 "vgg16": "tiny_vgg", "alexnet": "tiny_vgg", "efficientnet_b0": "tiny_mobilenet_v3",
+                 "convnext_small": "tiny_convnext", "densenet161": "tiny_densenet"}
+
+
+def constructors(names):
+    """name -> (constructor, image size, source)."""
+    try:
+        import torchvision.models as tvm
+
+        return {n: (lambda n=n: getattr(tvm, n)(weights=None), 224, "torchvision") for n in names}
+    except Exception:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        from models import MODELS
+
+        out = {}
+        for n in names:
+            ctor, shape = MODELS[FALLBACK_NETS[n]]
+            out[n] = (ctor, shape[-1], f"tests/models.py:{FALLBACK_NETS[n]}")
+        return out
+
+
+def peak_memory(device):
+    device = torch.device(device)
+    if device.type == "ocl":
+        return torch.ocl.max_memory_allocated(device.index or 0)
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device)
+    return float("nan")
+
+
+def reset_peak(device):
+    device = torch.device(device)
+    if device.type == "ocl":
+        torch.ocl.reset_peak_memory_stats(device.index or 0)
+    elif device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def measure(ctor, size, device, batch_infer, batch_train, iters):
+    """(inference ms, train-step ms, train peak bytes, first-iteration seconds) on `device`."""
+    torch.manual_seed(0)
+    model = ctor().to(device)
+    x_inf = torch.randn(batch_infer, 3, size, size, device=device)
+    x_tr = torch.randn(batch_train, 3, size, size, device=device)
+    with torch.no_grad():
+        classes = model.eval()(x_inf[:1]).shape[1]
+    y_tr = torch.randint(0, classes, (batch_train,), device=device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+
+    def infer():
+        with torch.no_grad():
+            model(x_inf)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x_tr), y_tr).backward()
+        opt.step()
+
+    model.train()
+    common.synchronize(device)
+    start = time.perf_counter()
+    step()
+    common.synchronize(device)
+    first = time.perf_counter() - start
+    reset_peak(device)
+    train = common.median_time(step, device, iters)
+    peak = peak_memory(device)
+    model.eval()
+    inference = common.median_time(infer, device, iters)
+    del model, opt
+    return inference * 1e3, train * 1e3, peak, first
+
+
+def ref_variants(ref):
+    """(label, setup) pairs: cuda runs with TF32 off and with torch's defaults."""
+    if torch.device(ref).type != "cuda":
+        return [(ref, lambda: None)]
+
+    def tf32(on):
+        def set_():
+            torch.backends.cuda.matmul.allow_tf32 = on
+            torch.backends.cudnn.allow_tf32 = on
+            torch.backends.cudnn.benchmark = True
+        return set_
+
+    default_cudnn_tf32 = torch.backends.cudnn.allow_tf32
+    default_matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+
+    def default():
+        torch.backends.cuda.matmul.allow_tf32 = default_matmul_tf32
+        torch.backends.cudnn.allow_tf32 = default_cudnn_tf32
+        torch.backends.cudnn.benchmark = True
+
+    return [("cuda TF32 off", tf32(False)), ("cuda default", default)]
+
+
+def measure_ref_in_child(name, label, args):
+    """Runs this script with --child for one network and reference variant; returns measure()'s tuple."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-label", label, "--ref", args.ref,
+           "--batch-infer", str(args.batch_infer), "--batch-train", str(args.batch_train), "--iters", str(args.iters)]
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"reference child failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return tuple(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def run_child(args):
+    ctor, size, _ = constructors([args.child])[args.child]
+    dict(ref_variants(args.ref))[args.child_label]()
+    print(json.dumps(measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
+
+
+def fmt_mb(b):
+    return "-" if b != b else f"{b / 2**20:.0f}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="ocl:0")
+    parser.add_argument("--ref", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--nets", default=",".join(NETS))
+    parser.add_argument("--batch-infer", type=int, default=64)
+    parser.add_argument("--batch-train", type=int, default=32)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="batch 2, 2 iterations, first two networks (CI smoke)")
+    parser.add_argument("--out", default="results/models.md")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-label", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return run_child(args)
+    common.import_backend()
+    import pytorch_ocl
+    if args.quick:
+        args.batch_infer, args.batch_train, args.iters = 2, 2, 2
+        args.nets = ",".join(args.nets.split(",")[:2])
+    nets = constructors(args.nets.split(","))
+    refs = ref_variants(args.ref)
+    rows = []
+    for name, (ctor, size, source) in tqdm(nets.items(), desc="networks", unit="net"):
+        pytorch_ocl.reset_fallback_stats()
+        try:
+            o = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters)
+        except Exception as e:  # noqa: BLE001 - one failing network must not hide the others
+            print(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+            rows.append((name, source, None, [], 0))
+            continue
+        fallbacks = sum(pytorch_ocl.fallback_stats().values())
+        refs_out = []
+        for label, setup in refs:
+            if torch.device(args.ref).type == "cuda":
+                refs_out.append((label, measure_ref_in_child(name, label, args)))
+            else:
+                setup()
+                refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
+        rows.append((name, source, o, refs_out, fallbacks))
+        # each network as it lands, so a run cut short still reports what it measured
+        tqdm.write(f"{name}: ocl infer {o[0]:.2f} ms train {o[1]:.2f} ms first {o[3]:.1f} s peak {fmt_mb(o[2])} MB; "
+                   + "; ".join(f"{label} infer {r[0]:.2f} train {r[1]:.2f} peak {fmt_mb(r[2])}" for label, r in refs_out)
+                   + f"; fallbacks {fallbacks}")
+    write_report(args, rows, refs)
+
+
+def write_report(args, rows, refs):
+    lines = ["# Whole networks", "",
+             f"ocl: {common.device_description(args.device)}  ",
+             f"ref: {common.device_description(args.ref)}  ",
+             f"torch {torch.__version__}, float32, inference batch {args.batch_infer}, training step batch "
+             f"{args.batch_train} (forward + cross-entropy + backward + SGD), median of {args.iters}  ", ""]
+    header = "| network | source | ocl infer ms | ocl train ms |"
+    sep = "|---|---|---:|---:|"
+    for label, _ in refs:
+        header += f" {label} infer ms | infer ratio | {label} train ms | train ratio |"
+        sep += "---:|---:|---:|---:|"
+    header += " ocl peak MB | ref peak MB | peak ratio | ocl first iter s | fallbacks |"
+    sep += "---:|---:|---:|---:|---:|"
+    lines += [header, sep]
+    ratios = {label: ([], []) for label, _ in refs}
+    for name, source, o, refs_out, fallbacks in rows:
+        if o is None:
+            lines.append(f"| {name} | {source} | failed |")
+            continue
+        line = f"| {name} | {source} | {o[0]:.2f} | {o[1]:.2f} |"
+        for label, r in refs_out:
+            ri, rt = r[0] / o[0], r[1] / o[1]
+            ratios[label][0].append(ri)
+            ratios[label][1].append(rt)
+            line += f" {r[0]:.2f} | {ri:.3f} | {r[1]:.2f} | {rt:.3f} |"
+        ref_peak = refs_out[0][1][2] if refs_out else float("nan")
+        peak_ratio = o[2] / ref_peak if ref_peak == ref_peak and ref_peak else float("nan")
+        line += f" {fmt_mb(o[2])} | {fmt_mb(ref_peak)} | {peak_ratio:.2f} | {o[3]:.2f} | {fallbacks} |"
+        lines.append(line)
+    lines.append("")
+    for label, (ri, rt) in ratios.items():
+        if ri:
+            gi = math.exp(statistics.mean(math.log(v) for v in ri))
+            gt = math.exp(statistics.mean(math.log(v) for v in rt))
+            lines.append(f"- geomean ref/ocl vs {label}: inference {gi:.3f}, training {gt:.3f} (> 1: ocl faster)")
+    lines.append("- peak ratio = ocl peak / ref peak memory allocated during the training steps")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+    plot(args.out, rows, refs)
+
+
+def plot(out, rows, refs):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    done = [(n, o, r) for n, _, o, r, _ in rows if o is not None and r]
+    if not done:
+        return
+    fig, ax = plt.subplots(figsize=(max(6, len(done) * 1.2), 4))
+    width = 0.8 / (2 * len(refs))
+    for k, (label, _) in enumerate(refs):
+        for j, kind in enumerate(("infer", "train")):
+            xs = [i + (2 * k + j) * width for i in range(len(done))]
+            ys = [r[k][1][j] / o[j] for _, o, r in done]
+            ax.bar(xs, ys, width, label=f"{kind} vs {label}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(done))])
+    ax.set_xticklabels([n for n, _, _ in done], rotation=30, ha="right")
+    ax.set_ylabel("ref time / ocl time (> 1: ocl faster)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.splitext(out)[0] + ".png", dpi=120)
+    print(f"wrote {out} and {os.path.splitext(out)[0]}.png")
+
+
+if __name__ == "__main__":
+    main()

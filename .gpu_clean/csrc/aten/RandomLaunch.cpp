@@ -1,0 +1,64 @@
+#include "aten/RandomLaunch.h"
+
+#include "aten/RowMajor.h"
+#include "core/Errors.h"
+#include "core/Generator.h"
+#include "core/TensorUtils.h"
+#include "core/Trace.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <mutex>
+
+namespace pytorch_ocl {
+
+std::pair<uint64_t, uint64_t> next_philox(const std::optional<at::Generator>& gen, int device, uint64_t increment) {
+  OclGenerator* g = generator_for(gen, device);
+  std::lock_guard<std::mutex> lock(g->mutex_);
+  return g->philox_seed_and_offset(increment);
+}
+
+void launch_random(dlprim::Distribution dist, const std::vector<at::Tensor>& outputs, const at::Tensor* input,
+                   const dlprim::RandomParams& params, const std::optional<at::Generator>& gen, const char* op) {
+  const at::Tensor& self = outputs.at(0);
+  for (const at::Tensor& t : outputs) check_ocl(t, op, "self");
+  if (self.numel() == 0) return;
+  int device = self.device().index();
+  c10::DeviceGuard guard(self.device());
+  at::Tensor in;
+  if (input) {
+    check_ocl(*input, op, "input");
+    TORCH_CHECK(input->device() == self.device(), op, ": input is on ", input->device(), " but self is on ",
+                self.device());
+    in = input->expand(self.sizes());
+  }
+  std::vector<at::TensorBase> tensors(outputs.begin(), outputs.end());
+  if (input) tensors.push_back(in);
+  dlprim::RowMajorShape shape;
+  std::vector<dlprim::StridedOperand> ops;
+  std::vector<at::Tensor> targets = outputs;
+  if (!describe_row_major(self.sizes(), tensors, 0, shape, ops, op)) {
+    // More than 8 dims that cannot be merged: generate into dense tensors, then copy.
+    tensors.clear();
+    for (at::Tensor& t : targets) {
+      t = at::empty(self.sizes(), t.options());
+      tensors.push_back(t);
+    }
+    if (input) tensors.push_back(in.contiguous());
+    TORCH_CHECK(describe_row_major(self.sizes(), tensors, 0, shape, ops, op), op, ": cannot describe shape ",
+                self.sizes());
+  }
+  auto seed_offset = next_philox(gen, device);
+  OCL_TRACE(op, " ", self.scalar_type(), self.sizes(), " seed=", seed_offset.first, " offset=", seed_offset.second);
+  std::vector<dlprim::StridedOperand> outs(ops.begin(), ops.begin() + outputs.size());
+  const dlprim::StridedOperand* in_op = input ? &ops.back() : nullptr;
+  cl_command_queue q = current_queue(device);
+  OCL_DLPRIM_CALL(op, dlprim::random_generate(context(device), q, dist, shape, outs, in_op, seed_offset.first,
+                                              seed_offset.second, params));
+  note_enqueued(q);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (!targets[k].is_same(outputs[k])) outputs[k].copy_(targets[k]);
+}
+
+} // namespace pytorch_ocl

@@ -1,0 +1,160 @@
+// Sum-like reductions (sum, mean, prod, nansum) and logical ones (any, all, count_nonzero):
+// each op is one dlprim ReduceOp row; ReduceLaunch does shapes, strides and aliasing.
+#include "aten/ReduceLaunch.h"
+#include "core/TensorUtils.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
+#include <torch/library.h>
+
+namespace pytorch_ocl {
+
+namespace {
+
+// state, init, combine (x at index j), merge (b into a), finalize (y0 from a and count n)
+const dlprim::ReduceOp k_sum{"sum", {"T s"}, "a->s = 0;", "a->s += x;", "a->s += b->s;", "y0 = a->s;"};
+const dlprim::ReduceOp k_nansum{"nansum", {"T s"}, "a->s = 0;", "if (!IS_NAN(x)) a->s += x;", "a->s += b->s;",
+                                "y0 = a->s;"};
+const dlprim::ReduceOp k_mean{"mean", {"T s"}, "a->s = 0;", "a->s += x;", "a->s += b->s;", "y0 = a->s / (T)n;"};
+const dlprim::ReduceOp k_prod{"prod", {"T s"}, "a->s = 1;", "a->s *= x;", "a->s *= b->s;", "y0 = a->s;"};
+// Logical results are counts/flags in a long; x keeps the input's type so that 0.5 or NaN
+// count as true.
+const dlprim::ReduceOp k_any{"any", {"long b"}, "a->b = 0;", "a->b |= (x != 0);", "a->b |= b->b;", "y0 = a->b;", "",
+                             1, dlprim::ReduceValue::Index};
+const dlprim::ReduceOp k_all{"all", {"long b"}, "a->b = 1;", "a->b &= (x != 0);", "a->b &= b->b;", "y0 = a->b;", "",
+                             1, dlprim::ReduceValue::Index};
+const dlprim::ReduceOp k_count_nonzero{"count_nonzero", {"long c"}, "a->c = 0;", "a->c += (x != 0);",
+                                       "a->c += b->c;", "y0 = a->c;", "", 1, dlprim::ReduceValue::Index};
+
+// Result dtype of sum/prod/nansum: `dtype`, else integers (and bool) widen to int64.
+c10::ScalarType sum_result_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong : self.scalar_type();
+}
+
+void check_out_dtype(const at::Tensor& out, c10::ScalarType expected, const char* name) {
+  TORCH_CHECK(out.scalar_type() == expected, name, ": Expected out tensor to have dtype ", expected,
+              ", but got ", out.scalar_type(), " instead");
+}
+
+// Shared by the sum-like ops: the result dtype is `dtype`, or that of an out already
+// allocated by the functional form, or the op's default.
+at::Tensor& sum_like(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out, const char* name) {
+  if (dtype) check_out_dtype(out, *dtype, name);
+  c10::ScalarType acc = sum_acc_type(out.scalar_type());
+  launch_reduction(op, self, mask, keepdim, {out}, acc, {0, 0}, name);
+  return out;
+}
+
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  return sum_like(k_sum, self, reduction_mask(dim, self.dim()), keepdim, dtype, out, "sum");
+}
+
+at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  // For integers nothing is NaN: a plain sum.
+  const dlprim::ReduceOp& op = c10::isIntegralType(self.scalar_type(), true) ? k_sum : k_nansum;
+  return sum_like(op, self, reduction_mask(dim, self.dim()), keepdim, dtype, out, "nansum");
+}
+
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                  std::optional<c10::ScalarType> dtype) {
+  at::Tensor out = at::empty({0}, self.options().dtype(sum_result_type(self, dtype)));
+  return nansum_out(self, dim, keepdim, dtype, out);
+}
+
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  c10::ScalarType t = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(t) || c10::isComplexType(t),
+              "mean(): could not infer output dtype. ", (dtype ? "Optional" : "Input"),
+              " dtype must be either a floating point or complex dtype. Got: ", t);
+  return sum_like(k_mean, self, reduction_mask(dim, self.dim()), keepdim, dtype, out, "mean");
+}
+
+at::Tensor& prod_int_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
+                         at::Tensor& out) {
+  return sum_like(k_prod, self, single_dim_mask(dim, self.dim()), keepdim, dtype, out, "prod");
+}
+
+at::Tensor prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  at::Tensor out = at::empty({}, self.options().dtype(sum_result_type(self, dtype)));
+  DimMask all;
+  all.set();
+  return sum_like(k_prod, self, all, false, dtype, out, "prod");
+}
+
+at::Tensor& prod_out(const at::Tensor& self, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  DimMask all;
+  all.set();
+  return sum_like(k_prod, self, all, false, dtype, out, "prod");
+}
+
+// any/all: bool results, except uint8 inputs which give uint8 (as on CPU).
+at::Tensor& logical_out(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
+                        at::Tensor& out, const char* name) {
+  c10::ScalarType expected = self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool;
+  check_out_dtype(out, expected, name);
+  // x is compared with 0 in the input's own type (float stays float).
+  c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
+  launch_reduction(op, self, mask, keepdim, {out}, acc, {0, 0}, name);
+  return out;
+}
+
+// dim=None reduces everything; an explicit empty list reduces nothing (CPU semantics).
+DimMask logical_mask(at::OptionalIntArrayRef dim, int64_t ndim) {
+  if (dim.has_value() && dim->empty()) return DimMask();
+  return reduction_mask(dim, ndim);
+}
+
+at::Tensor& any_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_any, self, single_dim_mask(dim, self.dim()), keepdim, out, "any");
+}
+at::Tensor& any_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_any, self, logical_mask(dim, self.dim()), keepdim, out, "any");
+}
+at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
+  return logical_out(k_any, self, logical_mask(std::nullopt, self.dim()), false, out, "any");
+}
+at::Tensor& all_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_all, self, single_dim_mask(dim, self.dim()), keepdim, out, "all");
+}
+at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return logical_out(k_all, self, logical_mask(dim, self.dim()), keepdim, out, "all");
+}
+at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
+  return logical_out(k_all, self, logical_mask(std::nullopt, self.dim()), false, out, "all");
+}
+
+at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
+  c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
+  launch_reduction(k_count_nonzero, self, reduction_mask(dims, self.dim()), false, {out}, acc, {0, 0},
+                   "count_nonzero");
+  return out;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.IntList_out", TORCH_FN(sum_out));
+  m.impl("mean.out", TORCH_FN(mean_out));
+  m.impl("nansum.out", TORCH_FN(nansum_out));
+  m.impl("nansum", TORCH_FN(nansum));
+  m.impl("prod.int_out", TORCH_FN(prod_int_out));
+  m.impl("prod", TORCH_FN(prod));
+  m.impl("prod.out", TORCH_FN(prod_out));
+  m.impl("any.out", TORCH_FN(any_out));
+  m.impl("any.dims_out", TORCH_FN(any_dims_out));
+  m.impl("any.all_out", TORCH_FN(any_all_out));
+  m.impl("all.out", TORCH_FN(all_out));
+  m.impl("all.dims_out", TORCH_FN(all_dims_out));
+  m.impl("all.all_out", TORCH_FN(all_all_out));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero));
+}
+
+} // namespace pytorch_ocl

@@ -1,0 +1,107 @@
+// pytorch_ocl.Kernel: OpenCL C written by the user, built through the program cache and
+// launched on the current stream like any built-in op. Python marshals the arguments;
+// this file owns the kernel objects and the launch.
+#include "python/Bindings.h"
+
+#include "core/Device.h"
+#include "core/Errors.h"
+#include "core/Stream.h"
+#include "core/TensorUtils.h"
+
+#include <ATen/core/Tensor.h>
+#include <dlprim/context.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace py = pybind11;
+
+namespace pytorch_ocl {
+
+namespace {
+
+// Argument kinds sent by python/pytorch_ocl/kernel.py.
+enum ArgKind { kTensor = 0, kBytes = 1, kLocal = 2 };
+
+struct CachedKernel {
+  std::mutex m;
+  cl_kernel k = nullptr;
+  cl_uint n_params = 0;
+};
+
+CachedKernel& kernel_for(int device, const std::string& source, const std::string& name, const std::string& options) {
+  static std::mutex map_mutex;
+  static std::map<std::tuple<int, std::string, std::string, std::string>, CachedKernel> cache;
+  CachedKernel* e;
+  {
+    std::lock_guard<std::mutex> lock(map_mutex);
+    e = &cache[std::make_tuple(device, source, name, options)];
+  }
+  std::lock_guard<std::mutex> lock(e->m);
+  if (!e->k) {
+    std::string what = "Kernel '" + name + "'";
+    OCL_DLPRIM_CALL(what.c_str(), e->k = dlprim::create_kernel(context(device).program(source, options), name.c_str()));
+    OCL_CHECK(clGetKernelInfo(e->k, CL_KERNEL_NUM_ARGS, sizeof(e->n_params), &e->n_params, nullptr));
+  }
+  return *e;
+}
+
+void build(int device, const std::string& source, const std::string& name, const std::string& options) {
+  kernel_for(device, source, name, options);
+}
+
+void launch(int device, const std::string& source, const std::string& name, const std::string& options,
+            const std::vector<py::tuple>& args, const std::vector<size_t>& global, const std::vector<size_t>& local) {
+  TORCH_CHECK(!global.empty() && global.size() <= 3, "Kernel '", name, "': global_size must have 1 to 3 dims");
+  TORCH_CHECK(local.empty() || local.size() == global.size(), "Kernel '", name,
+              "': local_size must have as many dims as global_size");
+  for (size_t d = 0; d < local.size(); ++d)
+    TORCH_CHECK(local[d] > 0 && global[d] % local[d] == 0, "Kernel '", name, "': global_size[", d, "]=", global[d],
+                " is not a multiple of local_size[", d, "]=", local[d]);
+  CachedKernel& e = kernel_for(device, source, name, options);
+  std::lock_guard<std::mutex> lock(e.m);
+  // Arguments set by an earlier call persist on the kernel object: a short argument list
+  // would silently reuse them.
+  cl_uint supplied = 0;
+  for (const py::tuple& a : args) supplied += a[0].cast<int>() == kTensor ? 2 : 1;
+  TORCH_CHECK(supplied == e.n_params, "Kernel '", name, "' takes ", e.n_params, " parameters but the call supplies ",
+              supplied, " (each tensor counts as two: a __global pointer and a ulong element offset)");
+  dlprim::KernelArgs kargs(e.k);
+  size_t index = 0;
+  try {
+    for (const py::tuple& a : args) {
+      int kind = a[0].cast<int>();
+      if (kind == kTensor) {
+        at::Tensor t = a[1].cast<at::Tensor>();
+        BufferRef buf = buffer_of(t);
+        cl_mem mem = buf.mem;
+        kargs.add(mem).add<cl_ulong>(buf.offset / t.itemsize());
+      } else if (kind == kBytes) {
+        std::string bytes = a[1].cast<std::string>();
+        kargs.add_raw(bytes.size(), bytes.data());
+      } else {
+        kargs.add_local(a[1].cast<size_t>());
+      }
+      ++index;
+    }
+  } catch (const dlprim::Error& err) {
+    TORCH_CHECK(false, "Kernel '", name, "': argument ", index, ": ", err.what(),
+                " (a tensor takes two kernel parameters: a __global pointer and a ulong element offset)");
+  }
+  cl_command_queue q = current_queue(device);
+  OCL_DLPRIM_CALL(name.c_str(), dlprim::launch_nd(q, e.k, static_cast<cl_uint>(global.size()), global.data(),
+                                                  local.empty() ? nullptr : local.data(), name.c_str()));
+  note_enqueued(q);
+}
+
+} // namespace
+
+void bind_user_kernels(py::module& m) {
+  m.def("build_user_kernel", &build);
+  m.def("launch_user_kernel", &launch);
+}
+
+} // namespace pytorch_ocl

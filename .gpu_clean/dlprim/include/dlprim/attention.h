@@ -1,0 +1,46 @@
+// Fused scaled-dot-product attention (flash-attention style), forward and backward.
+#pragma once
+#include <dlprim/context.h>
+#include <dlprim/dtype.h>
+
+#include <cstdint>
+
+namespace dlprim {
+
+// A [B, H, rows, dim] tensor: buffer, element offset and element strides (any layout; a
+// broadcast mask has zero strides).
+struct AttnTensor {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;
+  int64_t sb = 0, sh = 0, sl = 0, sd = 0;
+};
+
+struct AttnShape {
+  int64_t B = 0, Hq = 0, Hk = 0, L = 0, S = 0, D = 0, DV = 0;
+  double scale = 1.0;
+  bool causal = false;   // top-left aligned: query i sees keys j <= i
+  bool has_mask = false; // additive mask of dtype `dtype`, indexed [b, hq, i, j]
+  double dropout = 0;     // probability of dropping a probability; drawn from Philox (seed, offset)
+  uint64_t seed = 0, offset = 0;
+};
+
+// Largest head dim the kernels take (registers per thread grow with it).
+constexpr int64_t kAttnMaxHeadDim = 512;
+
+// o = softmax(q k^T * scale + mask) v, lse[b, hq, i] (compute type, contiguous [B, Hq, L]).
+void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                       const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& O,
+                       cl_mem lse, uint64_t lse_offset);
+
+// dq, dk, dv from grad_out, the forward's lse and delta[b, hq, i] = dO_i . O_i (both compute
+// type, contiguous [B, Hq, L]). dk/dv are per key head (GQA groups summed in the kernel).
+void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& dO,
+                        cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
+                        const AttnTensor& dK, const AttnTensor& dV);
+
+// The dropout keep mask (1 / 0 in `dtype`) the kernels draw for s, [B, Hq, L, S] contiguous at `out`.
+void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,
+                            uint64_t out_offset);
+
+} // namespace dlprim

@@ -1,0 +1,27 @@
+// Kernels of one .cl file specialised for a storage type: the file sees DL_T (storage),
+// DL_ACC (float, or double for float64), DL_LOAD(p, i) and DL_STORE(p, i, v). Built once per
+// (context, file, type); each kernel object comes with the mutex that serialises its
+// argument setting and launch.
+#pragma once
+#include <dlprim/context.h>
+#include <dlprim/dtype.h>
+
+#include <mutex>
+#include <string>
+
+namespace dlprim {
+
+struct TypedKernel {
+  cl_kernel kernel;
+  std::mutex* mutex;
+};
+
+TypedKernel typed_kernel(const Context& ctx, const std::string& file, DType t, const char* name);
+
+// Storage view of a buffer for kernel arguments.
+struct Buffer {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;  // in elements
+};
+
+} // namespace dlprim

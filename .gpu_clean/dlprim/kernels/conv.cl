@@ -1,0 +1,95 @@
+// Convolution helpers around the GEMM (needs the gemm_program_head defines: T, ACC, LOAD_T,
+// STORE_T). Activations are [N, C, H, W] with element strides (sn, sc, sh, sw); weights are
+// [K, C / groups, KH, KW] contiguous; k = (ci * KH + kh) * KW + kw indexes a patch.
+
+#define CONV_GEOMETRY                                                                                  \
+  int Cg, int H, int W, int KH, int KW, int OH, int OW, int stride_h, int stride_w, int pad_h, int pad_w, \
+      int dil_h, int dil_w, int groups
+
+// Patches of `images` images: cols[((b * groups + g) * Kg + k) * OH * OW + oh * OW + ow]
+// = x[b, g * Cg + ci, oh * stride_h - pad_h + kh * dil_h, ow * stride_w - pad_w + kw * dil_w] (0 outside).
+__kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn, long x_sc,
+                          long x_sh, long x_sw, __global T *cols, ulong col_off) {
+  ulong id = get_global_id(0);
+  if (id >= total) return;
+  const int npix = OH * OW, khw = KH * KW, kg = Cg * khw;
+  const int n = (int)(id % (ulong)npix);
+  ulong t = id / (ulong)npix;
+  const int k = (int)(t % (ulong)kg);
+  const int z = (int)(t / (ulong)kg), b = z / groups, g = z - b * groups;
+  const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
+  const int oh = n / OW, ow = n - oh * OW;
+  const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
+  ACC v = 0;
+  if ((uint)ih < (uint)H && (uint)iw < (uint)W)
+    v = LOAD_T(X, (long)x_off + b * x_sn + (long)(g * Cg + ci) * x_sc + ih * x_sh + iw * x_sw);
+  STORE_T(cols, col_off + id, v);
+}
+
+// The same patches, one work-item per output row of OW entries (CPU devices: the index
+// arithmetic runs once per row instead of once per element).
+__kernel void conv_im2col_rows(ulong rows, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn, long x_sc,
+                               long x_sh, long x_sw, __global T *cols, ulong col_off) {
+  ulong id = get_global_id(0);
+  if (id >= rows) return;
+  const int khw = KH * KW, kg = Cg * khw;
+  const int oh = (int)(id % (ulong)OH);
+  ulong t = id / (ulong)OH;
+  const int k = (int)(t % (ulong)kg);
+  const int z = (int)(t / (ulong)kg), b = z / groups, g = z - b * groups;
+  const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
+  const int ih = oh * stride_h - pad_h + kh * dil_h;
+  const ulong dst = col_off + ((ulong)z * kg + k) * (ulong)(OH * OW) + (ulong)oh * OW;
+  const long src = (long)x_off + b * x_sn + (long)(g * Cg + ci) * x_sc + ih * x_sh;
+  const bool row_in = (uint)ih < (uint)H;
+  for (int ow = 0; ow < OW; ++ow) {
+    const int iw = ow * stride_w - pad_w + kw * dil_w;
+    ACC v = 0;
+    if (row_in && (uint)iw < (uint)W) v = LOAD_T(X, src + iw * x_sw);
+    STORE_T(cols, dst + ow, v);
+  }
+}
+
+// The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it. The
+// patches hold unrounded sums, in the accumulation type.
+__kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,
+                          ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
+  ulong id = get_global_id(0);
+  if (id >= total) return;
+  const int iw = (int)(id % (ulong)W);
+  ulong t = id / (ulong)W;
+  const int ih = (int)(t % (ulong)H);
+  t /= (ulong)H;
+  const int C = Cg * groups;
+  const int c = (int)(t % (ulong)C), b = (int)(t / (ulong)C);
+  const int g = c / Cg, ci = c - g * Cg;
+  const int npix = OH * OW, kg = Cg * KH * KW;
+  __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
+  ACC acc = 0;
+  for (int kh = 0; kh < KH; ++kh) {
+    const int th = ih + pad_h - kh * dil_h;
+    if (th < 0) break;
+    if (th % stride_h) continue;
+    const int oh = th / stride_h;
+    if (oh >= OH) continue;
+    for (int kw = 0; kw < KW; ++kw) {
+      const int tw = iw + pad_w - kw * dil_w;
+      if (tw < 0) break;
+      if (tw % stride_w) continue;
+      const int ow = tw / stride_w;
+      if (ow >= OW) continue;
+      acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+    }
+  }
+  STORE_T(DX, (long)dx_off + b * dx_sn + (long)c * dx_sc + ih * dx_sh + iw * dx_sw, acc);
+}
+
+// Adds the weight-gradient slices of conv_depthwise.cl in slice order.
+__kernel void conv_dw_weight_sum(int E, int slices, __global const ACC *part, ulong part_off, __global T *DW,
+                                 ulong dw_off) {
+  const int e = (int)get_global_id(0);
+  if (e >= E) return;
+  ACC acc = 0;
+  for (int sl = 0; sl < slices; ++sl) acc += part[part_off + (ulong)sl * E + e];
+  STORE_T(DW, dw_off + e, acc);
+}

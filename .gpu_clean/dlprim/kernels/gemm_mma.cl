@@ -1,0 +1,351 @@
+// GEMM on the matrix engine: NVIDIA mma.sync through inline PTX (matrix_engine.h finds out whether the
+// driver takes it). Same arguments, grid and split-K protocol as the FMA skeleton (gemm_tiled.cl), so the
+// host launches either one the same way; only the inner product differs.
+//
+// A work-group computes a BM x BN tile of C with WARPS_M x WARPS_N warps (work-group shape
+// (32 * WARPS_N, WARPS_M)); warp (wy, wx) owns a WM x WN sub-tile = FM x FN mma tiles of 16 x 8.
+// Per K step a BK-deep slice of A and B is staged in local memory in the layout of its global fast dim
+// (so staging stores are 4-vectors, never transposes), the next slice prefetched into registers while
+// the current one is multiplied. Fragments are read from local memory in the register layout mma.sync
+// wants (PTX ISA, "Matrix fragments for mma.m16n8k8 / m16n8k16"): lane = 4 * gid + tig,
+//   A 16 x KS: rows gid and gid + 8, k = tig (+4) for tf32 / 2 tig, 2 tig + 1 (+8) for 16-bit pairs;
+//   B KS x 8: column gid, the same k positions; C 16 x 8: rows gid, gid + 8, columns 2 tig, 2 tig + 1.
+//
+// Operand kinds (MMA_KIND): 1 tf32 (fp32 inputs rounded to tf32 while staged), 2 3xtf32 (fp32 split into
+// big + small tf32 parts, big*big + big*small + small*big: fp32-level accuracy), 3 bf16, 4 fp16 (raw
+// 16-bit storage bits staged as they are). Accumulation is fp32 in every case.
+// MMA_EMULATE replaces the PTX by a local-memory emulation with the same fragment layouts, so that
+// devices without the instruction (PoCL in CI, Oclgrind) run and test every line of this kernel.
+//
+// Hooks from the including variant (gemm.cl): OPERAND_ARGS, OPERAND_SETUP, OUTER_STEP, STEP_SETUP,
+// A_RAW(r, kk) / B_RAW(kk, c) (the stored bits of an element as MT: float for the tf32 kinds, ushort for
+// 16-bit; 0 past K, any in-bounds value past M / N), optional A_RAW4 / B_RAW4 (4 elements along the fast
+// dim, unchecked) with A_VEC4_OK / B_VEC4_OK, A_LOAD_KFAST, B_LOAD_NFAST.
+
+#define NT (32 * WARPS_M * WARPS_N)
+#define WM (BM / WARPS_M)
+#define WN (BN / WARPS_N)
+#define FM (WM / 16)
+#define FN (WN / 8)
+#if MMA_KIND <= 2
+#define KS 8
+#define MT4 float4
+#else
+#define KS 16
+#define MT4 ushort4
+#endif
+#define LOADS_A (BM * BK / NT)
+#define LOADS_B (BN * BK / NT)
+// Local row lengths (elements): a 4-element pad for fp32 / 8 for 16-bit along k keeps a fragment load's 32
+// lanes (8 rows x 4 k) on 32 distinct banks; 8 along m / n does the same for the k-major layouts.
+#define KPAD (MMA_KIND <= 2 ? 4 : 8)
+#if A_LOAD_KFAST
+#define A_LD (BK + KPAD)
+#define AS_IDX(r, k) ((r) * A_LD + (k))
+#define A_BUF (BM * A_LD)
+#else
+#define A_LD (BM + 8)
+#define AS_IDX(r, k) ((k) * A_LD + (r))
+#define A_BUF (BK * A_LD)
+#endif
+#if B_LOAD_NFAST
+#define B_LD (BN + 8)
+#define BS_IDX(k, c) ((k) * B_LD + (c))
+#define B_BUF (BK * B_LD)
+#else
+#define B_LD (BK + KPAD)
+#define BS_IDX(k, c) ((c) * B_LD + (k))
+#define B_BUF (BN * B_LD)
+#endif
+
+// ---------------------------------------------------------------- tf32 rounding
+#if MMA_EMULATE
+// Round to nearest, ties away from zero, to 10 mantissa bits (cvt.rna.tf32.f32); inf/NaN kept.
+inline uint mma_tf32(float x) {
+  uint u = as_uint(x);
+  return (u & 0x7f800000u) == 0x7f800000u ? u : ((u + 0x1000u) & 0xffffe000u);
+}
+#else
+inline uint mma_tf32(float x) {
+  uint u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+  return u;
+}
+#endif
+
+// ---------------------------------------------------------------- the instruction
+#if MMA_KIND <= 2
+#define MMA_SHAPE "m16n8k8.row.col.f32.tf32.tf32.f32"
+#elif MMA_KIND == 3
+#define MMA_SHAPE "m16n8k16.row.col.f32.bf16.bf16.f32"
+#else
+#define MMA_SHAPE "m16n8k16.row.col.f32.f16.f16.f32"
+#endif
+
+#if MMA_EMULATE
+// One lane's operand register as the two (16-bit kinds) or one (tf32) values it holds.
+inline float mma_emu_value(uint w, int half_index) {
+#if MMA_KIND <= 2
+  return as_float(w & 0xffffe000u);  // the engine reads 19 bits of a tf32 operand
+#elif MMA_KIND == 3
+  return as_float((half_index ? (w >> 16) : (w & 0xffffu)) << 16);
+#else
+  ushort h = (ushort)(half_index ? (w >> 16) : (w & 0xffffu));
+  return vload_half(0, (const __private half *)&h);
+#endif
+}
+// Element (row, k) of the warp's A (16 x KS) and (k, col) of its B (KS x 8) from the lanes' registers
+// in `regs` (6 words per lane: a0..a3, b0, b1), by the fragment layouts above.
+inline float mma_emu_a(__local const uint *regs, int row, int k) {
+#if MMA_KIND <= 2
+  int lane = (row % 8) * 4 + k % 4, reg = (row >= 8) + 2 * (k >= 4);
+  return mma_emu_value(regs[lane * 6 + reg], 0);
+#else
+  int lane = (row % 8) * 4 + (k % 8) / 2, reg = (row >= 8) + 2 * (k >= 8);
+  return mma_emu_value(regs[lane * 6 + reg], k % 2);
+#endif
+}
+inline float mma_emu_b(__local const uint *regs, int k, int col) {
+#if MMA_KIND <= 2
+  return mma_emu_value(regs[(col * 4 + k % 4) * 6 + 4 + (k >= 4)], 0);
+#else
+  return mma_emu_value(regs[(col * 4 + (k % 8) / 2) * 6 + 4 + (k >= 8)], k % 2);
+#endif
+}
+// Every work-item of the group calls this the same number of times (the fragment loops are uniform),
+// so the barriers are legal.
+#define MMA(d, a, b)                                                                          \
+  do {                                                                                        \
+    __local uint *mine_ = emu_regs + tid * 6;                                                 \
+    mine_[0] = (a)[0], mine_[1] = (a)[1], mine_[2] = (a)[2], mine_[3] = (a)[3];               \
+    mine_[4] = (b)[0], mine_[5] = (b)[1];                                                     \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+    __local const uint *warp_ = emu_regs + (tid - lane) * 6;                                  \
+    for (int e_ = 0; e_ < 4; ++e_) {                                                          \
+      const int row_ = gid + 8 * (e_ >> 1), col_ = 2 * tig + (e_ & 1);                        \
+      float s_ = 0;                                                                           \
+      for (int k_ = 0; k_ < KS; ++k_) s_ += mma_emu_a(warp_, row_, k_) * mma_emu_b(warp_, k_, col_); \
+      (d)[e_] += s_;                                                                          \
+    }                                                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+  } while (0)
+#else
+#define MMA(d, a, b)                                                                            \
+  asm volatile("mma.sync.aligned." MMA_SHAPE " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
+               : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                           \
+               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+#endif
+
+// ---------------------------------------------------------------- fragments from local memory
+#if MMA_KIND <= 2
+// The staged value as the mma operand: already tf32 (kind 1), or split here (kind 2).
+#define A_FRAG_AT(as, r, k) as_uint((as)[AS_IDX(r, k)])
+#define B_FRAG_AT(bs, k, c) as_uint((bs)[BS_IDX(k, c)])
+#define LOAD_A_FRAG(fa, as, r, k0)                                          \
+  (fa)[0] = A_FRAG_AT(as, r, (k0) + tig), (fa)[1] = A_FRAG_AT(as, (r) + 8, (k0) + tig), \
+  (fa)[2] = A_FRAG_AT(as, r, (k0) + tig + 4), (fa)[3] = A_FRAG_AT(as, (r) + 8, (k0) + tig + 4)
+#define LOAD_B_FRAG(fb, bs, k0, c) (fb)[0] = B_FRAG_AT(bs, (k0) + tig, c), (fb)[1] = B_FRAG_AT(bs, (k0) + tig + 4, c)
+#else
+// Two 16-bit elements adjacent in k as one register (the lower k in the low half): one 32-bit load when
+// k is the staged fast dim, two 16-bit loads otherwise.
+#if A_LOAD_KFAST
+#define A_PAIR(as, r, k) (((__local const uint *)(as))[AS_IDX(r, k) / 2])
+#else
+#define A_PAIR(as, r, k) ((uint)(as)[AS_IDX(r, k)] | ((uint)(as)[AS_IDX(r, (k) + 1)] << 16))
+#endif
+#if B_LOAD_NFAST
+#define B_PAIR(bs, k, c) ((uint)(bs)[BS_IDX(k, c)] | ((uint)(bs)[BS_IDX((k) + 1, c)] << 16))
+#else
+#define B_PAIR(bs, k, c) (((__local const uint *)(bs))[BS_IDX(k, c) / 2])
+#endif
+#define LOAD_A_FRAG(fa, as, r, k0)                                                      \
+  (fa)[0] = A_PAIR(as, r, (k0) + 2 * tig), (fa)[1] = A_PAIR(as, (r) + 8, (k0) + 2 * tig), \
+  (fa)[2] = A_PAIR(as, r, (k0) + 2 * tig + 8), (fa)[3] = A_PAIR(as, (r) + 8, (k0) + 2 * tig + 8)
+#define LOAD_B_FRAG(fb, bs, k0, c) (fb)[0] = B_PAIR(bs, (k0) + 2 * tig, c), (fb)[1] = B_PAIR(bs, (k0) + 2 * tig + 8, c)
+#endif
+
+// Staged value of an fp32 element: rounded to tf32 once here for kind 1 (not per fragment load); kept
+// whole for kind 2, which splits it per fragment.
+#if MMA_KIND == 1
+#define STAGE_VALUE(x) as_float(mma_tf32(x))
+#else
+#define STAGE_VALUE(x) (x)
+#endif
+
+// Staging positions: work-item `tid` loads groups v = 0 .. LOADS / 4 - 1 of 4 elements adjacent along the
+// operand's fast dim.
+#if A_LOAD_KFAST
+#define A_POS_R(v) ((tid + (v) * NT) / (BK / 4))
+#define A_POS_K(v) (((tid + (v) * NT) % (BK / 4)) * 4)
+#define A_STEP_R(j) 0
+#define A_STEP_K(j) (j)
+#else
+#define A_POS_R(v) (((tid + (v) * NT) % (BM / 4)) * 4)
+#define A_POS_K(v) ((tid + (v) * NT) / (BM / 4))
+#define A_STEP_R(j) (j)
+#define A_STEP_K(j) 0
+#endif
+#if B_LOAD_NFAST
+#define B_POS_C(v) (((tid + (v) * NT) % (BN / 4)) * 4)
+#define B_POS_K(v) ((tid + (v) * NT) / (BN / 4))
+#define B_STEP_C(j) (j)
+#define B_STEP_K(j) 0
+#else
+#define B_POS_C(v) ((tid + (v) * NT) / (BK / 4))
+#define B_POS_K(v) (((tid + (v) * NT) % (BK / 4)) * 4)
+#define B_STEP_C(j) 0
+#define B_STEP_K(j) (j)
+#endif
+#ifndef OUTER_STEP
+#define OUTER_STEP(o)
+#endif
+
+__kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KERNEL_NAME(
+    int M, int N, int K, int ksteps, int total_steps, int steps_per_split, int splits, int groups,
+    OPERAND_ARGS, GEMM_OUT_ARGS, __global ACC *W, ulong w_off, int partial) {
+  const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * (32 * WARPS_N) + tx;
+  const int lane = tx % 32, gid = lane / 4, tig = lane % 4;
+  const int wm = ty * WM, wn = (tx / 32) * WN;  // this warp's sub-tile
+  // Group ids from global ids so that launches split with a global offset stay correct.
+  const int n0 = (int)(get_global_id(0) / (32 * WARPS_N)) * BN, m0 = (int)(get_global_id(1) / WARPS_M) * BM;
+  const int z = (int)get_global_id(2);
+  const int zb = z / splits, split = z - zb * splits;
+  const int bi = zb / groups, gi = zb - bi * groups;
+  OPERAND_SETUP
+
+  float acc[FM][FN][4];
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+
+  __local MT As[LOCAL_BUFS * A_BUF] __attribute__((aligned(16)));
+  __local MT Bs[LOCAL_BUFS * B_BUF] __attribute__((aligned(16)));
+#if MMA_EMULATE
+  __local uint emu_regs[NT * 6];
+#endif
+  MT ra[LOADS_A], rb[LOADS_B];
+  const int step0 = split * steps_per_split;
+  const int step_end = min(total_steps, step0 + steps_per_split);
+  int next_o = step0 / ksteps, next_k0 = (step0 - next_o * ksteps) * BK;
+  OUTER_STEP(next_o)
+  __local MT *a_fill = As, *b_fill = Bs;
+  __local MT *a_prev = As + (LOCAL_BUFS - 1) * A_BUF, *b_prev = Bs + (LOCAL_BUFS - 1) * B_BUF;
+  for (int s = step0; s <= step_end; ++s) {
+    if (s < step_end) {
+      // Load step s into registers; its multiply-adds come one iteration later.
+      const int o = next_o, k0 = next_k0;
+      STEP_SETUP(o, k0)
+#ifdef A_RAW4
+      if (A_VEC4_OK) {
+#pragma unroll
+        for (int v = 0; v < LOADS_A / 4; ++v) vstore4(A_RAW4(A_POS_R(v), A_POS_K(v)), 0, ra + 4 * v);
+      } else
+#endif
+      {
+#pragma unroll
+        for (int v = 0; v < LOADS_A / 4; ++v)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) ra[4 * v + j] = A_RAW(A_POS_R(v) + A_STEP_R(j), A_POS_K(v) + A_STEP_K(j));
+      }
+#ifdef B_RAW4
+      if (B_VEC4_OK) {
+#pragma unroll
+        for (int v = 0; v < LOADS_B / 4; ++v) vstore4(B_RAW4(B_POS_K(v), B_POS_C(v)), 0, rb + 4 * v);
+      } else
+#endif
+      {
+#pragma unroll
+        for (int v = 0; v < LOADS_B / 4; ++v)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) rb[4 * v + j] = B_RAW(B_POS_K(v) + B_STEP_K(j), B_POS_C(v) + B_STEP_C(j));
+      }
+      next_k0 += BK;
+      if (next_k0 >= ksteps * BK) {
+        next_k0 = 0;
+        ++next_o;
+        OUTER_STEP(next_o)
+      }
+    }
+    if (s > step0) {
+      __local const MT *as = a_prev, *bs = b_prev;
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += KS) {
+        uint fa[FM][4], fb[FN][2];
+#pragma unroll
+        for (int i = 0; i < FM; ++i) LOAD_A_FRAG(fa[i], as, wm + i * 16 + gid, kk);
+#pragma unroll
+        for (int j = 0; j < FN; ++j) LOAD_B_FRAG(fb[j], bs, kk, wn + j * 8 + gid);
+#if MMA_KIND == 2
+        // 3xtf32: x = big + small, both tf32; the small*small term is below fp32 rounding.
+        uint sa[FM][4], sb[FN][2];
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float x = as_float(fa[i][e]);
+            fa[i][e] = mma_tf32(x);
+            sa[i][e] = mma_tf32(x - as_float(fa[i][e]));
+          }
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float x = as_float(fb[j][e]);
+            fb[j][e] = mma_tf32(x);
+            sb[j][e] = mma_tf32(x - as_float(fb[j][e]));
+          }
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+          for (int j = 0; j < FN; ++j) {
+            MMA(acc[i][j], sa[i], fb[j]);
+            MMA(acc[i][j], fa[i], sb[j]);
+          }
+#endif
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+          for (int j = 0; j < FN; ++j) MMA(acc[i][j], fa[i], fb[j]);
+      }
+    }
+    if (s == step_end) break;
+    if (LOCAL_BUFS == 1) barrier(CLK_LOCAL_MEM_FENCE);
+    // Registers to local memory: 4 elements along the fast dim are adjacent there too.
+#pragma unroll
+    for (int v = 0; v < LOADS_A / 4; ++v) {
+      MT4 x = vload4(0, ra + 4 * v);
+#if MMA_KIND == 1
+      x = (MT4)(STAGE_VALUE(x.s0), STAGE_VALUE(x.s1), STAGE_VALUE(x.s2), STAGE_VALUE(x.s3));
+#endif
+      *(__local MT4 *)(a_fill + AS_IDX(A_POS_R(v), A_POS_K(v))) = x;
+    }
+#pragma unroll
+    for (int v = 0; v < LOADS_B / 4; ++v) {
+      MT4 x = vload4(0, rb + 4 * v);
+#if MMA_KIND == 1
+      x = (MT4)(STAGE_VALUE(x.s0), STAGE_VALUE(x.s1), STAGE_VALUE(x.s2), STAGE_VALUE(x.s3));
+#endif
+      *(__local MT4 *)(b_fill + BS_IDX(B_POS_K(v), B_POS_C(v))) = x;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if LOCAL_BUFS == 2
+    a_prev = a_fill, b_prev = b_fill;
+    a_fill = a_fill == As ? As + A_BUF : As, b_fill = b_fill == Bs ? Bs + B_BUF : Bs;
+#endif
+  }
+
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = m0 + wm + i * 16 + gid + 8 * (e >> 1), n = n0 + wn + j * 8 + 2 * tig + (e & 1);
+        if (m >= M || n >= N) continue;
+        if (partial)
+          W[w_off + ((ulong)z * (ulong)M + (ulong)m) * (ulong)N + (ulong)n] = acc[i][j][e];
+        else
+          GEMM_STORE(bi, gi, m, n, acc[i][j][e]);
+      }
+}

@@ -1,0 +1,358 @@
+// Launches of the fused attention kernels (kernels/attention.cl): the per-head-dim layout (threads
+// per row, rows per work-group, key tile) and the program text.
+#include <dlprim/attention.h>
+#include <dlprim/int_math.h>
+#include <dlprim/embedded.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+namespace dlprim {
+
+namespace {
+
+struct Layout {
+  int tpr = 1, br = 64, bc = 32;  // row kernels (attention.cl)
+  // register-tiled forward (attention_tiled.cl); bq == 0: the row kernel
+  int bq = 0, bk = 0, kc = 0, ntc = 0;
+  std::string name() const {
+    std::ostringstream s;
+    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc;
+    else s << "rows " << tpr << "," << br << "," << bc;
+    return s.str();
+  }
+};
+
+enum class Pass { Forward = 0, Backward = 1 };
+
+
+uint64_t local_limit(const Context& ctx) { return ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768; }
+
+// Local memory of a row-kernel pass (kernels/attention.cl: two staged tiles with padded chunks,
+// the exchange array when TPR > 1, and the backward's per-column lse/delta).
+uint64_t local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es, Pass pass) {
+  int64_t dc = (ceil_div(D, l.tpr) + 3) / 4 * 4, dvc = (ceil_div(DV, l.tpr) + 3) / 4 * 4;
+  int64_t ks = l.tpr * (dc + 4), vs = l.tpr * (dvc + 4);
+  int64_t x = l.tpr > 1 ? static_cast<int64_t>(l.br) * (static_cast<int64_t>(l.tpr) * l.bc + 1) : 1;
+  int64_t extra = pass == Pass::Backward ? 2 * l.bc : 0;
+  return static_cast<uint64_t>(l.bc * ks + l.bc * vs + x + extra) * es;
+}
+
+// Local memory of the tiled forward (kernels/attention_tiled.cl: Qs, Ks and Ps in one array, Vs, red).
+uint64_t tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
+  int64_t dp = round_up(D, 4), dvp = round_up(DV, 4 * l.ntc);
+  int64_t qrows = l.kc >= dp ? dp : l.kc;
+  int64_t kstep = l.kc >= dp ? dp : l.kc;
+  int64_t kps = std::max<int64_t>(kstep * l.bk, static_cast<int64_t>(l.bk) * (l.bq + 4));  // Ks and Ps share
+  return static_cast<uint64_t>(qrows * l.bq + kps + l.bk * dvp + l.bq * l.ntc) * es;
+}
+
+bool tiled_valid(const Layout& l) {
+  return l.ntc >= 1 && l.bq >= 4 && l.bq % 4 == 0 && l.bk % (4 * l.ntc) == 0 && l.bk > 0 && l.kc >= 4 &&
+         l.kc % 4 == 0 && l.bq / 4 * l.ntc <= 1024;
+}
+
+// The register-tiled forward for head dims up to 64 (up to 128 when set by the variable below): 64
+// queries per work-group, 8 threads across the columns (128 threads), 32-key tiles, the queries
+// staged for the whole loop; wider heads stream the score product's head dim in chunks of 32.
+// Smaller devices (local memory) get shorter chunks, then narrower tiles.
+// PYTORCH_OCL_ATTN_TILED = "BQ,BK,KC,NTC" sets the tile; "0" selects the row kernel.
+Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+  Layout l;
+  const char* env = std::getenv("PYTORCH_OCL_ATTN_TILED");
+  if (env && std::string(env) == "0") return l;
+  l.bq = 64;
+  l.bk = 32;
+  l.ntc = 8;
+  l.kc = round_up(D, 4) <= 64 ? static_cast<int>(round_up(D, 4)) : 32;
+  if (env) {
+    Layout e;
+    if (std::sscanf(env, "%d,%d,%d,%d", &e.bq, &e.bk, &e.kc, &e.ntc) == 4 && tiled_valid(e)) l = e;
+  } else if (std::max(D, DV) > 64) {
+    return Layout();  // measured on an H100: the row kernel is faster for wider heads (6.7 vs 9.2 ms at D 128)
+  }
+  if (std::max(D, DV) > 128) return Layout();  // registers: o alone is 4 x DV / NTC per thread
+  const size_t es = dtype_size(compute);
+  const uint64_t limit = local_limit(ctx);
+  if (tiled_local_bytes(l, D, DV, es) > limit && l.kc >= round_up(D, 4)) l.kc = 32;
+  while (l.kc > 4 && tiled_local_bytes(l, D, DV, es) > limit) l.kc /= 2;
+  while (l.bk > 4 * l.ntc && tiled_local_bytes(l, D, DV, es) > limit) l.bk /= 2;
+  while (l.bq > 4 && tiled_local_bytes(l, D, DV, es) > limit) l.bq /= 2;
+  if (tiled_local_bytes(l, D, DV, es) > limit || l.kc % 4 || l.bk % (4 * l.ntc)) l.bq = 0;  // the row kernel
+  if (l.bq && l.bq / 4 * l.ntc > static_cast<int64_t>(ctx.info().max_work_group_size)) l.bq = 0;
+  return l;
+}
+
+// Local memory of the tiled dq pass (attention_tiled.cl, ATTN_BWD: Qs, dOs, Ks/dSs, Vt/Kn).
+uint64_t dq_tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
+  int64_t dp = round_up(D, 4), dvp = round_up(DV, 4), dqp = round_up(D, 4 * l.ntc);
+  int64_t kds = std::max<int64_t>(dp * l.bk, static_cast<int64_t>(l.bk) * (l.bq + 4));
+  int64_t vkn = std::max<int64_t>(dvp * l.bk, l.bk * dqp);
+  return static_cast<uint64_t>(dp * l.bq + dvp * l.bq + kds + vkn) * es;
+}
+
+// The tiled dq pass of the backward: off unless PYTORCH_OCL_ATTN_BWD_TILED is "1" (the default tile:
+// 32-key steps, 8 threads across, as many queries as local memory holds, up to 64) or "BQ,BK,NTC".
+// It stays opt-in until it is measured against the row kernel on a GPU; head dims up to 64 by
+// default (dq and the fetched key tile live in registers).
+Layout dq_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+  Layout l;
+  const char* env = std::getenv("PYTORCH_OCL_ATTN_BWD_TILED");
+  if (!env || std::string(env) == "0") return l;
+  l.bq = 64;
+  l.bk = 32;
+  l.ntc = 8;
+  if (std::string(env) != "1") {
+    Layout e;
+    if (std::sscanf(env, "%d,%d,%d", &e.bq, &e.bk, &e.ntc) != 3) return Layout();
+    e.kc = 4;
+    if (!tiled_valid(e)) return Layout();
+    l = e;
+  } else if (std::max(D, DV) > 64) {
+    return Layout();
+  }
+  l.kc = static_cast<int>(round_up(D, 4));  // the queries stay staged: the whole head dim
+  const size_t es = dtype_size(compute);
+  const uint64_t limit = local_limit(ctx);
+  while (l.bq > 4 && dq_tiled_local_bytes(l, D, DV, es) > limit) l.bq -= l.bq > 16 ? 16 : 4;
+  if (dq_tiled_local_bytes(l, D, DV, es) > limit) return Layout();
+  if (l.bq / 4 * l.ntc > static_cast<int64_t>(ctx.info().max_work_group_size)) return Layout();
+  return l;
+}
+
+// A row's vectors (forward: q, o; backward: q, dO, dq or k, v, dk, dv) live in registers, split over
+// TPR = ceil(dim / elements per thread) threads per row; ~128 threads per work-group; the column
+// tile (one score accumulator per column) shrinks until its staging fits local memory.
+Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass pass) {
+  if (pass == Pass::Forward) {
+    Layout t = tiled_layout_for(ctx, D, DV, compute);
+    if (t.bq) return t;
+  }
+  Layout l;
+  // Measured on an H100 (benchmarks/transformer.py, layouts swept with the variables below): head
+  // dims <= 64 run best with 32 elements per thread in both passes (forward: 16-column tiles),
+  // wider heads with 64 (forward: 32-column tiles); the backward's tiles stay at 16 columns.
+  const bool wide = std::max(D, DV) > 64;
+  int64_t per_thread = wide ? 64 : 32;
+  int threads = 128;
+  l.bc = pass == Pass::Forward && wide ? 32 : 16;
+  // PYTORCH_OCL_ATTN_FWD / PYTORCH_OCL_ATTN_BWD = "ELEMS,BC,THREADS" (layout experiments).
+  if (const char* env = std::getenv(pass == Pass::Forward ? "PYTORCH_OCL_ATTN_FWD" : "PYTORCH_OCL_ATTN_BWD")) {
+    long e = 0, c = 0, t = 0;
+    if (std::sscanf(env, "%ld,%ld,%ld", &e, &c, &t) == 3 && e >= 4 && c >= 1 && c <= 64 && t >= 1) {
+      per_thread = e;
+      l.bc = static_cast<int>(c);
+      threads = static_cast<int>(t);
+    }
+  }
+  l.tpr = static_cast<int>(std::max<int64_t>(1, ceil_div(std::max(D, DV), per_thread)));
+  l.br = std::max(1, threads / l.tpr);
+  size_t es = dtype_size(compute);
+  uint64_t limit = local_limit(ctx);
+  while (l.bc > 4 && local_bytes(l, D, DV, es, pass) > limit) l.bc /= 2;
+  while (l.br > 1 && local_bytes(l, D, DV, es, pass) > limit) l.br /= 2;
+  if (local_bytes(l, D, DV, es, pass) > limit) throw Error("attention: head dims too large for the device's local memory");
+  return l;
+}
+
+std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask, bool dropout,
+                         bool vec, bool backward = false) {
+  std::ostringstream s;
+  if (compute == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  s << kernel_source("common");
+  if (dropout) s << kernel_source("philox") << "#define DROPOUT 1\n";
+  s << "#define T " << compute_cl_type(compute) << "\n#define T4 " << compute_cl_type(compute) << "4\n"
+    << "#define ST " << storage_cl_type(dtype) << "\n"
+    << "#define LOAD(p, i) (" << convert_expr(dtype, compute, load_expr(dtype, "(p)", "(i)")) << ")\n"
+    << "#define STORE(p, i, v) do { " << store_stmt(dtype, "(p)", "(i)", convert_expr(compute, dtype, "(v)"))
+    << " } while (0)\n"
+    << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n"
+    << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n#define ATTN_VEC " << (vec ? 1 : 0)
+    << "\n";
+  if (l.bq && backward) s << "#define ATTN_BWD 1\n";
+  if (l.bq)
+    s << "#define BQ " << l.bq << "\n#define BK " << l.bk << "\n#define KC " << l.kc << "\n#define NTC " << l.ntc << "\n";
+  else
+    s << "#define TPR " << l.tpr << "\n#define BR " << l.br << "\n#define BC " << l.bc << "\n";
+  s << kernel_source("attention_common") << kernel_source(l.bq ? "attention_tiled" : "attention");
+  return s.str();
+}
+
+struct Kernels {
+  std::mutex m;
+  Layout layout, dq_layout;  // dq_layout.bq: the backward's dq pass runs the tiled kernel
+  // forward: attn_fwd or attn_fwd_tiled (+ attn_keep_mask with dropout); backward: attn_bwd_dq,
+  // attn_bwd_dkdv
+  cl_kernel a = nullptr, b = nullptr;
+};
+
+// The layout is part of the key: the environment overrides are read on every call, so a test can
+// run each layout in one process.
+using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int, std::string, bool>;
+
+// Whether every staged operand's rows can be read as aligned 4-vectors (kernels' ATTN_VEC).
+bool vec_ok(DType dtype, int64_t D, int64_t DV, std::initializer_list<const AttnTensor*> ts) {
+  if (dtype != compute_dtype(dtype) || D % 4 || DV % 4) return false;
+  for (const AttnTensor* t : ts)
+    if (t->sd != 1 || t->sl % 4 || t->sh % 4 || t->sb % 4 || t->offset % 4) return false;
+  return true;
+}
+
+Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, bool dropout, Pass pass,
+                     bool vec) {
+  static std::mutex map_mutex;
+  static std::map<Key, Kernels> cache;
+  const Layout layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
+  const Layout dq_layout = pass == Pass::Backward ? dq_tiled_layout_for(ctx, D, DV, compute_dtype(dtype)) : Layout();
+  Kernels* k;
+  {
+    std::lock_guard<std::mutex> lock(map_mutex);
+    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass),
+                   layout.name() + (dq_layout.bq ? " dq " + dq_layout.name() : ""), vec)];
+  }
+  std::lock_guard<std::mutex> lock(k->m);
+  if (!k->a) {
+    k->layout = layout;
+    k->dq_layout = dq_layout;
+    const DType compute = compute_dtype(dtype);
+    cl_program prog = ctx.program(program_text(dtype, compute, D, DV, k->layout, mask, dropout, vec));
+    if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
+    if (pass == Pass::Forward && dropout) k->b = create_kernel(prog, "attn_keep_mask");
+    if (dq_layout.bq)
+      k->a = create_kernel(ctx.program(program_text(dtype, compute, D, DV, dq_layout, mask, dropout, vec, true)),
+                           "attn_bwd_dq_tiled");
+    else
+      k->a = create_kernel(prog, pass == Pass::Forward ? (layout.bq ? "attn_fwd_tiled" : "attn_fwd") : "attn_bwd_dq");
+  }
+  return *k;
+}
+
+struct Strides {
+  cl_long b, h, l, d;
+};
+
+void add_tensor(KernelArgs& args, const AttnTensor& t, cl_mem fallback) {
+  args.add(t.mem ? t.mem : fallback).add<cl_ulong>(t.offset);
+  args.add(Strides{t.sb, t.sh, t.sl, t.sd});
+}
+
+void add_common(KernelArgs& args, const AttnShape& s, DType compute, const AttnTensor& Q, const AttnTensor& K,
+                const AttnTensor& V, const AttnTensor& M) {
+  args.add<cl_int>(static_cast<cl_int>(s.L)).add<cl_int>(static_cast<cl_int>(s.S));
+  args.add<cl_int>(static_cast<cl_int>(s.Hq)).add<cl_int>(static_cast<cl_int>(s.Hq / s.Hk));
+  if (compute == DType::F64)
+    args.add<cl_double>(s.scale);
+  else
+    args.add<cl_float>(static_cast<float>(s.scale));
+  args.add<cl_int>(s.causal ? 1 : 0);
+  add_tensor(args, Q, nullptr);
+  add_tensor(args, K, nullptr);
+  add_tensor(args, V, nullptr);
+  add_tensor(args, M, Q.mem);  // unread without a mask; any valid buffer
+}
+
+void add_dropout(KernelArgs& args, const AttnShape& s, DType compute) {
+  if (s.dropout <= 0) return;
+  // In the compute type: 1 / (1 - p) of float64 kernels is exact to float64.
+  if (compute == DType::F64)
+    args.add<cl_double>(s.dropout);
+  else
+    args.add<cl_float>(static_cast<float>(s.dropout));
+  args.add<cl_ulong>(s.seed).add<cl_ulong>(s.offset);
+}
+
+void check(const Context& ctx, const AttnShape& s, DType dtype) {
+  if (!(s.dropout >= 0 && s.dropout < 1)) throw Error("attention: dropout probability must be in [0, 1)");
+  if (s.Hk <= 0 || s.Hq % s.Hk != 0) throw Error("attention: query heads must be a multiple of key/value heads");
+  if (s.D > kAttnMaxHeadDim || s.DV > kAttnMaxHeadDim) throw Error("attention: head dim above 512");
+  if (compute_dtype(dtype) == DType::F64 && !ctx.info().fp64)
+    throw Error("attention: device '" + ctx.info().name + "' does not support float64 (no cl_khr_fp64)");
+  if (s.L > INT32_MAX || s.S > INT32_MAX || s.B * s.Hq > 65535LL * 65535LL)
+    throw Error("attention: sequence or batch too large");
+}
+
+} // namespace
+
+void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                       const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& O,
+                       cl_mem lse, uint64_t lse_offset) {
+  check(ctx, s, dtype);
+  if (s.B * s.Hq * s.L == 0) return;
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Forward,
+                           vec_ok(dtype, s.D, s.DV, {&Q, &K, &V}));
+  std::lock_guard<std::mutex> lock(k.m);
+  const Layout& l = k.layout;
+  KernelArgs args(k.a);
+  add_common(args, s, compute_dtype(dtype), Q, K, V, M);
+  add_tensor(args, O, nullptr);
+  args.add(lse).add<cl_ulong>(lse_offset);
+  add_dropout(args, s, compute_dtype(dtype));
+  const size_t nt = l.bq ? static_cast<size_t>(l.bq / 4 * l.ntc) : static_cast<size_t>(l.br) * l.tpr;
+  const int64_t rows = l.bq ? l.bq : l.br;
+  size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, rows)), static_cast<size_t>(s.B * s.Hq)};
+  size_t local[3] = {nt, 1, 1};
+  launch_nd(q, k.a, 3, global, local, "attention_forward");
+}
+
+void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& dO,
+                        cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
+                        const AttnTensor& dK, const AttnTensor& dV) {
+  check(ctx, s, dtype);
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Backward,
+                           vec_ok(dtype, s.D, s.DV, {&Q, &K, &V, &dO}));
+  std::lock_guard<std::mutex> lock(k.m);
+  const Layout& l = k.layout;
+  size_t nt = static_cast<size_t>(l.br) * l.tpr;
+  size_t local[3] = {nt, 1, 1};
+  DType compute = compute_dtype(dtype);
+  if (s.B * s.Hq * s.L > 0 && dQ.mem) {
+    KernelArgs args(k.a);
+    add_common(args, s, compute, Q, K, V, M);
+    add_tensor(args, dO, nullptr);
+    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
+    add_tensor(args, dQ, nullptr);
+    add_dropout(args, s, compute_dtype(dtype));
+    const Layout& t = k.dq_layout;
+    const size_t dq_nt = t.bq ? static_cast<size_t>(t.bq / 4 * t.ntc) : nt;
+    const int64_t dq_rows = t.bq ? t.bq : l.br;
+    size_t global[3] = {dq_nt, static_cast<size_t>(ceil_div(s.L, dq_rows)), static_cast<size_t>(s.B * s.Hq)};
+    size_t dq_local[3] = {dq_nt, 1, 1};
+    launch_nd(q, k.a, 3, global, dq_local, "attention_backward_dq");
+  }
+  if (s.B * s.Hk * s.S > 0 && dK.mem && dV.mem) {
+    KernelArgs args(k.b);
+    add_common(args, s, compute, Q, K, V, M);
+    add_tensor(args, dO, nullptr);
+    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
+    add_tensor(args, dK, nullptr);
+    add_tensor(args, dV, nullptr);
+    add_dropout(args, s, compute_dtype(dtype));
+    size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.S, l.br)), static_cast<size_t>(s.B * s.Hk)};
+    launch_nd(q, k.b, 3, global, local, "attention_backward_dkdv");
+  }
+}
+
+void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,
+                            uint64_t out_offset) {
+  check(ctx, s, dtype);
+  if (s.dropout <= 0) throw Error("attention_dropout_mask: no dropout");
+  uint64_t n = static_cast<uint64_t>(s.B * s.Hq * s.L * s.S);
+  if (n == 0) return;
+  Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, true, Pass::Forward, false);
+  std::lock_guard<std::mutex> lock(k.m);
+  KernelArgs args(k.b);
+  args.add<cl_int>(static_cast<cl_int>(s.L)).add<cl_int>(static_cast<cl_int>(s.S)).add<cl_ulong>(n);
+  args.add(out).add<cl_ulong>(out_offset);
+  add_dropout(args, s, compute_dtype(dtype));
+  launch_1d(q, k.b, n, ctx.work_group_size(256), "attention_dropout_mask");
+}
+
+} // namespace dlprim

@@ -1,0 +1,201 @@
+#include <dlprim/autotune.h>
+
+#include "disk_cache.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace dlprim {
+
+namespace {
+
+std::mutex g_mutex;
+std::map<std::string, std::string> g_decisions;  // full key -> config
+std::map<std::string, std::string> g_labels;     // full key -> "family|class"
+AutotuneStats g_stats;
+std::atomic<uint64_t> g_generation{0};
+
+// Bumped whenever kernels change enough that stored decisions should be re-timed.
+constexpr const char* kTuneVersion = "t1";
+
+} // namespace
+
+namespace {
+
+// PYTORCH_OCL_TUNE=random:SEED -> SEED (any text after "random:"; hashed), else nullopt-like false.
+bool random_seed_of_env(uint64_t* seed) {
+  const char* v = std::getenv("PYTORCH_OCL_TUNE");
+  if (!v || std::strncmp(v, "random", 6) != 0) return false;
+  const char* s = v + 6;
+  if (*s == ':') ++s;
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  *seed = h | 1;  // never 0: 0 means "not random" to callers
+  return true;
+}
+
+uint64_t mix64(uint64_t h, const std::string& text) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+} // namespace
+
+uint64_t autotune_random_seed() {
+  uint64_t seed = 0;
+  return random_seed_of_env(&seed) ? seed : 0;
+}
+
+int tune_variant(const std::string& label, int n) {
+  uint64_t seed = autotune_random_seed();
+  if (!seed || n <= 0) return -1;
+  return static_cast<int>(mix64(seed, label) % static_cast<uint64_t>(n));
+}
+
+TuneMode autotune_mode() {
+  if (autotune_random_seed()) return TuneMode::Random;
+  const char* v = std::getenv("PYTORCH_OCL_AUTOTUNE");
+  if (!v || !*v) return TuneMode::On;
+  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return TuneMode::Off;
+  if (std::strcmp(v, "force") == 0) return TuneMode::Force;
+  return TuneMode::On;
+}
+
+double events_elapsed_us(std::vector<cl_event>& events) {
+  double total = 0;
+  bool ok = true;
+  if (!events.empty() && clWaitForEvents(static_cast<cl_uint>(events.size()), events.data()) != CL_SUCCESS) ok = false;
+  for (cl_event e : events) {
+    cl_ulong t0 = 0, t1 = 0;
+    if (ok && clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr) == CL_SUCCESS &&
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr) == CL_SUCCESS)
+      total += static_cast<double>(t1 - t0) * 1e-3;
+    else
+      ok = false;
+    clReleaseEvent(e);
+  }
+  events.clear();
+  return ok ? total : -1.0;
+}
+
+std::string autotune_select(const Context& ctx, const std::string& family, const std::string& shape_class,
+                            const std::vector<std::string>& candidates, const std::string& fallback,
+                            const std::function<double(const std::string&)>& time_us) {
+  TuneMode mode = autotune_mode();
+  if (mode == TuneMode::Off || candidates.size() < 2) return candidates.size() == 1 ? candidates[0] : fallback;
+  std::string label = family + "|" + shape_class;
+  std::string key = std::string(kTuneVersion) + "|" + ctx.info().cache_identity() + "|" + label;
+  if (mode == TuneMode::Random) key += "|random:" + std::to_string(autotune_random_seed());
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_decisions.find(key);
+    if (it != g_decisions.end()) return it->second;
+  }
+  auto is_candidate = [&](const std::string& c) {
+    for (const auto& x : candidates)
+      if (x == c) return true;
+    return false;
+  };
+  std::string chosen;
+  if (mode == TuneMode::Random) {
+    // A seeded shuffle of the candidates; the first that builds and runs on the scratch problem
+    // is taken (so only eligible ones), never stored on disk.
+    std::vector<std::pair<uint64_t, std::string>> order;
+    uint64_t seed = autotune_random_seed();
+    for (const auto& c : candidates) order.emplace_back(mix64(seed, label + "|" + c), c);
+    std::sort(order.begin(), order.end());
+    for (const auto& oc : order) {
+      double t = -1;
+      try {
+        t = time_us(oc.second);
+      } catch (const Error&) {
+        t = -1;
+      }
+      if (t >= 0) {
+        chosen = oc.second;
+        break;
+      }
+    }
+    if (chosen.empty()) chosen = fallback;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_decisions[key] = chosen;
+    g_labels[key] = label + "|random";
+    return chosen;
+  }
+  DiskCache& disk = DiskCache::instance();
+  if (mode != TuneMode::Force && disk.load_value(key, &chosen) && is_candidate(chosen)) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.loaded;
+  } else {
+    chosen.clear();
+    double best = 0;
+    for (const auto& c : candidates) {
+      double t = -1;
+      try {
+        t = time_us(c);
+      } catch (const Error&) {
+        t = -1;  // a candidate that fails to build or launch is skipped, never fatal
+      }
+      if (t >= 0 && (chosen.empty() || t < best)) {
+        best = t;
+        chosen = c;
+      }
+    }
+    if (chosen.empty()) {
+      chosen = fallback;
+    } else {
+      disk.store_value(key, chosen);
+      std::lock_guard<std::mutex> lock(g_mutex);
+      ++g_stats.timed;
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_decisions[key] = chosen;
+  g_labels[key] = label;
+  return chosen;
+}
+
+std::vector<std::pair<std::string, std::string>> autotune_decisions() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : g_decisions) out.emplace_back(g_labels[kv.first], kv.second);
+  return out;
+}
+
+AutotuneStats autotune_stats() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_stats;
+}
+
+void autotune_reset_memory() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_decisions.clear();
+  g_labels.clear();
+  ++g_generation;
+}
+
+uint64_t plan_stamp() {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values, each ended by a separator
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (const char* name : {"PYTORCH_OCL_AUTOTUNE", "PYTORCH_OCL_GEMM_CONFIG", "PYTORCH_OCL_CONV_IMPLICIT",
+                           "PYTORCH_OCL_CONV_WINOGRAD", "PYTORCH_OCL_TUNE"}) {
+    if (const char* v = std::getenv(name))
+      for (; *v; ++v) mix(static_cast<unsigned char>(*v));
+    else
+      mix(1);
+    mix(0);
+  }
+  return h ^ (g_generation.load() * 0x9E3779B97F4A7C15ull);
+}
+
+} // namespace dlprim

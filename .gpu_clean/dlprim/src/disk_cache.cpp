@@ -1,0 +1,212 @@
+#include "disk_cache.h"
+
+#include <dlprim/program_cache.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sys/stat.h>
+
+#ifdef DLPRIM_HAVE_SQLITE
+#include <sqlite3.h>
+#endif
+
+namespace dlprim {
+
+namespace {
+
+WarningHandler g_warning_handler = nullptr;
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("PYTORCH_OCL_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::string(x) + "/pytorch_ocl";
+  if (const char* h = std::getenv("HOME")) return std::string(h) + "/.cache/pytorch_ocl";
+  return ".pytorch_ocl_cache";
+}
+
+void make_dirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+}
+
+} // namespace
+
+void set_warning_handler(WarningHandler handler) { g_warning_handler = handler; }
+
+DiskCache& DiskCache::instance() {
+  static DiskCache* cache = new DiskCache();  // never destroyed: used until process exit
+  return *cache;
+}
+
+void DiskCache::warn(const std::string& msg) {
+  warning_ = msg;
+  if (g_warning_handler)
+    g_warning_handler(msg);
+  else
+    std::fprintf(stderr, "pytorch_ocl warning: %s\n", msg.c_str());
+}
+
+std::string DiskCache::key(const std::string& device_identity, const std::string& source,
+                           const std::string& options) const {
+  std::string all = device_identity + '\x01' + options + '\x01' + source;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
+                static_cast<unsigned long long>(fnv1a(all, 14695981039346656037ull)),
+                static_cast<unsigned long long>(fnv1a(all, 0x84222325cbf29ce4ull ^ all.size())));
+  return buf;
+}
+
+#ifdef DLPRIM_HAVE_SQLITE
+
+bool DiskCache::compiled() { return true; }
+
+DiskCache::DiskCache() {
+  std::string dir = cache_dir();
+  make_dirs(dir);
+  path_ = dir + "/kernels.sqlite";
+  if (!open_db()) {
+    // A corrupt file is moved aside and replaced by a fresh database.
+    struct stat st;
+    if (stat(path_.c_str(), &st) == 0 && std::rename(path_.c_str(), (path_ + ".corrupt").c_str()) == 0) {
+      if (open_db()) warn("kernel cache " + path_ + " was unreadable; moved it to " + path_ + ".corrupt and started a new one");
+    }
+  }
+}
+
+DiskCache::~DiskCache() {
+  if (db_) sqlite3_close(static_cast<sqlite3*>(db_));
+}
+
+bool DiskCache::open_db() {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    if (db) sqlite3_close(db);
+    db = nullptr;
+    rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    if (rc != SQLITE_OK) {
+      if (db) sqlite3_close(db);
+      warn("cannot open kernel cache " + path_ + "; running without the disk cache");
+      return true;  // nothing to repair: the location itself is unusable
+    }
+    read_only_ = true;
+    warn("kernel cache " + path_ + " is read-only; new kernels will not be stored");
+  }
+  sqlite3_busy_timeout(db, 10000);
+  char* err = nullptr;
+  const char* schema =
+      "CREATE TABLE IF NOT EXISTS programs(key TEXT PRIMARY KEY, binary BLOB NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS tuning(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+  rc = read_only_ ? sqlite3_exec(db, "SELECT count(*) FROM programs;", nullptr, nullptr, &err)
+                  : sqlite3_exec(db, schema, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string what = err ? err : "unknown error";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    if (rc == SQLITE_READONLY) {
+      warn("kernel cache " + path_ + " is read-only; running without the disk cache");
+      return true;
+    }
+    warn("kernel cache " + path_ + " is unusable (" + what + ")");
+    return false;
+  }
+  db_ = db;
+  return true;
+}
+
+bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary) {
+  if (!db_) return false;
+  auto* db = static_cast<sqlite3*>(db_);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT binary FROM programs WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK)
+    return false;
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  bool found = false;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
+    int n = sqlite3_column_bytes(st, 0);
+    binary->assign(p, p + n);
+    found = true;
+  } else if (rc != SQLITE_DONE) {
+    warn(std::string("kernel cache read failed: ") + sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
+void DiskCache::store(const std::string& key, const std::vector<unsigned char>& binary) {
+  if (!db_ || read_only_ || binary.empty()) return;
+  auto* db = static_cast<sqlite3*>(db_);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO programs(key, binary) VALUES(?, ?);", -1, &st,
+                         nullptr) != SQLITE_OK)
+    return;
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_blob(st, 2, binary.data(), static_cast<int>(binary.size()), SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    read_only_ = true;  // warn once, then stop trying
+    warn(std::string("kernel cache write failed (") + sqlite3_errstr(rc) + "); new kernels will not be stored");
+  }
+}
+
+bool DiskCache::load_value(const std::string& key, std::string* value) {
+  if (!db_) return false;
+  auto* db = static_cast<sqlite3*>(db_);
+  sqlite3_stmt* st = nullptr;
+  // A read-only cache made by an older version may lack the table: then nothing is found.
+  if (sqlite3_prepare_v2(db, "SELECT value FROM tuning WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK)
+    return false;
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  bool found = false;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    if (p) {
+      value->assign(p);
+      found = true;
+    }
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
+void DiskCache::store_value(const std::string& key, const std::string& value) {
+  if (!db_ || read_only_) return;
+  auto* db = static_cast<sqlite3*>(db_);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO tuning(key, value) VALUES(?, ?);", -1, &st, nullptr) !=
+      SQLITE_OK)
+    return;
+  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, value.c_str(), -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    read_only_ = true;
+    warn(std::string("kernel cache write failed (") + sqlite3_errstr(rc) + "); tuning results will not be stored");
+  }
+}
+
+#else  // no SQLite at build time: memory cache only
+
+bool DiskCache::compiled() { return false; }
+DiskCache::DiskCache() {}
+DiskCache::~DiskCache() {}
+bool DiskCache::open_db() { return false; }
+bool DiskCache::load(const std::string&, std::vector<unsigned char>*) { return false; }
+void DiskCache::store(const std::string&, const std::vector<unsigned char>&) {}
+bool DiskCache::load_value(const std::string&, std::string*) { return false; }
+void DiskCache::store_value(const std::string&, const std::string&) {}
+
+#endif
+
+} // namespace dlprim

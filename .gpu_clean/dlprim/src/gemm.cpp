@@ -1,0 +1,591 @@
+// GEMM host side: normalises the operands, picks a path (tiled / small / dot), tunes the tiled
+// kernel's parameters per shape class, and launches.
+#include <dlprim/autotune.h>
+#include <dlprim/int_math.h>
+#include <dlprim/embedded.h>
+#include <dlprim/gemm.h>
+
+#include "gemm_internal.h"
+#include "plan_memo.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+namespace dlprim {
+
+using detail::TileConfig;
+
+namespace {
+
+enum class Path { Empty, Small, Dot, Tiled };
+
+struct Plan {
+  Path path = Path::Empty;
+  Gemm g;                      // normalised: C has a unit stride along n where possible
+  bool a_kc = true, b_nc = true;  // A unit-stride along k / B along n
+  int64_t lda = 0, ldb = 0;
+  bool idx64 = false;
+  detail::MmaChoice mma;      // the matrix engine the tiled path runs on (cfg.mma set), if any
+  TileConfig cfg;
+  const std::string* cfg_text = nullptr;  // cfg.str(), interned (names the kernel)
+  detail::SplitPlan split;
+  bool small_nfast = true;
+  size_t dot_local = 1;     // 0: the CPU dot kernel (one work-item per output)
+  uint64_t pack_bytes = 0;  // B repacked n-contiguous for the CPU vector kernels (0: not packed)
+  uint64_t pack_space() const { return (pack_bytes + 255) / 256 * 256; }
+  uint64_t workspace_bytes() const { return path == Path::Tiled ? pack_space() + split.workspace_bytes : 0; }
+};
+
+
+// Layout of a rows x cols operand: `inner_is_col` when the column index has unit stride
+// (row-major, ld = row stride), else the row index (column-major, ld = column stride).
+bool matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool* inner_is_col, int64_t* ld) {
+  if (cs == 1 || cols == 1) {
+    *inner_is_col = true;
+    *ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if (rs == 1 || rows == 1) {
+    *inner_is_col = false;
+    *ld = cs;
+    return true;
+  }
+  return false;
+}
+
+GemmMatrix transposed(const GemmMatrix& m) {
+  GemmMatrix t = m;
+  std::swap(t.row_stride, t.col_stride);
+  return t;
+}
+
+int64_t zcount(const Gemm& g) { return g.batch * g.groups; }
+
+std::string class_bucket(int64_t v) {
+  // log4 buckets: 1-16, 17-64, 65-256, 257-1024, 1025-4096, 4097+
+  int b = 0;
+  for (int64_t lim = 16; v > lim && b < 5; lim *= 4) ++b;
+  return std::to_string(b);
+}
+
+DType out_dtype(const Gemm& g) { return g.c_dtype_set ? g.c_dtype : g.dtype; }
+
+// Which operands the tiled kernel stages with unchecked 4-wide loads (gemm.cl's VEC4_A / VEC4_B),
+// and whether every step of every tile may (VEC4_FULL: M, N, K multiples of the tile, so the
+// kernel is built without the checked loads: +3% at 4096^3 on the H200).
+struct Vec4 {
+  bool a = false, b = false, full = false;
+};
+
+bool whole_tiles(const TileConfig& c, int64_t M, int64_t N, int64_t K) {
+  return M % c.bm == 0 && N % c.bn == 0 && K % c.bk == 0;
+}
+
+// Whether operand `m` (leading dim `ld`) may be staged with 4-wide loads: float storage (the FMA
+// kernel reinterprets it as ACC4; the mma kernel loads any storage as its raw bits), every slice a work-item reads starting at a multiple of 4
+// elements (so 16- or 32-byte aligned: buffers are), and whole groups of 4 per work-item.
+// `tile_fast` is the tile's extent along the operand's unit-stride dim, `tile_slow` the other.
+bool vec4_operand(const TileConfig& c, DType dtype, const GemmMatrix& m, int64_t ld, int tile_fast, int tile_slow) {
+  if (!c.local || (!c.mma && dtype != DType::F32 && dtype != DType::F64)) return false;
+  if (tile_fast % 4 || (tile_fast * tile_slow / c.threads()) % 4) return false;
+  for (int64_t v : {static_cast<int64_t>(m.offset), ld, m.batch_stride, m.group_stride, m.outer_stride})
+    if (v % 4) return false;
+  return true;
+}
+
+Vec4 vec4_operands(const TileConfig& c, const Gemm& g, bool a_kc, int64_t lda, bool b_nc, int64_t ldb) {
+  Vec4 v;
+  v.a = vec4_operand(c, g.dtype, g.a, lda, a_kc ? c.bk : c.bm, a_kc ? c.bm : c.bk);
+  v.b = vec4_operand(c, g.dtype, g.b, ldb, b_nc ? c.bn : c.bk, b_nc ? c.bk : c.bn);
+  v.full = v.a && v.b && whole_tiles(c, g.M, g.N, g.K);
+  return v;
+}
+
+const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& cfg, detail::MmaChoice mma, bool a_kc,
+                                 bool b_nc, bool idx64, Vec4 vec, std::string* text) {
+  std::ostringstream s;
+  s << detail::gemm_program_head(dtype, c_dtype) << "#define A_KCONTIG " << a_kc << "\n#define B_NCONTIG " << b_nc
+    << "\n#define IDX_T " << (idx64 ? "long" : "int") << "\n#define VEC4_A " << vec.a << "\n#define VEC4_B " << vec.b
+    << "\n#define VEC4_FULL " << vec.full << "\n";
+  if (cfg.mma)
+    s << detail::mma_defines(cfg, mma, "gemm_tiled") << kernel_source("gemm") << kernel_source("gemm_mma");
+  else
+    s << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm") << kernel_source("gemm_tiled");
+  *text = s.str();
+  return *text;
+}
+
+detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtype, const TileConfig& cfg,
+                                   const std::string& cfg_text, detail::MmaChoice mma, bool a_kc, bool b_nc, bool idx64,
+                                   Vec4 vec) {
+  std::string key = std::string("gemm_tiled|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + cfg_text +
+                    "|" + (cfg.mma ? mma.str() : std::string()) +
+                    "|" + (a_kc ? "1" : "0") + (b_nc ? "1" : "0") + (idx64 ? "L" : "I") + (vec.a ? "a" : "") +
+                    (vec.b ? "b" : "") + (vec.full ? "f" : "");
+  detail::LockedKernel& slot = detail::kernel_slot(ctx, key);
+  std::lock_guard<std::mutex> lock(slot.m);
+  if (!slot.k) {
+    std::string text;
+    cl_kernel k = create_kernel(ctx.program(tiled_program(dtype, c_dtype, cfg, mma, a_kc, b_nc, idx64, vec, &text)),
+                                "gemm_tiled");
+    if (detail::kernel_max_work_group(ctx, k) < static_cast<size_t>(cfg.threads())) {
+      clReleaseKernel(k);
+      throw Error("gemm: tile config " + cfg_text + " needs more resources than the device has");
+    }
+    slot.k = k;
+  }
+  return slot;
+}
+
+detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name) {
+  detail::LockedKernel& slot = detail::kernel_slot(
+      ctx, std::string("gemm_small|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
+  std::lock_guard<std::mutex> lock(slot.m);
+  if (!slot.k) {
+    std::string text = detail::gemm_program_head(dtype, c_dtype) + kernel_source("gemm_small");
+    slot.k = create_kernel(ctx.program(text), name);
+  }
+  return slot;
+}
+
+void check_supported(const Context& ctx, const Gemm& g) {
+  if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
+    throw Error("gemm: C must have the dtype of A and B or their accumulation type");
+  if (!is_floating(g.dtype))
+    throw Error(std::string("gemm: dtype ") + dtype_name(g.dtype) + " is not supported (floating types only)");
+  if (g.dtype == DType::F64 && !ctx.info().fp64)
+    throw Error("gemm: device '" + ctx.info().name + "' does not support float64 (no cl_khr_fp64)");
+  const int64_t lim = 0x7fffffff;
+  if (g.M < 0 || g.N < 0 || g.K < 0 || g.batch < 0 || g.groups < 1 || g.k_outer < 0)
+    throw Error("gemm: negative size");
+  if (g.M > lim || g.N > lim || g.K > lim || zcount(g) > lim || g.k_outer > lim)
+    throw Error("gemm: a dimension exceeds 2^31 - 1");
+}
+
+Plan base_plan(const Context& ctx, const Gemm& in) {
+  check_supported(ctx, in);
+  Plan p;
+  p.g = in;
+  Gemm& g = p.g;
+  if (g.M == 0 || g.N == 0 || zcount(g) == 0) return p;
+  if (g.alpha == 0 && g.alpha_zero_skips) g.k_outer = 0;  // BLAS semantics: the product is not evaluated
+  // Write C along its unit stride: C^T = B^T A^T when C is column-major.
+  if (g.c.col_stride != 1 && g.c.row_stride == 1 && g.N > 1) {
+    std::swap(g.M, g.N);
+    GemmMatrix a = g.a;
+    g.a = transposed(g.b);
+    g.b = transposed(a);
+    g.c = transposed(g.c);
+    g.d = transposed(g.d);
+  }
+  bool a_row = true, b_row = true;
+  if (!matrix_layout(g.M, g.K, g.a.row_stride, g.a.col_stride, &a_row, &p.lda) ||
+      !matrix_layout(g.K, g.N, g.b.row_stride, g.b.col_stride, &b_row, &p.ldb))
+    throw Error("gemm: an operand has no unit stride (make it contiguous first)");
+  p.a_kc = a_row;
+  p.b_nc = b_row;
+  int64_t ld_max = std::max(std::abs(p.lda), std::abs(p.ldb));
+  p.idx64 = ld_max > (int64_t(1) << 22);  // 256 * ld + 256 must fit in int for any candidate tile
+  int64_t Ktot = g.K * g.k_outer;
+  uint64_t work = static_cast<uint64_t>(g.M) * g.N * std::max<int64_t>(Ktot, 1) * zcount(g);
+  if (Ktot == 0) {
+    p.path = Path::Small;
+  } else if (std::min(g.M, g.N) <= 4) {
+    if (Ktot >= 64 && ((g.N <= 4 && p.a_kc) || (g.M <= 4 && !p.b_nc)))
+      p.path = Path::Dot;
+    else
+      p.path = Path::Small;
+  } else if (work <= 32 * 32 * 32) {
+    p.path = Path::Small;
+  } else {
+    p.path = Path::Tiled;
+  }
+  if (p.path == Path::Small) {
+    // Adjacent work-items along the dim whose operand is then read (or written) contiguously.
+    if (p.b_nc != !p.a_kc) p.small_nfast = p.b_nc;
+    else p.small_nfast = g.N >= g.M;
+    if ((p.small_nfast ? g.M : g.N) > 65535) p.small_nfast = !p.small_nfast;
+  } else if (p.path == Path::Dot && ctx.info().is_cpu) {
+    p.dot_local = 0;
+  } else if (p.path == Path::Dot) {
+    size_t L = 1, cap = std::min<size_t>(256, ctx.work_group_size(256));
+    while (L * 2 <= cap && static_cast<int64_t>(L * 2) <= Ktot) L *= 2;
+    p.dot_local = L;
+  }
+  return p;
+}
+
+// CPU vector kernels read B along n; a B contiguous along k is first repacked (O(K*N) next to
+// the O(M*N*K) product) unless M is too small for that to pay.
+bool wants_packed_b(const TileConfig& cfg, bool b_nc, int64_t M) { return !cfg.local && cfg.vn > 1 && !b_nc && M >= 16; }
+
+// Times `cfg` on a scratch problem shaped like `p` (same layouts, sizes capped).
+class TileTuner {
+public:
+  TileTuner(const Context& ctx, const Plan& p) : ctx_(ctx), p_(p) {
+    bool cpu = ctx.info().is_cpu;
+    uint64_t cap = cpu ? (1ull << 26) : (1ull << 34);  // multiply-adds per timing run
+    rM_ = std::min<int64_t>(p.g.M, 4096);
+    rN_ = std::min<int64_t>(p.g.N, 4096);
+    rK_ = std::min<int64_t>(p.g.K * p.g.k_outer, 8192);
+    // GPUs: shorten K first, since the grid -- how many waves of work-groups fill the device,
+    // which decides between tile sizes -- depends on M and N only (4096^3 timed as 2048^3
+    // picked 128x64 tiles, 0.73 of cuBLAS, over 128x128 ones).
+    while (static_cast<uint64_t>(rM_) * rN_ * rK_ > cap) {
+      if (!cpu && rK_ > 512) rK_ = (rK_ + 1) / 2;
+      else if (rK_ >= rM_ && rK_ >= rN_) rK_ = (rK_ + 1) / 2;
+      else if (rM_ >= rN_) rM_ = (rM_ + 1) / 2;
+      else rN_ = (rN_ + 1) / 2;
+    }
+    uint64_t per = static_cast<uint64_t>(rM_) * rN_ * rK_;
+    rZ_ = std::max<int64_t>(1, std::min<int64_t>(zcount(p.g), static_cast<int64_t>(cap / per)));
+    reps_ = cpu ? 1 : 3;
+  }
+  ~TileTuner() {
+    for (cl_mem m : {a_, b_, c_, ws_})
+      if (m) clReleaseMemObject(m);
+    if (q_) clReleaseCommandQueue(q_);
+  }
+
+  double time_us(const std::string& cfg_str) {
+    TileConfig cfg;
+    if (!TileConfig::parse(cfg_str, &cfg)) return -1;
+    DType acc = compute_dtype(p_.g.dtype);
+    // A config that would run on repacked B is timed on an n-contiguous B.
+    bool b_nc = p_.b_nc || wants_packed_b(cfg, p_.b_nc, rM_);
+    // The real problem's 4-wide staging choice (the scratch leading dims are multiples of 4).
+    Vec4 vec = vec4_operands(cfg, p_.g, p_.a_kc, p_.lda, p_.b_nc, p_.ldb);
+    vec.full = vec.a && vec.b && whole_tiles(cfg, rM_, rN_, rK_);  // of the scratch problem timed
+    detail::LockedKernel& slot =
+        tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, cfg_str, p_.mma, p_.a_kc, b_nc, false, vec);
+    setup();
+    Gemm g = scratch_gemm(b_nc);
+    detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
+    if (split.workspace_bytes > ws_bytes_) {
+      if (ws_) clReleaseMemObject(ws_);
+      ws_ = alloc(split.workspace_bytes);
+      ws_bytes_ = split.workspace_bytes;
+    }
+    auto run_once = [&]() {
+      std::vector<cl_event> events;
+      run_tiled(ctx_, q_, g, lda(), ldb(b_nc), cfg, split, slot, ws_, 0, &events);
+      return events_elapsed_us(events);
+    };
+    double warm = run_once();
+    if (warm < 0) return -1;
+    if (best_ > 0 && warm > 4 * best_) return warm;  // clearly slower: no need for more runs
+    double best = warm;
+    for (int r = 0; r < reps_; ++r) {
+      double t = run_once();
+      if (t < 0) return -1;
+      best = std::min(best, t);
+    }
+    if (best_ < 0 || best < best_) best_ = best;
+    return best;
+  }
+
+  // Enqueues the tiled kernel (built for g's layouts) and, for split-K, the reduction.
+  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                        const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                        uint64_t ws_off, std::vector<cl_event>* events);
+
+private:
+  cl_mem alloc(uint64_t bytes) {
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(ctx_.context(), CL_MEM_READ_WRITE, std::max<uint64_t>(bytes, 16), nullptr, &err);
+    DLPRIM_CL_CHECK(err);
+    float zero = 0;  // zeros: uninitialised memory may hold denormals that slow CPUs down
+    DLPRIM_CL_CHECK(clEnqueueFillBuffer(q_, m, &zero, sizeof(zero), 0, std::max<uint64_t>(bytes, 16) / 4 * 4, 0,
+                                        nullptr, nullptr));
+    return m;
+  }
+  void setup() {
+    if (q_) return;
+    q_ = ctx_.create_queue();
+    size_t es = dtype_size(p_.g.dtype);
+    a_ = alloc(static_cast<uint64_t>(a_size()) * rZ_ * es);
+    b_ = alloc(static_cast<uint64_t>(std::max(b_size(true), b_size(false))) * rZ_ * es);
+    c_ = alloc(static_cast<uint64_t>(rM_) * rN_ * rZ_ * es);
+  }
+  Gemm scratch_gemm(bool b_nc) const {
+    Gemm g;
+    g.dtype = p_.g.dtype;
+    g.M = rM_;
+    g.N = rN_;
+    g.K = rK_;
+    g.batch = rZ_;
+    g.a = {a_, 0, p_.a_kc ? lda() : 1, p_.a_kc ? 1 : lda(), a_size(), 0, 0};
+    g.b = {b_, 0, b_nc ? ldb(b_nc) : 1, b_nc ? 1 : ldb(b_nc), b_size(b_nc), 0, 0};
+    g.c = {c_, 0, rN_, 1, rM_ * rN_, 0, 0};
+    return g;
+  }
+
+  // Leading dims rounded up to multiples of 4, so that configs with 4-wide staging loads can
+  // run on the scratch problem whenever they can on the real one.
+  static int64_t round4(int64_t v) { return (v + 3) / 4 * 4; }
+  int64_t lda() const { return round4(p_.a_kc ? rK_ : rM_); }
+  int64_t ldb(bool b_nc) const { return round4(b_nc ? rN_ : rK_); }
+  int64_t a_size() const { return lda() * (p_.a_kc ? rM_ : rK_); }
+  int64_t b_size(bool b_nc) const { return ldb(b_nc) * (b_nc ? rK_ : rN_); }
+
+  const Context& ctx_;
+  const Plan& p_;
+  int64_t rM_, rN_, rK_, rZ_;
+  int reps_;
+  double best_ = -1;
+  cl_command_queue q_ = nullptr;
+  cl_mem a_ = nullptr, b_ = nullptr, c_ = nullptr, ws_ = nullptr;
+  uint64_t ws_bytes_ = 0;
+};
+
+void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                          const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                          uint64_t ws_off, std::vector<cl_event>* events) {
+  int64_t z = zcount(g);
+  bool partial = split.splits > 1;
+  {
+    std::lock_guard<std::mutex> lock(slot.m);
+    KernelArgs a(slot.k);
+    a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
+    a.add<cl_int>(split.ksteps).add<cl_int>(split.total_steps).add<cl_int>(split.steps_per_split);
+    a.add<cl_int>(split.splits).add<cl_int>(static_cast<int>(g.groups));
+    a.add(g.a.mem).add<cl_ulong>(g.a.offset).add<cl_long>(lda).add<cl_long>(g.a.batch_stride);
+    a.add<cl_long>(g.a.group_stride).add<cl_long>(g.a.outer_stride);
+    a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(ldb).add<cl_long>(g.b.batch_stride);
+    a.add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
+    detail::add_out_args(a, g);
+    size_t acc_size = dtype_size(compute_dtype(g.dtype));
+    a.add(partial ? ws : g.c.mem).add<cl_ulong>(partial ? ws_off / acc_size : 0).add<cl_int>(partial ? 1 : 0);
+    detail::launch_tiled(q, slot.k, cfg, g.M, g.N, z * split.splits, events);
+  }
+  if (partial) detail::launch_split_reduce(ctx, q, g, split.splits, z, ws, ws_off / dtype_size(compute_dtype(g.dtype)), events);
+}
+
+const std::string* intern(const std::string& s) {
+  static std::mutex m;
+  static std::set<std::string> pool;
+  std::lock_guard<std::mutex> lock(m);
+  return &*pool.insert(s).first;
+}
+
+struct TileChoice {
+  TileConfig cfg;
+  const std::string* text = nullptr;
+};
+
+// The tiled kernel's config for `p`: forced, tuned once per shape class, or the default.
+TileChoice choose_tile(const Context& ctx, const Plan& p) {
+  const Gemm& g = p.g;
+  DType acc = compute_dtype(g.dtype);
+  auto fits = [&](const TileConfig& c) {
+    return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, acc);
+  };
+  TileConfig fallback =
+      p.mma ? detail::default_mma_config(ctx, p.mma, g.M, g.N) : detail::default_tile_config(ctx, acc, g.M, g.N);
+  std::string chosen = fallback.str();
+  // PYTORCH_OCL_GEMM_CONFIG forces a config of the kind the product runs as (an FMA one, or one starting
+  // "mma" for the matrix engine); one of the other kind is ignored.
+  if (const char* forced = std::getenv("PYTORCH_OCL_GEMM_CONFIG")) {
+    TileConfig c;
+    if (TileConfig::parse(forced, &c) && fits(c)) chosen = c.str();
+  } else if (autotune_mode() != TuneMode::Off) {
+    std::ostringstream cls;
+    cls << dtype_name(g.dtype) << (p.mma ? "|mma-" + p.mma.str() : std::string()) << "|" << (p.a_kc ? "k" : "m")
+        << (p.b_nc ? "n" : "k") << "|M" << class_bucket(g.M) << "|N" << class_bucket(g.N) << "|K"
+        << class_bucket(g.K * g.k_outer) << "|Z" << (zcount(g) > 1 ? 1 : 0);
+    std::vector<std::string> cands;
+    for (const auto& c : p.mma ? detail::mma_candidates(ctx, p.mma) : detail::tile_candidates(ctx, acc))
+      cands.push_back(c.str());
+    if (std::find(cands.begin(), cands.end(), chosen) == cands.end()) cands.push_back(chosen);
+    TileTuner tuner(ctx, p);
+    chosen = autotune_select(ctx, "gemm", cls.str(), cands, chosen,
+                             [&](const std::string& c) { return tuner.time_us(c); });
+  }
+  TileChoice c;
+  TileConfig::parse(chosen, &c.cfg);
+  c.text = intern(c.cfg.str());
+  return c;
+}
+
+Plan make_plan(const Context& ctx, const Gemm& in) {
+  Plan p = base_plan(ctx, in);
+  if (p.path != Path::Tiled) return p;
+  const Gemm& g = p.g;
+  DType acc = compute_dtype(g.dtype);
+  p.mma = detail::mma_choice(ctx, g.dtype, g.fp32_math);
+  static detail::PlanMemo<10, TileChoice> memo;
+  int64_t mma_key = static_cast<int64_t>(p.mma.kind) * 2 + (p.mma.emulate ? 1 : 0);
+  TileChoice t = memo.get({detail::key_of(ctx), static_cast<int64_t>(g.dtype), p.a_kc, p.b_nc, g.M, g.N, g.K,
+                           g.k_outer, zcount(g), mma_key},
+                          [&] { return choose_tile(ctx, p); });
+  p.cfg = t.cfg;
+  p.cfg_text = t.text;
+  p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, zcount(g), acc);
+  if (wants_packed_b(p.cfg, p.b_nc, g.M)) {
+    uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g) * dtype_size(g.dtype);
+    if (bytes <= (256ull << 20)) p.pack_bytes = bytes;
+  }
+  return p;
+}
+
+void add_small_operands(KernelArgs& a, const Gemm& g) {
+  a.add(g.a.mem).add<cl_ulong>(g.a.offset).add<cl_long>(g.a.row_stride).add<cl_long>(g.a.col_stride);
+  a.add<cl_long>(g.a.batch_stride).add<cl_long>(g.a.group_stride).add<cl_long>(g.a.outer_stride);
+  a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(g.b.row_stride).add<cl_long>(g.b.col_stride);
+  a.add<cl_long>(g.b.batch_stride).add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
+}
+
+void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
+  const Gemm& g = p.g;
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_small");
+  std::lock_guard<std::mutex> lock(slot.m);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups)).add<cl_int>(p.small_nfast ? 1 : 0);
+  add_small_operands(a, g);
+  detail::add_out_args(a, g);
+  uint64_t fast = p.small_nfast ? g.N : g.M, slow = p.small_nfast ? g.M : g.N;
+  size_t l0 = std::min<size_t>(ctx.work_group_size(64), 64);
+  while (l0 > 1 && l0 / 2 >= fast) l0 /= 2;
+  uint64_t z = zcount(g);
+  for (uint64_t z0 = 0; z0 < z; z0 += 65535) {
+    size_t offset[3] = {0, 0, static_cast<size_t>(z0)};
+    size_t global[3] = {static_cast<size_t>(ceil_div(fast, l0) * l0), static_cast<size_t>(slow),
+                        static_cast<size_t>(std::min<uint64_t>(65535, z - z0))};
+    size_t local[3] = {l0, 1, 1};
+    launch_nd_events(q, slot.k, 3, offset, global, local, nullptr);
+  }
+}
+
+void run_dot_vec(const Context& ctx, cl_command_queue q, const Plan& p) {
+  const Gemm& g = p.g;
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot_vec");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t outputs = static_cast<uint64_t>(g.M) * g.N * zcount(g);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups)).add<cl_ulong>(outputs);
+  add_small_operands(a, g);
+  detail::add_out_args(a, g);
+  launch_1d(q, slot.k, outputs, std::min<size_t>(16, ctx.work_group_size(16)));
+}
+
+// Rewrites g.b to point at a dense n-contiguous copy of B in `ws` (see wants_packed_b).
+void pack_b(const Context& ctx, cl_command_queue q, Gemm& g, cl_mem ws, uint64_t ws_off_bytes) {
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_pack_b");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t total = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g);
+  uint64_t p_off = ws_off_bytes / dtype_size(g.dtype);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.K)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.groups));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_ulong>(total);
+  a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(g.b.row_stride).add<cl_long>(g.b.col_stride);
+  a.add<cl_long>(g.b.batch_stride).add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
+  a.add(ws).add<cl_ulong>(p_off);
+  launch_1d(q, slot.k, total, ctx.work_group_size(256));
+  int64_t kn = g.K * g.N;
+  g.b = {ws, p_off, g.N, 1, g.groups * g.k_outer * kn, g.k_outer * kn, kn};
+}
+
+void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
+  if (p.dot_local == 0) return run_dot_vec(ctx, q, p);
+  const Gemm& g = p.g;
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot");
+  std::lock_guard<std::mutex> lock(slot.m);
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
+  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups));
+  add_small_operands(a, g);
+  detail::add_out_args(a, g);
+  a.add_local(p.dot_local * dtype_size(compute_dtype(g.dtype)));
+  uint64_t outputs = static_cast<uint64_t>(g.M) * g.N * zcount(g);
+  launch_1d(q, slot.k, outputs * p.dot_local, p.dot_local);
+}
+
+} // namespace
+
+namespace detail {
+void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, int splits, int64_t zc, cl_mem ws,
+                         uint64_t ws_off, std::vector<cl_event>* events) {
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_split_reduce");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(splits);
+  a.add<cl_int>(static_cast<int>(g.groups)).add<cl_ulong>(total).add(ws).add<cl_ulong>(ws_off);
+  add_out_args(a, g);
+  size_t L = ctx.work_group_size(256);
+  size_t global = static_cast<size_t>(ceil_div(total, L) * L);
+  launch_nd_events(q, slot.k, 1, nullptr, &global, &L, events);
+}
+} // namespace detail
+
+namespace detail {
+void launch_activation(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t zc) {
+  if (g.act != Activation::Gelu && g.act != Activation::GeluTanh) return;
+  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_activation");
+  std::lock_guard<std::mutex> lock(slot.m);
+  uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
+  KernelArgs a(slot.k);
+  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.groups));
+  a.add<cl_ulong>(total).add<cl_int>(static_cast<int>(g.act));
+  a.add(g.c.mem).add<cl_ulong>(g.c.offset).add<cl_long>(g.c.row_stride).add<cl_long>(g.c.col_stride);
+  a.add<cl_long>(g.c.batch_stride).add<cl_long>(g.c.group_stride);
+  launch_1d(q, slot.k, total, ctx.work_group_size(256));
+}
+} // namespace detail
+
+uint64_t gemm_workspace_bytes(const Context& ctx, const Gemm& g) { return make_plan(ctx, g).workspace_bytes(); }
+
+void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspace, uint64_t workspace_offset) {
+  Plan p = make_plan(ctx, in);
+  switch (p.path) {
+    case Path::Empty:
+      return;
+    case Path::Small:
+      run_small(ctx, q, p);
+      break;
+    case Path::Dot:
+      run_dot(ctx, q, p);
+      break;
+    case Path::Tiled: {
+      if (p.workspace_bytes() && !workspace) throw Error("gemm: missing workspace");
+      bool b_nc = p.b_nc;
+      int64_t ldb = p.ldb;
+      if (p.pack_bytes) {
+        pack_b(ctx, q, p.g, workspace, workspace_offset);
+        b_nc = true;
+        ldb = p.g.N;
+      }
+      bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
+      Vec4 vec = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, b_nc, ldb);
+      detail::LockedKernel& slot =
+          tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, *p.cfg_text, p.mma, p.a_kc, b_nc, idx64, vec);
+      TileTuner::run_tiled(ctx, q, p.g, p.lda, ldb, p.cfg, p.split, slot, workspace, workspace_offset + p.pack_space(),
+                           nullptr);
+      break;
+    }
+  }
+  detail::launch_activation(ctx, q, p.g, zcount(p.g));
+}
+
+std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
+  Plan p = make_plan(ctx, g);
+  switch (p.path) {
+    case Path::Empty: return "empty";
+    case Path::Small: return std::string("small ") + (p.small_nfast ? "n-fast" : "m-fast");
+    case Path::Dot: return p.dot_local ? "dot local=" + std::to_string(p.dot_local) : std::string("dot per-item");
+    case Path::Tiled: {
+      Vec4 v = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, p.b_nc, p.ldb);
+      return "tiled " + p.cfg.str() + (p.cfg.mma ? " " + p.mma.str() : std::string()) + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +
+             (p.pack_bytes ? " packed-B" : "") + (v.a || v.b ? std::string(" vec4=") + (v.a ? "A" : "") + (v.b ? "B" : "") : "") +
+             (v.full ? " whole-tiles" : "");
+    }
+  }
+  return "";
+}
+
+} // namespace dlprim

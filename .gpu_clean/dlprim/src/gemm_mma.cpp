@@ -1,0 +1,117 @@
+// Matrix-engine GEMM host pieces: which mma kind a product runs as, the tile configs of gemm_mma.cl
+// (fit checks, tuning candidates, defaults) and its defines. Launches, split-K and the epilogue are the
+// FMA skeleton's (gemm.cpp, gemm_tiles.cpp): the two kernels take the same arguments.
+#include "gemm_internal.h"
+
+#include <dlprim/matrix_engine.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace dlprim {
+namespace detail {
+
+namespace {
+
+bool is16(MmaKind k) { return k == MmaKind::Bf16 || k == MmaKind::Fp16; }
+int elem_bytes(MmaKind k) { return is16(k) ? 2 : 4; }
+int k_step(MmaKind k) { return is16(k) ? 16 : 8; }  // mma.sync m16n8k16 / m16n8k8
+
+// Local bytes of one staging buffer pair (A and B) for either staged layout of each operand
+// (gemm_mma.cl: the k-fast layout pads k, the other pads m / n by 8).
+uint64_t buffer_bytes(const TileConfig& c, MmaKind k) {
+  int kpad = is16(k) ? 8 : 4;
+  uint64_t a = std::max<uint64_t>(static_cast<uint64_t>(c.bm) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bm + 8));
+  uint64_t b = std::max<uint64_t>(static_cast<uint64_t>(c.bn) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bn + 8));
+  return (a + b) * elem_bytes(k);
+}
+
+TileConfig mma_config(int bm, int bn, int bk, int wm, int wn, int local) {
+  TileConfig c;
+  c.bm = bm, c.bn = bn, c.bk = bk, c.tm = wm, c.tn = wn, c.vm = c.vn = 1, c.local = local, c.mma = 1;
+  return c;
+}
+
+} // namespace
+
+std::string MmaChoice::str() const {
+  static const char* names[] = {"", "tf32", "3xtf32", "bf16", "fp16"};
+  std::string s = names[static_cast<int>(kind)];
+  return s.empty() || !emulate ? s : s + "-emulated";
+}
+
+MmaChoice mma_choice(const Context& ctx, DType dtype, Fp32Math math) {
+  MmaChoice m;
+  if (dtype == DType::F32) {
+    m.kind = math == Fp32Math::Tf32 ? MmaKind::Tf32 : math == Fp32Math::Tf32x3 ? MmaKind::Tf32x3 : MmaKind::None;
+  } else if (dtype == DType::BF16) {
+    m.kind = MmaKind::Bf16;
+  } else if (dtype == DType::F16) {
+    m.kind = MmaKind::Fp16;
+  }
+  if (!m) return m;
+  const char* env = std::getenv("PYTORCH_OCL_MMA");
+  if (env && (!std::strcmp(env, "0") || !std::strcmp(env, "off"))) return MmaChoice();
+  if (env && !std::strcmp(env, "emulate")) {
+    m.emulate = true;
+    return m;
+  }
+  const MatrixEngine& e = matrix_engine(ctx);
+  bool has = e.kind == "nvidia-mma" && (m.kind == MmaKind::Bf16 ? e.bf16 : m.kind == MmaKind::Fp16 ? e.fp16 : e.tf32);
+  return has ? m : MmaChoice();
+}
+
+bool mma_config_fits(const Context& ctx, const TileConfig& c, MmaChoice m) {
+  if (!c.mma || !m || c.tm <= 0 || c.tn <= 0 || c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || !c.local) return false;
+  if (c.bm % (16 * c.tm) || c.bn % (8 * c.tn) || c.bk % k_step(m.kind) || c.bk % 4) return false;
+  uint64_t nt = static_cast<uint64_t>(c.threads());
+  if (nt > ctx.info().max_work_group_size) return false;
+  // Whole groups of 4 staged elements per work-item, for either layout.
+  if ((static_cast<uint64_t>(c.bm) * c.bk) % (4 * nt) || (static_cast<uint64_t>(c.bn) * c.bk) % (4 * nt)) return false;
+  if (c.bm % 4 || c.bn % 4) return false;
+  uint64_t bytes = buffer_bytes(c, m.kind) * c.local_buffers() + (m.emulate ? nt * 6 * 4 : 0);
+  return bytes + 256 <= ctx.info().local_mem_size;
+}
+
+std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m) {
+  std::vector<TileConfig> all;
+  if (is16(m.kind)) {
+    all = {mma_config(128, 128, 32, 2, 4, 2), mma_config(128, 256, 32, 2, 4, 1), mma_config(256, 128, 32, 4, 2, 1),
+           mma_config(128, 128, 64, 2, 4, 1), mma_config(128, 128, 32, 2, 2, 2), mma_config(64, 128, 32, 2, 2, 2),
+           mma_config(128, 64, 32, 2, 2, 2),  mma_config(64, 64, 32, 2, 2, 2),  mma_config(64, 64, 64, 2, 2, 2)};
+  } else {
+    all = {mma_config(128, 128, 16, 2, 4, 2), mma_config(128, 128, 32, 2, 4, 1), mma_config(128, 256, 16, 2, 4, 1),
+           mma_config(256, 128, 16, 4, 2, 1), mma_config(128, 128, 16, 2, 2, 2), mma_config(64, 128, 16, 2, 2, 2),
+           mma_config(128, 64, 16, 2, 2, 2),  mma_config(64, 64, 32, 2, 2, 2),  mma_config(64, 64, 16, 2, 2, 2)};
+  }
+  std::vector<TileConfig> out;
+  for (const auto& c : all)
+    if (mma_config_fits(ctx, c, m)) out.push_back(c);
+  return out;
+}
+
+TileConfig default_mma_config(const Context& ctx, MmaChoice m, int64_t M, int64_t N) {
+  int bk = is16(m.kind) ? 32 : 16;
+  std::vector<TileConfig> prefs;
+  if (M >= 512 && N >= 512) prefs.push_back(mma_config(128, 128, bk, 2, 4, 2));
+  if (M >= 128 && N >= 128) prefs.push_back(mma_config(64, 64, bk, 2, 2, 2));
+  prefs.push_back(mma_config(32, 32, bk, 1, 2, 2));
+  prefs.push_back(mma_config(16, 16, bk, 1, 1, 1));
+  for (const auto& c : prefs)
+    if (mma_config_fits(ctx, c, m)) return c;
+  return mma_config(16, 8, 16, 1, 1, 1);  // one warp (fits whenever 32 work-items and 2 KiB do)
+}
+
+std::string mma_defines(const TileConfig& c, MmaChoice m, const std::string& kernel_name) {
+  std::ostringstream s;
+  s << "#define MMA_KIND " << static_cast<int>(m.kind) << "\n#define MMA_EMULATE " << (m.emulate ? 1 : 0) << "\n";
+  s << "#define MT " << (is16(m.kind) ? "ushort" : "float") << "\n";
+  s << "#define BM " << c.bm << "\n#define BN " << c.bn << "\n#define BK " << c.bk << "\n";
+  s << "#define WARPS_M " << c.tm << "\n#define WARPS_N " << c.tn << "\n#define LOCAL_BUFS " << c.local_buffers()
+    << "\n#define KERNEL_NAME " << kernel_name << "\n";
+  return s.str();
+}
+
+} // namespace detail
+} // namespace dlprim

@@ -1,0 +1,35 @@
+#include <dlprim/embedded.h>
+#include <dlprim/typed_kernels.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace dlprim {
+
+TypedKernel typed_kernel(const Context& ctx, const std::string& file, DType t, const char* name) {
+  struct Entry {
+    cl_kernel kernel = nullptr;
+    std::mutex mutex;
+  };
+  static std::mutex map_mutex;
+  static std::map<std::tuple<cl_context, std::string, int, std::string>, std::unique_ptr<Entry>> cache;
+  std::lock_guard<std::mutex> lock(map_mutex);
+  auto& e = cache[std::make_tuple(ctx.context(), file, int(t), std::string(name))];
+  if (!e) {
+    if (t == DType::F64 && !ctx.info().fp64)
+      throw Error(file + ": device '" + ctx.info().name + "' does not support float64 (no cl_khr_fp64)");
+    std::string src = t == DType::F64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+    src += kernel_source("common");
+    src += std::string("#define DL_T ") + storage_cl_type(t) + "\n#define DL_ACC " + compute_cl_type(compute_dtype(t)) + "\n";
+    src += "#define DL_LOAD(p, i) " + load_expr(t, "p", "i") + "\n";
+    src += "#define DL_STORE(p, i, v) " + store_stmt(t, "p", "i", "v") + "\n";
+    src += kernel_source(file);
+    auto entry = std::make_unique<Entry>();
+    entry->kernel = create_kernel(ctx.program(src), name);
+    e = std::move(entry);
+  }
+  return {e->kernel, &e->mutex};
+}
+
+} // namespace dlprim

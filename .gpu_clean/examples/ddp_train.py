@@ -1,0 +1,80 @@
+"""Data-parallel training of a small CNN on ocl devices with torch.distributed, written as for CUDA.
+
+    torchrun --standalone --nproc-per-node 2 examples/ddp_train.py [--steps 5] [--batch 8]
+    python examples/ddp_train.py              # one process, world size 1
+
+`dist.init_process_group()` gets no backend: `ocl` is the accelerator, so torch picks the one pytorch_ocl
+registered for it ("ocl_gloo": gloo on host copies of the ocl tensors; see pytorch_ocl/distributed.py).
+Each rank trains on its own random batch; DDP averages the gradients, so every rank ends with the same
+weights, which the script checks at the end ("check OK ..."; exit status 1 otherwise).
+"""
+import argparse
+import os
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def small_cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10),
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=8, help="per rank")
+    args = parser.parse_args()
+
+    if "WORLD_SIZE" not in os.environ:  # plain `python`: a world of one on a free local port
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+
+    # One device per local rank, as with CUDA. PoCL on a CPU has one device that every process shares,
+    # hence the modulo (POCL_DEVICES="pthread pthread" gives two).
+    torch.ocl.set_device(local_rank % torch.ocl.device_count())
+    device = torch.device("ocl", torch.ocl.current_device())
+    dist.init_process_group()
+
+    torch.manual_seed(0)
+    model = DDP(small_cnn().to(device))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator().manual_seed(100 + rank)  # each rank its own data
+    for step in range(args.steps):
+        x = torch.randn(args.batch, 3, 16, 16, generator=gen).to(device)
+        y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        mean_loss = loss.detach().clone()
+        dist.all_reduce(mean_loss, op=dist.ReduceOp.AVG)
+        if rank == 0:
+            print(f"step {step}: loss {mean_loss.item():.4f} (mean over {world} ranks)", flush=True)
+
+    # Every rank must hold the same weights: compare with rank 0's.
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    ref = flat.clone()
+    dist.broadcast(ref, src=0)
+    same = torch.equal(flat.cpu(), ref.cpu())
+    ok = torch.tensor([int(same)], device=device)
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    if rank == 0:
+        print(f"check {'OK' if ok.item() else 'FAILED'}: weights identical on all {world} ranks after {args.steps} "
+              f"steps on {torch.ocl.get_device_name(device)}", flush=True)
+    dist.destroy_process_group()
+    return 0 if ok.item() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""PyTorch on OpenCL devices: the `ocl` device.
+
+Importing this package (torch does it by itself through autoloading) registers the
+device: `torch.randn(3, device="ocl")`, `model.to("ocl:0")`, and the `torch.ocl` module.
+"""
+import torch
+
+from . import _C, library, profiler
+from ._registration import register
+from .kernel import (  # noqa: F401
+    Kernel,
+    LocalMemory,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .device import (  # noqa: F401  (public API)
+    current_device,
+    device,
+    device_count,
+    get_device_name,
+    get_device_properties,
+    is_available,
+    matrix_engine,
+    set_device,
+    synchronize,
+)
+from .memory import (  # noqa: F401
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_peak_memory_stats,
+)
+from .random import (  # noqa: F401
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    set_rng_state,
+)
+
+__version__ = "0.1.0"
+
+
+def fallback_stats():
+    """Calls per op that ran on the CPU because the ocl device has no kernel for it."""
+    return dict(_C.fallback_stats())
+
+
+def reset_fallback_stats():
+    _C.reset_fallback_stats()
+
+
+def set_strict(strict: bool):
+    """Make CPU fallbacks errors (`True`) or warnings; the default comes from PYTORCH_OCL_STRICT."""
+    _C.set_strict(bool(strict))
+
+
+def is_strict() -> bool:
+    return _C.is_strict()
+
+
+def program_cache_stats():
+    """Program builds from source, disk-cache hits and memory hits in this process."""
+    return dict(_C.program_cache_stats())
+
+
+register()
+from . import distributed  # noqa: E402  (c10d backend "ocl_gloo" for the ocl device)
+
+distributed.register()
+from . import ops  # noqa: E402,F401  (pytorch_ocl.ops: direct GEMM / convolution kernels)

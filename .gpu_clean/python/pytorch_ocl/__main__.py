@@ -1,0 +1,101 @@
+"""`python -m pytorch_ocl` / `pytorch-ocl`: versions, devices, kernel cache and settings, for bug reports."""
+import os
+import sys
+
+ENV_VARS = (
+    ("PYTORCH_OCL_STRICT", "1: CPU fallbacks raise NotImplementedError"),
+    ("PYTORCH_OCL_CACHE_DIR", "kernel binary cache directory"),
+    ("PYTORCH_OCL_DEVICES", "filter/order devices"),
+    ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
+    ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),
+    ("PYTORCH_OCL_EXTRA_BUILD_OPTIONS", "appended to every OpenCL program build"),
+    ("PYTORCH_OCL_AUTOTUNE", "0: built-in kernel configs; force: re-time every shape class"),
+    ("PYTORCH_OCL_TUNE", "random:SEED: every tunable choice random (tests)"),
+    ("PYTORCH_OCL_SDPA", "math: scaled_dot_product_attention without the fused kernel"),
+    ("PYTORCH_OCL_ATTN_TILED", "BQ,BK,KC,NTC or 0: the attention forward's tile layout"),
+    ("PYTORCH_OCL_ATTN_BWD_TILED", "1 or BQ,BK,NTC: the attention backward's dq pass on register tiles"),
+    ("PYTORCH_OCL_RNN", "steps: nn.LSTM/nn.GRU step by step instead of whole layers"),
+)
+
+
+def _device_lines(torch, index):
+    p = torch.ocl.get_device_properties(index)
+    rows = [
+        ("name", p.name),
+        ("vendor", p.vendor),
+        ("platform", p.platform),
+        ("type", p.type),
+        ("driver_version", p.driver_version),
+        ("opencl_c_version", p.opencl_c_version),
+        ("compute_units", p.compute_units),
+        ("total_memory", f"{p.total_memory / 2**20:.0f} MiB"),
+        ("local_memory", f"{p.local_memory / 2**10:.0f} KiB"),
+        ("max_work_group_size", p.max_work_group_size),
+        ("fp64", p.fp64),
+        ("fp16", p.fp16),
+        ("matrix_engine", torch.ocl.matrix_engine(index)["description"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return [f"ocl:{index}"] + [f"    {k:<{width}}  {v}" for k, v in rows]
+
+
+def native_ops():
+    """aten operators with an ocl kernel (base names, overloads folded), from the dispatcher."""
+    import torch
+
+    import pytorch_ocl  # noqa: F401  (registers the kernels when autoloading is off)
+
+    regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    return sorted({r.split("::", 1)[1].split(".")[0] for r in regs if r.startswith("aten::")})
+
+
+def main(argv=None) -> int:
+    import torch
+
+    argv = sys.argv[1:] if argv is None else argv
+    if "--ops" in argv:
+        ops = native_ops()
+        print("\n".join(ops))
+        print(f"# {len(ops)} aten operators with an ocl kernel", file=sys.stderr)
+        return 0
+
+    import pytorch_ocl
+    from pytorch_ocl import _C
+
+    print(f"pytorch_ocl {pytorch_ocl.__version__}")
+    print(f"torch       {torch.__version__} (pytorch_ocl built against torch {_C.torch_version_built})")
+    print()
+
+    n = torch.ocl.device_count()
+    if n == 0:
+        reason = _C.enumeration_error() or "no OpenCL platform reported a device"
+        print(f"no OpenCL device: {reason}")
+    else:
+        print(f"{n} OpenCL device{'s' if n != 1 else ''}:")
+        for i in range(n):
+            print("\n".join("  " + line for line in _device_lines(torch, i)))
+    print()
+
+    print(f"kernel cache: {_C.disk_cache_path()}")
+    if not _C.disk_cache_compiled:
+        print("disk cache:   not available (built without SQLite3 headers)")
+    else:
+        usable = _C.disk_cache_usable()
+        print(f"disk cache:   compiled in, {'usable' if usable else 'NOT usable'}")
+        warning = _C.disk_cache_warning() if hasattr(_C, "disk_cache_warning") else ""
+        if warning:
+            print(f"              {warning}")
+    print(f"strict mode:  {pytorch_ocl.is_strict()}")
+    print()
+
+    print("environment:")
+    width = max(len(name) for name, _ in ENV_VARS)
+    for name, meaning in ENV_VARS:
+        value = os.environ.get(name)
+        shown = repr(value) if value is not None else "(unset)"
+        print(f"  {name:<{width}}  {shown:<12}  {meaning}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

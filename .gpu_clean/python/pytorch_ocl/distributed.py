@@ -1,0 +1,66 @@
+"""torch.distributed for ocl tensors: a c10d process group that runs gloo on host copies.
+
+Registered as the c10d backend "ocl_gloo" for the `ocl` device, so CUDA-style code works unchanged:
+
+    dist.init_process_group()                 # no backend: torch picks ours because `ocl` is the accelerator
+    dist.init_process_group("cpu:gloo,ocl:ocl_gloo")   # the explicit form
+    model = DDP(model.to("ocl:0"))
+
+Every collective stages the ocl tensors into contiguous pinned host buffers, runs gloo's collective on
+the host buffers, and copies the results back into the (possibly non-contiguous) ocl tensors. CPU tensors
+go to the same gloo instance directly, without staging. We use the field's library (gloo through c10d)
+for the transport; only the staging is ours.
+
+Why a Python `ProcessGroup` subclass, not a C++ `c10d::Backend`: torch binds a Python trampoline only for
+ProcessGroup (PyProcessGroup), not for Backend, and init_process_group uses a ProcessGroup returned by a
+backend's creator as the whole group (see torch's test_c10d_pypg.py). A consequence: this group serves
+every device type itself, cpu included, which is what gives `init_process_group()` without a backend
+working cpu collectives too (torch 2.13 maps an undefined backend to the accelerator's backend only).
+With "cpu:gloo,ocl:ocl_gloo" torch first builds a ProcessGroupGloo for cpu and then discards it when
+our group replaces the whole group (its connections stay open until it is collected): harmless, and not
+ours to avoid without patching torch. C++ callers (DDP's Reducer, _broadcast_coalesced) reach us through PyProcessGroup's virtual overrides;
+the public Python API calls our methods by name, including the ones PyProcessGroup does not forward.
+
+Synchronous for this first step: each collective finishes gloo's work and the copy-back before it
+returns an already completed Work. Overlapping communication with computation (what DDP's bucketing is
+for) would need the copy-back to run when gloo's future completes (a gloo-thread callback enqueueing on
+an ocl stream, with an event the caller's stream waits on) and Work.wait() to make the current stream
+wait on that event, as ProcessGroupNCCL does. Point-to-point ops are the exception: isend/irecv pairs
+must be able to be posted before either is waited on, so send/recv return a Work that waits for gloo
+and copies back inside wait().
+"""
+import torch
+
+BACKEND_NAME = "ocl_gloo"
+_registered = False
+
+
+def register():
+    """Registers the backend with c10d (idempotent; a no-op when torch has no distributed support)."""
+    global _registered
+    if _registered:
+        return
+    if not torch.distributed.is_available():
+        return
+    from torch.distributed import Backend
+
+    Backend.register_backend(BACKEND_NAME, _create_process_group, devices=["ocl"])
+    _registered = True
+
+
+def _create_process_group(store, rank, world_size, timeout):
+    return _process_group_class()(store, rank, world_size, timeout)
+
+
+_pg_class = None
+
+
+def _process_group_class():
+    # Built on first use: defining the subclass needs torch.distributed's classes, which
+    # `import pytorch_ocl` (run by `import torch` through autoloading) should not have to touch.
+    global _pg_class
+    if _pg_class is None:
+        from . import _dist_pg
+
+        _pg_class = _dist_pg.OclGlooProcessGroup
+    return _pg_class

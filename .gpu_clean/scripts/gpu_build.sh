@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds and installs pytorch_ocl on the lent NVIDIA machine (see ../shared/gpu/README.md):
+# NVIDIA OpenCL only, system gcc, SQLite headers unpacked from the carried .deb in .carry/.
+set -eo pipefail
+export OCL_ICD_FILENAMES=libnvidia-opencl.so.1 CC=/usr/bin/gcc CXX=/usr/bin/g++ PYTHONUNBUFFERED=1
+export CMAKE_BUILD_PARALLEL_LEVEL=16
+cmake_args=""
+if ls .carry/libsqlite3-dev_*.deb >/dev/null 2>&1; then
+  rm -rf /tmp/sq && dpkg -x .carry/libsqlite3-dev_*.deb /tmp/sq
+  lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so.0* | head -1)
+  cmake_args="-DSQLite3_INCLUDE_DIR=/tmp/sq/usr/include -DSQLite3_LIBRARY=$lib"
+fi
+CMAKE_ARGS="$cmake_args" python3 -m pip install --no-build-isolation --no-deps . 2>&1 | tail -25
+python3 -m pytorch_ocl 2>/dev/null || python3 -c "import torch, pytorch_ocl; print(torch.ocl.device_count(), torch.ocl.get_device_name(0))"

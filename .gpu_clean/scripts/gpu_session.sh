@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# One device-tool call on the lent NVIDIA machine: build, then the checks and benchmarks named by
+# the first argument, each under its own time limit, logs and tables under $OUT (or results/).
+#
+#   bash scripts/gpu_session.sh validate    # validate_network.py, 19 torchvision networks (about 5 min)
+#   bash scripts/gpu_session.sh models      # benchmarks/models.py, 8 networks vs CUDA (about 6 min)
+#   bash scripts/gpu_session.sh kernels     # layers.py + conv.py tables
+#   bash scripts/gpu_session.sh suite       # the test suite on the GPU, gemm.py and overhead.py tables
+#   bash scripts/gpu_session.sh gemm        # GEMM / conv tests on the GPU, resnet50 conv table, overhead.py
+#   bash scripts/gpu_session.sh attention   # tests/test_attention.py, benchmarks/transformer.py (SDPA vs CUDA)
+#   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
+#   bash scripts/gpu_session.sh verify      # matrix-engine probes, tiled dq timing, RNN/autocast tests, model rows
+#   bash scripts/gpu_session.sh mma         # matrix-engine GEMM tests on the real instruction, gemm.py per format
+#
+# The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
+# Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
+# short by its limit still reports what it measured.
+set -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${OUT:-results}
+mkdir -p "$out"
+bash scripts/gpu_build.sh > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+export OCL_ICD_FILENAMES=libnvidia-opencl.so.1 PYTHONUNBUFFERED=1 PYTORCH_OCL_STRICT=1
+bars='it/s\]|s/it\]|net/s\]|s/net\]|layer/s\]|s/layer\]|Warn'
+
+run() {  # run NAME SECONDS COMMAND...: the command's output, progress bars removed, to $out/NAME.log
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name (limit ${limit}s): $*"
+  timeout -s INT "$limit" "$@" 2>&1 | tr '\r' '\n' | grep -Ev "$bars" > "$out/$name.log"
+  grep -Ev '^ |^Traceback|File "|\^' "$out/$name.log" | tail -30
+}
+
+case "${1:-validate}" in
+  validate)
+    run validate 420 python3 validate_network.py --device ocl:0 --out "$out/validate.md"
+    ;;
+  models)
+    run models 470 python3 benchmarks/models.py --out "$out/models.md"
+    ;;
+  kernels)
+    run layers 90 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
+    run conv 200 python3 benchmarks/conv.py --ref cuda --nets resnet18,mobilenet_v2,vgg16 --batches 32,1 \
+      --out "$out/conv.md"
+    ;;
+  suite)
+    # The OpInfo tests import torch.testing._internal, which needs expecttest (not installed there).
+    ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-deps .carry/expecttest-*.whl
+    # 12 xdist workers: the whole suite in about 5 min on the 16-core machine (one process: > 1 h).
+    run tests 400 python3 -m pytest -q -n 12 -p no:cacheprovider tests
+    run gemm 150 python3 benchmarks/gemm.py --ref cuda --peak-tflops 67 --out "$out/gemm.md"
+    run overhead 90 python3 benchmarks/overhead.py --ref cuda --out "$out/overhead.md"
+    ;;
+  gemm)
+    run gemm_tests 200 python3 -m pytest -q tests/test_gemm.py tests/test_conv.py
+    run conv_resnet50 200 python3 benchmarks/conv.py --ref cuda --nets resnet50 --batches 32 --out "$out/conv_resnet50.md"
+    run overhead 90 python3 benchmarks/overhead.py --ref cuda --out "$out/overhead.md"
+    ;;
+  attention)
+    # 8 xdist workers: the NVIDIA compiler builds each head-dim/dtype/mask variant (no disk cache there).
+    run attention_tests 300 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention.py tests/test_rnn.py \
+      tests/test_transformers_models.py
+    run transformer 400 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
+    ;;
+  verify)  # the GPU checks this code has not had yet: matrix-engine probes, tiled dq, whole-layer RNN, autocast
+    # (limits sum to ~480 s after the ~100 s build: one call)
+    run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
+    run verify_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_rnn.py tests/test_autocast.py
+    run layouts 100 python3 benchmarks/attention_layouts.py --fwd default --bwd-tiled "0;1;32,32,8;48,32,8" \
+      --cases "8,12,1024,64,1;8,12,1024,64,0;4,16,4096,64,1" --out "$out/layouts.md"
+    run transformer_models 200 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
+    ;;
+  mma)  # the matrix-engine GEMM (gemm_mma.cl) with the real mma.sync: tests, then bf16/fp16/tf32/3xtf32 vs cuBLAS
+    run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
+    export PYTORCH_OCL_MMA_TEST=native
+    run mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_gemm_mma.py tests/test_gemm.py
+    shapes="square 1024,square 4096,bert,attn"
+    for m in bfloat16:exact float16:exact float32:tf32 float32:3xtf32; do
+      run "gemm_${m/:/_}" 75 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
+        --only "$shapes" --out "$out/gemm_${m/:/_}.md"
+    done
+    ;;
+  profile)  # at most 8 files come back from a call: one log per network
+    for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do
+      run "profile_$net" 100 python3 benchmarks/profile_model.py --net "$net" --ref cuda --top 30
+    done
+    ;;
+  *)
+    echo "unknown part '$1' (validate, models, kernels, profile)" >&2
+    exit 2
+    ;;
+esac

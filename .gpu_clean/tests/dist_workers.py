@@ -1,0 +1,310 @@
+"""Per-rank bodies for tests/test_distributed.py, run in spawned processes (one per rank).
+
+They live in their own module so that multiprocessing's spawn can import them by name in the children.
+Every body checks its own results (assert / torch.testing.assert_close) and raises on a mismatch, which
+the parent sees as a failed process. Every rank uses ocl:0 unless LOCAL_RANK selects another device:
+PoCL exposes one device that all processes share.
+"""
+import datetime
+import os
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.testing import assert_close
+
+import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d backend)
+
+# torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; we test the names CUDA code uses.
+warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
+
+DEV = "ocl:0"
+
+
+def _env(rank, world, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+
+
+def _full(value, n=4, dtype=torch.float32):
+    return torch.full((n,), value, dtype=dtype, device=DEV)
+
+
+# ---- every collective --------------------------------------------------------------------------------
+
+def collectives(rank, world, port):
+    _env(rank, world, port)
+    dist.init_process_group(timeout=datetime.timedelta(seconds=60))  # no backend: torch picks ours for ocl
+    from pytorch_ocl._dist_pg import OclGlooProcessGroup
+
+    assert isinstance(dist.group.WORLD, OclGlooProcessGroup), type(dist.group.WORLD)
+    R, W = rank, world
+    ranks = torch.arange(1, W + 1, dtype=torch.float64)  # every rank's value r + 1
+
+    # all_reduce: every op on float32, values r + 1
+    expected = {
+        dist.ReduceOp.SUM: ranks.sum(), dist.ReduceOp.PRODUCT: ranks.prod(), dist.ReduceOp.MIN: 1.0,
+        dist.ReduceOp.MAX: float(W), dist.ReduceOp.AVG: ranks.mean(),
+    }
+    for op, value in expected.items():
+        t = _full(R + 1.0)
+        dist.all_reduce(t, op=op)
+        assert_close(t.cpu(), torch.full((4,), float(value)), msg=f"all_reduce {op}")
+    t = _full(R + 1.0)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+    assert_close(t.cpu(), torch.full((4,), float(ranks.sum() * 0.5)))
+
+    # every dtype gloo takes (int16 it refuses); bool reduces with MAX = logical or
+    for dtype in (torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32, torch.int64):
+        t = _full(R + 1, dtype=dtype)
+        dist.all_reduce(t)
+        assert t.dtype == dtype and t.device.type == "ocl"
+        assert_close(t.cpu(), torch.full((4,), W * (W + 1) // 2, dtype=dtype), msg=str(dtype))
+    t = torch.tensor([R == 0, False], device=DEV)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    assert t.cpu().tolist() == [True, False]
+    # bitwise ops on ints, and the coalesced form (one call for several tensors)
+    t = _full(1 << R, dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.BOR)
+    assert t.cpu().tolist() == [(1 << W) - 1] * 4
+    pair = [_full(R + 1.0, n=2), _full(10.0 * (R + 1), n=3)]
+    dist.all_reduce_coalesced(pair)
+    assert [p.cpu().tolist() for p in pair] == [[float(ranks.sum())] * 2, [10.0 * float(ranks.sum())] * 3]
+    # integer AVG truncates (gloo has no AVG: summed, then divided on the host)
+    t = _full(R + 1, dtype=torch.int32)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    assert t.cpu().tolist() == [W * (W + 1) // 2 // W] * 4
+
+    # non-contiguous: a transposed view, and a strided column slice whose neighbours must stay untouched
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4) * (R + 1)
+    t = base.to(DEV).t()
+    assert not t.is_contiguous()
+    dist.all_reduce(t)
+    assert_close(t.cpu(), (base * ranks.sum().item() / (R + 1)).t())
+    big = torch.zeros(5, 6, device=DEV)
+    big[:, ::2] = R + 1.0
+    view = big[:, ::2]
+    dist.all_reduce(view)
+    ref = torch.zeros(5, 6)
+    ref[:, ::2] = ranks.sum().item()
+    assert_close(big.cpu(), ref)
+
+    # a cpu tensor goes to gloo directly
+    c = torch.full((3,), R + 1.0)
+    dist.all_reduce(c)
+    assert_close(c, torch.full((3,), float(ranks.sum())))
+
+    # broadcast from the last rank into a non-contiguous tensor
+    b = torch.zeros(4, 6, device=DEV)[:, 1::2]
+    if R == W - 1:
+        b.copy_(torch.arange(12.0).reshape(4, 3))
+    dist.broadcast(b, src=W - 1)
+    assert_close(b.cpu(), torch.arange(12.0).reshape(4, 3))
+
+    # all_gather (int64) and all_gather_into_tensor
+    outs = [torch.zeros(3, dtype=torch.int64, device=DEV) for _ in range(W)]
+    dist.all_gather(outs, torch.full((3,), 10 * R, dtype=torch.int64, device=DEV))
+    assert [o.cpu().tolist() for o in outs] == [[10 * r] * 3 for r in range(W)]
+    out = torch.zeros(W * 2, device=DEV)
+    dist.all_gather_into_tensor(out, _full(float(R), n=2))
+    assert out.cpu().tolist() == [float(r) for r in range(W) for _ in range(2)]
+
+    # reduce_scatter (list) and reduce_scatter_tensor, SUM and AVG: rank r contributes (r+1) * i to chunk i
+    o = torch.zeros(2, device=DEV)
+    dist.reduce_scatter(o, [_full((R + 1.0) * i, n=2) for i in range(W)])
+    assert_close(o.cpu(), torch.full((2,), float(ranks.sum() * R)))
+    o = torch.zeros(2, device=DEV)
+    src = torch.arange(W, dtype=torch.float32).repeat_interleave(2).to(DEV) * (R + 1)
+    dist.reduce_scatter_tensor(o, src, op=dist.ReduceOp.AVG)
+    assert_close(o.cpu(), torch.full((2,), float(ranks.mean() * R)))
+
+    # all_to_all_single, equal splits, then uneven splits (rank r sends j + 1 elements to rank j)
+    o = torch.zeros(W, device=DEV)
+    dist.all_to_all_single(o, torch.arange(W, dtype=torch.float32, device=DEV) + 100 * R)
+    assert o.cpu().tolist() == [100.0 * r + R for r in range(W)]
+    in_splits = [j + 1 for j in range(W)]
+    inp = torch.cat([torch.full((j + 1,), 100.0 * R + j) for j in range(W)]).to(DEV)
+    o = torch.zeros(W * (R + 1), device=DEV)
+    dist.all_to_all_single(o, inp, output_split_sizes=[R + 1] * W, input_split_sizes=in_splits)
+    assert o.cpu().tolist() == [100.0 * r + R for r in range(W) for _ in range(R + 1)]
+
+    # reduce to rank 0: the other ranks' inputs are left alone
+    t = _full(R + 1.0)
+    dist.reduce(t, dst=0)
+    assert_close(t.cpu(), torch.full((4,), float(ranks.sum()) if R == 0 else R + 1.0))
+    t = _full(R + 1.0)
+    dist.reduce(t, dst=W - 1, op=dist.ReduceOp.AVG)
+    if R == W - 1:
+        assert_close(t.cpu(), torch.full((4,), float(ranks.mean())))
+
+    # gather to rank 1 and scatter from rank 0
+    g = [torch.zeros(2, device=DEV) for _ in range(W)] if R == 1 else None
+    dist.gather(_full(float(R), n=2), g, dst=1)
+    if R == 1:
+        assert [x.cpu().tolist() for x in g] == [[float(r)] * 2 for r in range(W)]
+    s = torch.zeros(2, device=DEV)
+    dist.scatter(s, [_full(7.0 * i, n=2) for i in range(W)] if R == 0 else None, src=0)
+    assert s.cpu().tolist() == [7.0 * R] * 2
+
+    # async_op: the Work waits and its future holds the result
+    t = _full(R + 1.0)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    (fut_t,) = work.get_future().wait()
+    assert_close(fut_t.cpu(), torch.full((4,), float(ranks.sum())))
+
+    # point to point: blocking 0 -> 1, then a ring of isend/irecv posted before either is waited on
+    if R == 0:
+        dist.send(torch.arange(5.0, device=DEV), dst=1)
+    elif R == 1:
+        r = torch.zeros(5, device=DEV)
+        dist.recv(r, src=0)
+        assert r.cpu().tolist() == list(range(5))
+    if R == 1:
+        dist.send(_full(42.0, n=2), dst=0)
+    elif R == 0:
+        r = torch.zeros(2, device=DEV)
+        assert dist.recv(r) == 1  # from any source: returns the sender
+        assert r.cpu().tolist() == [42.0, 42.0]
+    dist.barrier()  # else the ring's message from the last rank could be the one that any-source receive takes
+    recv = torch.zeros(6, device=DEV)[::2]  # non-contiguous receive buffer
+    works = [dist.isend(_full(R + 0.5, n=3), dst=(R + 1) % W), dist.irecv(recv, src=(R - 1) % W)]
+    for w in works:
+        w.wait()
+    assert recv.cpu().tolist() == [(R - 1) % W + 0.5] * 3
+
+    # functional collectives (what DTensor and traced code use) reach this group through C++
+    import torch.distributed._functional_collectives as funcol
+
+    r = funcol.all_reduce(_full(R + 1.0), "sum", dist.group.WORLD)
+    assert_close(r.cpu(), torch.full((4,), float(ranks.sum())))
+    # Not yet: torch's kernel for this one looks up a C++ backend for ocl, which this group cannot
+    # provide (see _dist_pg.py); it must fail loudly, never hand gloo a device pointer.
+    try:
+        funcol.all_gather_tensor(_full(float(R), n=2), 0, dist.group.WORLD)
+        raise AssertionError("funcol.all_gather_tensor on ocl unexpectedly worked: update the README")
+    except RuntimeError as e:
+        assert "No backend type associated with device type ocl" in str(e), e
+
+    # object collectives (torch runs them on cpu tensors: this group serves cpu too)
+    objs = [None] * W
+    dist.all_gather_object(objs, {"rank": R})
+    assert objs == [{"rank": r} for r in range(W)]
+
+    # a subgroup of the first and last rank gets its own instance of this backend
+    sub = dist.new_group([0, W - 1])
+    t = _full(R + 1.0)
+    if R in (0, W - 1):
+        assert isinstance(sub, OclGlooProcessGroup), type(sub)
+        dist.all_reduce(t, group=sub)
+        assert_close(t.cpu(), torch.full((4,), 1.0 + W))
+
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+# ---- DDP -------------------------------------------------------------------------------------------
+
+def small_cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 5),
+    )
+
+
+def _data(global_batch):
+    gen = torch.Generator().manual_seed(1234)
+    x = torch.randn(5, global_batch, 3, 8, 8, generator=gen)
+    y = torch.randint(0, 5, (5, global_batch), generator=gen)
+    return x, y
+
+
+def _train(model, x, y, lr=0.1):
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    for step in range(x.shape[0]):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x[step].to(DEV)), y[step].to(DEV))
+        loss.backward()
+        opt.step()
+
+
+def ddp(rank, world, port, per_rank=2):
+    """5 SGD steps with DDP on each rank's share equal single-process training on the global batch,
+    once with DDP's built-in allreduce and once through a comm hook (which uses the Work's future)
+    with gradient_as_bucket_view."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    _env(rank, world, port)
+    dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
+    x, y = _data(per_rank * world)
+    mine = slice(rank * per_rank, (rank + 1) * per_rank)
+
+    models = []
+    for hook in (None, default_hooks.allreduce_hook):
+        torch.manual_seed(rank)  # different initial weights per rank: DDP must broadcast rank 0's
+        # the hooked run also has the gradients live in DDP's buckets (no copy into .grad)
+        model = DDP(small_cnn().to(DEV), gradient_as_bucket_view=hook is not None)
+        if hook is not None:
+            model.register_comm_hook(None, hook)
+        _train(model, x[:, mine], y[:, mine])
+        models.append(model.module)
+
+    torch.manual_seed(0)  # rank 0's initial weights
+    reference = small_cnn().to(DEV)
+    _train(reference, x, y)
+    for model in models:
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            assert_close(p.detach().cpu(), q.detach().cpu(), rtol=1e-5, atol=1e-5, msg=name)
+    dist.destroy_process_group()
+
+
+# ---- failures --------------------------------------------------------------------------------------
+
+def dead_peer(rank, world, port, result_dir, mode):
+    """Rank `world - 1` is SIGKILLed (mode "kill") or never joins the collective (mode "hang");
+    the others must raise within the 5 s timeout instead of waiting forever."""
+    _env(rank, world, port)
+    # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a
+    # loaded machine.
+    open(os.path.join(result_dir, f"ready{rank}"), "w").close()
+    deadline = time.monotonic() + 60
+    while not all(os.path.exists(os.path.join(result_dir, f"ready{r}")) for r in range(world)):
+        assert time.monotonic() < deadline, "ranks did not start"
+        time.sleep(0.05)
+    dist.init_process_group(timeout=datetime.timedelta(seconds=5))
+    t = _full(1.0)
+    dist.all_reduce(t)  # everyone is there once
+    if rank == world - 1:
+        if mode == "kill":
+            os.kill(os.getpid(), 9)
+        time.sleep(60)  # "hang": alive, connected, silent
+        return
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+        outcome = "returned"
+    except Exception as e:  # noqa: BLE001  (the test reads the message)
+        outcome = f"{type(e).__name__}: {e}"
+    with open(os.path.join(result_dir, f"rank{rank}"), "w") as f:
+        f.write(f"{time.monotonic() - start:.2f}\n{outcome}")
+    os._exit(0)  # skip destroy_process_group, which would wait for the missing rank
+
+
+# ---- device selection from LOCAL_RANK --------------------------------------------------------------
+
+def local_rank_device(rank, world, port):
+    _env(rank, world, port)
+    torch.ocl.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group("ocl_gloo")  # the backend by name: serves cpu tensors too
+    c = torch.ones(2)
+    dist.all_reduce(c)
+    assert c.tolist() == [float(world)] * 2
+    t = torch.full((3,), rank + 1.0, device="ocl")
+    assert t.device == torch.device("ocl", rank), t.device
+    dist.all_reduce(t)
+    assert t.device == torch.device("ocl", rank)
+    assert_close(t.cpu(), torch.full((3,), world * (world + 1) / 2))
+    dist.destroy_process_group()

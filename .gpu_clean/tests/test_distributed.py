@@ -1,0 +1,125 @@
+"""torch.distributed on ocl tensors through the "ocl_gloo" c10d backend (pytorch_ocl/distributed.py).
+
+Each test spawns one process per rank (the bodies are in dist_workers.py and check their own values)
+on a free localhost port, and fails instead of hanging if the ranks are not done by a deadline.
+All ranks share ocl:0 (PoCL has one device) except in the LOCAL_RANK test, which asks PoCL for two.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import dist_workers
+from conftest import REPO, _base_env
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                reason="torch built without distributed/gloo")
+
+DEADLINE_S = 90
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawn(fn, world, *args, join=True):
+    """Starts `world` ranks running fn(rank, world, port, *args); with `join`, waits for them and
+    re-raises a rank's exception. Returns the processes."""
+    ctx = mp.start_processes(fn, args=(world, _free_port(), *args), nprocs=world, join=False, start_method="spawn")
+    if join:
+        deadline = time.monotonic() + DEADLINE_S
+        try:
+            while not ctx.join(timeout=1):  # raises ProcessRaisedException when a rank failed
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{fn.__name__}: ranks still running after {DEADLINE_S} s")
+        finally:
+            _kill(ctx.processes)
+    return ctx.processes
+
+
+def _kill(processes):
+    for p in processes:
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def test_backend_registered_for_ocl():
+    from torch.distributed import Backend
+
+    assert Backend.default_device_backend_map["ocl"] == "ocl_gloo"
+    assert Backend.backend_capability["ocl_gloo"] == ["ocl"]
+    assert Backend.default_device_backend_map["cpu"] == "gloo"  # untouched
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_collectives(world):
+    _spawn(dist_workers.collectives, world)
+
+
+def test_ddp_matches_single_process():
+    _spawn(dist_workers.ddp, 2)
+
+
+def test_example_under_torchrun():
+    """examples/ddp_train.py as torchrun starts it (RANK/LOCAL_RANK/WORLD_SIZE from the environment)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         os.path.join(REPO, "examples", "ddp_train.py"), "--steps", "3"],
+        env=_base_env(), cwd=REPO, capture_output=True, text=True, timeout=DEADLINE_S,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check OK: weights identical on all 2 ranks after 3 steps" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("mode", ["kill", "hang"])
+def test_missing_rank_fails_instead_of_hanging(tmp_path, mode):
+    world = 3
+    procs = _spawn(dist_workers.dead_peer, world, str(tmp_path), mode, join=False)
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        for p in procs[:-1]:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+            assert not p.is_alive(), "a surviving rank hung"
+    finally:
+        _kill(procs)
+    for rank in range(world - 1):
+        seconds, outcome = (tmp_path / f"rank{rank}").read_text().split("\n", 1)
+        assert outcome.startswith("RuntimeError") or outcome.startswith("DistBackendError"), outcome
+        assert float(seconds) < 30, (seconds, outcome)
+        if mode == "hang":
+            assert "timed out" in outcome.lower(), outcome
+            assert float(seconds) >= 4, (seconds, outcome)  # it waited for the 5 s timeout
+
+
+def test_device_from_local_rank():
+    """torch.ocl.set_device(LOCAL_RANK) with two devices (PoCL exposing two pthread devices)."""
+    old = {k: os.environ.get(k) for k in ("POCL_DEVICES", "PYTORCH_OCL_DEVICES")}
+    os.environ["POCL_DEVICES"] = "pthread pthread"  # read by the spawned ranks' OpenCL runtime
+    os.environ.pop("PYTORCH_OCL_DEVICES", None)
+    try:
+        _spawn(dist_workers.local_rank_device, 2)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_registration_is_cheap(run_py):
+    """`import torch` (autoload) registers the backend without building the process group class."""
+    out = run_py("""
+        import sys, torch
+        from torch.distributed import Backend
+        print(Backend.default_device_backend_map.get("ocl"), "pytorch_ocl._dist_pg" in sys.modules)
+    """).stdout.split()
+    assert out == ["ocl_gloo", "False"]

@@ -1,0 +1,192 @@
+"""CPU fallback for ops without an ocl kernel: warning once + counter, or an error in strict mode."""
+import warnings
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import pytorch_ocl
+
+# The stand-ins for "an op without an ocl kernel" (change them here when they get kernels):
+# i0 (the modified Bessel function; functional, out= and in-place forms) and mode (values and
+# indices).
+
+
+@pytest.fixture
+def non_strict():
+    pytorch_ocl.set_strict(False)
+    pytorch_ocl.reset_fallback_stats()
+    yield
+    pytorch_ocl.set_strict(True)
+    pytorch_ocl.reset_fallback_stats()
+
+
+def test_strict_flag_roundtrip():
+    assert pytorch_ocl.is_strict() is True  # PYTORCH_OCL_STRICT=1 (conftest)
+    pytorch_ocl.set_strict(False)
+    try:
+        assert pytorch_ocl.is_strict() is False
+    finally:
+        pytorch_ocl.set_strict(True)
+    assert pytorch_ocl.is_strict() is True
+
+
+def test_strict_raises_not_implemented_naming_the_op():
+    x = torch.randn(2, 5).to("ocl")
+    with pytest.raises(NotImplementedError) as info:
+        torch.i0(x)
+    assert "aten::i0" in str(info.value)
+    assert "ocl" in str(info.value)
+    with pytest.raises(NotImplementedError, match="aten::mode"):
+        torch.mode(x, 1)
+
+
+def test_strict_does_not_count():
+    pytorch_ocl.reset_fallback_stats()
+    x = torch.randn(2, 5).to("ocl")
+    with pytest.raises(NotImplementedError):
+        torch.i0(x)
+    assert pytorch_ocl.fallback_stats() == {}
+
+
+def test_non_strict_warns_once_and_counts(non_strict):
+    cpu = torch.randn(3, 17)
+    x = cpu.to("ocl")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y1 = torch.i0(x)
+        y2 = torch.i0(x)
+        y3 = x.i0()
+    msgs = [str(w.message) for w in caught if "aten::i0" in str(w.message)]
+    assert len(msgs) == 1, msgs
+    assert issubclass([w for w in caught if "aten::i0" in str(w.message)][0].category, UserWarning)
+    assert "CPU" in msgs[0]
+    for y in (y1, y2, y3):
+        assert y.device.type == "ocl"
+        assert_close(y.cpu(), torch.i0(cpu))
+    stats = pytorch_ocl.fallback_stats()
+    keys = [k for k in stats if k.startswith("aten::i0")]
+    assert len(keys) == 1, stats
+    assert stats[keys[0]] == 3
+    assert torch.ocl.fallback_stats() == stats
+
+
+def test_non_strict_values_and_indices_correct(non_strict):
+    cpu = torch.randint(0, 4, (5, 9)).float()
+    x = cpu.to("ocl")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        values, indices = torch.mode(x, dim=1)
+    assert any("aten::mode" in str(w.message) for w in caught)
+    ref_v, ref_i = torch.mode(cpu, dim=1)
+    assert values.device.type == "ocl" and indices.device.type == "ocl"
+    assert_close(values.cpu(), ref_v)
+    assert_close(indices.cpu(), ref_i)
+    assert any(k.startswith("aten::mode") for k in pytorch_ocl.fallback_stats())
+
+
+def test_reset_fallback_stats(non_strict):
+    x = torch.randn(2, 4).to("ocl")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.i0(x)
+    assert pytorch_ocl.fallback_stats()
+    pytorch_ocl.reset_fallback_stats()
+    assert pytorch_ocl.fallback_stats() == {}
+
+
+def test_native_ops_do_not_fall_back(non_strict):
+    cpu_a, cpu_b = torch.randn(8, 8), torch.randn(8)
+    a, b = cpu_a.to("ocl"), cpu_b.to("ocl")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = ((a + b) * 2 - a / 3).sum(0).mean()
+        c = a.t().contiguous()
+        n = -a
+        v = r.item()
+    assert [str(w.message) for w in caught if "ocl" in str(w.message)] == []
+    assert pytorch_ocl.fallback_stats() == {}
+    assert_close(v, ((cpu_a + cpu_b) * 2 - cpu_a / 3).sum(0).mean().item(), rtol=1e-5, atol=1e-5)
+    assert_close(c.cpu(), cpu_a.t().contiguous())
+    assert_close(n.cpu(), -cpu_a)
+
+
+def test_non_strict_in_fresh_process_default(run_py):
+    # Without PYTORCH_OCL_STRICT the default is non-strict: warn once per op and run on the CPU.
+    proc = run_py(
+        """
+        import warnings, torch, pytorch_ocl
+        warnings.simplefilter("always")
+        print(pytorch_ocl.is_strict())
+        x = torch.tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]]).to("ocl")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            y = torch.i0(x)
+            y = torch.i0(x)
+        print(sum("aten::i0" in str(m.message) for m in w))
+        print(y.device, y.cpu().tolist())
+        print(pytorch_ocl.fallback_stats())
+        """,
+        env={"PYTORCH_OCL_STRICT": None},
+    )
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False"
+    assert lines[1] == "1"
+    assert lines[2] == "ocl:0 " + str(torch.i0(torch.tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]])).tolist())
+    assert "'aten::i0" in lines[3] and ": 2" in lines[3]
+
+
+def test_strict_env_zero_means_off(run_py):
+    proc = run_py("import pytorch_ocl; print(pytorch_ocl.is_strict())", env={"PYTORCH_OCL_STRICT": "0"})
+    assert proc.stdout.strip() == "False"
+
+
+def test_non_strict_internal_fallback_complex128_copy(run_py):
+    # A non-contiguous complex128 copy on the device must work (or be done natively) in the
+    # default, non-strict mode; it must never crash the process.
+    proc = run_py(
+        """
+        import warnings, torch, pytorch_ocl
+        warnings.simplefilter("ignore")
+        c = torch.randn(3, 4, dtype=torch.complex128)
+        y = c.to("ocl").t().contiguous()
+        print(torch.equal(y.cpu(), c.t().contiguous()))
+        """,
+        env={"PYTORCH_OCL_STRICT": "0"},
+        check=False,
+    )
+    assert proc.returncode == 0, f"process died with status {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.strip() == "True"
+
+
+def test_non_strict_fallback_out_inplace_and_views(non_strict):
+    cpu = torch.arange(12.0).reshape(3, 4)
+    d = cpu.to("ocl")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # out= on the device
+        out = torch.empty(3, 4, device="ocl")
+        torch.i0(d, out=out)
+        # in-place on a non-contiguous view: the CPU result is written back into the view
+        v = d.clone()
+        v[:, 1::2].i0_()
+        # ops returning Python values and index tensors
+        same = torch.equal(d, cpu.to("ocl"))
+        differ = torch.equal(d, (cpu + 1).to("ocl"))
+        idx = torch.tensor([0, 2]).to("ocl")
+        picked = d[idx]
+        put = d.clone()
+        put[idx] = -1.0
+    assert_close(out.cpu(), torch.i0(cpu))
+    ref = cpu.clone()
+    ref[:, 1::2].i0_()
+    assert_close(v.cpu(), ref)
+    assert same is True and differ is False
+    assert picked.device.type == "ocl"
+    assert_close(picked.cpu(), cpu[[0, 2]])
+    ref_put = cpu.clone()
+    ref_put[[0, 2]] = -1.0
+    assert_close(put.cpu(), ref_put)
+    stats = pytorch_ocl.fallback_stats()
+    assert any(k.startswith("aten::i0") for k in stats)
+    assert any(k.startswith("aten::equal") for k in stats)

@@ -1,0 +1,211 @@
+"""Matrix-engine GEMMs (gemm_mma.cl) against float64 CPU references.
+
+On devices without a matrix engine (PoCL in CI) PYTORCH_OCL_MMA=emulate runs the same kernel with each
+mma.sync replaced by a local-memory emulation of the same fragment layouts, so every line of the kernel
+(staging, fragments, tails, split-K, epilogue) is tested everywhere; on an NVIDIA device the real
+instruction runs the same tests (PYTORCH_OCL_MMA_TEST=native).
+
+Bounds (as tests/test_gemm.py, with the operand format's rounding): 16-bit operands are exact in the
+fp32 products, so the fp32 accumulation bound holds; TF32 rounds each operand to 10 mantissa bits
+(relative error <= 2^-11 each), adding 2 * 2^-11 * (|A| @ |B|); 3xTF32 must meet the fp32 bound.
+"""
+import itertools
+import math
+import os
+
+import pytest
+import torch
+
+import pytorch_ocl
+
+DEV = "ocl:0"
+EPS32 = 2.0**-24
+EPS = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: EPS32}
+NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
+KIND = "" if NATIVE else "-emulated"
+
+
+@pytest.fixture(autouse=True)
+def _engine(monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_AUTOTUNE", "0")
+    monkeypatch.delenv("PYTORCH_OCL_GEMM_CONFIG", raising=False)
+    monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
+    if NATIVE:
+        monkeypatch.delenv("PYTORCH_OCL_MMA", raising=False)
+    else:
+        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
+    yield
+    torch.set_float32_matmul_precision("highest")
+
+
+def bound(a, b, ref, dtype, math_kind):
+    k = max(a.shape[-1], 1)
+    mag = a.double().abs() @ b.double().abs()
+    tol = 8 * EPS32 * math.sqrt(k) * mag + 2 * EPS[dtype] * ref.abs() + 1e-300
+    if math_kind == "tf32":
+        tol = tol + 2 * 2.0**-11 * mag
+    return tol
+
+
+def check(out, a, b, dtype, math_kind, ref=None):
+    ref = a.double() @ b.double() if ref is None else ref
+    out = out.cpu().double()
+    assert out.shape == ref.shape
+    err = (out - ref).abs()
+    tol = bound(a, b, ref, dtype, math_kind)
+    assert ((err <= tol) | torch.isnan(ref)).all(), f"max err {err.max().item():.3e}, ratio {(err / tol).max():.2f}"
+    return (err / tol).max().item()
+
+
+def make(shape, dtype, transposed=False):
+    if transposed:
+        return torch.randn(*shape[:-2], shape[-1], shape[-2]).to(dtype).transpose(-1, -2)
+    return torch.randn(*shape).to(dtype)
+
+
+# (dtype, float32 math) of each kind; the setup each needs.
+KINDS = {"bf16": (torch.bfloat16, None), "fp16": (torch.float16, None), "tf32": (torch.float32, "high"),
+         "3xtf32": (torch.float32, "3x")}
+
+
+def use_kind(kind, monkeypatch):
+    dtype, f32 = KINDS[kind]
+    if f32 == "high":
+        torch.set_float32_matmul_precision("high")
+    elif f32 == "3x":
+        monkeypatch.setenv("PYTORCH_OCL_3XTF32", "1")
+    return dtype
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_plan_names_the_engine(kind, monkeypatch):
+    dtype = use_kind(kind, monkeypatch)
+    plan = pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=dtype)
+    assert plan.startswith("tiled mma ") and f" {kind}{KIND} " in plan, plan
+    # Tiny products keep the small kernels; float32 at 'highest' keeps the FMA kernel.
+    assert pytorch_ocl.ops.gemm_plan(3, 5, 7, dtype=dtype).startswith("small")
+    torch.set_float32_matmul_precision("highest")
+    monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
+    assert "mma" not in pytorch_ocl.ops.gemm_plan(256, 256, 256)
+
+
+def test_engine_off_switch(monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_MMA", "0")
+    assert "mma" not in pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("ta,tb", list(itertools.product((False, True), repeat=2)))
+def test_layouts_and_tails(kind, ta, tb, monkeypatch):
+    """Every staged layout of A and B, with M, N, K off the tile (checked loads, clamped rows, k past
+    the end reading 0) and on it (4-wide staging loads)."""
+    dtype = use_kind(kind, monkeypatch)
+    for m, n, k in [(70, 45, 37), (64, 64, 64)]:
+        a, b = make((m, k), dtype, ta), make((k, n), dtype, tb)
+        check(a.to(DEV) @ b.to(DEV), a, b, dtype, kind)
+
+
+# Every config the tuner may pick for each operand width (mma_candidates), forced; on PoCL their programs
+# are built once per (config, layout), so one layout pair and a shape with tails per config.
+CONFIGS16 = ["mma 128x128x32 w2x4 local2", "mma 128x256x32 w2x4 local", "mma 256x128x32 w4x2 local",
+             "mma 128x128x64 w2x4 local", "mma 128x128x32 w2x2 local2", "mma 64x128x32 w2x2 local2",
+             "mma 128x64x32 w2x2 local2", "mma 64x64x32 w2x2 local2", "mma 64x64x64 w2x2 local2",
+             "mma 32x32x32 w1x2 local2", "mma 16x16x32 w1x1 local"]
+CONFIGS32 = ["mma 128x128x16 w2x4 local2", "mma 128x128x32 w2x4 local", "mma 128x256x16 w2x4 local",
+             "mma 256x128x16 w4x2 local", "mma 128x128x16 w2x2 local2", "mma 64x128x16 w2x2 local2",
+             "mma 128x64x16 w2x2 local2", "mma 64x64x32 w2x2 local2", "mma 64x64x16 w2x2 local2",
+             "mma 32x32x16 w1x2 local2", "mma 16x16x16 w1x1 local"]
+
+
+@pytest.mark.parametrize("config", CONFIGS16)
+def test_forced_configs_16bit(config, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    assert config in pytorch_ocl.ops.gemm_plan(150, 140, 90, dtype=torch.bfloat16)
+    a, b = make((150, 90), torch.bfloat16), make((90, 140), torch.bfloat16, True)
+    check(a.to(DEV) @ b.to(DEV), a, b, torch.bfloat16, "bf16")
+
+
+@pytest.mark.parametrize("config", CONFIGS32)
+def test_forced_configs_tf32(config, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    torch.set_float32_matmul_precision("high")
+    assert config in pytorch_ocl.ops.gemm_plan(150, 140, 90)
+    a, b = make((150, 90), torch.float32, True), make((90, 140), torch.float32)
+    check(a.to(DEV) @ b.to(DEV), a, b, torch.float32, "tf32")
+
+
+def test_tf32_rounds_and_3xtf32_does_not(monkeypatch):
+    """Operands with low mantissa bits: TF32 loses them (its error exceeds the fp32 bound), 3xTF32 keeps
+    them (within the fp32 bound), and the engine's rounding is to nearest, not truncation."""
+    a = torch.full((64, 64), 1 + 2.0**-11 + 2.0**-20)
+    b = torch.eye(64)
+    torch.set_float32_matmul_precision("high")
+    out = (a.to(DEV) @ b.to(DEV)).cpu()
+    # TF32 keeps 10 mantissa bits: past half an ulp (2^-11) the value rounds up to 1 + 2^-10
+    # (truncation would give 1).
+    assert (out == 1 + 2.0**-10).all(), out[0, :4]
+    torch.set_float32_matmul_precision("highest")
+    monkeypatch.setenv("PYTORCH_OCL_3XTF32", "1")
+    out = (a.to(DEV) @ b.to(DEV)).cpu()
+    assert (out == a).all()
+    x, y = torch.randn(96, 200), torch.randn(200, 80)
+    check(x.to(DEV) @ y.to(DEV), x, y, torch.float32, "3xtf32")
+
+
+@pytest.mark.parametrize("kind", ["bf16", "tf32"])
+def test_epilogue_batches_split_k(kind, monkeypatch):
+    """addmm's alpha/beta/bias, baddbmm batches, a misaligned view, split-K partial sums and addbmm's
+    summed slices, all through the engine's kernel."""
+    dtype = use_kind(kind, monkeypatch)
+    a, b, bias = make((96, 80), dtype), make((80, 72), dtype), torch.randn(72).to(dtype)
+    out = torch.addmm(bias.to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2.0)
+    ref = 0.5 * bias.double() + 2.0 * (a.double() @ b.double())
+    check(out / 2, a, b, dtype, kind, ref / 2)
+    a, b = make((3, 70, 48), dtype), make((3, 48, 90), dtype, True)
+    check(torch.bmm(a.to(DEV), b.to(DEV)), a, b, dtype, kind)
+    base = torch.randn(1 + 132 * 64).to(dtype)
+    a, b = base[1:].view(132, 64), make((64, 136), dtype)
+    check(base.to(DEV)[1:].view(132, 64) @ b.to(DEV), a, b, dtype, kind)
+    a, b = make((32, 2048), dtype), make((2048, 32), dtype)
+    plan = pytorch_ocl.ops.gemm_plan(32, 32, 2048, dtype=dtype)
+    assert "mma" in plan and "splits=1 " not in plan + " ", plan
+    check(a.to(DEV) @ b.to(DEV), a, b, dtype, kind)
+    a, b, s = make((5, 32, 70), dtype), make((5, 70, 32), dtype), torch.randn(32, 32).to(dtype)
+    out = torch.addbmm(s.to(DEV), a.to(DEV), b.to(DEV))
+    ref = s.double() + (a.double() @ b.double()).sum(0)
+    check(out, a.transpose(0, 1).reshape(32, -1), b.reshape(-1, 32), dtype, kind, ref)
+
+
+def test_mlp_trains_like_the_cpu_in_bf16_and_tf32(monkeypatch):
+    """A small MLP, 3 SGD steps, each step's linear layers (forward, both gradients: all layouts) on the
+    engine: bf16 autocast against CPU bf16 autocast, float32 with TF32 against CPU float32."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(48, 96), torch.nn.ReLU(), torch.nn.Linear(96, 96), torch.nn.ReLU(),
+                                torch.nn.Linear(96, 10))
+    x, y = torch.randn(64, 48), torch.randint(0, 10, (64,))
+
+    def train(device, autocast_dtype):
+        m = __import__("copy").deepcopy(model).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            with torch.autocast(device.split(":")[0], dtype=autocast_dtype, enabled=autocast_dtype is not None):
+                loss = torch.nn.functional.cross_entropy(m(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().cpu() for p in m.parameters()]
+
+    ref_losses, ref_params = train("cpu", torch.bfloat16)
+    losses, params = train(DEV, torch.bfloat16)
+    assert "mma" in pytorch_ocl.ops.gemm_plan(64, 96, 96, dtype=torch.bfloat16)
+    assert losses == pytest.approx(ref_losses, rel=3e-2)
+    for p, r in zip(params, ref_params):
+        assert torch.allclose(p, r, rtol=3e-2, atol=3e-2)
+    ref_losses, ref_params = train("cpu", None)
+    torch.set_float32_matmul_precision("high")
+    losses, params = train(DEV, None)
+    assert losses == pytest.approx(ref_losses, rel=2e-3)
+    for p, r in zip(params, ref_params):
+        assert torch.allclose(p, r, rtol=2e-3, atol=2e-3)

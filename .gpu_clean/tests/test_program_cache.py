@@ -1,0 +1,205 @@
+"""OpenCL program cache: warm start from the on-disk cache, corrupt and unusable cache files."""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import torch
+from torch.testing import assert_close
+
+import pytorch_ocl
+
+from conftest import _base_env
+
+# A few kernels (random fill, elementwise, reduction, conversion): prints the results and
+# the cache counters as JSON on the last line.
+WORKLOAD = """
+import json, warnings
+import torch, pytorch_ocl
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    torch.manual_seed(0)
+    x = torch.randn(64, 33, device="ocl")
+    y = (x * 2 + 1) / 3
+    s = y.sum(1)
+    h = y.to(torch.float16)
+    result = {
+        "x": x.cpu().tolist(),
+        "s": s.cpu().tolist(),
+        "h": h.cpu().float().tolist(),
+    }
+result["stats"] = pytorch_ocl.program_cache_stats()
+result["warnings"] = [str(w.message) for w in caught]
+result["path"] = pytorch_ocl._C.disk_cache_path()
+result["usable"] = pytorch_ocl._C.disk_cache_usable()
+result["warning"] = pytorch_ocl._C.disk_cache_warning()
+print(json.dumps(result))
+"""
+
+
+def run_workload(run_py, cache_dir):
+    proc = run_py(WORKLOAD, env={"PYTORCH_OCL_CACHE_DIR": str(cache_dir)})
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc
+
+
+def expected_from(result):
+    x = torch.tensor(result["x"])
+    y = (x * 2 + 1) / 3
+    return {"s": y.sum(1), "h": y.to(torch.float16).float()}
+
+
+def check_results(result):
+    exp = expected_from(result)
+    assert_close(torch.tensor(result["s"]), exp["s"], rtol=1e-5, atol=1e-4)
+    assert_close(torch.tensor(result["h"]), exp["h"], rtol=0, atol=0)
+    # the same seed gives the same numbers as this process
+    torch.manual_seed(0)
+    assert_close(torch.tensor(result["x"]), torch.randn(64, 33, device="ocl").cpu(), rtol=0, atol=0)
+
+
+def test_disk_cache_compiled_in():
+    assert pytorch_ocl._C.disk_cache_compiled is True
+    assert pytorch_ocl._C.disk_cache_path().endswith("kernels.sqlite")
+
+
+def test_stats_shape():
+    stats = pytorch_ocl.program_cache_stats()
+    assert {"builds", "disk_hits"} <= set(stats)
+    assert all(isinstance(v, int) and v >= 0 for v in stats.values())
+
+
+def test_warm_start_builds_nothing(run_py, tmp_path):
+    cache = tmp_path / "cache"
+    cold, _ = run_workload(run_py, cache)
+    assert cold["path"] == str(cache / "kernels.sqlite")
+    assert cold["usable"] is True
+    assert cold["stats"]["builds"] > 0
+    assert cold["stats"]["disk_hits"] == 0
+    assert (cache / "kernels.sqlite").is_file()
+    check_results(cold)
+
+    warm, _ = run_workload(run_py, cache)
+    assert warm["stats"]["builds"] == 0, warm["stats"]
+    assert warm["stats"]["disk_hits"] == cold["stats"]["builds"]
+    assert warm["warnings"] == []
+    assert warm["x"] == cold["x"] and warm["s"] == cold["s"] and warm["h"] == cold["h"]
+    check_results(warm)
+
+
+def test_nested_cache_dir_is_created(run_py, tmp_path):
+    cache = tmp_path / "a" / "b" / "c"
+    result, _ = run_workload(run_py, cache)
+    assert (cache / "kernels.sqlite").is_file()
+    assert result["usable"] is True
+    check_results(result)
+
+
+def test_corrupt_db_is_moved_aside(run_py, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    db = cache / "kernels.sqlite"
+    garbage = b"this is not a database\n" + bytes(range(256)) * 20
+    db.write_bytes(garbage)
+    result, proc = run_workload(run_py, cache)
+    text = " ".join(result["warnings"]) + proc.stderr
+    assert "cache" in text and "kernels.sqlite" in text, text
+    assert "corrupt" in text or "unreadable" in text or "unusable" in text
+    check_results(result)
+    assert (cache / "kernels.sqlite.corrupt").read_bytes() == garbage
+    assert result["usable"] is True
+    # the fresh database serves the next process
+    again, _ = run_workload(run_py, cache)
+    assert again["stats"]["builds"] == 0
+    assert again["warnings"] == []
+    check_results(again)
+
+
+def test_truncated_db_recovers(run_py, tmp_path):
+    cache = tmp_path / "cache"
+    run_workload(run_py, cache)
+    db = cache / "kernels.sqlite"
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])
+    result, proc = run_workload(run_py, cache)
+    check_results(result)
+    text = " ".join(result["warnings"]) + proc.stderr
+    assert "cache" in text, "a damaged cache must be reported"
+    again, _ = run_workload(run_py, cache)
+    assert again["stats"]["builds"] == 0
+    check_results(again)
+
+
+def test_garbage_binaries_in_valid_db_are_rebuilt(run_py, tmp_path):
+    cache = tmp_path / "cache"
+    cold, _ = run_workload(run_py, cache)
+    con = sqlite3.connect(cache / "kernels.sqlite")
+    con.execute("UPDATE programs SET binary = x'00112233445566778899'")
+    con.commit()
+    con.close()
+    result, _ = run_workload(run_py, cache)
+    assert result["stats"]["builds"] == cold["stats"]["builds"]
+    check_results(result)
+    healed, _ = run_workload(run_py, cache)
+    assert healed["stats"]["builds"] == 0
+    check_results(healed)
+
+
+def test_unusable_cache_location_warns_and_works(run_py, tmp_path):
+    # Tests run as root, so permissions cannot make a directory read-only: put the cache
+    # "directory" under a regular file, where it can never be created.
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    cache = blocker / "sub"
+    result, proc = run_workload(run_py, cache)
+    text = " ".join(result["warnings"]) + proc.stderr
+    assert "cache" in text and str(cache) in text, text
+    assert result["usable"] is False
+    assert "cache" in result["warning"]
+    assert result["stats"]["builds"] > 0
+    check_results(result)
+    assert blocker.read_text() == "x"
+
+
+def test_concurrent_cold_start_same_cache(tmp_path):
+    cache = tmp_path / "cache"
+    env = _base_env({"PYTORCH_OCL_CACHE_DIR": str(cache)})
+    procs = [
+        subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKLOAD)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=180) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        result = json.loads(out.strip().splitlines()[-1])
+        check_results(result)
+    con = sqlite3.connect(cache / "kernels.sqlite")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("SELECT count(*) FROM programs").fetchone()[0] > 0
+    con.close()
+
+
+def test_in_process_reuse_builds_and_loads_nothing():
+    a = torch.randn(100, device="ocl")
+    b = a * 3 + 2
+    b.sum().item()
+    before = pytorch_ocl.program_cache_stats()
+    for _ in range(3):
+        c = torch.randn(100, device="ocl")
+        d = c * 3 + 2
+        d.sum().item()
+    after = pytorch_ocl.program_cache_stats()
+    assert after["builds"] == before["builds"]
+    assert after["disk_hits"] == before["disk_hits"]
+    assert_close(b.cpu(), a.cpu() * 3 + 2)
+    assert_close(d.cpu(), c.cpu() * 3 + 2)
+
+
+def test_cache_dir_env_respected_for_default(run_py, tmp_path):
+    proc = run_py(
+        "import pytorch_ocl; print(pytorch_ocl._C.disk_cache_path())",
+        env={"PYTORCH_OCL_CACHE_DIR": None, "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+    )
+    assert proc.stdout.strip() == os.path.join(str(tmp_path / "xdg"), "pytorch_ocl", "kernels.sqlite")

@@ -10,5 +10,8 @@ if ls .carry/libsqlite3-dev_*.deb >/dev/null 2>&1; then
   lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so.0* | head -1)
   cmake_args="-DSQLite3_INCLUDE_DIR=/tmp/sq/usr/include -DSQLite3_LIBRARY=$lib"
 fi
-CMAKE_ARGS="$cmake_args" python3 -m pip install --no-build-isolation --no-deps . 2>&1 | tail -25
+# The compiler's first errors, then the tail (the errors scroll out of a plain tail).
+CMAKE_ARGS="$cmake_args" python3 -m pip install --no-build-isolation --no-deps . > /tmp/pip-build.log 2>&1 ||
+  { grep -m 12 -A 6 "error:" /tmp/pip-build.log; tail -15 /tmp/pip-build.log; exit 1; }
+tail -5 /tmp/pip-build.log
 python3 -m pytorch_ocl 2>/dev/null || python3 -c "import torch, pytorch_ocl; print(torch.ocl.device_count(), torch.ocl.get_device_name(0))"

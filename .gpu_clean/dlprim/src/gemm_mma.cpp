@@ -5,6 +5,7 @@
 
 #include <dlprim/matrix_engine.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>

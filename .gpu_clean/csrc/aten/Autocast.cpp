@@ -51,6 +51,7 @@ struct AutocastRegistrar {
     if (registered_by_torch(key)) return;
     policies = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", key, __FILE__, __LINE__);
     torch::Library& m = *policies;  // the name torch's KERNEL macros register through
+    using namespace at;             // torch 2.11's signature lists name at:: types unqualified (DimnameList)
 #define OCL_LOWER(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
 #define OCL_FP32(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32)
 #define OCL_FP32_OPT(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32_set_opt_dtype)

@@ -72,12 +72,13 @@ case "${1:-validate}" in
     ;;
   mma)  # the matrix-engine GEMM (gemm_mma.cl) with the real mma.sync: tests, then bf16/fp16/tf32/3xtf32 vs cuBLAS
     run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
+    ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-deps .carry/expecttest-*.whl
     export PYTORCH_OCL_MMA_TEST=native
     run mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider \
       tests/test_gemm_mma.py tests/test_gemm.py
     shapes="square 1024,square 4096,bert,attn"
-    for m in bfloat16:exact float16:exact float32:tf32 float32:3xtf32; do
-      run "gemm_${m/:/_}" 75 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
+    for m in bfloat16:exact float16:exact float32:tf32 float32:3xtf32 float32:exact; do
+      run "gemm_${m/:/_}" 60 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
         --only "$shapes" --out "$out/gemm_${m/:/_}.md"
     done
     ;;

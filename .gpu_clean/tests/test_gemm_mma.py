@@ -107,10 +107,10 @@ def test_layouts_and_tails(kind, ta, tb, monkeypatch):
 
 # Every config the tuner may pick for each operand width (mma_candidates), forced; on PoCL their programs
 # are built once per (config, layout), so one layout pair and a shape with tails per config.
-CONFIGS16 = ["mma 128x128x32 w2x4 local2", "mma 128x256x32 w2x4 local", "mma 256x128x32 w4x2 local",
-             "mma 128x128x64 w2x4 local", "mma 128x128x32 w2x2 local2", "mma 64x128x32 w2x2 local2",
+CONFIGS16 = ["mma 128x128x32 w2x4 local", "mma 128x256x32 w2x4 local", "mma 256x128x32 w4x2 local",
+             "mma 128x128x64 w2x4 local", "mma 128x128x32 w2x2 local", "mma 64x128x32 w2x2 local2",
              "mma 128x64x32 w2x2 local2", "mma 64x64x32 w2x2 local2", "mma 64x64x64 w2x2 local2",
-             "mma 32x32x32 w1x2 local2", "mma 16x16x32 w1x1 local"]
+             "mma 128x128x64 w2x2 local", "mma 32x32x32 w1x2 local2", "mma 16x16x32 w1x1 local"]
 CONFIGS32 = ["mma 128x128x16 w2x4 local2", "mma 128x128x32 w2x4 local", "mma 128x256x16 w2x4 local",
              "mma 256x128x16 w4x2 local", "mma 128x128x16 w2x2 local2", "mma 64x128x16 w2x2 local2",
              "mma 128x64x16 w2x2 local2", "mma 64x64x32 w2x2 local2", "mma 64x64x16 w2x2 local2",

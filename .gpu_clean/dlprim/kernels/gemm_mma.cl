@@ -5,11 +5,14 @@
 // A work-group computes a BM x BN tile of C with WARPS_M x WARPS_N warps (work-group shape
 // (32 * WARPS_N, WARPS_M)); warp (wy, wx) owns a WM x WN sub-tile = FM x FN mma tiles of 16 x 8.
 // Per K step a BK-deep slice of A and B is staged in local memory in the layout of its global fast dim
-// (so staging stores are 4-vectors, never transposes), the next slice prefetched into registers while
+// (so staging moves 16-byte units, never transposes), the next slice prefetched into registers while
 // the current one is multiplied. Fragments are read from local memory in the register layout mma.sync
 // wants (PTX ISA, "Matrix fragments for mma.m16n8k8 / m16n8k16"): lane = 4 * gid + tig,
-//   A 16 x KS: rows gid and gid + 8, k = tig (+4) for tf32 / 2 tig, 2 tig + 1 (+8) for 16-bit pairs;
-//   B KS x 8: column gid, the same k positions; C 16 x 8: rows gid, gid + 8, columns 2 tig, 2 tig + 1.
+//   A 16 x KS: rows gid and gid + 8, k slots tig (+4) for tf32 / 2 tig, 2 tig + 1 (+8) for 16-bit pairs;
+//   B KS x 8: column gid, the same k slots; C 16 x 8: rows gid, gid + 8, columns 2 tig, 2 tig + 1.
+// A product sums over k, so which stored k sits in which slot is free as long as A and B agree: the
+// 16-bit kinds put stored k 4 tig .. 4 tig + 3 in slots (2 tig, 2 tig + 1, 2 tig + 8, 2 tig + 9), so a
+// lane's two registers of a row are one 8-byte local load when k is the staged fast dim.
 //
 // Operand kinds (MMA_KIND): 1 tf32 (fp32 inputs rounded to tf32 while staged), 2 3xtf32 (fp32 split into
 // big + small tf32 parts, big*big + big*small + small*big: fp32-level accuracy), 3 bf16, 4 fp16 (raw
@@ -19,8 +22,8 @@
 //
 // Hooks from the including variant (gemm.cl): OPERAND_ARGS, OPERAND_SETUP, OUTER_STEP, STEP_SETUP,
 // A_RAW(r, kk) / B_RAW(kk, c) (the stored bits of an element as MT: float for the tf32 kinds, ushort for
-// 16-bit; 0 past K, any in-bounds value past M / N), optional A_RAW4 / B_RAW4 (4 elements along the fast
-// dim, unchecked) with A_VEC4_OK / B_VEC4_OK, A_LOAD_KFAST, B_LOAD_NFAST.
+// 16-bit; 0 past K, any in-bounds value past M / N), optional A_RAW16B / B_RAW16B (16 bytes along the
+// fast dim as a uint4, unchecked) with A_VEC4_OK / B_VEC4_OK, A_LOAD_KFAST, B_LOAD_NFAST.
 
 #define NT (32 * WARPS_M * WARPS_N)
 #define WM (BM / WARPS_M)
@@ -29,27 +32,29 @@
 #define FN (WN / 8)
 #if MMA_KIND <= 2
 #define KS 8
-#define MT4 float4
+#define G 4  // elements per 16-byte staging unit
 #else
 #define KS 16
-#define MT4 ushort4
+#define G 8
 #endif
-#define LOADS_A (BM * BK / NT)
-#define LOADS_B (BN * BK / NT)
-// Local row lengths (elements): a 4-element pad for fp32 / 8 for 16-bit along k keeps a fragment load's 32
-// lanes (8 rows x 4 k) on 32 distinct banks; 8 along m / n does the same for the k-major layouts.
-#define KPAD (MMA_KIND <= 2 ? 4 : 8)
+#define UNITS_A (BM * BK / (NT * G))  // 16-byte staging units per work-item and step
+#define UNITS_B (BN * BK / (NT * G))
+// Local row lengths (elements), padded so that a fragment load's lanes fall on distinct banks: along k,
+// tf32 pads 4 (32 lanes: 8 rows x 4 k) and 16-bit 16 (8-byte loads: a half-warp's 4 rows start 8 or 24
+// words apart); along m / n, 4 (tf32) or 8 (16-bit: 16-byte rows for the staging stores; 2-way conflicts).
+#define KPAD (MMA_KIND <= 2 ? 4 : 16)
+#define MNPAD (MMA_KIND <= 2 ? 4 : 8)
 #if A_LOAD_KFAST
 #define A_LD (BK + KPAD)
 #define AS_IDX(r, k) ((r) * A_LD + (k))
 #define A_BUF (BM * A_LD)
 #else
-#define A_LD (BM + 8)
+#define A_LD (BM + MNPAD)
 #define AS_IDX(r, k) ((k) * A_LD + (r))
 #define A_BUF (BK * A_LD)
 #endif
 #if B_LOAD_NFAST
-#define B_LD (BN + 8)
+#define B_LD (BN + MNPAD)
 #define BS_IDX(k, c) ((k) * B_LD + (c))
 #define B_BUF (BK * B_LD)
 #else
@@ -146,53 +151,71 @@ inline float mma_emu_b(__local const uint *regs, int k, int col) {
   (fa)[2] = A_FRAG_AT(as, r, (k0) + tig + 4), (fa)[3] = A_FRAG_AT(as, (r) + 8, (k0) + tig + 4)
 #define LOAD_B_FRAG(fb, bs, k0, c) (fb)[0] = B_FRAG_AT(bs, (k0) + tig, c), (fb)[1] = B_FRAG_AT(bs, (k0) + tig + 4, c)
 #else
-// Two 16-bit elements adjacent in k as one register (the lower k in the low half): one 32-bit load when
-// k is the staged fast dim, two 16-bit loads otherwise.
+// A lane's two registers of a row (stored k 4 tig .. 4 tig + 3, see above) as a uint2: one 8-byte load when
+// k is the staged fast dim, four 16-bit loads otherwise.
+#define PAIR16(lo, hi) ((uint)(lo) | ((uint)(hi) << 16))
 #if A_LOAD_KFAST
-#define A_PAIR(as, r, k) (((__local const uint *)(as))[AS_IDX(r, k) / 2])
+#define A_QUAD(as, r, k) (*(__local const uint2 *)((as) + AS_IDX(r, k)))
 #else
-#define A_PAIR(as, r, k) ((uint)(as)[AS_IDX(r, k)] | ((uint)(as)[AS_IDX(r, (k) + 1)] << 16))
+#define A_QUAD(as, r, k)                                                      \
+  ((uint2)(PAIR16((as)[AS_IDX(r, k)], (as)[AS_IDX(r, (k) + 1)]), \
+           PAIR16((as)[AS_IDX(r, (k) + 2)], (as)[AS_IDX(r, (k) + 3)])))
 #endif
 #if B_LOAD_NFAST
-#define B_PAIR(bs, k, c) ((uint)(bs)[BS_IDX(k, c)] | ((uint)(bs)[BS_IDX((k) + 1, c)] << 16))
+#define B_QUAD(bs, k, c)                                                      \
+  ((uint2)(PAIR16((bs)[BS_IDX(k, c)], (bs)[BS_IDX((k) + 1, c)]), \
+           PAIR16((bs)[BS_IDX((k) + 2, c)], (bs)[BS_IDX((k) + 3, c)])))
 #else
-#define B_PAIR(bs, k, c) (((__local const uint *)(bs))[BS_IDX(k, c) / 2])
+#define B_QUAD(bs, k, c) (*(__local const uint2 *)((bs) + BS_IDX(k, c)))
 #endif
-#define LOAD_A_FRAG(fa, as, r, k0)                                                      \
-  (fa)[0] = A_PAIR(as, r, (k0) + 2 * tig), (fa)[1] = A_PAIR(as, (r) + 8, (k0) + 2 * tig), \
-  (fa)[2] = A_PAIR(as, r, (k0) + 2 * tig + 8), (fa)[3] = A_PAIR(as, (r) + 8, (k0) + 2 * tig + 8)
-#define LOAD_B_FRAG(fb, bs, k0, c) (fb)[0] = B_PAIR(bs, (k0) + 2 * tig, c), (fb)[1] = B_PAIR(bs, (k0) + 2 * tig + 8, c)
+#define LOAD_A_FRAG(fa, as, r, k0)                                          \
+  do {                                                                      \
+    const uint2 lo_ = A_QUAD(as, r, (k0) + 4 * tig), hi_ = A_QUAD(as, (r) + 8, (k0) + 4 * tig); \
+    (fa)[0] = lo_.x, (fa)[2] = lo_.y, (fa)[1] = hi_.x, (fa)[3] = hi_.y;     \
+  } while (0)
+#define LOAD_B_FRAG(fb, bs, k0, c)                       \
+  do {                                                   \
+    const uint2 q_ = B_QUAD(bs, (k0) + 4 * tig, c);      \
+    (fb)[0] = q_.x, (fb)[1] = q_.y;                      \
+  } while (0)
 #endif
 
-// Staged value of an fp32 element: rounded to tf32 once here for kind 1 (not per fragment load); kept
-// whole for kind 2, which splits it per fragment.
+// Staged bits of a 16-byte unit: fp32 rounded to tf32 once here for kind 1 (not per fragment load); kept
+// whole for kind 2, which splits them per fragment; 16-bit bits as they are.
 #if MMA_KIND == 1
-#define STAGE_VALUE(x) as_float(mma_tf32(x))
+#define STAGE_UNIT(u) ((uint4)(mma_tf32(as_float((u).x)), mma_tf32(as_float((u).y)), mma_tf32(as_float((u).z)), \
+                               mma_tf32(as_float((u).w))))
 #else
-#define STAGE_VALUE(x) (x)
+#define STAGE_UNIT(u) (u)
+#endif
+// G elements (adjacent along the operand's fast dim) packed into the 16-byte unit they fill in memory.
+#if G == 8
+#define PACK_ELEM(w, j, e) (w)[(j) / 2] |= (uint)(e) << (16 * ((j) % 2))
+#else
+#define PACK_ELEM(w, j, e) (w)[j] = as_uint(e)
 #endif
 
-// Staging positions: work-item `tid` loads groups v = 0 .. LOADS / 4 - 1 of 4 elements adjacent along the
+// Staging positions: work-item `tid` loads units v = 0 .. UNITS - 1, each G elements adjacent along the
 // operand's fast dim.
 #if A_LOAD_KFAST
-#define A_POS_R(v) ((tid + (v) * NT) / (BK / 4))
-#define A_POS_K(v) (((tid + (v) * NT) % (BK / 4)) * 4)
+#define A_POS_R(v) ((tid + (v) * NT) / (BK / G))
+#define A_POS_K(v) (((tid + (v) * NT) % (BK / G)) * G)
 #define A_STEP_R(j) 0
 #define A_STEP_K(j) (j)
 #else
-#define A_POS_R(v) (((tid + (v) * NT) % (BM / 4)) * 4)
-#define A_POS_K(v) ((tid + (v) * NT) / (BM / 4))
+#define A_POS_R(v) (((tid + (v) * NT) % (BM / G)) * G)
+#define A_POS_K(v) ((tid + (v) * NT) / (BM / G))
 #define A_STEP_R(j) (j)
 #define A_STEP_K(j) 0
 #endif
 #if B_LOAD_NFAST
-#define B_POS_C(v) (((tid + (v) * NT) % (BN / 4)) * 4)
-#define B_POS_K(v) ((tid + (v) * NT) / (BN / 4))
+#define B_POS_C(v) (((tid + (v) * NT) % (BN / G)) * G)
+#define B_POS_K(v) ((tid + (v) * NT) / (BN / G))
 #define B_STEP_C(j) (j)
 #define B_STEP_K(j) 0
 #else
-#define B_POS_C(v) ((tid + (v) * NT) / (BK / 4))
-#define B_POS_K(v) (((tid + (v) * NT) % (BK / 4)) * 4)
+#define B_POS_C(v) ((tid + (v) * NT) / (BK / G))
+#define B_POS_K(v) (((tid + (v) * NT) % (BK / G)) * G)
 #define B_STEP_C(j) 0
 #define B_STEP_K(j) (j)
 #endif
@@ -224,7 +247,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
 #if MMA_EMULATE
   __local uint emu_regs[NT * 6];
 #endif
-  MT ra[LOADS_A], rb[LOADS_B];
+  uint4 ra[UNITS_A], rb[UNITS_B];
   const int step0 = split * steps_per_split;
   const int step_end = min(total_steps, step0 + steps_per_split);
   int next_o = step0 / ksteps, next_k0 = (step0 - next_o * ksteps) * BK;
@@ -236,29 +259,35 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
       // Load step s into registers; its multiply-adds come one iteration later.
       const int o = next_o, k0 = next_k0;
       STEP_SETUP(o, k0)
-#ifdef A_RAW4
+#ifdef A_RAW16B
       if (A_VEC4_OK) {
 #pragma unroll
-        for (int v = 0; v < LOADS_A / 4; ++v) vstore4(A_RAW4(A_POS_R(v), A_POS_K(v)), 0, ra + 4 * v);
+        for (int v = 0; v < UNITS_A; ++v) ra[v] = A_RAW16B(A_POS_R(v), A_POS_K(v));
       } else
 #endif
       {
 #pragma unroll
-        for (int v = 0; v < LOADS_A / 4; ++v)
+        for (int v = 0; v < UNITS_A; ++v) {
+          uint w[4] = {0, 0, 0, 0};
 #pragma unroll
-          for (int j = 0; j < 4; ++j) ra[4 * v + j] = A_RAW(A_POS_R(v) + A_STEP_R(j), A_POS_K(v) + A_STEP_K(j));
+          for (int j = 0; j < G; ++j) PACK_ELEM(w, j, A_RAW(A_POS_R(v) + A_STEP_R(j), A_POS_K(v) + A_STEP_K(j)));
+          ra[v] = vload4(0, w);
+        }
       }
-#ifdef B_RAW4
+#ifdef B_RAW16B
       if (B_VEC4_OK) {
 #pragma unroll
-        for (int v = 0; v < LOADS_B / 4; ++v) vstore4(B_RAW4(B_POS_K(v), B_POS_C(v)), 0, rb + 4 * v);
+        for (int v = 0; v < UNITS_B; ++v) rb[v] = B_RAW16B(B_POS_K(v), B_POS_C(v));
       } else
 #endif
       {
 #pragma unroll
-        for (int v = 0; v < LOADS_B / 4; ++v)
+        for (int v = 0; v < UNITS_B; ++v) {
+          uint w[4] = {0, 0, 0, 0};
 #pragma unroll
-          for (int j = 0; j < 4; ++j) rb[4 * v + j] = B_RAW(B_POS_K(v) + B_STEP_K(j), B_POS_C(v) + B_STEP_C(j));
+          for (int j = 0; j < G; ++j) PACK_ELEM(w, j, B_RAW(B_POS_K(v) + B_STEP_K(j), B_POS_C(v) + B_STEP_C(j)));
+          rb[v] = vload4(0, w);
+        }
       }
       next_k0 += BK;
       if (next_k0 >= ksteps * BK) {
@@ -311,23 +340,11 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
     }
     if (s == step_end) break;
     if (LOCAL_BUFS == 1) barrier(CLK_LOCAL_MEM_FENCE);
-    // Registers to local memory: 4 elements along the fast dim are adjacent there too.
+    // Registers to local memory: a unit's elements are adjacent there too (16-byte aligned rows).
 #pragma unroll
-    for (int v = 0; v < LOADS_A / 4; ++v) {
-      MT4 x = vload4(0, ra + 4 * v);
-#if MMA_KIND == 1
-      x = (MT4)(STAGE_VALUE(x.s0), STAGE_VALUE(x.s1), STAGE_VALUE(x.s2), STAGE_VALUE(x.s3));
-#endif
-      *(__local MT4 *)(a_fill + AS_IDX(A_POS_R(v), A_POS_K(v))) = x;
-    }
+    for (int v = 0; v < UNITS_A; ++v) *(__local uint4 *)(a_fill + AS_IDX(A_POS_R(v), A_POS_K(v))) = STAGE_UNIT(ra[v]);
 #pragma unroll
-    for (int v = 0; v < LOADS_B / 4; ++v) {
-      MT4 x = vload4(0, rb + 4 * v);
-#if MMA_KIND == 1
-      x = (MT4)(STAGE_VALUE(x.s0), STAGE_VALUE(x.s1), STAGE_VALUE(x.s2), STAGE_VALUE(x.s3));
-#endif
-      *(__local MT4 *)(b_fill + BS_IDX(B_POS_K(v), B_POS_C(v))) = x;
-    }
+    for (int v = 0; v < UNITS_B; ++v) *(__local uint4 *)(b_fill + BS_IDX(B_POS_K(v), B_POS_C(v))) = STAGE_UNIT(rb[v]);
     barrier(CLK_LOCAL_MEM_FENCE);
 #if LOCAL_BUFS == 2
     a_prev = a_fill, b_prev = b_fill;

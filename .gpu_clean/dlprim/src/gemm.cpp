@@ -88,11 +88,13 @@ bool whole_tiles(const TileConfig& c, int64_t M, int64_t N, int64_t K) {
 // kernel reinterprets it as ACC4; the mma kernel loads any storage as its raw bits), every slice a work-item reads starting at a multiple of 4
 // elements (so 16- or 32-byte aligned: buffers are), and whole groups of 4 per work-item.
 // `tile_fast` is the tile's extent along the operand's unit-stride dim, `tile_slow` the other.
+// The mma kernel's units are 16 bytes (4 or 8 elements): the same rule with its unit size.
 bool vec4_operand(const TileConfig& c, DType dtype, const GemmMatrix& m, int64_t ld, int tile_fast, int tile_slow) {
   if (!c.local || (!c.mma && dtype != DType::F32 && dtype != DType::F64)) return false;
-  if (tile_fast % 4 || (tile_fast * tile_slow / c.threads()) % 4) return false;
+  const int g = c.mma ? 16 / static_cast<int>(dtype_size(dtype)) : 4;
+  if (tile_fast % g || (tile_fast * tile_slow / c.threads()) % g) return false;
   for (int64_t v : {static_cast<int64_t>(m.offset), ld, m.batch_stride, m.group_stride, m.outer_stride})
-    if (v % 4) return false;
+    if (v % g) return false;
   return true;
 }
 

@@ -47,6 +47,8 @@ struct MmaChoice {
 // `math` asks; PYTORCH_OCL_MMA=0 turns the engine off, =emulate forces the emulation on any device.
 MmaChoice mma_choice(const Context& ctx, DType dtype, Fp32Math math);
 bool mma_config_fits(const Context& ctx, const TileConfig& c, MmaChoice m);
+// Elements per 16-byte staging unit of gemm_mma.cl (4 for the tf32 kinds, 8 for 16-bit).
+int mma_unit_elements(MmaChoice m);
 std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m);
 TileConfig default_mma_config(const Context& ctx, MmaChoice m, int64_t M, int64_t N);
 // Defines of gemm_mma.cl (tile, kind, staged type MT) for a config.

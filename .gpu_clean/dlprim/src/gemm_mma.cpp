@@ -20,11 +20,11 @@ int elem_bytes(MmaKind k) { return is16(k) ? 2 : 4; }
 int k_step(MmaKind k) { return is16(k) ? 16 : 8; }  // mma.sync m16n8k16 / m16n8k8
 
 // Local bytes of one staging buffer pair (A and B) for either staged layout of each operand
-// (gemm_mma.cl: the k-fast layout pads k, the other pads m / n by 8).
+// (gemm_mma.cl's KPAD / MNPAD).
 uint64_t buffer_bytes(const TileConfig& c, MmaKind k) {
-  int kpad = is16(k) ? 8 : 4;
-  uint64_t a = std::max<uint64_t>(static_cast<uint64_t>(c.bm) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bm + 8));
-  uint64_t b = std::max<uint64_t>(static_cast<uint64_t>(c.bn) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bn + 8));
+  int kpad = is16(k) ? 16 : 4, mnpad = is16(k) ? 8 : 4;
+  uint64_t a = std::max<uint64_t>(static_cast<uint64_t>(c.bm) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bm + mnpad));
+  uint64_t b = std::max<uint64_t>(static_cast<uint64_t>(c.bn) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bn + mnpad));
   return (a + b) * elem_bytes(k);
 }
 
@@ -35,6 +35,8 @@ TileConfig mma_config(int bm, int bn, int bk, int wm, int wn, int local) {
 }
 
 } // namespace
+
+int mma_unit_elements(MmaChoice m) { return 16 / elem_bytes(m.kind); }
 
 std::string MmaChoice::str() const {
   static const char* names[] = {"", "tf32", "3xtf32", "bf16", "fp16"};
@@ -68,9 +70,11 @@ bool mma_config_fits(const Context& ctx, const TileConfig& c, MmaChoice m) {
   if (c.bm % (16 * c.tm) || c.bn % (8 * c.tn) || c.bk % k_step(m.kind) || c.bk % 4) return false;
   uint64_t nt = static_cast<uint64_t>(c.threads());
   if (nt > ctx.info().max_work_group_size) return false;
-  // Whole groups of 4 staged elements per work-item, for either layout.
-  if ((static_cast<uint64_t>(c.bm) * c.bk) % (4 * nt) || (static_cast<uint64_t>(c.bn) * c.bk) % (4 * nt)) return false;
-  if (c.bm % 4 || c.bn % 4) return false;
+  // Whole 16-byte staging units per work-item, for either layout; 16-bit fragments read k in fours
+  // (bk a multiple of 32 keeps their 8-byte loads off shared banks).
+  uint64_t g = mma_unit_elements(m);
+  if ((static_cast<uint64_t>(c.bm) * c.bk) % (g * nt) || (static_cast<uint64_t>(c.bn) * c.bk) % (g * nt)) return false;
+  if (c.bm % g || c.bn % g || c.bk % g || (is16(m.kind) && c.bk % 32)) return false;
   uint64_t bytes = buffer_bytes(c, m.kind) * c.local_buffers() + (m.emulate ? nt * 6 * 4 : 0);
   return bytes + 256 <= ctx.info().local_mem_size;
 }
@@ -78,9 +82,10 @@ bool mma_config_fits(const Context& ctx, const TileConfig& c, MmaChoice m) {
 std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m) {
   std::vector<TileConfig> all;
   if (is16(m.kind)) {
-    all = {mma_config(128, 128, 32, 2, 4, 2), mma_config(128, 256, 32, 2, 4, 1), mma_config(256, 128, 32, 4, 2, 1),
-           mma_config(128, 128, 64, 2, 4, 1), mma_config(128, 128, 32, 2, 2, 2), mma_config(64, 128, 32, 2, 2, 2),
-           mma_config(128, 64, 32, 2, 2, 2),  mma_config(64, 64, 32, 2, 2, 2),  mma_config(64, 64, 64, 2, 2, 2)};
+    all = {mma_config(128, 128, 32, 2, 4, 1), mma_config(128, 256, 32, 2, 4, 1), mma_config(256, 128, 32, 4, 2, 1),
+           mma_config(128, 128, 64, 2, 4, 1), mma_config(128, 128, 32, 2, 2, 1), mma_config(64, 128, 32, 2, 2, 2),
+           mma_config(128, 64, 32, 2, 2, 2),  mma_config(64, 64, 32, 2, 2, 2),  mma_config(64, 64, 64, 2, 2, 2),
+           mma_config(128, 128, 64, 2, 2, 1)};
   } else {
     all = {mma_config(128, 128, 16, 2, 4, 2), mma_config(128, 128, 32, 2, 4, 1), mma_config(128, 256, 16, 2, 4, 1),
            mma_config(256, 128, 16, 4, 2, 1), mma_config(128, 128, 16, 2, 2, 2), mma_config(64, 128, 16, 2, 2, 2),
@@ -95,13 +100,14 @@ std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m) {
 TileConfig default_mma_config(const Context& ctx, MmaChoice m, int64_t M, int64_t N) {
   int bk = is16(m.kind) ? 32 : 16;
   std::vector<TileConfig> prefs;
-  if (M >= 512 && N >= 512) prefs.push_back(mma_config(128, 128, bk, 2, 4, 2));
+  // H200, 4096^3: 128x128x64 w2x4 (one buffer) for 16-bit, 128x128x16 w2x2 local2 for tf32 won tuning.
+  if (M >= 512 && N >= 512) prefs.push_back(is16(m.kind) ? mma_config(128, 128, 64, 2, 4, 1) : mma_config(128, 128, 16, 2, 2, 2));
   if (M >= 128 && N >= 128) prefs.push_back(mma_config(64, 64, bk, 2, 2, 2));
   prefs.push_back(mma_config(32, 32, bk, 1, 2, 2));
   prefs.push_back(mma_config(16, 16, bk, 1, 1, 1));
   for (const auto& c : prefs)
     if (mma_config_fits(ctx, c, m)) return c;
-  return mma_config(16, 8, 16, 1, 1, 1);  // one warp (fits whenever 32 work-items and 2 KiB do)
+  return mma_config(16, 8, 32, 1, 1, 1);  // one warp (fits whenever 32 work-items and 3 KiB do)
 }
 
 std::string mma_defines(const TileConfig& c, MmaChoice m, const std::string& kernel_name) {

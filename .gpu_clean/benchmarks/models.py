@@ -7,8 +7,10 @@ Per network: inference (eval, no_grad, batch 64) and one training step (batch 32
 cross-entropy, backward, SGD step with momentum) in milliseconds (median of --iters after
 warm-up), the ratio ref time / ocl time (> 1: ocl faster), the peak memory of the training step
 on each device, and the first-iteration time on ocl (program builds and GEMM autotuning; near
-zero on a warm kernel cache). A cuda reference runs twice: fp32 with TF32 off (the comparison
-the goals use) and torch's default. Networks come from torchvision when it imports, else from
+zero on a warm kernel cache). --math fp32 (default) compares full fp32 on both devices (cuda TF32
+off; ocl with torch.backends.cudnn.allow_tf32 off, its GEMMs at fp32 accuracy: 3xTF32 where a matrix
+engine has TF32); --math default compares both with torch's defaults (cuDNN convolutions in TF32 on
+cuda, TF32 convolutions on ocl's matrix engine). Networks come from torchvision when it imports, else from
 tests/models.py (small stand-ins, 32x32 inputs). CPU fallbacks are counted and reported: a
 network that needed one is marked, since its time then includes host round trips.
 A cuda reference is measured in a child process of the same run that does not load ocl: with
@@ -107,8 +109,8 @@ def measure(ctor, size, device, batch_infer, batch_train, iters):
     return inference * 1e3, train * 1e3, peak, first
 
 
-def ref_variants(ref):
-    """(label, setup) pairs: cuda runs with TF32 off and with torch's defaults."""
+def ref_variants(ref, math_mode="fp32"):
+    """(label, setup) pair of the reference: cuda with TF32 off (--math fp32) or torch's defaults."""
     if torch.device(ref).type != "cuda":
         return [(ref, lambda: None)]
 
@@ -127,12 +129,13 @@ def ref_variants(ref):
         torch.backends.cudnn.allow_tf32 = default_cudnn_tf32
         torch.backends.cudnn.benchmark = True
 
-    return [("cuda TF32 off", tf32(False)), ("cuda default", default)]
+    return [("cuda TF32 off", tf32(False))] if math_mode == "fp32" else [("cuda default", default)]
 
 
 def measure_ref_in_child(name, label, args):
     """Runs this script with --child for one network and reference variant; returns measure()'s tuple."""
     cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-label", label, "--ref", args.ref,
+           "--math", args.math,
            "--batch-infer", str(args.batch_infer), "--batch-train", str(args.batch_train), "--iters", str(args.iters)]
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
@@ -143,7 +146,7 @@ def measure_ref_in_child(name, label, args):
 
 def run_child(args):
     ctor, size, _ = constructors([args.child])[args.child]
-    dict(ref_variants(args.ref))[args.child_label]()
+    dict(ref_variants(args.ref, args.math))[args.child_label]()
     print(json.dumps(measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
 
 
@@ -159,6 +162,8 @@ def main(argv=None):
     parser.add_argument("--batch-infer", type=int, default=64)
     parser.add_argument("--batch-train", type=int, default=32)
     parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--math", default="fp32", choices=["fp32", "default"],
+                        help="fp32: TF32 off on both devices; default: torch's defaults on both (see above)")
     parser.add_argument("--quick", action="store_true", help="batch 2, 2 iterations, first two networks (CI smoke)")
     parser.add_argument("--out", default="results/models.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -172,7 +177,9 @@ def main(argv=None):
         args.batch_infer, args.batch_train, args.iters = 2, 2, 2
         args.nets = ",".join(args.nets.split(",")[:2])
     nets = constructors(args.nets.split(","))
-    refs = ref_variants(args.ref)
+    refs = ref_variants(args.ref, args.math)
+    # ocl's convolutions follow the same switch as cuDNN's (TF32 on its matrix engine when allowed).
+    torch.backends.cudnn.allow_tf32 = args.math == "default"
     rows = []
     for name, (ctor, size, source) in tqdm(nets.items(), desc="networks", unit="net"):
         pytorch_ocl.reset_fallback_stats()
@@ -202,7 +209,7 @@ def write_report(args, rows, refs):
     lines = ["# Whole networks", "",
              f"ocl: {common.device_description(args.device)}  ",
              f"ref: {common.device_description(args.ref)}  ",
-             f"torch {torch.__version__}, float32, inference batch {args.batch_infer}, training step batch "
+             f"torch {torch.__version__}, float32 (--math {args.math}), inference batch {args.batch_infer}, training step batch "
              f"{args.batch_train} (forward + cross-entropy + backward + SGD), median of {args.iters}  ", ""]
     header = "| network | source | ocl infer ms | ocl train ms |"
     sep = "|---|---|---:|---:|"

@@ -11,6 +11,7 @@
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
 #   bash scripts/gpu_session.sh verify      # matrix-engine probes, tiled dq timing, RNN/autocast tests, model rows
 #   bash scripts/gpu_session.sh mma         # matrix-engine GEMM tests on the real instruction, gemm.py per format
+#   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -74,13 +75,16 @@ case "${1:-validate}" in
     run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
     ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-deps .carry/expecttest-*.whl
     export PYTORCH_OCL_MMA_TEST=native
-    run mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider \
-      tests/test_gemm_mma.py tests/test_gemm.py
+    run mma_tests 170 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_gemm_mma.py tests/test_gemm.py tests/test_conv.py tests/test_conv_winograd.py
     shapes="square 1024,square 4096,bert,attn"
     for m in bfloat16:exact float16:exact float32:tf32 float32:3xtf32 float32:exact; do
       run "gemm_${m/:/_}" 60 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
         --only "$shapes" --out "$out/gemm_${m/:/_}.md"
     done
+    ;;
+  cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
+    run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

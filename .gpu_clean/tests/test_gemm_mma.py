@@ -5,6 +5,9 @@ mma.sync replaced by a local-memory emulation of the same fragment layouts, so e
 (staging, fragments, tails, split-K, epilogue) is tested everywhere; on an NVIDIA device the real
 instruction runs the same tests (PYTORCH_OCL_MMA_TEST=native).
 
+float32 at torch's default 'highest' matmul precision runs as 3xTF32 on an engine with TF32 (fp32
+accuracy; PYTORCH_OCL_3XTF32=0 keeps the FMA kernel), at 'high' / 'medium' as TF32.
+
 Bounds (as tests/test_gemm.py, with the operand format's rounding): 16-bit operands are exact in the
 fp32 products, so the fp32 accumulation bound holds; TF32 rounds each operand to 10 mantissa bits
 (relative error <= 2^-11 each), adding 2 * 2^-11 * (|A| @ |B|); 3xTF32 must meet the fp32 bound.
@@ -63,17 +66,14 @@ def make(shape, dtype, transposed=False):
     return torch.randn(*shape).to(dtype)
 
 
-# (dtype, float32 math) of each kind; the setup each needs.
-KINDS = {"bf16": (torch.bfloat16, None), "fp16": (torch.float16, None), "tf32": (torch.float32, "high"),
-         "3xtf32": (torch.float32, "3x")}
+# (dtype, float32 matmul precision) of each kind.
+KINDS = {"bf16": (torch.bfloat16, "highest"), "fp16": (torch.float16, "highest"), "tf32": (torch.float32, "high"),
+         "3xtf32": (torch.float32, "highest")}
 
 
 def use_kind(kind, monkeypatch):
-    dtype, f32 = KINDS[kind]
-    if f32 == "high":
-        torch.set_float32_matmul_precision("high")
-    elif f32 == "3x":
-        monkeypatch.setenv("PYTORCH_OCL_3XTF32", "1")
+    dtype, precision = KINDS[kind]
+    torch.set_float32_matmul_precision(precision)
     return dtype
 
 
@@ -82,11 +82,12 @@ def test_plan_names_the_engine(kind, monkeypatch):
     dtype = use_kind(kind, monkeypatch)
     plan = pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=dtype)
     assert plan.startswith("tiled mma ") and f" {kind}{KIND} " in plan, plan
-    # Tiny products keep the small kernels; float32 at 'highest' keeps the FMA kernel.
+    # Tiny products keep the small kernels; PYTORCH_OCL_3XTF32=0 keeps fp32 at 'highest' on the FMA kernel.
     assert pytorch_ocl.ops.gemm_plan(3, 5, 7, dtype=dtype).startswith("small")
     torch.set_float32_matmul_precision("highest")
-    monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
+    monkeypatch.setenv("PYTORCH_OCL_3XTF32", "0")
     assert "mma" not in pytorch_ocl.ops.gemm_plan(256, 256, 256)
+    assert "mma" in pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=torch.bfloat16)
 
 
 def test_engine_off_switch(monkeypatch):
@@ -145,11 +146,42 @@ def test_tf32_rounds_and_3xtf32_does_not(monkeypatch):
     # (truncation would give 1).
     assert (out == 1 + 2.0**-10).all(), out[0, :4]
     torch.set_float32_matmul_precision("highest")
-    monkeypatch.setenv("PYTORCH_OCL_3XTF32", "1")
+    assert "3xtf32" in pytorch_ocl.ops.gemm_plan(64, 64, 64)
     out = (a.to(DEV) @ b.to(DEV)).cpu()
     assert (out == a).all()
     x, y = torch.randn(96, 200), torch.randn(200, 80)
     check(x.to(DEV) @ y.to(DEV), x, y, torch.float32, "3xtf32")
+
+
+@pytest.mark.parametrize("config", [None, "mma 64x64x16 w2x2 local2"])
+def test_3xtf32_non_finite_inputs_like_fp32(config, monkeypatch):
+    """inf, NaN and values near FLT_MAX: 3xTF32's split must not turn inf * x into NaN (inf * 0 in a cross
+    term) or overflow a split; the NaN pattern and the infinities equal the CPU's fp32 product, also with
+    split-K (each split recomputes its own partial sums)."""
+    if config:
+        monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    torch.set_float32_matmul_precision("highest")
+    for m, n, k in [(70, 45, 37), (32, 32, 2048)]:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        b[3] = 0  # row 3 of B: inf * 0 = NaN in every column
+        a[0, 3] = float("inf")
+        a[1, 5] = float("-inf")
+        a[2, 7] = float("nan")
+        a[4, :] = 0
+        a[4, 9] = 3.4e38  # rounds past FLT_MAX in tf32
+        b[:, 1] = 0
+        b[9, 1] = 1.0
+        assert "3xtf32" in pytorch_ocl.ops.gemm_plan(m, n, k)
+        out = (a.to(DEV) @ b.to(DEV)).cpu()
+        ref = a @ b
+        assert torch.equal(torch.isnan(out), torch.isnan(ref))
+        assert torch.equal(torch.isinf(out), torch.isinf(ref))
+        assert torch.equal(out[torch.isinf(ref)], ref[torch.isinf(ref)])
+        assert out[4, 1] == ref[4, 1]  # 3.4e38 * 1 exactly
+        fin = torch.isfinite(ref)
+        fin[4] = False  # row 4 sums near FLT_MAX: no finite magnitude bound to compare against
+        tol = bound(a.nan_to_num(0, 0, 0), b, ref.nan_to_num(0, 0, 0), torch.float32, "3xtf32")
+        assert ((out - ref).abs() <= tol)[fin].all()
 
 
 @pytest.mark.parametrize("kind", ["bf16", "tf32"])
@@ -209,3 +241,37 @@ def test_mlp_trains_like_the_cpu_in_bf16_and_tf32(monkeypatch):
     assert losses == pytest.approx(ref_losses, rel=2e-3)
     for p, r in zip(params, ref_params):
         assert torch.allclose(p, r, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("algo", ["im2col", "gemm1x1", "winograd"])
+@pytest.mark.parametrize("allow_tf32", [True, False])
+def test_conv_paths_follow_cudnn_allow_tf32(algo, allow_tf32, monkeypatch):
+    """Convolutions use TF32 where torch.backends.cudnn.allow_tf32 allows it (CUDA's switch, on by default)
+    and 3xTF32 (fp32 accuracy) otherwise: forward and both gradients of the GEMM-based paths, against float64
+    on the CPU with the matching bound."""
+    import torch.nn.functional as F
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", allow_tf32)
+    monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT", "0")
+    monkeypatch.setenv("PYTORCH_OCL_CONV_WINOGRAD", "1" if algo == "winograd" else "0")
+    k = 1 if algo == "gemm1x1" else 3
+    x, w = torch.randn(2, 24, 10, 12), torch.randn(20, 24, k, k)
+    algos = pytorch_ocl.ops.conv_algorithms(tuple(x.shape), tuple(w.shape), padding=k // 2)
+    assert algos["forward"] == algo, algos
+    xd, wd = x.to(DEV).requires_grad_(), w.to(DEV).requires_grad_()
+    y = F.conv2d(xd, wd, padding=k // 2)
+    gy = torch.randn(y.shape)
+    y.backward(gy.to(DEV))
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    yr = F.conv2d(xr, wr, padding=k // 2)
+    yr.backward(gy.double())
+    kind = "tf32" if allow_tf32 else "3xtf32"
+    mag = F.conv2d(x.double().abs(), w.double().abs(), padding=k // 2)
+    # Winograd's transforms amplify the operands' rounding: 4x the GEMM bound.
+    scale = 4 if algo == "winograd" else 1
+    for got, ref, red in [(y, yr, 24 * k * k), (xd.grad, xr.grad, 20 * k * k), (wd.grad, wr.grad, 2 * 10 * 12)]:
+        got, ref = got.detach().cpu().double(), ref.detach()
+        rough = (got - ref).abs().max() / ref.abs().max()
+        assert rough < (4e-3 if allow_tf32 else 1e-5) * scale, (algo, rough.item())
+    err = (y.detach().cpu().double() - yr.detach()).abs()
+    tol = 8 * EPS32 * math.sqrt(24 * k * k) * mag + (2 * 2.0**-11 * mag if allow_tf32 else 0)
+    assert (err <= scale * tol + 1e-30).all(), (err / tol).max()

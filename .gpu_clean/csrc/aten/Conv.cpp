@@ -8,6 +8,7 @@
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
@@ -65,6 +66,7 @@ Geometry make_geometry(const at::Tensor& input, const at::Tensor& weight, at::In
   Geometry g;
   g.one_d = input.dim() == 3;
   dlprim::ConvShape& s = g.s;
+  s.fp32_math = conv_fp32_math();
   const size_t ih = 0, iw = 1;  // positions in the per-dim parameter lists (1-D lists use entry 0)
   auto p = [&](at::IntArrayRef v, size_t i, const char* what) { return g.one_d ? param(v, 0, what) : param(v, i, what); };
   int64_t in_h = g.one_d ? 1 : input.size(2), in_w = input.size(input.dim() - 1);
@@ -251,6 +253,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
+}
+
+dlprim::Fp32Math conv_fp32_math() {
+  return at::globalContext().allowTF32CuDNN(at::Float32Op::CONV) ? dlprim::Fp32Math::Tf32 : dlprim::Fp32Math::Exact;
 }
 
 } // namespace pytorch_ocl

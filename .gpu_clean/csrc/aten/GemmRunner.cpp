@@ -9,8 +9,6 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
-#include <cstdlib>
-
 namespace pytorch_ocl {
 
 namespace {
@@ -45,10 +43,8 @@ bool same_view(const at::Tensor& a, const at::Tensor& b) {
 } // namespace
 
 dlprim::Fp32Math matmul_fp32_math() {
-  if (at::globalContext().float32MatmulPrecision() != at::Float32MatmulPrecision::HIGHEST)
-    return dlprim::Fp32Math::Tf32;
-  const char* x3 = std::getenv("PYTORCH_OCL_3XTF32");
-  return x3 && x3[0] == '1' ? dlprim::Fp32Math::Tf32x3 : dlprim::Fp32Math::Exact;
+  return at::globalContext().float32MatmulPrecision() == at::Float32MatmulPrecision::HIGHEST ? dlprim::Fp32Math::Exact
+                                                                                            : dlprim::Fp32Math::Tf32;
 }
 
 void run_gemm(const GemmCall& c) {

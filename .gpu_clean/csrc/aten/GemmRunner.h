@@ -21,8 +21,8 @@ struct GemmCall {
 void run_gemm(const GemmCall& call);
 
 // How float32 matmuls may use the matrix engine, as CUDA users set it:
-// torch.set_float32_matmul_precision('high' | 'medium') allows TF32; at 'highest' (the default)
-// PYTORCH_OCL_3XTF32=1 opts into the fp32-accurate three-product TF32 kernel.
+// torch.set_float32_matmul_precision('high' | 'medium') allows TF32; 'highest' (the default) keeps fp32
+// accuracy (3xTF32 on the engine, see dlprim::Fp32Math).
 dlprim::Fp32Math matmul_fp32_math();
 
 } // namespace pytorch_ocl

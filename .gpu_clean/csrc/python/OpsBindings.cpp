@@ -94,6 +94,7 @@ py::dict conv_algorithms(int device, std::vector<int64_t> input, std::vector<int
   TORCH_CHECK(input.size() == 4 && weight.size() == 4 && stride.size() == 2 && padding.size() == 2 &&
                   dilation.size() == 2, "conv_algorithms: expected 4-D shapes and pairs");
   dlprim::ConvShape s;
+  s.fp32_math = conv_fp32_math();
   s.N = input[0];
   s.C = input[1];
   s.H = input[2];

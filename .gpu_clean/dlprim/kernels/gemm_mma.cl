@@ -78,6 +78,15 @@ inline uint mma_tf32(float x) {
 }
 #endif
 
+// 3xtf32's split of an fp32 value into big + small tf32 parts. Non-finite x rides in `big` alone (small 0);
+// a finite x that rounds past FLT_MAX is truncated instead (keeping big finite and small exact).
+inline uint2 mma_split(float x) {
+  uint big = mma_tf32(x);
+  const bool special = (as_uint(x) & 0x7f800000u) == 0x7f800000u;
+  if (!special && (big & 0x7f800000u) == 0x7f800000u) big = as_uint(x) & 0xffffe000u;
+  return (uint2)(big, special ? 0u : mma_tf32(x - as_float(big)));
+}
+
 // ---------------------------------------------------------------- the instruction
 #if MMA_KIND <= 2
 #define MMA_SHAPE "m16n8k8.row.col.f32.tf32.tf32.f32"
@@ -312,17 +321,15 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
         for (int i = 0; i < FM; ++i)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float x = as_float(fa[i][e]);
-            fa[i][e] = mma_tf32(x);
-            sa[i][e] = mma_tf32(x - as_float(fa[i][e]));
+            const uint2 p = mma_split(as_float(fa[i][e]));
+            fa[i][e] = p.x, sa[i][e] = p.y;
           }
 #pragma unroll
         for (int j = 0; j < FN; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float x = as_float(fb[j][e]);
-            fb[j][e] = mma_tf32(x);
-            sb[j][e] = mma_tf32(x - as_float(fb[j][e]));
+            const uint2 p = mma_split(as_float(fb[j][e]));
+            fb[j][e] = p.x, sb[j][e] = p.y;
           }
 #pragma unroll
         for (int i = 0; i < FM; ++i)
@@ -352,6 +359,39 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
 #endif
   }
 
+#define MMA_OUT(m, n, v)                                                   \
+  do {                                                                     \
+    if (partial)                                                           \
+      W[w_off + ((ulong)z * (ulong)M + (ulong)(m)) * (ulong)N + (ulong)(n)] = (v); \
+    else                                                                   \
+      GEMM_STORE(bi, gi, m, n, v);                                         \
+  } while (0)
+#if MMA_KIND == 2
+  // inf or NaN among the inputs: a split's cross term can make inf * x into inf * 0 = NaN where the fp32
+  // sum is +-inf. A work-item with a NaN result recomputes its outputs as plain fp32 sums over its steps
+  // (the FMA kernel's semantics); with finite inputs this costs one test per output.
+  bool any_nan = false;
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j) any_nan |= isnan(acc[i][j][0]) | isnan(acc[i][j][1]) | isnan(acc[i][j][2]) | isnan(acc[i][j][3]);
+  if (any_nan) {
+    for (int t = 0; t < FM * FN * 4; ++t) {
+      const int i = t / (FN * 4), j = (t / 4) % FN, e = t % 4;
+      const int r = wm + i * 16 + gid + 8 * (e >> 1), c = wn + j * 8 + 2 * tig + (e & 1);
+      if (m0 + r >= M || n0 + c >= N) continue;
+      float v = 0;
+      for (int st = step0; st < step_end; ++st) {
+        const int o = st / ksteps, k0 = (st - o * ksteps) * BK;
+        OUTER_STEP(o)
+        STEP_SETUP(o, k0)
+        for (int kk = 0; kk < BK; ++kk) v += A_AT(r, kk) * B_AT(kk, c);
+      }
+      MMA_OUT(m0 + r, n0 + c, v);
+    }
+    return;
+  }
+#endif
 #pragma unroll
   for (int i = 0; i < FM; ++i)
 #pragma unroll
@@ -360,9 +400,6 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
       for (int e = 0; e < 4; ++e) {
         const int m = m0 + wm + i * 16 + gid + 8 * (e >> 1), n = n0 + wn + j * 8 + 2 * tig + (e & 1);
         if (m >= M || n >= N) continue;
-        if (partial)
-          W[w_off + ((ulong)z * (ulong)M + (ulong)m) * (ulong)N + (ulong)n] = acc[i][j][e];
-        else
-          GEMM_STORE(bi, gi, m, n, acc[i][j][e]);
+        MMA_OUT(m, n, acc[i][j][e]);
       }
 }

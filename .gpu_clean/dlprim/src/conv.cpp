@@ -103,6 +103,7 @@ Gemm forward_gemm(const ConvShape& s, DType dtype, bool direct, const ConvTensor
   int64_t G = s.groups, Kg = s.C / G * s.KH * s.KW, Mg = s.K / G, npix = s.OH * s.OW;
   Gemm g;
   g.dtype = dtype;
+  g.fp32_math = s.fp32_math;
   g.M = Mg;
   g.N = npix;
   g.K = Kg;
@@ -127,6 +128,7 @@ Gemm backward_data_gemm(const ConvShape& s, DType dtype, bool direct, const Conv
   int64_t G = s.groups, Kg = s.C / G * s.KH * s.KW, Mg = s.K / G, npix = s.OH * s.OW;
   Gemm g;
   g.dtype = dtype;
+  g.fp32_math = s.fp32_math;
   g.M = Kg;
   g.N = npix;
   g.K = Mg;
@@ -149,6 +151,7 @@ Gemm backward_weight_gemm(const ConvShape& s, DType dtype, bool direct, const Co
   int64_t G = s.groups, Kg = s.C / G * s.KH * s.KW, Mg = s.K / G, npix = s.OH * s.OW;
   Gemm g;
   g.dtype = dtype;
+  g.fp32_math = s.fp32_math;
   g.M = Mg;
   g.N = Kg;
   g.K = npix;
@@ -215,6 +218,15 @@ struct Workspace {
 };
 
 } // namespace
+
+std::string conv_arith_name(const ConvShape& s, DType dtype) {
+  std::string n = dtype_name(dtype);
+  return dtype == DType::F32 && s.fp32_math == Fp32Math::Tf32 ? n + "+tf32" : n;
+}
+
+int64_t conv_arith_key(const ConvShape& s, DType dtype) {
+  return static_cast<int64_t>(dtype) * 4 + (dtype == DType::F32 ? static_cast<int64_t>(s.fp32_math) : 0);
+}
 
 int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
   return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;

@@ -189,7 +189,7 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
     if (wino) cands.push_back(kWinograd);
     if (autotune_mode() != TuneMode::Off) {
       std::ostringstream cls;
-      cls << dtype_name(dtype) << "|M" << shape_bucket(Mg) << "|N" << shape_bucket(npix) << "|K" << shape_bucket(Kg)
+      cls << conv_arith_name(s, dtype) << "|M" << shape_bucket(Mg) << "|N" << shape_bucket(npix) << "|K" << shape_bucket(Kg)
           << "|k" << s.KH << "x" << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z"
           << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp");
       ConvScratch scratch(ctx, s, dtype);
@@ -211,7 +211,7 @@ ImplicitPlan implicit_forward_plan(const Context& ctx, const ConvShape& s, DType
                                    const ConvTensor& y) {
   (void)y;
   static PlanMemo<20, ImplicitPlan> memo;
-  return memo.get({key_of(ctx), static_cast<int64_t>(dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh,
+  return memo.get({key_of(ctx), conv_arith_key(s, dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh,
                    s.sw, s.ph, s.pw, s.dh, s.dw, s.groups, x.sh, x.sw},
                   [&] { return choose_implicit_plan(ctx, s, dtype, x); });
 }

@@ -82,6 +82,7 @@ struct WinoConv {
   int64_t N = 0, Cin = 0, H = 0, W = 0, Cout = 0, OH = 0, OW = 0, ph = 0, pw = 0;
   int64_t w_so = 0, w_si = 0;
   bool flip = false;
+  Fp32Math fp32_math = Fp32Math::Exact;  // of the 36 products
 };
 // 3x3, stride 1, dilation 1, one group.
 bool winograd_eligible(const ConvShape& s);

@@ -46,6 +46,7 @@ Gemm chunk_gemm(const WinoConv& c, DType acc, int64_t nb, cl_mem ws, uint64_t u_
   int64_t P = nb * tiles(c);
   Gemm g;
   g.dtype = acc;
+  g.fp32_math = c.fp32_math;
   g.M = c.Cout;
   g.N = P;
   g.K = c.Cin;
@@ -62,6 +63,7 @@ Gemm weight_chunk_gemm(const WinoConv& c, DType acc, int64_t nb, bool accumulate
   int64_t P = nb * tiles(c);
   Gemm g;
   g.dtype = acc;
+  g.fp32_math = c.fp32_math;
   g.M = c.Cout;
   g.N = c.Cin;
   g.K = P;
@@ -132,6 +134,7 @@ int winograd_env() {
 
 WinoConv winograd_forward_conv(const ConvShape& s) {
   WinoConv c;
+  c.fp32_math = s.fp32_math;
   c.N = s.N;
   c.Cin = s.C;
   c.H = s.H;
@@ -152,6 +155,7 @@ WinoConv winograd_forward_conv(const ConvShape& s) {
 // H, since OH = H + 2p - 2.
 WinoConv winograd_backward_data_conv(const ConvShape& s) {
   WinoConv c;
+  c.fp32_math = s.fp32_math;
   c.N = s.N;
   c.Cin = s.K;
   c.H = s.OH;
@@ -267,7 +271,7 @@ static bool choose_backward_weight(const Context& ctx, const ConvShape& s, DType
   if (env >= 0) return env == 1;
   if (autotune_mode() == TuneMode::Off) return false;
   std::ostringstream cls;
-  cls << dtype_name(dtype) << "|C" << shape_bucket(s.C) << "|K" << shape_bucket(s.K) << "|P" << shape_bucket(s.OH * s.OW)
+  cls << conv_arith_name(s, dtype) << "|C" << shape_bucket(s.C) << "|K" << shape_bucket(s.K) << "|P" << shape_bucket(s.OH * s.OW)
       << "|Z" << batch_bucket(s.N) << "|p" << s.ph << "x" << s.pw;
   ConvScratch scratch(ctx, s, dtype);
   std::string chosen = autotune_select(
@@ -291,7 +295,7 @@ static bool choose_backward_data(const Context& ctx, const ConvShape& s, DType d
   if (env >= 0) return env == 1;
   if (autotune_mode() == TuneMode::Off) return false;
   std::ostringstream cls;
-  cls << dtype_name(dtype) << "|C" << shape_bucket(s.C) << "|K" << shape_bucket(s.K) << "|P" << shape_bucket(s.H * s.W)
+  cls << conv_arith_name(s, dtype) << "|C" << shape_bucket(s.C) << "|K" << shape_bucket(s.K) << "|P" << shape_bucket(s.H * s.W)
       << "|Z" << batch_bucket(s.N) << "|p" << s.ph << "x" << s.pw;
   ConvScratch scratch(ctx, s, dtype);
   std::string chosen = autotune_select(
@@ -313,7 +317,7 @@ static bool choose_backward_data(const Context& ctx, const ConvShape& s, DType d
 
 // Whether the gradients of a Winograd-eligible convolution take that path (remembered per problem).
 static PlanMemo<18, bool>::Key conv_key(const Context& ctx, const ConvShape& s, DType dtype) {
-  return {key_of(ctx), static_cast<int64_t>(dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh, s.sw, s.ph,
+  return {key_of(ctx), conv_arith_key(s, dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh, s.sw, s.ph,
           s.pw, s.dh, s.dw, s.groups};
 }
 

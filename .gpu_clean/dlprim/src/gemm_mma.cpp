@@ -47,7 +47,11 @@ std::string MmaChoice::str() const {
 MmaChoice mma_choice(const Context& ctx, DType dtype, Fp32Math math) {
   MmaChoice m;
   if (dtype == DType::F32) {
-    m.kind = math == Fp32Math::Tf32 ? MmaKind::Tf32 : math == Fp32Math::Tf32x3 ? MmaKind::Tf32x3 : MmaKind::None;
+    // Full fp32 accuracy runs as 3xtf32 on an engine with tf32 (H200: 1.1-1.2x cuBLAS fp32 and 1.1-1.5x our
+    // FMA kernel on every shape measured, docs/benchmarks.md) unless PYTORCH_OCL_3XTF32=0 keeps the FMA kernel.
+    const char* x3 = std::getenv("PYTORCH_OCL_3XTF32");
+    bool fma = math == Fp32Math::Exact && x3 && x3[0] == '0';
+    m.kind = math == Fp32Math::Tf32 ? MmaKind::Tf32 : fma ? MmaKind::None : MmaKind::Tf32x3;
   } else if (dtype == DType::BF16) {
     m.kind = MmaKind::Bf16;
   } else if (dtype == DType::F16) {

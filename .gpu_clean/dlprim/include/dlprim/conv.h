@@ -12,6 +12,7 @@
 #pragma once
 #include <dlprim/context.h>
 #include <dlprim/dtype.h>
+#include <dlprim/gemm.h>  // Fp32Math
 
 #include <cstdint>
 #include <string>
@@ -24,7 +25,14 @@ struct ConvShape {
   int64_t OH = 1, OW = 1;              // output size
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
   int64_t groups = 1;
+  // How float32 layers may use a matrix engine (gemm.h): the GEMM-based paths (1x1, im2col, Winograd's
+  // products) follow it; torch's side sets Tf32 from torch.backends.cudnn.allow_tf32 as CUDA does.
+  Fp32Math fp32_math = Fp32Math::Exact;
 };
+// The dtype and float32 math of a layer as one name / number, for tuning classes and plan keys
+// ("float32" or "float32+tf32"; 16-bit dtypes ignore the math).
+std::string conv_arith_name(const ConvShape& s, DType dtype);
+int64_t conv_arith_key(const ConvShape& s, DType dtype);
 
 // A 4-D activation [N, C, H, W]: element strides in that order (any layout, channels-last
 // included). The GEMM-based paths need height and width to form one linear pixel index

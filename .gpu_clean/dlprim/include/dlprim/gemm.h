@@ -20,9 +20,11 @@ namespace dlprim {
 enum class Activation { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3 };
 
 // What a float32 product may do on a matrix engine (matrix_engine.h); other dtypes ignore it (16-bit
-// products use the engine whenever the device has one). Exact: fp32 FMA kernels. Tf32: inputs rounded to
-// TF32 (torch's 'high'/'medium' matmul precision, cuDNN's allow_tf32 for convolutions). Tf32x3: each input
-// split into two TF32 parts, three products (fp32-level accuracy on the engine).
+// products use the engine whenever the device has one). Exact: fp32 accuracy -- on an engine with TF32 the
+// 3xTF32 kernel (each input split into two TF32 parts, three products: within the fp32 error bound, faster
+// than FMA there), else the FMA kernels; PYTORCH_OCL_3XTF32=0 keeps FMA. Tf32: inputs rounded to TF32
+// (torch's 'high'/'medium' matmul precision, torch.backends.cudnn.allow_tf32 for convolutions). Tf32x3:
+// 3xTF32 wherever the engine has TF32.
 enum class Fp32Math { Exact = 0, Tf32 = 1, Tf32x3 = 2 };
 
 // Element (r, c) of batch entry (b, g), slice o: offset + b * batch_stride + g * group_stride

@@ -1,0 +1,157 @@
+// Register-tiled dk/dv pass of the fused attention backward: attention.cl's attn_bwd_dkdv on
+// register tiles. Needs attention_common.cl and attention_tiled.cl's tile macros (TM, TCOL,
+// ATTN_TILE_PRODUCT); the generator (attention.cpp) prepends both, attention_tiled.cl with ATTN_DKDV
+// defined so that its own kernels are left out, and the tile: BK (keys per work-group), BQ (queries
+// per step, a multiple of NTC) and NTC (threads across a tile's columns).
+//
+// Thread (tr, tc) owns keys k0 + tr*4 .. + 3 of the work-group's BK and keeps TM x n register tiles
+// of their dk and dv (the columns TCOL(j) of the head dims rounded up to 4 NTC). K and V are staged
+// once, in their natural [key][dim] layout; per step (a tile of BQ queries of one query head):
+//  - S^T = K Q^T and dP^T = V dO^T as TM x SQ tiles of dot products over the head dim, read from the
+//    natural layouts of both sides (rows padded by 4 elements): per 4-vector step a thread loads
+//    TM + SQ 4-vectors for 4 TM SQ FMAs, as many FMAs per local load as the outer product over
+//    transposed tiles gives, and Q and dO need no transposed copy next to the natural one the dk and
+//    dv products read. Thread column j is query j NTC + tc: the NTC threads of a row read
+//    consecutive query rows, which the padding puts in distinct banks.
+//  - P = exp(S scale + mask - lse), Z the dropout keep factor (the same Philox words as the
+//    forward: a thread's 4 keys are one aligned Philox group, one call per query),
+//    dS = P (Z dP - delta); PZ and dS are written transposed, [query][key], to local memory;
+//  - dv += (PZ)^T dO and dk += dS^T Q: ATTN_TILE_PRODUCT over the BQ queries (one local 4-vector of
+//    the [query][key] tile and n / 4 of dO or Q per 4 n FMAs).
+// The G query heads of a key head (grouped-query attention) are summed in the same registers in a
+// fixed order: deterministic, no atomics.
+//
+// Registers per thread: dk and dv, TM (DKW + DVW) / NTC (64 at head dims 64, NTC 8); the score
+// tiles, 2 TM SQ (32 at BQ 32); the dot step's TM + SQ 4-vectors. Nothing is prefetched into
+// registers (the staged tiles are BQ x 64 per operand: 32 values per work-item each at 64 threads).
+// Local memory: BK (D + DV) + BQ (DKW + DVW) + 2 BQ BK, plus the row pads (attention.cpp,
+// dkdv_tiled_local_bytes, shrinks BQ to the device's limit).
+
+#define NTK (BK / TM * NTC)                                   // threads per work-group
+#define SQ (BQ / NTC)                                         // queries per thread in a score tile
+#define DV4 (((DV) + 3) / 4 * 4)
+#define DKW (((D) + 4 * NTC - 1) / (4 * NTC) * (4 * NTC))     // dk columns, rounded to the tile
+#define DVW (((DV) + 4 * NTC - 1) / (4 * NTC) * (4 * NTC))    // dv columns
+#define KCOLS (DKW / NTC)                                     // dk columns per thread
+#define VCOLS (DVW / NTC)                                     // dv columns per thread
+#define KRS (DP + 4)                                          // local row strides (elements)
+#define VRS (DV4 + 4)
+#define QRS (DKW + 4)
+#define ORS (DVW + 4)
+#define BKP (BK + 4)                                          // row stride of the [query][key] tiles
+
+// Stages rows [r0, r0 + nr) of a [rows x dim] slice into dst: nd columns (a multiple of 4, zeros
+// past `dim` and past `rows`), row stride ld elements. Batches of ATTN_SB 4-vector loads are in
+// flight before their stores (every address is clamped into the tensor, so no load is conditional).
+#define ATTN_SB 4
+inline void attn_stage_rows(__local T* dst, int ld, int nr, int nd, __global const ST* src, ulong off,
+                            dl_attn_strides s, int bb, int hh, int r0, int rows, int dim) {
+  const int per = nd / 4, total = nr * per;
+  for (int base = get_local_id(0); base < total; base += ATTN_SB * NTK) {
+    T4 r[ATTN_SB];
+    _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
+      const int g = base + e * NTK, rr = g / per, d = (g - rr * per) * 4;
+      r[e] = attn_load4(src, off, s, bb, hh, r0 + rr, rows, d, dim);
+    }
+    _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
+      const int g = base + e * NTK, rr = g / per, d = (g - rr * per) * 4;
+      if (g < total) *(__local T4*)(dst + rr * ld + d) = r[e];
+    }
+  }
+}
+
+// acc[a][j] += (row tr TM + a of A) . (row j NTC + tc of B) over n4 4-vectors; A4 / B4 are
+// row-major local tiles of 4-vectors with row strides as4 / bs4. The four products of a step are
+// separate multiply-adds on one accumulator (dot() may round differently and is not an FMA chain).
+#define ATTN_ROW_DOTS(acc, A4, as4, B4, bs4, n4)                                                  \
+  _Pragma("unroll 2") for (int d_ = 0; d_ < (n4); ++d_) {                                       \
+    T4 x_[TM], y_[SQ];                                                                          \
+    _Pragma("unroll") for (int a = 0; a < TM; ++a) x_[a] = (A4)[(tr * TM + a) * (as4) + d_];     \
+    _Pragma("unroll") for (int j = 0; j < SQ; ++j) y_[j] = (B4)[(j * NTC + tc) * (bs4) + d_];    \
+    _Pragma("unroll") for (int a = 0; a < TM; ++a)                                              \
+      _Pragma("unroll") for (int j = 0; j < SQ; ++j) {                                          \
+        acc[a][j] += x_[a].s0 * y_[j].s0;                                                       \
+        acc[a][j] += x_[a].s1 * y_[j].s1;                                                       \
+        acc[a][j] += x_[a].s2 * y_[j].s2;                                                       \
+        acc[a][j] += x_[a].s3 * y_[j].s3;                                                       \
+      }                                                                                         \
+  }
+
+// dv[j] = sum_i P_ij Z_ij dO_i and dk[j] = scale * sum_i P_ij (Z_ij dP_ij - delta_i) q_i over the
+// query heads of key head hk. Grid: (NTK, ceil(S / BK), B * Hk).
+__kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_tiled(
+    ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos,
+    __global const T* LSE, ulong lo, __global const T* DELTA, ulong dlo, __global ST* DK, ulong dko,
+    dl_attn_strides dks, __global ST* DV_, ulong dvo, dl_attn_strides dvs ATTN_DROP_DECL) {
+  __local T4 Ks4[BK * KRS / 4];
+  __local T4 Vs4[BK * VRS / 4];
+  __local T4 Qs4[BQ * QRS / 4];
+  __local T4 Os4[BQ * ORS / 4];
+  __local T4 Ps4[BQ * BKP / 4];   // PZ^T: [query][key]
+  __local T4 dSs4[BQ * BKP / 4];  // dS^T
+  __local T lse_t[BQ], delta_t[BQ];
+  const int lid = get_local_id(0), tr = lid / NTC, tc = lid - tr * NTC;
+  const int Hk = Hq / G;
+  const int bhk = get_group_id(2), bb = bhk / Hk, hk = bhk - bb * Hk;
+  const int k0 = get_group_id(1) * BK, j0 = k0 + tr * TM;  // the work-group's and this thread's first key
+  attn_stage_rows((__local T*)Ks4, KRS, BK, DP, K, ko, ks, bb, hk, k0, S, D);
+  attn_stage_rows((__local T*)Vs4, VRS, BK, DV4, V, vo, vs, bb, hk, k0, S, DV);
+  T dk[TM][KCOLS], dv[TM][VCOLS];
+  _Pragma("unroll") for (int a = 0; a < TM; ++a) {
+    _Pragma("unroll") for (int j = 0; j < KCOLS; ++j) dk[a][j] = 0;
+    _Pragma("unroll") for (int j = 0; j < VCOLS; ++j) dv[a][j] = 0;
+  }
+  // Causal: only queries i >= k0 see any of the work-group's keys (the first group, k0 = 0, has the
+  // most steps and starts first).
+  const int i_begin = causal ? k0 / BQ * BQ : 0;
+  for (int g = 0; g < G; ++g) {
+    const int h = hk * G + g, bh = bb * Hq + h;
+    for (int i0 = i_begin; i0 < L; i0 += BQ) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // the previous step's products are done with Qs, Os, Ps, dSs
+      attn_stage_rows((__local T*)Qs4, QRS, BQ, DKW, Q, qo, qs, bb, h, i0, L, D);
+      attn_stage_rows((__local T*)Os4, ORS, BQ, DVW, DO, doo, dos, bb, h, i0, L, DV);
+      for (int c = lid; c < BQ; c += NTK) {
+        const int i = i0 + c;
+        lse_t[c] = i < L ? LSE[lo + (ulong)bh * L + i] : (T)INFINITY;
+        delta_t[c] = i < L ? DELTA[dlo + (ulong)bh * L + i] : (T)0;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      T s[TM][SQ], dp[TM][SQ];
+      _Pragma("unroll") for (int a = 0; a < TM; ++a)
+        _Pragma("unroll") for (int j = 0; j < SQ; ++j) s[a][j] = dp[a][j] = 0;
+      ATTN_ROW_DOTS(s, Ks4, KRS / 4, Qs4, QRS / 4, DP / 4);
+      ATTN_ROW_DOTS(dp, Vs4, VRS / 4, Os4, ORS / 4, DV4 / 4);
+      _Pragma("unroll") for (int j = 0; j < SQ; ++j) {
+        const int qc = j * NTC + tc, i = i0 + qc;
+        const T lse = lse_t[qc], delta = delta_t[qc];
+        uint4 words = 0;
+        ATTN_WORDS(words, bh, i, j0, 0, L, S);  // keys j0 .. j0 + 3: words 0 .. 3 of one Philox group
+        T pz[TM], ds[TM];
+        _Pragma("unroll") for (int a = 0; a < TM; ++a) {
+          // 0 where masked, past L or S, or the row is all masked (lse = +inf)
+          const T pr = ATTN_EXP(attn_score(s[a][j], scale, i, j0 + a, L, S, causal, M, mo, ms, bb, h) - lse);
+          const T z = ATTN_Z(words, a);
+          pz[a] = pr * z;
+          ds[a] = pr * (z * dp[a][j] - delta);
+        }
+        Ps4[qc * (BKP / 4) + tr] = (T4)(pz[0], pz[1], pz[2], pz[3]);
+        dSs4[qc * (BKP / 4) + tr] = (T4)(ds[0], ds[1], ds[2], ds[3]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATTN_TILE_PRODUCT(dv, VCOLS, BQ, Ps4, 0, BKP / 4, Os4, ORS / 4);
+      ATTN_TILE_PRODUCT(dk, KCOLS, BQ, dSs4, 0, BKP / 4, Qs4, QRS / 4);
+    }
+  }
+  _Pragma("unroll") for (int a = 0; a < TM; ++a) {
+    const int j = j0 + a;
+    if (j >= S) continue;
+    _Pragma("unroll") for (int c = 0; c < KCOLS; ++c) {
+      const int col = TCOL(c);
+      if (col < D) STORE(DK, (long)dko + AT(dks, bb, hk, j, col), dk[a][c] * scale);
+    }
+    _Pragma("unroll") for (int c = 0; c < VCOLS; ++c) {
+      const int col = TCOL(c);
+      if (col < DV) STORE(DV_, (long)dvo + AT(dvs, bb, hk, j, col), dv[a][c]);
+    }
+  }
+}

@@ -1,13 +1,14 @@
 """Times the fused attention kernels on `ocl` under several tile layouts, in one process.
 
     python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
-                                            [--bwd-tiled "0;1;32,32,8"]
+                                            [--bwd-tiled "0;1;dkdv;dkdv=32,32,8;dq+dkdv=16,64,8"]
                                             [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
 
 The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
 "0" for the row kernel), PYTORCH_OCL_ATTN_BWD (the backward's row kernels: "ELEMS,BC,THREADS") and
-PYTORCH_OCL_ATTN_BWD_TILED (the backward's dq pass on register tiles: "1" or "BQ,BK,NTC"; "0" off),
-read by the library on every call. Prints the median forward (and forward+backward) ms of each
+PYTORCH_OCL_ATTN_BWD_TILED (the backward's passes on register tiles: "1" both, "BQ,BK,NTC" the dq
+pass on that tile, or parts joined by '+': "dq", "dkdv", "dq=BQ,BK,NTC", "dkdv=BQ,BK,NTC"; "0" off;
+see dlprim/src/attention.cpp), read by the library on every call. Prints the median forward (and forward+backward) ms of each
 (case, layout) and each value's error against the default layout's output, so a faster layout
 that is wrong shows up.
 """
@@ -35,7 +36,8 @@ def main():
     p.add_argument("--device", default="ocl:0")
     p.add_argument("--fwd", default="default;0;64,32,64,8;64,64,16,8;32,32,64,8;64,32,32,8;128,32,32,16")
     p.add_argument("--bwd", default="", help="backward layouts (fwd+bwd is timed only when given)")
-    p.add_argument("--bwd-tiled", default="", help="tiled dq layouts, e.g. '0;1' (fwd+bwd timed)")
+    p.add_argument("--bwd-tiled", default="",
+                   help="tiled backward layouts, e.g. '0;1;dkdv;dkdv=32,32,8;dq+dkdv=16,64,8' (fwd+bwd timed)")
     p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--out", default="results/attention_layouts.md")

@@ -183,9 +183,9 @@ bool dkdv_tiled_valid(const Layout& l) {
 
 // The tiled dk/dv pass of the backward (PYTORCH_OCL_ATTN_BWD_TILED above). Default tile: 32 keys
 // per work-group, 32-query steps, 8 threads across (64 threads; fp32 at head dim 64 takes 43 KiB of
-// local memory, under NVIDIA's 48); head dims up to 64 by default (dk and dv live in registers:
-// 4 x 2 x 64 / NTC per thread). BQ shrinks (by NTC), then BK halves, until the tile fits the
-// device's local memory.
+// local memory, under NVIDIA's 48); head dims up to 64 by default, up to 128 with an explicit tile
+// (dk and dv live in registers: 4 (D + DV) / NTC per thread). BQ shrinks (by NTC), then BK halves,
+// until the tile fits the device's local memory.
 Layout dkdv_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
   const BwdChoice c = bwd_tiled_choice("dkdv");
   if (!c.on) return Layout();
@@ -198,7 +198,8 @@ Layout dkdv_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType co
     l.bk = 32;
     l.ntc = 8;
   }
-  if (!dkdv_tiled_valid(l)) return Layout();
+  // registers: dk and dv alone are 4 (D + DV) / NTC per thread (the row kernel takes wider heads)
+  if (!dkdv_tiled_valid(l) || std::max(D, DV) > 128) return Layout();
   l.kc = 4;  // unused by the kernel (the program text defines it)
   const size_t es = dtype_size(compute);
   const uint64_t limit = local_limit(ctx);
@@ -427,7 +428,7 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     const int64_t dq_rows = t.bq ? t.bq : l.br;
     size_t global[3] = {dq_nt, static_cast<size_t>(ceil_div(s.L, dq_rows)), static_cast<size_t>(s.B * s.Hq)};
     size_t dq_local[3] = {dq_nt, 1, 1};
-    launch_nd(q, k.a, 3, global, dq_local, "attention_backward_dq");
+    launch_nd(q, k.a, 3, global, dq_local, t.bq ? "attention_backward_dq_tiled" : "attention_backward_dq");
   }
   if (s.B * s.Hk * s.S > 0 && dK.mem && dV.mem) {
     KernelArgs args(k.b);
@@ -442,7 +443,7 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     const int64_t kv_rows = t.bq ? t.bk : l.br;
     size_t global[3] = {kv_nt, static_cast<size_t>(ceil_div(s.S, kv_rows)), static_cast<size_t>(s.B * s.Hk)};
     size_t kv_local[3] = {kv_nt, 1, 1};
-    launch_nd(q, k.b, 3, global, kv_local, "attention_backward_dkdv");
+    launch_nd(q, k.b, 3, global, kv_local, t.bq ? "attention_backward_dkdv_tiled" : "attention_backward_dkdv");
   }
 }
 

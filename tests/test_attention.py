@@ -192,8 +192,9 @@ def test_backward_tiled_dq_draws_the_same_dropout(monkeypatch):
 
 # The backward's dk/dv pass on register tiles (opt-in: PYTORCH_OCL_ATTN_BWD_TILED="dkdv=BQ,BK,NTC"):
 # the default tile, a key block that is not a multiple of the column width (BK 20 with NTC 4), one
-# thread across (NTC 1, odd BQ) and 128 threads (BK 64); half types through the default tile.
-DKDV_LAYOUTS = ["dkdv", "dkdv=12,20,4", "dkdv=5,12,1", "dkdv=16,64,8"]
+# thread across (NTC 1, odd BQ) and 128 threads (BK 64) with PZ and dS sharing local memory (split);
+# half types through the default tile.
+DKDV_LAYOUTS = ["dkdv", "dkdv=12,20,4", "dkdv=5,12,1", "dkdv=16,64,8,split"]
 
 
 @pytest.mark.parametrize("layout", DKDV_LAYOUTS)
@@ -207,7 +208,7 @@ def test_backward_tiled_dkdv_layouts(layout, monkeypatch):
 @pytest.mark.parametrize("value,dq,dkdv", [
     (None, False, False), ("0", False, False), ("1", True, True), ("8,8,2", True, False), ("dkdv", False, True),
     ("dq", True, False), ("dq+dkdv=8,8,2", True, True), ("dq=0+dkdv=1", False, True), ("dkdv=8,8,3", False, False),
-    ("dkdv=8,8", False, False), ("dq=16,16,4,1", False, False)])
+    ("dkdv=8,8", False, False), ("dq=16,16,4,1", False, False), ("dkdv=8,8,2,split", False, True)])
 def test_backward_tiled_selection(value, dq, dkdv, monkeypatch):
     # PYTORCH_OCL_ATTN_BWD_TILED's syntax (attention.cpp): which pass runs which kernel, read from the
     # profiler's launch names; a tile the pass cannot take (BQ not a multiple of NTC) or a value that
@@ -241,7 +242,7 @@ def test_backward_non_contiguous_grad_out(bwd_tiled, monkeypatch):
         check_close(a, b, torch.float64, "grad " + name)
 
 
-@pytest.mark.parametrize("layout", ["dkdv", "dkdv=12,20,4", "dq=8,8,2+dkdv=8,8,2"])
+@pytest.mark.parametrize("layout", ["dkdv", "dkdv=12,20,4,split", "dq=8,8,2+dkdv=8,8,2"])
 def test_backward_tiled_dkdv_draws_the_same_dropout(layout, monkeypatch):
     # The tiled pass redraws the forward's keep mask (its 4 keys of a thread are one Philox group)
     # exactly as the row kernel does: the gradients agree to rounding, with GQA, causal and a mask.

@@ -386,10 +386,10 @@ def test_isin():
     check(lambda e, t: torch.isin(e, t, invert=True), elements, torch.randint(0, 50, (100,)))
 
 
-@pytest.mark.parametrize("bwd_tiled", ["0", "dkdv=4,8,2"])
+@pytest.mark.parametrize("bwd_tiled", ["0", "dkdv=4,8,2,split"])
 def test_fused_attention_dropout(bwd_tiled, monkeypatch):
     # The dropout variants of the three kernels and the keep-mask kernel (values checked in
-    # test_attention.py); then with the tiled dk/dv pass.
+    # test_attention.py); then with the tiled dk/dv pass (PZ and dS sharing local memory).
     monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
     q, k, v = (rand(1, 2, 9, 6).to(DEV).requires_grad_() for _ in range(3))
     o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.25, is_causal=True)

@@ -2,7 +2,9 @@
 // register tiles. Needs attention_common.cl and attention_tiled.cl's tile macros (TM, TCOL,
 // ATTN_TILE_PRODUCT); the generator (attention.cpp) prepends both, attention_tiled.cl with ATTN_DKDV
 // defined so that its own kernels are left out, and the tile: BK (keys per work-group), BQ (queries
-// per step, a multiple of NTC) and NTC (threads across a tile's columns).
+// per step, a multiple of NTC), NTC (threads across a tile's columns) and DKDV_SPLIT (1: the PZ and dS
+// tiles share local memory, the dv and dk products run one after the other, one more barrier per
+// step; the host sets it when that lets a tile fit the device's local memory).
 //
 // Thread (tr, tc) owns keys k0 + tr*4 .. + 3 of the work-group's BK and keeps TM x n register tiles
 // of their dk and dv (the columns TCOL(j) of the head dims rounded up to 4 NTC). K and V are staged
@@ -24,8 +26,9 @@
 // Registers per thread: dk and dv, TM (DKW + DVW) / NTC (64 at head dims 64, NTC 8); the score
 // tiles, 2 TM SQ (32 at BQ 32); the dot step's TM + SQ 4-vectors. Nothing is prefetched into
 // registers (the staged tiles are BQ x 64 per operand: 32 values per work-item each at 64 threads).
-// Local memory: BK (D + DV) + BQ (DKW + DVW) + 2 BQ BK, plus the row pads (attention.cpp,
-// dkdv_tiled_local_bytes, shrinks BQ to the device's limit).
+// Local memory: BK (D + DV) + BQ (DKW + DVW) + 2 BQ BK (BQ BK with DKDV_SPLIT), plus the row pads
+// (attention.cpp, dkdv_tiled_local_bytes: fp32 at head dims 64 fits NVIDIA's 48 KiB with BK = BQ = 32,
+// or BK 64, BQ 16 split; the host shrinks the tile to the device's limit).
 
 #define NTK (BK / TM * NTC)                                   // threads per work-group
 #define SQ (BQ / NTC)                                         // queries per thread in a score tile
@@ -88,7 +91,11 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
   __local T4 Qs4[BQ * QRS / 4];
   __local T4 Os4[BQ * ORS / 4];
   __local T4 Ps4[BQ * BKP / 4];   // PZ^T: [query][key]
+#if DKDV_SPLIT
+  __local T4* const dSs4 = Ps4;   // dS^T after the dv product is done with PZ^T
+#else
   __local T4 dSs4[BQ * BKP / 4];  // dS^T
+#endif
   __local T lse_t[BQ], delta_t[BQ];
   const int lid = get_local_id(0), tr = lid / NTC, tc = lid - tr * NTC;
   const int Hk = Hq / G;
@@ -121,24 +128,33 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
         _Pragma("unroll") for (int j = 0; j < SQ; ++j) s[a][j] = dp[a][j] = 0;
       ATTN_ROW_DOTS(s, Ks4, KRS / 4, Qs4, QRS / 4, DP / 4);
       ATTN_ROW_DOTS(dp, Vs4, VRS / 4, Os4, ORS / 4, DV4 / 4);
+      // PZ to local memory; dS replaces S in registers.
       _Pragma("unroll") for (int j = 0; j < SQ; ++j) {
         const int qc = j * NTC + tc, i = i0 + qc;
         const T lse = lse_t[qc], delta = delta_t[qc];
         uint4 words = 0;
         ATTN_WORDS(words, bh, i, j0, 0, L, S);  // keys j0 .. j0 + 3: words 0 .. 3 of one Philox group
-        T pz[TM], ds[TM];
+        T pz[TM];
         _Pragma("unroll") for (int a = 0; a < TM; ++a) {
           // 0 where masked, past L or S, or the row is all masked (lse = +inf)
           const T pr = ATTN_EXP(attn_score(s[a][j], scale, i, j0 + a, L, S, causal, M, mo, ms, bb, h) - lse);
           const T z = ATTN_Z(words, a);
           pz[a] = pr * z;
-          ds[a] = pr * (z * dp[a][j] - delta);
+          s[a][j] = pr * (z * dp[a][j] - delta);
         }
         Ps4[qc * (BKP / 4) + tr] = (T4)(pz[0], pz[1], pz[2], pz[3]);
-        dSs4[qc * (BKP / 4) + tr] = (T4)(ds[0], ds[1], ds[2], ds[3]);
       }
+#if DKDV_SPLIT
       barrier(CLK_LOCAL_MEM_FENCE);
       ATTN_TILE_PRODUCT(dv, VCOLS, BQ, Ps4, 0, BKP / 4, Os4, ORS / 4);
+      barrier(CLK_LOCAL_MEM_FENCE);  // dS^T goes over PZ^T
+#endif
+      _Pragma("unroll") for (int j = 0; j < SQ; ++j)
+        dSs4[(j * NTC + tc) * (BKP / 4) + tr] = (T4)(s[0][j], s[1][j], s[2][j], s[3][j]);
+      barrier(CLK_LOCAL_MEM_FENCE);
+#if !DKDV_SPLIT
+      ATTN_TILE_PRODUCT(dv, VCOLS, BQ, Ps4, 0, BKP / 4, Os4, ORS / 4);
+#endif
       ATTN_TILE_PRODUCT(dk, KCOLS, BQ, dSs4, 0, BKP / 4, Qs4, QRS / 4);
     }
   }

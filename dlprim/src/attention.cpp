@@ -23,9 +23,10 @@ struct Layout {
   int tpr = 1, br = 64, bc = 32;  // row kernels (attention.cl)
   // register-tiled forward (attention_tiled.cl); bq == 0: the row kernel
   int bq = 0, bk = 0, kc = 0, ntc = 0;
+  bool split = false;  // tiled dk/dv pass: PZ and dS share local memory (attention_bwd_tiled.cl)
   std::string name() const {
     std::ostringstream s;
-    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc;
+    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc << (split ? ",split" : "");
     else s << "rows " << tpr << "," << br << "," << bc;
     return s.str();
   }
@@ -97,8 +98,9 @@ Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute
 //   "BQ,BK,NTC": the dq pass on that tile, the dk/dv pass on rows (the variable's first syntax);
 //   parts joined by '+', each "dq" or "dkdv" (default tile), "dq=BQ,BK,NTC" / "dkdv=BQ,BK,NTC" (that
 //   tile) or "dq=0" / "dkdv=0" (rows): e.g. "dkdv", "dq+dkdv=32,64,8". BQ is the query tile, BK the
-//   key tile and NTC the threads across a tile's columns in both passes. A value that does not parse,
-//   or a tile the pass cannot take, leaves that pass on rows.
+//   key tile and NTC the threads across a tile's columns in both passes; "dkdv=BQ,BK,NTC,split" also
+//   makes the dk/dv pass share its PZ and dS tiles (which it does by itself where local memory needs
+//   it). A value that does not parse, or a tile the pass cannot take, leaves that pass on rows.
 struct BwdChoice {
   bool on = false, tile = false;  // tile: bq, bk, ntc given
   Layout l;
@@ -108,7 +110,12 @@ BwdChoice bwd_tiled_choice(const std::string& pass) {
   BwdChoice c;
   const char* env = std::getenv("PYTORCH_OCL_ATTN_BWD_TILED");
   const std::string v = env ? env : "";
-  auto parse_tile = [&c](const std::string& t) {
+  auto parse_tile = [&c](std::string t) {
+    const std::string split = ",split";
+    if (t.size() > split.size() && t.compare(t.size() - split.size(), split.size(), split) == 0) {
+      c.l.split = true;
+      t.resize(t.size() - split.size());
+    }
     char extra = 0;
     c.tile = std::sscanf(t.c_str(), "%d,%d,%d%c", &c.l.bq, &c.l.bk, &c.l.ntc, &extra) == 3;
     c.on = c.tile;
@@ -153,6 +160,7 @@ Layout dq_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType comp
   if (c.tile) {
     Layout e = c.l;
     e.kc = 4;
+    e.split = false;
     if (!tiled_valid(e)) return Layout();
     l = e;
   } else if (std::max(D, DV) > 64) {
@@ -173,7 +181,7 @@ uint64_t dkdv_tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t e
   const int64_t w = 4 * l.ntc, bk = l.bk, bq = l.bq;
   const int64_t k = bk * (round_up(D, 4) + 4), v = bk * (round_up(DV, 4) + 4);
   const int64_t q = bq * (round_up(D, w) + 4), o = bq * (round_up(DV, w) + 4);
-  return static_cast<uint64_t>(k + v + q + o + 2 * bq * (bk + 4) + 2 * bq) * es;
+  return static_cast<uint64_t>(k + v + q + o + (l.split ? 1 : 2) * bq * (bk + 4) + 2 * bq) * es;
 }
 
 bool dkdv_tiled_valid(const Layout& l) {
@@ -184,8 +192,9 @@ bool dkdv_tiled_valid(const Layout& l) {
 // The tiled dk/dv pass of the backward (PYTORCH_OCL_ATTN_BWD_TILED above). Default tile: 32 keys
 // per work-group, 32-query steps, 8 threads across (64 threads; fp32 at head dim 64 takes 43 KiB of
 // local memory, under NVIDIA's 48); head dims up to 64 by default, up to 128 with an explicit tile
-// (dk and dv live in registers: 4 (D + DV) / NTC per thread). BQ shrinks (by NTC), then BK halves,
-// until the tile fits the device's local memory.
+// (dk and dv live in registers: 4 (D + DV) / NTC per thread). A tile over the device's local memory
+// first shares the PZ and dS tiles (split: fp32 at head dim 64 fits 64 keys by 16 queries so), then
+// BQ shrinks (by NTC), then BK halves.
 Layout dkdv_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
   const BwdChoice c = bwd_tiled_choice("dkdv");
   if (!c.on) return Layout();
@@ -203,6 +212,7 @@ Layout dkdv_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType co
   l.kc = 4;  // unused by the kernel (the program text defines it)
   const size_t es = dtype_size(compute);
   const uint64_t limit = local_limit(ctx);
+  l.split = l.split || dkdv_tiled_local_bytes(l, D, DV, es) > limit;
   while (l.bq > l.ntc && dkdv_tiled_local_bytes(l, D, DV, es) > limit) l.bq -= l.ntc;
   while (l.bk > 4 && dkdv_tiled_local_bytes(l, D, DV, es) > limit) l.bk = std::max(4, l.bk / 8 * 4);
   if (dkdv_tiled_local_bytes(l, D, DV, es) > limit) return Layout();
@@ -264,7 +274,7 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
     << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n#define ATTN_VEC " << (vec ? 1 : 0)
     << "\n";
   if (l.bq && which == Tiled::Dq) s << "#define ATTN_BWD 1\n";
-  if (l.bq && which == Tiled::DkDv) s << "#define ATTN_DKDV 1\n";
+  if (l.bq && which == Tiled::DkDv) s << "#define ATTN_DKDV 1\n#define DKDV_SPLIT " << (l.split ? 1 : 0) << "\n";
   if (l.bq)
     s << "#define BQ " << l.bq << "\n#define BK " << l.bk << "\n#define KC " << l.kc << "\n#define NTC " << l.ntc << "\n";
   else

@@ -23,9 +23,14 @@
 // The G query heads of a key head (grouped-query attention) are summed in the same registers in a
 // fixed order: deterministic, no atomics.
 //
+// The next step's Q and dO tiles (and lse, delta) are fetched into registers before the current
+// step's dk/dv products, so their global latency hides behind the arithmetic (DKDV_PREFETCH, when
+// they take at most 64 registers per work-item: 16 4-vectors, 8 each at head dims 64, BQ 32 and 64
+// threads); without it the fetch is issued just before the step's first barrier.
 // Registers per thread: dk and dv, TM (DKW + DVW) / NTC (64 at head dims 64, NTC 8); the score
-// tiles, 2 TM SQ (32 at BQ 32); the dot step's TM + SQ 4-vectors. Nothing is prefetched into
-// registers (the staged tiles are BQ x 64 per operand: 32 values per work-item each at 64 threads).
+// tiles, 2 TM SQ (32 at BQ 32); the dot step's TM + SQ 4-vectors (S and dP are dead during the
+// products, where the prefetched tiles are live). Every private array is indexed by compile-time
+// constants in fully unrolled loops.
 // Local memory: BK (D + DV) + BQ (DKW + DVW) + 2 BQ BK (BQ BK with DKDV_SPLIT), plus the row pads
 // (attention.cpp, dkdv_tiled_local_bytes: fp32 at head dims 64 fits NVIDIA's 48 KiB with BK = BQ = 32,
 // or BK 64, BQ 16 split; the host shrinks the tile to the device's limit).
@@ -42,26 +47,43 @@
 #define QRS (DKW + 4)
 #define ORS (DVW + 4)
 #define BKP (BK + 4)                                          // row stride of the [query][key] tiles
+#define QRN CEILDIV(BQ * DKW / 4, NTK)                        // 4-vectors per work-item: a Q tile
+#define ORN CEILDIV(BQ * DVW / 4, NTK)                        // ... a dO tile
+#define RN CEILDIV(BQ, NTK)                                   // lse / delta values per work-item
+#define DKDV_PREFETCH (QRN + ORN <= 16)
 
-// Stages rows [r0, r0 + nr) of a [rows x dim] slice into dst: nd columns (a multiple of 4, zeros
-// past `dim` and past `rows`), row stride ld elements. Batches of ATTN_SB 4-vector loads are in
-// flight before their stores (every address is clamped into the tensor, so no load is conditional).
-#define ATTN_SB 4
-inline void attn_stage_rows(__local T* dst, int ld, int nr, int nd, __global const ST* src, ulong off,
-                            dl_attn_strides s, int bb, int hh, int r0, int rows, int dim) {
-  const int per = nd / 4, total = nr * per;
-  for (int base = get_local_id(0); base < total; base += ATTN_SB * NTK) {
-    T4 r[ATTN_SB];
-    _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
-      const int g = base + e * NTK, rr = g / per, d = (g - rr * per) * 4;
-      r[e] = attn_load4(src, off, s, bb, hh, r0 + rr, rows, d, dim);
-    }
-    _Pragma("unroll") for (int e = 0; e < ATTN_SB; ++e) {
-      const int g = base + e * NTK, rr = g / per, d = (g - rr * per) * 4;
-      if (g < total) *(__local T4*)(dst + rr * ld + d) = r[e];
-    }
+// A row-major tile's share: 4-vector g = lid + e NTK holds columns 4 (g % (nd / 4)) .. + 3 of row
+// g / (nd / 4) of rows [r0, r0 + nr) of a [rows x dim] slice (zeros past rows / dim; addresses are
+// clamped into the tensor, so no load is conditional and all are in flight at once).
+inline void attn_fetch_rows(T* r, int n, int nd, __global const ST* src, ulong off, dl_attn_strides s, int bb,
+                            int hh, int r0, int rows, int dim) {
+  _Pragma("unroll") for (int e = 0; e < n; ++e) {
+    const int g = get_local_id(0) + e * NTK, rr = g / (nd / 4), d = (g - rr * (nd / 4)) * 4;
+    const T4 v = attn_load4(src, off, s, bb, hh, r0 + rr, rows, d, dim);
+    r[e * 4] = v.s0, r[e * 4 + 1] = v.s1, r[e * 4 + 2] = v.s2, r[e * 4 + 3] = v.s3;
   }
 }
+
+// attn_fetch_rows's registers to local memory, rows ld elements apart.
+inline void attn_commit_rows(__local T* dst, int ld, const T* r, int n, int nr, int nd) {
+  _Pragma("unroll") for (int e = 0; e < n; ++e) {
+    const int g = get_local_id(0) + e * NTK, rr = g / (nd / 4), d = (g - rr * (nd / 4)) * 4;
+    if (g < nr * nd / 4) *(__local T4*)(dst + rr * ld + d) = (T4)(r[e * 4], r[e * 4 + 1], r[e * 4 + 2], r[e * 4 + 3]);
+  }
+}
+
+// The registers of one query step: its Q and dO tiles, lse and delta.
+#define ATTN_FETCH_STEP(h_, i0_)                                                                  \
+  {                                                                                               \
+    const int bh_ = bb * Hq + (h_);                                                               \
+    attn_fetch_rows(qr, QRN, DKW, Q, qo, qs, bb, h_, i0_, L, D);                                   \
+    attn_fetch_rows(orr, ORN, DVW, DO, doo, dos, bb, h_, i0_, L, DV);                              \
+    _Pragma("unroll") for (int e = 0; e < RN; ++e) {                                              \
+      const int i = (i0_) + lid + e * NTK;                                                        \
+      lr[e] = i < L ? LSE[lo + (ulong)bh_ * L + i] : (T)INFINITY;                                 \
+      dr[e] = i < L ? DELTA[dlo + (ulong)bh_ * L + i] : (T)0;                                     \
+    }                                                                                             \
+  }
 
 // acc[a][j] += (row tr TM + a of A) . (row j NTC + tc of B) over n4 4-vectors; A4 / B4 are
 // row-major local tiles of 4-vectors with row strides as4 / bs4. The four products of a step are
@@ -101,28 +123,43 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
   const int Hk = Hq / G;
   const int bhk = get_group_id(2), bb = bhk / Hk, hk = bhk - bb * Hk;
   const int k0 = get_group_id(1) * BK, j0 = k0 + tr * TM;  // the work-group's and this thread's first key
-  attn_stage_rows((__local T*)Ks4, KRS, BK, DP, K, ko, ks, bb, hk, k0, S, D);
-  attn_stage_rows((__local T*)Vs4, VRS, BK, DV4, V, vo, vs, bb, hk, k0, S, DV);
+  {
+    T r[CEILDIV(BK * DP / 4, NTK) * 4];
+    attn_fetch_rows(r, CEILDIV(BK * DP / 4, NTK), DP, K, ko, ks, bb, hk, k0, S, D);
+    attn_commit_rows((__local T*)Ks4, KRS, r, CEILDIV(BK * DP / 4, NTK), BK, DP);
+  }
+  {
+    T r[CEILDIV(BK * DV4 / 4, NTK) * 4];
+    attn_fetch_rows(r, CEILDIV(BK * DV4 / 4, NTK), DV4, V, vo, vs, bb, hk, k0, S, DV);
+    attn_commit_rows((__local T*)Vs4, VRS, r, CEILDIV(BK * DV4 / 4, NTK), BK, DV4);
+  }
   T dk[TM][KCOLS], dv[TM][VCOLS];
   _Pragma("unroll") for (int a = 0; a < TM; ++a) {
     _Pragma("unroll") for (int j = 0; j < KCOLS; ++j) dk[a][j] = 0;
     _Pragma("unroll") for (int j = 0; j < VCOLS; ++j) dv[a][j] = 0;
   }
   // Causal: only queries i >= k0 see any of the work-group's keys (the first group, k0 = 0, has the
-  // most steps and starts first).
+  // most steps and starts first). Steps: the query tiles of each of the G query heads in turn.
   const int i_begin = causal ? k0 / BQ * BQ : 0;
-  for (int g = 0; g < G; ++g) {
-    const int h = hk * G + g, bh = bb * Hq + h;
-    for (int i0 = i_begin; i0 < L; i0 += BQ) {
-      barrier(CLK_LOCAL_MEM_FENCE);  // the previous step's products are done with Qs, Os, Ps, dSs
-      attn_stage_rows((__local T*)Qs4, QRS, BQ, DKW, Q, qo, qs, bb, h, i0, L, D);
-      attn_stage_rows((__local T*)Os4, ORS, BQ, DVW, DO, doo, dos, bb, h, i0, L, DV);
-      for (int c = lid; c < BQ; c += NTK) {
-        const int i = i0 + c;
-        lse_t[c] = i < L ? LSE[lo + (ulong)bh * L + i] : (T)INFINITY;
-        delta_t[c] = i < L ? DELTA[dlo + (ulong)bh * L + i] : (T)0;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
+  const int tiles = L > i_begin ? CEILDIV(L - i_begin, BQ) : 0;
+  T qr[QRN * 4], orr[ORN * 4], lr[RN], dr[RN];
+#if DKDV_PREFETCH
+  if (tiles > 0) ATTN_FETCH_STEP(hk * G, i_begin);
+#endif
+  for (int step = 0; step < G * tiles; ++step) {
+    const int g = step / tiles, h = hk * G + g, bh = bb * Hq + h, i0 = i_begin + (step - g * tiles) * BQ;
+#if !DKDV_PREFETCH
+    ATTN_FETCH_STEP(h, i0);
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);  // the previous step's products are done with Qs, Os, Ps, dSs
+    attn_commit_rows((__local T*)Qs4, QRS, qr, QRN, BQ, DKW);
+    attn_commit_rows((__local T*)Os4, ORS, orr, ORN, BQ, DVW);
+    _Pragma("unroll") for (int e = 0; e < RN; ++e) {
+      const int c = lid + e * NTK;
+      if (c < BQ) lse_t[c] = lr[e], delta_t[c] = dr[e];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
       T s[TM][SQ], dp[TM][SQ];
       _Pragma("unroll") for (int a = 0; a < TM; ++a)
         _Pragma("unroll") for (int j = 0; j < SQ; ++j) s[a][j] = dp[a][j] = 0;
@@ -144,6 +181,12 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
         }
         Ps4[qc * (BKP / 4) + tr] = (T4)(pz[0], pz[1], pz[2], pz[3]);
       }
+#if DKDV_PREFETCH
+      if (step + 1 < G * tiles) {  // the next step's tiles: in flight during the products
+        const int ng = (step + 1) / tiles;
+        ATTN_FETCH_STEP(hk * G + ng, i_begin + (step + 1 - ng * tiles) * BQ);
+      }
+#endif
 #if DKDV_SPLIT
       barrier(CLK_LOCAL_MEM_FENCE);
       ATTN_TILE_PRODUCT(dv, VCOLS, BQ, Ps4, 0, BKP / 4, Os4, ORS / 4);

@@ -24,9 +24,11 @@
 // fixed order: deterministic, no atomics.
 //
 // The next step's Q and dO tiles (and lse, delta) are fetched into registers before the current
-// step's dk/dv products, so their global latency hides behind the arithmetic (DKDV_PREFETCH, when
-// they take at most 64 registers per work-item: 16 4-vectors, 8 each at head dims 64, BQ 32 and 64
-// threads); without it the fetch is issued just before the step's first barrier.
+// step's dk/dv products, so their global latency hides behind the arithmetic (DKDV_PREFETCH), when
+// they take at most 32 registers per work-item (8 4-vectors: head dims 64, BQ 32 and 128 threads);
+// otherwise the fetch is issued just before the step's first barrier. (Estimated with clang's PTX
+// and ptxas for sm_90 at head dims 64, fp32: BQ 32, BK 32, NTC 8 needs ~200 registers without the
+// prefetch, spills with it; NTC 16 takes ~185 with it.)
 // Registers per thread: dk and dv, TM (DKW + DVW) / NTC (64 at head dims 64, NTC 8); the score
 // tiles, 2 TM SQ (32 at BQ 32); the dot step's TM + SQ 4-vectors (S and dP are dead during the
 // products, where the prefetched tiles are live). Every private array is indexed by compile-time
@@ -50,7 +52,9 @@
 #define QRN CEILDIV(BQ * DKW / 4, NTK)                        // 4-vectors per work-item: a Q tile
 #define ORN CEILDIV(BQ * DVW / 4, NTK)                        // ... a dO tile
 #define RN CEILDIV(BQ, NTK)                                   // lse / delta values per work-item
-#define DKDV_PREFETCH (QRN + ORN <= 16)
+#ifndef DKDV_PREFETCH
+#define DKDV_PREFETCH (QRN + ORN <= 8)
+#endif
 
 // A row-major tile's share: 4-vector g = lid + e NTK holds columns 4 (g % (nd / 4)) .. + 3 of row
 // g / (nd / 4) of rows [r0, r0 + nr) of a [rows x dim] slice (zeros past rows / dim; addresses are

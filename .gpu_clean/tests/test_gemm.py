@@ -114,6 +114,7 @@ FORCED = ["128x128x16 t16x16 v4x4 local", "64x64x32 t8x8 v8x8 local", "32x32x16 
 
 @pytest.mark.parametrize("config", FORCED)
 def test_forced_configs(config, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_3XTF32", "0")  # FMA configs: float32 on the FMA kernel where an engine is
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
     assert config in pytorch_ocl.ops.gemm_plan(129, 131, 67)
     # Each (A_KCONTIG, B_NCONTIG) pair is a separate program build (seconds each on PoCL). In
@@ -132,6 +133,7 @@ def test_forced_configs(config, monkeypatch):
 def test_plans_follow_the_environment(monkeypatch):
     """Plans are remembered per problem (choosing one costs more host time than the launch): a
     forced config set or removed later in the process still takes effect at once."""
+    monkeypatch.setenv("PYTORCH_OCL_3XTF32", "0")
     default = pytorch_ocl.ops.gemm_plan(129, 131, 67)
     for config in FORCED[:2]:
         monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
@@ -150,6 +152,7 @@ def test_double_buffered_vector_staging(config, monkeypatch):
     with unchecked 4-wide loads; edge tiles (M, N, K not multiples of the tile) and misaligned
     operands take the checked element loads of the same kernel. Every layout, a batch, an
     offset (misaligned) view, and split-K partial sums."""
+    monkeypatch.setenv("PYTORCH_OCL_3XTF32", "0")
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
     assert "vec4=AB" in pytorch_ocl.ops.gemm_plan(260, 132, 96)
     assert "vec4=AB" in pytorch_ocl.ops.gemm_plan(260, 132, 96, trans_a=True, trans_b=True)
@@ -435,7 +438,8 @@ def test_autotune_persists(tmp_path):
     """
     env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "PYTORCH_OCL_AUTOTUNE": "1"}
     first = run_python(code, env=env, timeout=300).stdout
-    assert "'timed': 1" in first and "gemm|float32|kn|" in first, first
+    # The tuning class names the dtype (and the matrix-engine kind where the device has one) and layouts.
+    assert "'timed': 1" in first and "gemm|float32|" in first and "|kn|" in first, first
     second = run_python(code, env=env, timeout=300).stdout
     assert "'timed': 0" in second and "'loaded': 1" in second, second
     off = run_python(code, env=dict(env, PYTORCH_OCL_AUTOTUNE="0"), timeout=300).stdout

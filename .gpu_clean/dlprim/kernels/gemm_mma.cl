@@ -78,14 +78,15 @@ inline uint mma_tf32(float x) {
 }
 #endif
 
-// 3xtf32's split of an fp32 value into big + small tf32 parts. Non-finite x rides in `big` alone (small 0);
-// a finite x that rounds past FLT_MAX is truncated instead (keeping big finite and small exact).
+// 3xtf32's split of a finite fp32 value below MMA_SPLIT_MAX into big + small tf32 parts (3 instructions:
+// the inner loop's budget). Larger and non-finite values never get here: staging flags them and the
+// work-group recomputes its outputs in plain fp32 (see the end of the kernel).
 inline uint2 mma_split(float x) {
-  uint big = mma_tf32(x);
-  const bool special = (as_uint(x) & 0x7f800000u) == 0x7f800000u;
-  if (!special && (big & 0x7f800000u) == 0x7f800000u) big = as_uint(x) & 0xffffe000u;
-  return (uint2)(big, special ? 0u : mma_tf32(x - as_float(big)));
+  const uint big = mma_tf32(x);
+  return (uint2)(big, mma_tf32(x - as_float(big)));
 }
+// Above this, rounding to tf32 may give inf.
+#define MMA_SPLIT_MAX 3.4026e38f
 
 // ---------------------------------------------------------------- the instruction
 #if MMA_KIND <= 2
@@ -144,8 +145,9 @@ inline float mma_emu_b(__local const uint *regs, int k, int col) {
     barrier(CLK_LOCAL_MEM_FENCE);                                                             \
   } while (0)
 #else
+// Not volatile: the outputs are used, so the compiler keeps the instruction and may schedule around it.
 #define MMA(d, a, b)                                                                            \
-  asm volatile("mma.sync.aligned." MMA_SHAPE " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
+  asm("mma.sync.aligned." MMA_SHAPE " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
                : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3])                           \
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
 #endif
@@ -194,6 +196,15 @@ inline float mma_emu_b(__local const uint *regs, int k, int col) {
 #if MMA_KIND == 1
 #define STAGE_UNIT(u) ((uint4)(mma_tf32(as_float((u).x)), mma_tf32(as_float((u).y)), mma_tf32(as_float((u).z)), \
                                mma_tf32(as_float((u).w))))
+#elif MMA_KIND == 2
+// Notes in `split_bad` whether a staged value is NaN, infinite or too large to split (the comparison is
+// false for NaN).
+inline uint4 mma_stage_checked(uint4 u, bool *split_bad) {
+  const float4 a = fabs(as_float4(u));
+  *split_bad |= !(a.x < MMA_SPLIT_MAX && a.y < MMA_SPLIT_MAX && a.z < MMA_SPLIT_MAX && a.w < MMA_SPLIT_MAX);
+  return u;
+}
+#define STAGE_UNIT(u) mma_stage_checked(u, &split_bad)
 #else
 #define STAGE_UNIT(u) (u)
 #endif
@@ -255,6 +266,11 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
   __local MT Bs[LOCAL_BUFS * B_BUF] __attribute__((aligned(16)));
 #if MMA_EMULATE
   __local uint emu_regs[NT * 6];
+#endif
+#if MMA_KIND == 2
+  __local int group_split_bad;
+  if (tid == 0) group_split_bad = 0;  // read after the loop's barriers
+  bool split_bad = false;
 #endif
   uint4 ra[UNITS_A], rb[UNITS_B];
   const int step0 = split * steps_per_split;
@@ -367,15 +383,12 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
       GEMM_STORE(bi, gi, m, n, v);                                         \
   } while (0)
 #if MMA_KIND == 2
-  // inf or NaN among the inputs: a split's cross term can make inf * x into inf * 0 = NaN where the fp32
-  // sum is +-inf. A work-item with a NaN result recomputes its outputs as plain fp32 sums over its steps
-  // (the FMA kernel's semantics); with finite inputs this costs one test per output.
-  bool any_nan = false;
-#pragma unroll
-  for (int i = 0; i < FM; ++i)
-#pragma unroll
-    for (int j = 0; j < FN; ++j) any_nan |= isnan(acc[i][j][0]) | isnan(acc[i][j][1]) | isnan(acc[i][j][2]) | isnan(acc[i][j][3]);
-  if (any_nan) {
+  // inf, NaN or |x| >= MMA_SPLIT_MAX among the tile's inputs: the split cannot carry them (a cross term
+  // would make inf * x into inf * 0 = NaN, or round to inf), so the work-group recomputes its outputs as
+  // plain fp32 sums over its steps, the FMA kernel's semantics. Finite data pays one test per staged value.
+  if (split_bad) group_split_bad = 1;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (group_split_bad) {
     for (int t = 0; t < FM * FN * 4; ++t) {
       const int i = t / (FN * 4), j = (t / 4) % FN, e = t % 4;
       const int r = wm + i * 16 + gid + 8 * (e >> 1), c = wn + j * 8 + 2 * tig + (e & 1);

@@ -39,6 +39,11 @@ struct Layout {
   uint64_t total() const { return align_up(u_bytes) + align_up(v_bytes) + align_up(m_bytes) + gemm_bytes; }
 };
 
+// The transforms amplify the products' rounding: TF32 products gave F(4x4, 3x3) results beyond a TF32
+// convolution's error (H200), so Winograd keeps fp32 accuracy (3xTF32 on an engine) even where TF32 is
+// allowed, and the tuner weighs it against the TF32 im2col path.
+Fp32Math winograd_fp32_math(Fp32Math requested) { return requested == Fp32Math::Tf32 ? Fp32Math::Exact : requested; }
+
 int64_t tiles(const WinoConv& c) { return ((c.OH + 3) / 4) * ((c.OW + 3) / 4); }
 
 // The 36 products of one chunk of `nb` images: M[a] = U[a] @ V[a].
@@ -134,7 +139,7 @@ int winograd_env() {
 
 WinoConv winograd_forward_conv(const ConvShape& s) {
   WinoConv c;
-  c.fp32_math = s.fp32_math;
+  c.fp32_math = winograd_fp32_math(s.fp32_math);
   c.N = s.N;
   c.Cin = s.C;
   c.H = s.H;
@@ -155,7 +160,7 @@ WinoConv winograd_forward_conv(const ConvShape& s) {
 // H, since OH = H + 2p - 2.
 WinoConv winograd_backward_data_conv(const ConvShape& s) {
   WinoConv c;
-  c.fp32_math = s.fp32_math;
+  c.fp32_math = winograd_fp32_math(s.fp32_math);
   c.N = s.N;
   c.Cin = s.K;
   c.H = s.OH;

@@ -171,8 +171,10 @@ def test_forward_layouts(layout, monkeypatch):
     check_layout_grid(wide_dv=128)
 
 
-# The backward's dq pass on register tiles (opt-in: PYTORCH_OCL_ATTN_BWD_TILED), every tile shape it can take.
-@pytest.mark.parametrize("layout", ["1", "16,32,4", "8,8,2", "64,32,8"])
+# The backward's dq pass on register tiles (PYTORCH_OCL_ATTN_BWD_TILED; both tiled passes are the default
+# for head dims <= 64), every tile shape it can take; "0": the row kernels of both passes (the default for
+# wider heads), on the same grid.
+@pytest.mark.parametrize("layout", ["0", "1", "16,32,4", "8,8,2", "64,32,8"])
 def test_backward_tiled_dq_layouts(layout, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", layout)
     q, k, v = check_layout_grid(wide_dv=48)  # the default tile takes head dims up to 64
@@ -190,7 +192,7 @@ def test_backward_tiled_dq_draws_the_same_dropout(monkeypatch):
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-12, atol=1e-12)
 
 
-# The backward's dk/dv pass on register tiles (opt-in: PYTORCH_OCL_ATTN_BWD_TILED="dkdv=BQ,BK,NTC"):
+# The backward's dk/dv pass on register tiles (PYTORCH_OCL_ATTN_BWD_TILED="dkdv=BQ,BK,NTC"):
 # the default tile, a key block that is not a multiple of the column width (BK 20 with NTC 4), one
 # thread across (NTC 1, odd BQ) and 128 threads (BK 64) with PZ and dS sharing local memory (split);
 # half types through the default tile.
@@ -206,7 +208,7 @@ def test_backward_tiled_dkdv_layouts(layout, monkeypatch):
 
 
 @pytest.mark.parametrize("value,dq,dkdv", [
-    (None, False, False), ("0", False, False), ("1", True, True), ("8,8,2", True, False), ("dkdv", False, True),
+    (None, True, True), ("0", False, False), ("1", True, True), ("8,8,2", True, False), ("dkdv", False, True),
     ("dq", True, False), ("dq+dkdv=8,8,2", True, True), ("dq=0+dkdv=1", False, True), ("dkdv=8,8,3", False, False),
     ("dkdv=8,8", False, False), ("dq=16,16,4,1", False, False), ("dkdv=8,8,2,split", False, True)])
 def test_backward_tiled_selection(value, dq, dkdv, monkeypatch):

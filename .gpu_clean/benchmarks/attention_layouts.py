@@ -1,15 +1,18 @@
 """Times the fused attention kernels on `ocl` under several tile layouts, in one process.
 
     python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
-                                            [--bwd-tiled "0;1;32,32,8"]
+                                            [--bwd-tiled "0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split"]
                                             [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
 
 The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
 "0" for the row kernel), PYTORCH_OCL_ATTN_BWD (the backward's row kernels: "ELEMS,BC,THREADS") and
-PYTORCH_OCL_ATTN_BWD_TILED (the backward's dq pass on register tiles: "1" or "BQ,BK,NTC"; "0" off),
-read by the library on every call. Prints the median forward (and forward+backward) ms of each
-(case, layout) and each value's error against the default layout's output, so a faster layout
-that is wrong shows up.
+PYTORCH_OCL_ATTN_BWD_TILED (the backward's passes on register tiles: "1" both, "BQ,BK,NTC" the dq
+pass on that tile, or parts joined by '+': "dq", "dkdv", "dq=BQ,BK,NTC", "dkdv=BQ,BK,NTC[,split]";
+"0" off; see dlprim/src/attention.cpp), read by the library on every call. Prints the median
+forward (and forward+backward) ms of each (case, layout) and each value's error against the default
+layout's output, so a faster layout that is wrong shows up, and the device time of each attention
+kernel of one call (pytorch_ocl.profiler, e.g. attention_backward_dkdv_tiled), so the dk/dv pass's
+layouts can be compared without the rest of the backward.
 """
 import argparse
 import os
@@ -19,6 +22,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import common
+import pytorch_ocl
 
 DEFAULT_CASES = "8,12,1024,64,1;8,12,1024,64,0;8,12,2048,128,1;4,16,4096,64,1"
 
@@ -30,18 +34,29 @@ def parse(spec, n):
     return rows
 
 
+def kernel_times(fn):
+    """'name ms, ...' of the attention kernels one call of fn launches (device times, profiler events)."""
+    with pytorch_ocl.profiler.profile() as prof:
+        fn()
+        torch.ocl.synchronize()
+    rows = [r for r in prof.summary() if r["kernel"].startswith("attention_")]
+    return ", ".join(f"{r['kernel'][len('attention_'):]} {r['total_us'] / 1e3:.3f}" for r in rows)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="ocl:0")
     p.add_argument("--fwd", default="default;0;64,32,64,8;64,64,16,8;32,32,64,8;64,32,32,8;128,32,32,16")
     p.add_argument("--bwd", default="", help="backward layouts (fwd+bwd is timed only when given)")
-    p.add_argument("--bwd-tiled", default="", help="tiled dq layouts, e.g. '0;1' (fwd+bwd timed)")
+    p.add_argument("--bwd-tiled", default="",
+                   help="tiled backward layouts, e.g. '0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split' (fwd+bwd timed)")
     p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--out", default="results/attention_layouts.md")
     args = p.parse_args()
     dev = args.device
-    rows = ["| B | H | L | D | causal | variable | layout | ms | max abs diff vs default |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| B | H | L | D | causal | variable | layout | ms | max abs diff vs default | attention kernels (ms) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for B, H, L, D, causal in tqdm(parse(args.cases, 5), desc="cases"):
         g = torch.Generator().manual_seed(0)
         q, k, v = (torch.randn(B, H, L, D, generator=g).to(dev).requires_grad_() for _ in range(3))
@@ -72,9 +87,11 @@ def main():
                 diff = (got - ref[fn]).abs().max().item() if fn in ref else 0.0
                 ref.setdefault(fn, got)
                 t = common.median_time(fn, dev, args.iters, warmup=2)
-                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | {t * 1e3:.3f} | {diff:.2e} |"
+                kern = kernel_times(fn)
+                line = (f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | {t * 1e3:.3f} "
+                        f"| {diff:.2e} | {kern} |")
             except Exception as e:  # a layout the device cannot run: report it, go on
-                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | failed: {str(e)[:60]} | |"
+                line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | failed: {str(e)[:60]} | | |"
             finally:
                 os.environ.pop(var, None)
             tqdm.write(line)

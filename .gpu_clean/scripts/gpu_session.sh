@@ -11,6 +11,7 @@
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
 #   bash scripts/gpu_session.sh verify      # matrix-engine probes, tiled dq timing, RNN/autocast tests, model rows
 #   bash scripts/gpu_session.sh mma         # matrix-engine GEMM tests on the real instruction, gemm.py per format
+#   bash scripts/gpu_session.sh attn_bwd    # tiled attention backward layouts (dq, dK/dV) timed; attention tests
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -82,6 +83,12 @@ case "${1:-validate}" in
       run "gemm_${m/:/_}" 60 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
         --only "$shapes" --out "$out/gemm_${m/:/_}.md"
     done
+    ;;
+  attn_bwd)  # tiled attention backward layouts timed (dq and dK/dV passes), the attention tests on the GPU
+    run attn_layouts 170 python3 benchmarks/attention_layouts.py --fwd "" \
+      --bwd-tiled "0;dkdv;dkdv=32,32,16;dkdv=16,64,8;dkdv=16,64,16;1;1+dkdv=32,32,16;1+dkdv=16,64,16" \
+      --cases "8,12,1024,64,1;8,12,1024,64,0;4,16,4096,64,1" --out "$out/attn_layouts.md"
+    run attention_tests 250 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention.py tests/test_rnn.py
     ;;
   cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"

@@ -3,7 +3,8 @@
 Forward and backward against the CPU's math path over a grid of shapes, causal masking, boolean
 and additive masks broadcast over batch/heads, grouped-query attention, scale, head dims up to 256
 with Dv != D, non-contiguous q/k/v, zero sizes and float32/float64/float16/bfloat16; dropout
-against the math on the kernel's own keep mask (return_debug_mask); the modules that call SDPA;
+against the math on the kernel's own keep mask (return_debug_mask); every layout of the register-tiled
+forward and backward passes (PYTORCH_OCL_ATTN_TILED / _BWD_TILED); the modules that call SDPA;
 the calls the fused kernel leaves to torch's math path (dropout_p = 1, a mask that needs a
 gradient) run natively too; memory stays linear in the sequence length.
 """
@@ -127,7 +128,9 @@ def test_scale():
     run_and_check(*qkv(1, 2, 2, 12, 15, 16, 16, seed=5), dtype=torch.float64, scale=0.37, is_causal=True)
 
 
-def test_non_contiguous_layouts():
+@pytest.mark.parametrize("bwd_tiled", ["0", "1"])
+def test_non_contiguous_layouts(bwd_tiled, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)  # the row and the register-tiled backward
     # transformers passes q/k/v as [B, L, H, D] projections transposed to [B, H, L, D]
     g = torch.Generator().manual_seed(6)
     q = torch.randn(2, 13, 4, 16, generator=g, dtype=torch.float64).transpose(1, 2)
@@ -185,6 +188,77 @@ def test_backward_tiled_dq_draws_the_same_dropout(monkeypatch):
         o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
         grads.append(torch.autograd.grad(o.sum(), q)[0].cpu())
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-12, atol=1e-12)
+
+
+# The backward's dk/dv pass on register tiles (opt-in: PYTORCH_OCL_ATTN_BWD_TILED="dkdv=BQ,BK,NTC"):
+# the default tile, a key block that is not a multiple of the column width (BK 20 with NTC 4), one
+# thread across (NTC 1, odd BQ) and 128 threads (BK 64) with PZ and dS sharing local memory (split);
+# half types through the default tile.
+DKDV_LAYOUTS = ["dkdv", "dkdv=12,20,4", "dkdv=5,12,1", "dkdv=16,64,8,split"]
+
+
+@pytest.mark.parametrize("layout", DKDV_LAYOUTS)
+def test_backward_tiled_dkdv_layouts(layout, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", layout)
+    q, k, v = check_layout_grid(wide_dv=48)  # the default tile takes head dims up to 64
+    for dtype in (torch.float16, torch.bfloat16) if layout == "dkdv" else ():
+        run_and_check(q, k, v, dtype=dtype, is_causal=True)
+
+
+@pytest.mark.parametrize("value,dq,dkdv", [
+    (None, False, False), ("0", False, False), ("1", True, True), ("8,8,2", True, False), ("dkdv", False, True),
+    ("dq", True, False), ("dq+dkdv=8,8,2", True, True), ("dq=0+dkdv=1", False, True), ("dkdv=8,8,3", False, False),
+    ("dkdv=8,8", False, False), ("dq=16,16,4,1", False, False), ("dkdv=8,8,2,split", False, True)])
+def test_backward_tiled_selection(value, dq, dkdv, monkeypatch):
+    # PYTORCH_OCL_ATTN_BWD_TILED's syntax (attention.cpp): which pass runs which kernel, read from the
+    # profiler's launch names; a tile the pass cannot take (BQ not a multiple of NTC) or a value that
+    # does not parse leaves it on rows.
+    if value is None:
+        monkeypatch.delenv("PYTORCH_OCL_ATTN_BWD_TILED", raising=False)
+    else:
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", value)
+    q = torch.randn(1, 2, 9, 8, device="ocl", requires_grad=True)
+    with pytorch_ocl.profiler.profile() as prof:
+        F.scaled_dot_product_attention(q, q, q).sum().backward()
+    names = {r[0] for r in prof.records}
+    assert ("attention_backward_dq_tiled" in names) == dq and ("attention_backward_dq" in names) != dq, names
+    assert ("attention_backward_dkdv_tiled" in names) == dkdv and ("attention_backward_dkdv" in names) != dkdv, names
+
+
+@pytest.mark.parametrize("bwd_tiled", ["0", "dkdv=8,8,2"])
+def test_backward_non_contiguous_grad_out(bwd_tiled, monkeypatch):
+    # the gradient reaches the kernels with its strides ([B, L, H, Dv] transposed, as after an MHA projection)
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
+    q, k, v = qkv(2, 3, 3, 13, 19, 12, 12, seed=9)
+    g = torch.randn(2, 13, 3, 12, dtype=torch.float64).transpose(1, 2)
+    grads = []
+    for dev in ("cpu", "ocl"):
+        ts = [t.double().to(dev).requires_grad_() for t in (q, k, v)]
+        o = F.scaled_dot_product_attention(*ts, is_causal=True)
+        gd = g.to(dev)
+        assert not gd.is_contiguous()
+        grads.append(torch.autograd.grad(o, ts, gd))
+    for name, a, b in zip("qkv", *grads):
+        check_close(a, b, torch.float64, "grad " + name)
+
+
+@pytest.mark.parametrize("layout", ["dkdv", "dkdv=12,20,4,split", "dq=8,8,2+dkdv=8,8,2"])
+def test_backward_tiled_dkdv_draws_the_same_dropout(layout, monkeypatch):
+    # The tiled pass redraws the forward's keep mask (its 4 keys of a thread are one Philox group)
+    # exactly as the row kernel does: the gradients agree to rounding, with GQA, causal and a mask.
+    q, k, v = (t.double().to("ocl").requires_grad_() for t in qkv(2, 4, 2, 21, 50, 16, 8, seed=11))
+    mask = (torch.rand(21, 50, generator=torch.Generator().manual_seed(2)) > 0.2).to("ocl")
+    grads = []
+    for lay in ("0", layout):
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", lay)
+        for kw in ({"is_causal": True}, {"attn_mask": mask}):
+            torch.manual_seed(5)
+            o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, enable_gqa=True, **kw)
+            grads.append([g.cpu() for g in torch.autograd.grad(o, (q, k, v), torch.cos(o.detach()))])
+    assert (grads[0][2] == 0).any() and (grads[0][2] != 0).any()
+    for ref, got in zip(grads[:2], grads[2:]):
+        for a, b in zip(ref, got):
+            torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("layout", ["0", "16,64,4,8", "8,8,12,2"])
@@ -329,8 +403,9 @@ def test_bad_input_errors_name_the_op():
         torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k[..., :4], k)
 
 
-# Both forward layouts (tiled for head dims <= 64, rows for wider) and the opt-in tiled dq pass.
-@pytest.mark.parametrize("head_dim,bwd_tiled", [(16, "0"), (96, "0"), (16, "1"), (24, "8,8,2")])
+# Both forward layouts (tiled for head dims <= 64, rows for wider) and the opt-in tiled dq and dk/dv passes.
+@pytest.mark.parametrize("head_dim,bwd_tiled", [(16, "0"), (96, "0"), (16, "1"), (24, "8,8,2"),
+                                                (24, "dkdv=12,8,4")])
 def test_transformer_block_trains_like_cpu(head_dim, bwd_tiled, monkeypatch):
     """A whole training run through the fused kernels (with dropout 0 so the CPU can be compared):
     3 AdamW steps of an embedding + causal encoder layer + head, parameters vs the CPU in float64."""

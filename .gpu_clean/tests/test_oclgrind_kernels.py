@@ -330,10 +330,15 @@ def test_random_ops():
 
 
 # ------------------------------------------------------------------ attention / RNN cells / isin
-@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward", "tiled_dq"])
+@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward", "tiled_dq",
+                                  "tiled_dkdv"])
 def test_fused_attention(case, monkeypatch):
     # Tails in every tile: L, S not multiples of the row/column tiles; D not a multiple of 4.
-    if case == "tiled_dq":  # the backward's tiled dq pass (opt-in), small tiles with tails
+    if case == "tiled_dkdv":  # the backward's tiled dk/dv pass (opt-in): GQA, causal, L != S, BK not a multiple of 4 NTC
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "dkdv=4,12,2")
+        q, k, v = rand(1, 4, 11, 10, grad=True), rand(1, 2, 14, 10, grad=True), rand(1, 2, 14, 7, grad=True)
+        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), q, k, v)
+    elif case == "tiled_dq":  # the backward's tiled dq pass (opt-in), small tiles with tails
         monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "8,8,2")
         q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)
         check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
@@ -381,8 +386,11 @@ def test_isin():
     check(lambda e, t: torch.isin(e, t, invert=True), elements, torch.randint(0, 50, (100,)))
 
 
-def test_fused_attention_dropout():
-    # The dropout variants of the three kernels and the keep-mask kernel (values checked in test_attention.py).
+@pytest.mark.parametrize("bwd_tiled", ["0", "dkdv=4,8,2,split"])
+def test_fused_attention_dropout(bwd_tiled, monkeypatch):
+    # The dropout variants of the three kernels and the keep-mask kernel (values checked in
+    # test_attention.py); then with the tiled dk/dv pass (PZ and dS sharing local memory).
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
     q, k, v = (rand(1, 2, 9, 6).to(DEV).requires_grad_() for _ in range(3))
     o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.25, is_causal=True)
     o.sum().backward()

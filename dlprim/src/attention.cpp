@@ -92,9 +92,10 @@ Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute
   return l;
 }
 
-// PYTORCH_OCL_ATTN_BWD_TILED: which passes of the backward run on register tiles. Both are off by
-// default until they are measured against the row kernels on a GPU.
-//   unset or "0": the row kernels (attention.cl);  "1": both tiled passes, default tiles;
+// PYTORCH_OCL_ATTN_BWD_TILED: which passes of the backward run on register tiles. Both are by default
+// (head dims <= 64): on the H200, B8 H12 L1024 D64, fwd+bwd 3.55 -> 2.84 ms causal and 5.59 -> 4.69 ms
+// not (the dk/dv pass 1.6x faster than the row kernel), B4 H16 L4096 causal 29.9 -> 25.2 ms.
+//   "0": the row kernels (attention.cl);  unset or "1": both tiled passes, default tiles;
 //   "BQ,BK,NTC": the dq pass on that tile, the dk/dv pass on rows (the variable's first syntax);
 //   parts joined by '+', each "dq" or "dkdv" (default tile), "dq=BQ,BK,NTC" / "dkdv=BQ,BK,NTC" (that
 //   tile) or "dq=0" / "dkdv=0" (rows): e.g. "dkdv", "dq+dkdv=32,64,8". BQ is the query tile, BK the
@@ -120,8 +121,8 @@ BwdChoice bwd_tiled_choice(const std::string& pass) {
     c.tile = std::sscanf(t.c_str(), "%d,%d,%d%c", &c.l.bq, &c.l.bk, &c.l.ntc, &extra) == 3;
     c.on = c.tile;
   };
-  if (v.empty() || v == "0") return c;
-  if (v == "1") {
+  if (v == "0") return c;
+  if (v.empty() || v == "1") {
     c.on = true;
   } else if (v[0] >= '0' && v[0] <= '9') {
     if (pass == "dq") parse_tile(v);

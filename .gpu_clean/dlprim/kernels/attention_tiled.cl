@@ -103,7 +103,7 @@ inline void attn_commit_n(__local T* dst, const T* r, int n, int nr, int nd) {
 
 // acc[TM][n] += (rows of `steps` staged lines of A)^T (this thread's n columns of B): line t of A
 // is at A4 + a0 + t * as4 (4-vectors, one per 4 rows), of B at B4 + t * bs4. Both the forward's
-// and the dq pass's products (scores, P V, dP, dq) are this loop.
+// and the dq pass's products (scores, P V, dP, dq) and the dk/dv pass's (dv, dk) are this loop.
 #define ATTN_TILE_PRODUCT(acc, n, steps, A4, a0, as4, B4, bs4) \
   _Pragma("unroll 4") for (int t_ = 0; t_ < (steps); ++t_) {    \
     T x[TM], y[n];                                                \
@@ -112,7 +112,7 @@ inline void attn_commit_n(__local T* dst, const T* r, int n, int nr, int nd) {
     ATTN_OUTER(acc, x, y, n);                                     \
   }
 
-#ifndef ATTN_BWD
+#if !defined(ATTN_BWD) && !defined(ATTN_DKDV)  // ATTN_DKDV: the macros for attention_bwd_tiled.cl
 // out[i] = softmax(q_i K^T * scale + mask) V; lse[i] = log-sum-exp of the row (+inf if all masked).
 // Grid: (NTT, ceil(L / BQ), B * Hq). Key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(

@@ -1,5 +1,6 @@
-// Launches of the fused attention kernels (kernels/attention.cl): the per-head-dim layout (threads
-// per row, rows per work-group, key tile) and the program text.
+// Launches of the fused attention kernels (kernels/attention.cl: row kernels; attention_tiled.cl and
+// attention_bwd_tiled.cl: register tiles): the per-head-dim layouts, their environment overrides and
+// the program text.
 #include <dlprim/attention.h>
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
@@ -22,9 +23,10 @@ struct Layout {
   int tpr = 1, br = 64, bc = 32;  // row kernels (attention.cl)
   // register-tiled forward (attention_tiled.cl); bq == 0: the row kernel
   int bq = 0, bk = 0, kc = 0, ntc = 0;
+  bool split = false;  // tiled dk/dv pass: PZ and dS share local memory (attention_bwd_tiled.cl)
   std::string name() const {
     std::ostringstream s;
-    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc;
+    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc << (split ? ",split" : "");
     else s << "rows " << tpr << "," << br << "," << bc;
     return s.str();
   }
@@ -90,6 +92,53 @@ Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute
   return l;
 }
 
+// PYTORCH_OCL_ATTN_BWD_TILED: which passes of the backward run on register tiles. Both are off by
+// default until they are measured against the row kernels on a GPU.
+//   unset or "0": the row kernels (attention.cl);  "1": both tiled passes, default tiles;
+//   "BQ,BK,NTC": the dq pass on that tile, the dk/dv pass on rows (the variable's first syntax);
+//   parts joined by '+', each "dq" or "dkdv" (default tile), "dq=BQ,BK,NTC" / "dkdv=BQ,BK,NTC" (that
+//   tile) or "dq=0" / "dkdv=0" (rows): e.g. "dkdv", "dq+dkdv=32,64,8". BQ is the query tile, BK the
+//   key tile and NTC the threads across a tile's columns in both passes; "dkdv=BQ,BK,NTC,split" also
+//   makes the dk/dv pass share its PZ and dS tiles (which it does by itself where local memory needs
+//   it). A value that does not parse, or a tile the pass cannot take, leaves that pass on rows.
+struct BwdChoice {
+  bool on = false, tile = false;  // tile: bq, bk, ntc given
+  Layout l;
+};
+
+BwdChoice bwd_tiled_choice(const std::string& pass) {
+  BwdChoice c;
+  const char* env = std::getenv("PYTORCH_OCL_ATTN_BWD_TILED");
+  const std::string v = env ? env : "";
+  auto parse_tile = [&c](std::string t) {
+    const std::string split = ",split";
+    if (t.size() > split.size() && t.compare(t.size() - split.size(), split.size(), split) == 0) {
+      c.l.split = true;
+      t.resize(t.size() - split.size());
+    }
+    char extra = 0;
+    c.tile = std::sscanf(t.c_str(), "%d,%d,%d%c", &c.l.bq, &c.l.bk, &c.l.ntc, &extra) == 3;
+    c.on = c.tile;
+  };
+  if (v.empty() || v == "0") return c;
+  if (v == "1") {
+    c.on = true;
+  } else if (v[0] >= '0' && v[0] <= '9') {
+    if (pass == "dq") parse_tile(v);
+  } else {
+    std::istringstream parts(v);
+    for (std::string part; std::getline(parts, part, '+');) {
+      const size_t eq = part.find('=');
+      if (part.substr(0, eq) != pass) continue;
+      const std::string arg = eq == std::string::npos ? "1" : part.substr(eq + 1);
+      c = BwdChoice();
+      if (arg == "1") c.on = true;
+      else if (arg != "0") parse_tile(arg);
+    }
+  }
+  return c;
+}
+
 // Local memory of the tiled dq pass (attention_tiled.cl, ATTN_BWD: Qs, dOs, Ks/dSs, Vt/Kn).
 uint64_t dq_tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
   int64_t dp = round_up(D, 4), dvp = round_up(DV, 4), dqp = round_up(D, 4 * l.ntc);
@@ -98,21 +147,20 @@ uint64_t dq_tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es)
   return static_cast<uint64_t>(dp * l.bq + dvp * l.bq + kds + vkn) * es;
 }
 
-// The tiled dq pass of the backward: off unless PYTORCH_OCL_ATTN_BWD_TILED is "1" (the default tile:
-// 32-key steps, 8 threads across, as many queries as local memory holds, up to 64) or "BQ,BK,NTC".
-// It stays opt-in until it is measured against the row kernel on a GPU; head dims up to 64 by
-// default (dq and the fetched key tile live in registers).
+// The tiled dq pass of the backward (PYTORCH_OCL_ATTN_BWD_TILED above). Default tile: 32-key steps,
+// 8 threads across, as many queries as local memory holds, up to 64; head dims up to 64 by default
+// (dq and the fetched key tile live in registers).
 Layout dq_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+  const BwdChoice c = bwd_tiled_choice("dq");
+  if (!c.on) return Layout();
   Layout l;
-  const char* env = std::getenv("PYTORCH_OCL_ATTN_BWD_TILED");
-  if (!env || std::string(env) == "0") return l;
   l.bq = 64;
   l.bk = 32;
   l.ntc = 8;
-  if (std::string(env) != "1") {
-    Layout e;
-    if (std::sscanf(env, "%d,%d,%d", &e.bq, &e.bk, &e.ntc) != 3) return Layout();
+  if (c.tile) {
+    Layout e = c.l;
     e.kc = 4;
+    e.split = false;
     if (!tiled_valid(e)) return Layout();
     l = e;
   } else if (std::max(D, DV) > 64) {
@@ -124,6 +172,51 @@ Layout dq_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType comp
   while (l.bq > 4 && dq_tiled_local_bytes(l, D, DV, es) > limit) l.bq -= l.bq > 16 ? 16 : 4;
   if (dq_tiled_local_bytes(l, D, DV, es) > limit) return Layout();
   if (l.bq / 4 * l.ntc > static_cast<int64_t>(ctx.info().max_work_group_size)) return Layout();
+  return l;
+}
+
+// Local memory of the tiled dk/dv pass (attention_bwd_tiled.cl: K, V, Q, dO in natural layout with
+// rows padded by 4, the [query][key] P and dS tiles, lse and delta).
+uint64_t dkdv_tiled_local_bytes(const Layout& l, int64_t D, int64_t DV, size_t es) {
+  const int64_t w = 4 * l.ntc, bk = l.bk, bq = l.bq;
+  const int64_t k = bk * (round_up(D, 4) + 4), v = bk * (round_up(DV, 4) + 4);
+  const int64_t q = bq * (round_up(D, w) + 4), o = bq * (round_up(DV, w) + 4);
+  return static_cast<uint64_t>(k + v + q + o + (l.split ? 1 : 2) * bq * (bk + 4) + 2 * bq) * es;
+}
+
+bool dkdv_tiled_valid(const Layout& l) {
+  return l.ntc >= 1 && l.bq >= l.ntc && l.bq % l.ntc == 0 && l.bk >= 4 && l.bk % 4 == 0 &&
+         l.bk / 4 * l.ntc <= 1024;
+}
+
+// The tiled dk/dv pass of the backward (PYTORCH_OCL_ATTN_BWD_TILED above). Default tile: 32 keys
+// per work-group, 32-query steps, 8 threads across (64 threads; fp32 at head dim 64 takes 43 KiB of
+// local memory, under NVIDIA's 48); head dims up to 64 by default, up to 128 with an explicit tile
+// (dk and dv live in registers: 4 (D + DV) / NTC per thread). A tile over the device's local memory
+// first shares the PZ and dS tiles (split: fp32 at head dim 64 fits 64 keys by 16 queries so), then
+// BQ shrinks (by NTC), then BK halves.
+Layout dkdv_tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
+  const BwdChoice c = bwd_tiled_choice("dkdv");
+  if (!c.on) return Layout();
+  Layout l;
+  if (c.tile) {
+    l = c.l;
+  } else {
+    if (std::max(D, DV) > 64) return Layout();
+    l.bq = 32;
+    l.bk = 32;
+    l.ntc = 8;
+  }
+  // registers: dk and dv alone are 4 (D + DV) / NTC per thread (the row kernel takes wider heads)
+  if (!dkdv_tiled_valid(l) || std::max(D, DV) > 128) return Layout();
+  l.kc = 4;  // unused by the kernel (the program text defines it)
+  const size_t es = dtype_size(compute);
+  const uint64_t limit = local_limit(ctx);
+  l.split = l.split || dkdv_tiled_local_bytes(l, D, DV, es) > limit;
+  while (l.bq > l.ntc && dkdv_tiled_local_bytes(l, D, DV, es) > limit) l.bq -= l.ntc;
+  while (l.bk > 4 && dkdv_tiled_local_bytes(l, D, DV, es) > limit) l.bk = std::max(4, l.bk / 8 * 4);
+  if (dkdv_tiled_local_bytes(l, D, DV, es) > limit) return Layout();
+  if (l.bk / 4 * l.ntc > static_cast<int64_t>(ctx.info().max_work_group_size)) return Layout();
   return l;
 }
 
@@ -162,8 +255,12 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
   return l;
 }
 
+// Which kernel file a tiled layout's program holds: attention_tiled.cl's forward or dq pass, or
+// attention_bwd_tiled.cl's dk/dv pass (after attention_tiled.cl's macros).
+enum class Tiled { Forward, Dq, DkDv };
+
 std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, const Layout& l, bool mask, bool dropout,
-                         bool vec, bool backward = false) {
+                         bool vec, Tiled which = Tiled::Forward) {
   std::ostringstream s;
   if (compute == DType::F64) s << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   s << kernel_source("common");
@@ -176,20 +273,23 @@ std::string program_text(DType dtype, DType compute, int64_t D, int64_t DV, cons
     << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0) << "\n"
     << "#define ATTN_NATIVE_EXP " << (compute == DType::F32 ? 1 : 0) << "\n#define ATTN_VEC " << (vec ? 1 : 0)
     << "\n";
-  if (l.bq && backward) s << "#define ATTN_BWD 1\n";
+  if (l.bq && which == Tiled::Dq) s << "#define ATTN_BWD 1\n";
+  if (l.bq && which == Tiled::DkDv) s << "#define ATTN_DKDV 1\n#define DKDV_SPLIT " << (l.split ? 1 : 0) << "\n";
   if (l.bq)
     s << "#define BQ " << l.bq << "\n#define BK " << l.bk << "\n#define KC " << l.kc << "\n#define NTC " << l.ntc << "\n";
   else
     s << "#define TPR " << l.tpr << "\n#define BR " << l.br << "\n#define BC " << l.bc << "\n";
   s << kernel_source("attention_common") << kernel_source(l.bq ? "attention_tiled" : "attention");
+  if (l.bq && which == Tiled::DkDv) s << kernel_source("attention_bwd_tiled");
   return s.str();
 }
 
 struct Kernels {
   std::mutex m;
-  Layout layout, dq_layout;  // dq_layout.bq: the backward's dq pass runs the tiled kernel
-  // forward: attn_fwd or attn_fwd_tiled (+ attn_keep_mask with dropout); backward: attn_bwd_dq,
-  // attn_bwd_dkdv
+  // dq_layout.bq / dkdv_layout.bq: the backward's dq / dk-dv pass runs the tiled kernel
+  Layout layout, dq_layout, dkdv_layout;
+  // forward: attn_fwd or attn_fwd_tiled (+ attn_keep_mask with dropout); backward: attn_bwd_dq or
+  // attn_bwd_dq_tiled, attn_bwd_dkdv or attn_bwd_dkdv_tiled
   cl_kernel a = nullptr, b = nullptr;
 };
 
@@ -209,27 +309,41 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
                      bool vec) {
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
-  const Layout layout = layout_for(ctx, D, DV, compute_dtype(dtype), pass);
-  const Layout dq_layout = pass == Pass::Backward ? dq_tiled_layout_for(ctx, D, DV, compute_dtype(dtype)) : Layout();
+  const DType compute = compute_dtype(dtype);
+  const bool bwd = pass == Pass::Backward;
+  const Layout layout = layout_for(ctx, D, DV, compute, pass);
+  const Layout dq_layout = bwd ? dq_tiled_layout_for(ctx, D, DV, compute) : Layout();
+  const Layout dkdv_layout = bwd ? dkdv_tiled_layout_for(ctx, D, DV, compute) : Layout();
   Kernels* k;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
     k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass),
-                   layout.name() + (dq_layout.bq ? " dq " + dq_layout.name() : ""), vec)];
+                   layout.name() + (dq_layout.bq ? " dq " + dq_layout.name() : "") +
+                       (dkdv_layout.bq ? " dkdv " + dkdv_layout.name() : ""),
+                   vec)];
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {
     k->layout = layout;
     k->dq_layout = dq_layout;
-    const DType compute = compute_dtype(dtype);
-    cl_program prog = ctx.program(program_text(dtype, compute, D, DV, k->layout, mask, dropout, vec));
-    if (pass == Pass::Backward) k->b = create_kernel(prog, "attn_bwd_dkdv");
-    if (pass == Pass::Forward && dropout) k->b = create_kernel(prog, "attn_keep_mask");
-    if (dq_layout.bq)
-      k->a = create_kernel(ctx.program(program_text(dtype, compute, D, DV, dq_layout, mask, dropout, vec, true)),
-                           "attn_bwd_dq_tiled");
-    else
-      k->a = create_kernel(prog, pass == Pass::Forward ? (layout.bq ? "attn_fwd_tiled" : "attn_fwd") : "attn_bwd_dq");
+    k->dkdv_layout = dkdv_layout;
+    cl_program rows = nullptr;  // built only when a pass runs a row kernel
+    auto rows_program = [&]() {
+      if (!rows) rows = ctx.program(program_text(dtype, compute, D, DV, layout, mask, dropout, vec));
+      return rows;
+    };
+    auto tiled_program = [&](const Layout& l, Tiled which) {
+      return ctx.program(program_text(dtype, compute, D, DV, l, mask, dropout, vec, which));
+    };
+    if (!bwd) {
+      k->a = create_kernel(rows_program(), layout.bq ? "attn_fwd_tiled" : "attn_fwd");
+      if (dropout) k->b = create_kernel(rows_program(), "attn_keep_mask");
+    } else {
+      k->a = dq_layout.bq ? create_kernel(tiled_program(dq_layout, Tiled::Dq), "attn_bwd_dq_tiled")
+                          : create_kernel(rows_program(), "attn_bwd_dq");
+      k->b = dkdv_layout.bq ? create_kernel(tiled_program(dkdv_layout, Tiled::DkDv), "attn_bwd_dkdv_tiled")
+                            : create_kernel(rows_program(), "attn_bwd_dkdv");
+    }
   }
   return *k;
 }
@@ -311,7 +425,6 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
-  size_t local[3] = {nt, 1, 1};
   DType compute = compute_dtype(dtype);
   if (s.B * s.Hq * s.L > 0 && dQ.mem) {
     KernelArgs args(k.a);
@@ -325,7 +438,7 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     const int64_t dq_rows = t.bq ? t.bq : l.br;
     size_t global[3] = {dq_nt, static_cast<size_t>(ceil_div(s.L, dq_rows)), static_cast<size_t>(s.B * s.Hq)};
     size_t dq_local[3] = {dq_nt, 1, 1};
-    launch_nd(q, k.a, 3, global, dq_local, "attention_backward_dq");
+    launch_nd(q, k.a, 3, global, dq_local, t.bq ? "attention_backward_dq_tiled" : "attention_backward_dq");
   }
   if (s.B * s.Hk * s.S > 0 && dK.mem && dV.mem) {
     KernelArgs args(k.b);
@@ -335,8 +448,12 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     add_tensor(args, dK, nullptr);
     add_tensor(args, dV, nullptr);
     add_dropout(args, s, compute_dtype(dtype));
-    size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.S, l.br)), static_cast<size_t>(s.B * s.Hk)};
-    launch_nd(q, k.b, 3, global, local, "attention_backward_dkdv");
+    const Layout& t = k.dkdv_layout;
+    const size_t kv_nt = t.bq ? static_cast<size_t>(t.bk / 4 * t.ntc) : nt;
+    const int64_t kv_rows = t.bq ? t.bk : l.br;
+    size_t global[3] = {kv_nt, static_cast<size_t>(ceil_div(s.S, kv_rows)), static_cast<size_t>(s.B * s.Hk)};
+    size_t kv_local[3] = {kv_nt, 1, 1};
+    launch_nd(q, k.b, 3, global, kv_local, t.bq ? "attention_backward_dkdv_tiled" : "attention_backward_dkdv");
   }
 }
 

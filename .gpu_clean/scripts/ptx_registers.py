@@ -1,0 +1,120 @@
+"""Estimates the registers of the attention kernels on NVIDIA without an NVIDIA device or its OpenCL.
+
+    python3 scripts/ptx_registers.py [--d 64] [--dv 64] [--arch sm_90] [--maxrreg N] LAYOUT ...
+
+LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
+(attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv). Prints ptxas's register,
+stack and spill counts for each (float32, no mask, no dropout, 4-vector loads).
+
+How: the program text is put together as dlprim/src/attention.cpp does, compiled to PTX by clang
+(-target nvptx64-nvidia-nvcl; OpenCL builtins the text uses are defined in a small prelude on NVVM
+intrinsics), then ptxas -v. This is not NVIDIA's OpenCL compiler (its front end differs: on the H100
+the row kernel takes 255 registers with spills there, 148 plus a stack frame here), but ptxas
+allocates the registers in both, so the numbers rank layouts and show what a change costs; measure
+on the device (scripts/cl_binary.cpp) before trusting one. --maxrreg caps the registers to see how
+much would spill under a bound (the real pressure). Needs clang (15+) and ptxas on PATH or in
+/usr/local/bin or /usr/local/cuda/bin.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dlprim", "kernels")
+PRELUDE = r"""
+#define OV __attribute__((overloadable))
+#define SREG(n) (d == 0 ? __nvvm_read_ptx_sreg_##n##_x() : d == 1 ? __nvvm_read_ptx_sreg_##n##_y() : __nvvm_read_ptx_sreg_##n##_z())
+size_t OV get_local_id(uint d) { return SREG(tid); }
+size_t OV get_group_id(uint d) { return SREG(ctaid); }
+size_t OV get_num_groups(uint d) { return SREG(nctaid); }
+size_t OV get_global_id(uint d) { return SREG(ctaid) * SREG(ntid) + SREG(tid); }
+void OV barrier(cl_mem_fence_flags f) { __asm__ volatile("bar.sync 0;" ::: "memory"); }
+float OV native_exp(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
+float OV exp(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
+float OV log(float x) { return __nvvm_lg2_approx_f(x) * 0.69314718f; }
+float OV fmax(float a, float b) { return __builtin_fmaxf(a, b); }
+int OV min(int a, int b) { return a < b ? a : b; }
+long OV min(long a, long b) { return a < b ? a : b; }
+float OV dot(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+"""
+
+
+def source(name):
+    with open(os.path.join(KDIR, name + ".cl")) as f:
+        return f.read()
+
+
+def program(layout, D, DV):
+    kind, _, spec = layout.partition("=")
+    vals = spec.split(",")
+    split = vals[-1] == "split"
+    nums = [int(v) for v in vals if v != "split"]
+    defs = {"D": D, "DV": DV, "HAS_MASK": 0, "ATTN_NATIVE_EXP": 1, "ATTN_VEC": int(D % 4 == 0 and DV % 4 == 0)}
+    if kind == "rows":
+        defs.update(TPR=nums[0], BR=nums[1], BC=nums[2])
+        files, kernel = ["attention"], "attn_bwd_dkdv"
+    elif kind == "dkdv":
+        defs.update(BQ=nums[0], BK=nums[1], NTC=nums[2], KC=4, ATTN_DKDV=1, DKDV_SPLIT=int(split))
+        files, kernel = ["attention_tiled", "attention_bwd_tiled"], "attn_bwd_dkdv_tiled"
+    elif kind == "dq":
+        defs.update(BQ=nums[0], BK=nums[1], NTC=nums[2], KC=(D + 3) // 4 * 4, ATTN_BWD=1)
+        files, kernel = ["attention_tiled"], "attn_bwd_dq_tiled"
+    elif kind == "fwd":
+        defs.update(BQ=nums[0], BK=nums[1], KC=nums[2], NTC=nums[3])
+        files, kernel = ["attention_tiled"], "attn_fwd_tiled"
+    else:
+        sys.exit(f"unknown layout {layout}")
+    text = PRELUDE + source("common")
+    text += "#define T float\n#define T4 float4\n#define ST float\n#define LOAD(p, i) ((p)[i])\n"
+    text += "#define STORE(p, i, v) do { (p)[i] = (v); } while (0)\n"
+    text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
+    text += source("attention_common") + "".join(source(f) for f in files)
+    return text, kernel
+
+
+def tool(name):
+    for p in (shutil.which(name), f"/usr/local/bin/{name}", f"/usr/local/cuda/bin/{name}"):
+        if p and os.path.exists(p):
+            return p
+    sys.exit(f"{name} not found")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("layouts", nargs="+")
+    p.add_argument("--d", type=int, default=64)
+    p.add_argument("--dv", type=int, default=64)
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--maxrreg", type=int, default=0)
+    args = p.parse_args()
+    clang = next((c for c in ("clang", "clang-18", "clang-17", "clang-16", "clang-15") if shutil.which(c)), None)
+    if not clang:
+        sys.exit("clang not found")
+    ptxas = tool("ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        for layout in args.layouts:
+            text, kernel = program(layout, args.d, args.dv)
+            cl, ptx = os.path.join(tmp, "k.cl"), os.path.join(tmp, "k.ptx")
+            with open(cl, "w") as f:
+                f.write(text)
+            r = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "nvptx64-nvidia-nvcl", "-Xclang",
+                                "-finclude-default-header", "-O3", "-S", "-march=sm_80", "-o", ptx, cl],
+                               capture_output=True, text=True)
+            if r.returncode:
+                print(f"{layout}: clang failed\n{r.stderr[-2000:]}")
+                continue
+            cmd = [ptxas, f"-arch={args.arch}", "-v", "-o", os.devnull, ptx]
+            if args.maxrreg:
+                cmd.insert(1, f"-maxrregcount={args.maxrreg}")
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            log = out.stdout + out.stderr
+            m = re.search(rf"Function properties for {kernel}\n(.*?)\n.*?Used (\d+) registers", log, re.S)
+            print(f"{layout:28s} D {args.d} DV {args.dv}: " +
+                  (f"{m.group(2)} registers; {m.group(1).strip()}" if m else "no ptxas report\n" + log[-1500:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -184,6 +184,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define OCL_PW_SKIP(id, aten)
 #define OCL_PW_REG(kind, id, aten, dtypes, prelude, versions, body) OCL_PW_REG_##kind(id, aten)
   OCL_POINTWISE_BINARY(OCL_PW_REG)
+  OCL_POINTWISE_SPECIAL_BINARY(OCL_PW_REG)
 
   pw_impl(m, PW_rsub, "rsub.Tensor", TORCH_FN(rsub));
   pw_impl(m, PW_div_mode, "div.out_mode", TORCH_FN(div_mode_out));

@@ -11,7 +11,8 @@
 //   aten     the overload the kind registers ("exp.out"); kinds that register a fixed family
 //            of overloads take the bare op name ("eq" -> eq.Tensor_out + eq.Scalar_out)
 //   dtypes   input dtypes accepted (DT_* below); others raise "not implemented for 'T'"
-//   prelude  helper files the body calls: basic (kernels/pointwise.cl) or special (+ special.cl)
+//   prelude  helper files the body calls: basic (kernels/pointwise.cl), special (+ special.cl), or
+//            bessel / normal / gamma / poly (+ special_*.cl: PointwiseTable.cpp's prelude_text)
 //   versions torch versions the row registers for: ANY or SINCE(major, minor)
 //   body     OpenCL C over inputs x0.., scalar params w0.., outputs y0.., all of the compute
 //            type dl_t (float for 16-bit floats); may test DL_IS_FLOAT etc. (elementwise.cpp)
@@ -24,6 +25,7 @@
 //   bw0..bw2                             backward(grad_output, self_or_output, Scalar x N) -> grad_input (2/N)
 //   custom(i, p, o)                      a hand-written wrapper with i inputs, p params, o outputs
 #pragma once
+#include "aten/PointwiseSpecialOps.h"
 
 // clang-format off
 #define OCL_POINTWISE_UNARY(_) \
@@ -214,8 +216,10 @@
     "dl_t s = 1 / (1 + exp(-x1)); y0 = x2 * s; y1 = x2 * x0 * s * (1 - s);")
 // clang-format on
 
-#define OCL_POINTWISE_OPS(_) \
-  OCL_POINTWISE_UNARY(_)     \
-  OCL_POINTWISE_BINARY(_)    \
+#define OCL_POINTWISE_OPS(_)      \
+  OCL_POINTWISE_UNARY(_)          \
+  OCL_POINTWISE_SPECIAL_UNARY(_)  \
+  OCL_POINTWISE_BINARY(_)         \
+  OCL_POINTWISE_SPECIAL_BINARY(_) \
   OCL_POINTWISE_TERNARY(_)   \
   OCL_POINTWISE_ACTIVATION(_)

@@ -9,6 +9,8 @@
 #include <torch/version.h>
 
 #include <mutex>
+#include <utility>
+#include <vector>
 
 namespace pytorch_ocl {
 
@@ -52,10 +54,23 @@ namespace {
 #define OCL_PW_ANY 0
 #define OCL_PW_SINCE(major, minor) ((major) * 100 + (minor))
 
+// The kernel files each prelude adds to pointwise.cl.
 std::string prelude_text(const char* which) {
+  static const std::vector<std::pair<std::string, std::vector<const char*>>> preludes = {
+      {"basic", {}},
+      {"special", {"special"}},
+      {"bessel", {"special_coeffs", "special_bessel"}},
+      {"normal", {"special_coeffs", "special_normal"}},
+      {"gamma", {"special_gamma"}},
+      {"poly", {"special_poly"}},
+  };
   std::string s = dlprim::kernel_source("pointwise");
-  if (std::string(which) == "special") s += dlprim::kernel_source("special");
-  return s;
+  for (const auto& p : preludes)
+    if (p.first == which) {
+      for (const char* file : p.second) s += dlprim::kernel_source(file);
+      return s;
+    }
+  TORCH_INTERNAL_ASSERT(false, "pointwise table: unknown prelude ", which);
 }
 
 struct Arity {

@@ -23,6 +23,8 @@ constexpr uint64_t DT_FLT = dt_bit(c10::kHalf) | dt_bit(c10::kBFloat16) | dt_bit
 constexpr uint64_t DT_INTB = DT_INT | DT_BOOL;
 constexpr uint64_t DT_NUM = DT_INT | DT_FLT;
 constexpr uint64_t DT_ALL = DT_NUM | DT_BOOL;
+// Float and double kernels only (integers and bool promote to float): half/bfloat16 raise.
+constexpr uint64_t DT_NOHALF = DT_INTB | dt_bit(c10::kFloat) | dt_bit(c10::kDouble);
 
 enum PwId : int {
 #define OCL_PW_ENUM(kind, id, aten, dtypes, prelude, versions, body) PW_##id,

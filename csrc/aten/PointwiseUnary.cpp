@@ -162,6 +162,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define OCL_PW_SKIP(id, aten)
 #define OCL_PW_REG(kind, id, aten, dtypes, prelude, versions, body) OCL_PW_REG_##kind(id, aten)
   OCL_POINTWISE_UNARY(OCL_PW_REG)
+  OCL_POINTWISE_SPECIAL_UNARY(OCL_PW_REG)
 
   pw_impl(m, PW_isnan, "isnan", TORCH_FN(isnan));
   pw_impl(m, PW_logical_not, "logical_not.out", TORCH_FN(logical_not_out));

@@ -99,7 +99,8 @@ static inline dl_t dl_zeta(dl_t s, dl_t q) {
     a += 1;
     b = pow(a, -s);
     sum += b;
-    if (fabs(b / sum) < DL_EPS) return sum;
+    // b == 0: the terms underflow (and the tail below would form inf * 0)
+    if (b == 0 || fabs(b / sum) < DL_EPS) return sum;
   }
   dl_t w = a;
   sum += b * w / (s - 1);

@@ -26,6 +26,15 @@ FAMILIES = {
         bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift isclose __radd__ __rsub__ __rmul__
         __rdiv__ __rpow__ heaviside""",
     "ternary": "where lerp addcmul addcdiv clamp clamp_min clamp_max masked_fill nextafter",
+    "special": """i0 special.i0e special.i1 special.i1e special.bessel_j0 special.bessel_j1 special.bessel_y0
+        special.bessel_y1 special.modified_bessel_i0 special.modified_bessel_i1 special.modified_bessel_k0
+        special.modified_bessel_k1 special.scaled_modified_bessel_k0 special.scaled_modified_bessel_k1
+        special.spherical_bessel_j0 special.airy_ai special.erfcx special.ndtri special.log_ndtr special.ndtr
+        special.entr sinc special.xlog1py special.zeta igamma igammac mvlgamma special.chebyshev_polynomial_t
+        special.chebyshev_polynomial_u special.chebyshev_polynomial_v special.chebyshev_polynomial_w
+        special.shifted_chebyshev_polynomial_t special.shifted_chebyshev_polynomial_u
+        special.shifted_chebyshev_polynomial_v special.shifted_chebyshev_polynomial_w special.hermite_polynomial_h
+        special.hermite_polynomial_he special.laguerre_polynomial_l special.legendre_polynomial_p""",
     "activation": """nn.functional.relu nn.functional.relu6 nn.functional.leaky_relu nn.functional.elu
         nn.functional.selu nn.functional.celu nn.functional.gelu nn.functional.silu nn.functional.mish
         nn.functional.hardswish nn.functional.hardsigmoid nn.functional.hardtanh nn.functional.softplus
@@ -35,6 +44,57 @@ FAMILIES = {
 OP_NAMES = {name: fam for fam, names in FAMILIES.items() for name in names.split()}
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool]
+# The special family: each (op, dtype) is a kernel program of its own to build, about a second on
+# PoCL with a cold cache, so by default float32 for every op (forward, gradients, non-contiguous),
+# float64 for one op of each kind of numerics (special_*.cl: table ranges, recurrences, series),
+# and the promoting input dtypes once each (their loads are the elementwise generator's, shared by
+# every row). PYTORCH_OCL_OPINFO_ALL_DTYPES=1 runs every declared dtype of every op, float64 too.
+SPECIAL_SUBSET = {
+    torch.float64: """special.bessel_y1 special.modified_bessel_k0 special.scaled_modified_bessel_k1 special.airy_ai
+        special.i0e special.erfcx special.ndtri special.log_ndtr igamma igammac special.zeta
+        special.chebyshev_polynomial_w special.hermite_polynomial_h special.legendre_polynomial_p""".split(),
+    torch.int64: ["special.bessel_j0"],
+    torch.bool: ["special.chebyshev_polynomial_t"],
+    torch.float16: ["i0"],
+    torch.bfloat16: ["special.i1e"],
+}
+ALL_DTYPES = os.environ.get("PYTORCH_OCL_OPINFO_ALL_DTYPES") == "1"
+
+
+def _family_dtypes(op):
+    if OP_NAMES[op.name] != "special":
+        return DTYPES
+    if ALL_DTYPES:
+        return DTYPES + [torch.float64]
+    return [torch.float32] + [dt for dt, names in SPECIAL_SUBSET.items() if op.name in names]
+
+
+def _mp_unary(fn):
+    """A float64 reference for a unary op from an mpmath function of one argument (NaN where it
+    has no real value)."""
+    def ref(x):
+        import mpmath
+
+        def one(v):
+            try:
+                r = fn(mpmath, mpmath.mpf(v))
+                return float(r.real) if isinstance(r, mpmath.mpc) else float(r)
+            except Exception:  # noqa: BLE001 - mpmath has no real value here (poles, infinities)
+                return float("nan")
+        return torch.tensor([one(v) for v in x.detach().flatten().tolist()], dtype=torch.float64).reshape(x.shape)
+    return ref
+
+
+# ATen's CPU kernels of these lose about 1e-6 in double (more than double's default tolerance) at
+# some arguments in the samples' range: agreeing with the exact value (mpmath, 50 digits) is also
+# a correct answer for them, in float64.
+EXACT_REFERENCE = {
+    "special.bessel_j0": _mp_unary(lambda m, v: m.besselj(0, v)),
+    "special.bessel_j1": _mp_unary(lambda m, v: m.besselj(1, v)),
+    "special.bessel_y0": _mp_unary(lambda m, v: m.bessely(0, v) if v > 0 else (-m.inf if v == 0 else m.nan)),
+    "special.bessel_y1": _mp_unary(lambda m, v: m.bessely(1, v) if v > 0 else (-m.inf if v == 0 else m.nan)),
+    "special.airy_ai": _mp_unary(lambda m, v: m.airyai(v)),
+}
 MAX_SAMPLES = int(os.environ.get("PYTORCH_OCL_OPINFO_SAMPLES", "8"))
 # Fewer samples for the non-float32 dtypes: forward only, the kernels are the same code.
 MAX_SAMPLES_OTHER = max(1, MAX_SAMPLES // 2)
@@ -54,7 +114,7 @@ def cases():
     out = []
     for op in selected_opinfos():
         declared = op.supported_dtypes("cpu")
-        for dt in DTYPES:
+        for dt in _family_dtypes(op):
             if dt in declared:
                 out.append((op, dt))
     return out
@@ -124,6 +184,8 @@ def run_sample(op, sample, with_grad):
         # (as CUDA does): the float32 result rounded to the dtype is also a correct answer.
         up = sample.transform(_upcast)
         reference = op(up.input, *up.args, **up.kwargs)
+    elif op.name in EXACT_REFERENCE and isinstance(sample.input, torch.Tensor) and sample.input.dtype == torch.float64:
+        reference = EXACT_REFERENCE[op.name](sample.input)
     _compare(actual, expected, "forward", reference)
     if not with_grad:
         return

@@ -5,6 +5,7 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/mvlgamma.h>
 #include <ATen/native/Resize.h>
 #include <c10/util/Half.h>
 #include <c10/util/BFloat16.h>
@@ -126,6 +127,16 @@ at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
+// mvlgamma.out as the CPU's: the functional form (CompositeExplicitAutograd: arange, add, lgamma,
+// sum, all native, with its data-dependent domain check) into `out`.
+at::Tensor& mvlgamma_out(const at::Tensor& self, int64_t p, at::Tensor& out) {
+  at::Tensor result = at::mvlgamma(self, p);
+  TORCH_CHECK(c10::canCast(result.scalar_type(), out.scalar_type()), "mvlgamma: result type ",
+              result.scalar_type(), " can't be cast to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+
 // logit: eps < 0 stands for "no clamping" (eps=None).
 at::Tensor run_logit(const at::Tensor& self, std::optional<double> eps, const at::Tensor& out) {
   pw_check_dtype(PW_logit, self.scalar_type());
@@ -170,6 +181,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_frexp, "frexp.Tensor_out", TORCH_FN(frexp_out));
   pw_impl(m, PW_round_decimals, "round.decimals_out", TORCH_FN(round_decimals_out));
   pw_impl(m, PW_polygamma, "polygamma.out", TORCH_FN(polygamma_out));
+  m.impl("mvlgamma.out", TORCH_FN(mvlgamma_out));
   pw_impl(m, PW_logit, "logit", TORCH_FN(logit));
   pw_impl(m, PW_logit, "logit.out", TORCH_FN(logit_out));
   pw_impl(m, PW_logit, "logit_", TORCH_FN(logit_));

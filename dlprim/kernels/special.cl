@@ -99,9 +99,12 @@ static inline dl_t dl_zeta(dl_t s, dl_t q) {
     a += 1;
     b = pow(a, -s);
     sum += b;
-    // b == 0: the terms underflow (and the tail below would form inf * 0)
-    if (b == 0 || fabs(b / sum) < DL_EPS) return sum;
+    if (fabs(b / sum) < DL_EPS) return sum;
   }
+  // Every term underflowed (sum = 0). The CPU sums in double and goes on into the tail below, which
+  // stays 0 for finite s and q (here, in float, the factors could overflow into inf * 0) and is
+  // NaN (0 * inf) when s or q is +inf: the same answers directly.
+  if (b == 0) return (isinf(s) || isinf(q)) ? (dl_t)NAN : sum;
   dl_t w = a;
   sum += b * w / (s - 1);
   sum -= (dl_t)0.5 * b;

@@ -29,8 +29,8 @@ FAMILIES = {
     "special": """i0 special.i0e special.i1 special.i1e special.bessel_j0 special.bessel_j1 special.bessel_y0
         special.bessel_y1 special.modified_bessel_i0 special.modified_bessel_i1 special.modified_bessel_k0
         special.modified_bessel_k1 special.scaled_modified_bessel_k0 special.scaled_modified_bessel_k1
-        special.spherical_bessel_j0 special.airy_ai special.erfcx special.ndtri special.log_ndtr special.ndtr
-        special.entr sinc special.xlog1py special.zeta igamma igammac mvlgamma special.chebyshev_polynomial_t
+        special.spherical_bessel_j0 special.airy_ai special.erfcx special.ndtri special.log_ndtr special.zeta
+        igamma igammac mvlgamma special.chebyshev_polynomial_t
         special.chebyshev_polynomial_u special.chebyshev_polynomial_v special.chebyshev_polynomial_w
         special.shifted_chebyshev_polynomial_t special.shifted_chebyshev_polynomial_u
         special.shifted_chebyshev_polynomial_v special.shifted_chebyshev_polynomial_w special.hermite_polynomial_h

@@ -428,3 +428,15 @@ def test_kthvalue_median():
 def test_unfold_fold():
     check(lambda t: F.unfold(t, (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)), rand(2, 3, 7, 6, grad=True))
     check(lambda t: F.fold(t, (7, 6), (2, 3), padding=1), rand(2, 18, 48, grad=True))
+
+
+def test_special_functions():
+    # one row per special-function prelude (special_*.cl): the Chebyshev tables in __constant memory
+    # (bessel, normal), the series / continued fractions (gamma), the recurrences (poly)
+    x = torch.linspace(-9, 60, 11)
+    check(lambda x: torch.special.bessel_y1(x.abs()) + torch.special.modified_bessel_k0(x.abs()), x, backward=False)
+    check(lambda x: torch.special.airy_ai(x) + torch.special.erfcx(x), x, backward=False)
+    a = torch.linspace(0.1, 40, 11)
+    check(lambda a, x: torch.igamma(a, x) + torch.special.zeta(a + 1, x.abs()), a, x.abs(), backward=False)
+    check(lambda x: torch.special.chebyshev_polynomial_u(x / 60, 12.0) + torch.special.legendre_polynomial_p(x / 9, 5.0),
+          x, backward=False)

@@ -173,6 +173,8 @@ def test_forms():
     z = torch.empty(0, 3)
     assert S.bessel_y0(z.to("ocl")).shape == (0, 3)
     assert S.legendre_polynomial_p(z.to("ocl"), z.to("ocl")).shape == (0, 3)
+    # special_ndtr is CompositeImplicitAutograd over native ops (erf, mul, add)
+    _check(S.ndtr(d), S.ndtr(x))
     # integer inputs promote to the default float dtype, as on the CPU
     i = torch.arange(-3, 4)
     _check(S.bessel_j0(i.to("ocl")), S.bessel_j0(i))

@@ -9,7 +9,7 @@
 #   bash scripts/gpu_session.sh gemm        # GEMM / conv tests on the GPU, resnet50 conv table, overhead.py
 #   bash scripts/gpu_session.sh attention   # tests/test_attention.py, benchmarks/transformer.py (SDPA vs CUDA)
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
-#   bash scripts/gpu_session.sh verify      # matrix-engine probes, tiled dq timing, RNN/autocast tests, model rows
+#   bash scripts/gpu_session.sh verify      # matrix-engine probes, RNN/autocast tests, transformer.py with models
 #   bash scripts/gpu_session.sh mma         # matrix-engine GEMM tests on the real instruction, gemm.py per format
 #   bash scripts/gpu_session.sh attn_bwd    # tiled attention backward layouts (dq, dK/dV) timed; attention tests
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
@@ -64,13 +64,11 @@ case "${1:-validate}" in
       tests/test_transformers_models.py
     run transformer 400 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
     ;;
-  verify)  # the GPU checks this code has not had yet: matrix-engine probes, tiled dq, whole-layer RNN, autocast
+  verify)  # matrix-engine probes, whole-layer RNN / autocast tests, SDPA cases and model rows vs CUDA
     # (limits sum to ~480 s after the ~100 s build: one call)
     run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
-    run verify_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_rnn.py tests/test_autocast.py
-    run layouts 100 python3 benchmarks/attention_layouts.py --fwd default --bwd-tiled "0;1;32,32,8;48,32,8" \
-      --cases "8,12,1024,64,1;8,12,1024,64,0;4,16,4096,64,1" --out "$out/layouts.md"
-    run transformer_models 200 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
+    run verify_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_rnn.py tests/test_autocast.py
+    run transformer_models 330 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer.md"
     ;;
   mma)  # the matrix-engine GEMM (gemm_mma.cl) with the real mma.sync: tests, then bf16/fp16/tf32/3xtf32 vs cuBLAS
     run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"

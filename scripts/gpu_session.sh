@@ -23,6 +23,8 @@ out=${OUT:-results}
 mkdir -p "$out"
 bash scripts/gpu_build.sh > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 export OCL_ICD_FILENAMES=libnvidia-opencl.so.1 PYTHONUNBUFFERED=1 PYTORCH_OCL_STRICT=1
+# The OpInfo and autocast tests import torch.testing._internal, which needs expecttest (not installed there).
+ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-deps .carry/expecttest-*.whl
 bars='it/s\]|s/it\]|net/s\]|s/net\]|layer/s\]|s/layer\]|Warn'
 
 run() {  # run NAME SECONDS COMMAND...: the command's output, progress bars removed, to $out/NAME.log
@@ -46,8 +48,6 @@ case "${1:-validate}" in
       --out "$out/conv.md"
     ;;
   suite)
-    # The OpInfo tests import torch.testing._internal, which needs expecttest (not installed there).
-    ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-deps .carry/expecttest-*.whl
     # 12 xdist workers: the whole suite in about 5 min on the 16-core machine (one process: > 1 h).
     run tests 400 python3 -m pytest -q -n 12 -p no:cacheprovider tests
     run gemm 150 python3 benchmarks/gemm.py --ref cuda --peak-tflops 67 --out "$out/gemm.md"
@@ -72,7 +72,6 @@ case "${1:-validate}" in
     ;;
   mma)  # the matrix-engine GEMM (gemm_mma.cl) with the real mma.sync: tests, then bf16/fp16/tf32/3xtf32 vs cuBLAS
     run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
-    ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-deps .carry/expecttest-*.whl
     export PYTORCH_OCL_MMA_TEST=native
     run mma_tests 170 python3 -m pytest -q -n 8 -p no:cacheprovider \
       tests/test_gemm_mma.py tests/test_gemm.py tests/test_conv.py tests/test_conv_winograd.py

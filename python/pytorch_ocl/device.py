@@ -178,9 +178,10 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def is_tf32_supported() -> bool:
-    """False: ocl matrix products compute float32 in full precision (the matrix engine probed by
-    matrix_engine() is not used by the GEMM yet)."""
-    return False
+    """Whether the current device's matrix engine runs TF32 products (NVIDIA mma.sync, see
+    matrix_engine()): then torch.set_float32_matmul_precision('high') and torch.backends.cudnn.allow_tf32
+    put float32 matmuls / convolutions on it, as on CUDA."""
+    return bool(is_available() and matrix_engine().get("tf32"))
 
 
 def get_arch_list() -> list:

@@ -59,9 +59,14 @@ at::Tensor work_for(const at::Tensor& out, const at::Tensor& avoid) {
                            out.options());
 }
 
-void write_back(const at::Tensor& out, const at::Tensor& work) {
-  if (!work.is_same(out)) out.copy_(work);
+void copy_into(const at::Tensor& dst, const at::Tensor& src) {
+  bool same = dst.is_alias_of(src) && dst.storage_offset() == src.storage_offset() &&
+              dst.sizes().equals(src.sizes()) && (dst.numel() <= 1 || dst.strides().equals(src.strides())) &&
+              dst.scalar_type() == src.scalar_type();
+  if (!same) dst.copy_(src);
 }
+
+void write_back(const at::Tensor& out, const at::Tensor& work) { copy_into(out, work); }
 
 dlprim::MatrixRef matrix_ref(const at::Tensor& t) {
   int64_t bs = batch_stride(t, 2);

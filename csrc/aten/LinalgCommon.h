@@ -24,6 +24,9 @@ at::Tensor flat(const at::Tensor& t);
 // `write_back(out, work)`.
 at::Tensor work_for(const at::Tensor& out, const at::Tensor& avoid = at::Tensor());
 void write_back(const at::Tensor& out, const at::Tensor& work);
+// dst.copy_(src), skipped when they are the same elements (copy_ of a buffer onto itself fails in
+// OpenCL: CL_MEM_COPY_OVERLAP).
+void copy_into(const at::Tensor& dst, const at::Tensor& src);
 
 // For flat-batched tensors (asserted).
 dlprim::MatrixRef matrix_ref(const at::Tensor& t);

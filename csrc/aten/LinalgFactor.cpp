@@ -53,7 +53,7 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
     return {L, info};
   }
   at::Tensor work = work_for(L, A);
-  work.copy_(A);
+  copy_into(work, A);
   cholesky_lower(work, upper, info, op);
   write_back(L, work);
   if (check_errors) at::_linalg_check_errors(info, op, A.dim() == 2);
@@ -98,7 +98,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_factor_ex_out(const at::Ten
     return {LU, pivots, info};
   }
   at::Tensor work = work_for(LU, A);
-  work.copy_(A);
+  copy_into(work, A);
   bool piv_flat = flat_batches(pivots, 1) && (pivots.size(-1) <= 1 || pivots.stride(-1) == 1);
   at::Tensor piv = piv_flat ? pivots : at::empty(piv_shape, pivots.options());
   lu_factor(work, piv, info, op);

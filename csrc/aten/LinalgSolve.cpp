@@ -58,7 +58,7 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(A.device());
   at::Tensor work = work_for(out, A);
-  work.copy_(B.expand(B_shape));
+  copy_into(work, B.expand(B_shape));
   at::Tensor a = flat(A.expand(A_shape));
   // X A = B is A^T X^T = B^T.
   trsm(a, left ? work : work.mT(), !upper, !left, unit, op);
@@ -85,10 +85,10 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& B, c
   at::native::resize_output(X, B_shape);
   at::native::resize_output(M, A_shape);
   c10::DeviceGuard guard(A.device());
-  if (M.numel() > 0) M.copy_(A.expand(A_shape));
+  if (M.numel() > 0) copy_into(M, A.expand(A_shape));
   if (X.numel() == 0) return {X, M};
   at::Tensor work = work_for(X, A);
-  work.copy_(B.expand(B_shape));
+  copy_into(work, B.expand(B_shape));
   trsm(flat(A.expand(A_shape)), work, !upper, transpose, unit, op);
   write_back(X, work);
   return {X, M};
@@ -163,7 +163,7 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
   // X A = B is A^T X^T = B^T: solve for X^T with the other adjoint.
   at::Tensor work = work_for(out, LU);
   at::Tensor x = left ? work : work.mT();
-  x.copy_(left ? B.expand(B_shape) : B.expand(B_shape).mT());
+  copy_into(x, left ? B.expand(B_shape) : B.expand(B_shape).mT());
   at::Tensor lu = flat(LU.expand(with_matrix(batch, n, n)));
   std::vector<int64_t> piv_shape = batch;
   piv_shape.push_back(n);

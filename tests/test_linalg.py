@@ -1,0 +1,259 @@
+"""torch.linalg on ocl (dlprim/kernels/linalg.cl: Cholesky, LU with partial pivoting, triangular
+solves; csrc/aten/Linalg*.cpp) against the CPU: PyTorch's OpInfo samples of every op we claim,
+forward and backward, float32 and float64, contiguous and non-contiguous; then what the samples
+do not reach: sizes past one work-group's width, broadcast batches, out= with awkward layouts,
+zero-size inputs, singular and non-positive-definite inputs (`_ex` info values, the CPU's errors),
+exact pivots, and ill-conditioned systems."""
+import pytest
+import torch
+
+import pytorch_ocl  # noqa: F401  (registers the device before torch.testing._internal)
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import noncontiguous_like
+
+DEV = "ocl:0"
+# OpInfo names whose every sample must pass (they reach only our kernels and native ops).
+OPS = ["linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve", "cholesky_inverse",
+       "linalg.solve_triangular", "triangular_solve", "linalg.lu_factor", "linalg.lu_factor_ex", "linalg.lu",
+       "lu_unpack", "linalg.lu_solve", "lu", "lu_solve", "linalg.solve", "linalg.solve_ex", "linalg.inv",
+       "linalg.inv_ex", "linalg.det", "linalg.slogdet", "logdet", "linalg.matrix_power", "linalg.tensorinv",
+       "linalg.tensorsolve"]
+MAX_SAMPLES = 10
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-7, atol=1e-7)}
+GRAD_TOL = {torch.float32: dict(rtol=1e-3, atol=1e-3), torch.float64: dict(rtol=1e-6, atol=1e-6)}
+
+
+def _map(obj, fn):
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def _leaves(obj):
+    out = []
+    _map(obj, lambda t: out.append(t) or t)
+    return out
+
+
+def _to_dev(obj, noncontig):
+    def move(t):
+        d = t.detach()
+        d = noncontiguous_like(d) if noncontig and d.numel() > 1 else d
+        return d.to(DEV).requires_grad_(t.requires_grad)
+    return _map(obj, move)
+
+
+def _check_sample(op, sample, dtype, noncontig):
+    args, kwargs = (sample.input,) + tuple(sample.args), dict(sample.kwargs)
+    try:
+        expected = op(*args, **kwargs)
+    except Exception as cpu_error:  # noqa: BLE001 - the CPU refuses: ocl must refuse alike
+        with pytest.raises(type(cpu_error)):
+            op(*_to_dev(args, noncontig), **_to_dev(kwargs, noncontig))
+        return
+    dargs, dkwargs = _to_dev(args, noncontig), _to_dev(kwargs, noncontig)
+    actual = op(*dargs, **dkwargs)
+    outs, douts = _leaves(expected), _leaves(actual)
+    assert all(o.device.type == "ocl" for o in douts)
+    torch.testing.assert_close([o.detach().cpu() for o in douts], [o.detach() for o in outs], equal_nan=True,
+                               **TOL[dtype])
+    pairs = [(o, d) for o, d in zip(outs, douts) if o.requires_grad and o.is_floating_point()]
+    ins = [t for t in _leaves((args, kwargs)) if t.requires_grad]
+    dins = [t for t in _leaves((dargs, dkwargs)) if t.requires_grad]
+    if not pairs or not ins:
+        return
+    gen = torch.Generator().manual_seed(0)
+    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o, _ in pairs]
+    try:
+        expected_g = torch.autograd.grad([o for o, _ in pairs], ins, gouts, allow_unused=True)
+    except Exception:  # noqa: BLE001 - no CPU gradient to compare with
+        return
+    actual_g = torch.autograd.grad([d for _, d in pairs], dins, [g.to(DEV) for g in gouts], allow_unused=True)
+    for a, e in zip(actual_g, expected_g):
+        assert (a is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(a.cpu(), e, equal_nan=True, **GRAD_TOL[dtype])
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_opinfo(name):
+    ops = [o for o in op_db if o.name == name]
+    assert ops, name
+    for op in ops:
+        for dtype in (torch.float32, torch.float64):
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=op.supports_autograd))[:MAX_SAMPLES]
+            for i, sample in enumerate(samples):
+                # float64 non-contiguous too; float32 contiguous only (the same kernels, half the time)
+                for noncontig in ((False, True) if dtype == torch.float64 else (False,)):
+                    try:
+                        _check_sample(op, sample, dtype, noncontig)
+                    except Exception as e:
+                        raise AssertionError(f"{name} {dtype} sample {i} noncontig={noncontig}: {e}") from e
+
+
+# ------------------------------------------------------------------ beyond the samples
+def _spd(*batch, n, dtype=torch.float64):
+    a = torch.randn(*batch, n, n, dtype=dtype)
+    return a @ a.mT + n * torch.eye(n, dtype=dtype)
+
+
+@pytest.mark.parametrize("n", [1, 33, 130])
+def test_sizes_past_one_group(n):
+    """Steps wider than a work-group (130^2 > 256 items), odd sizes, a batch of 3; pivots exact."""
+    torch.manual_seed(n)
+    A = torch.randn(3, n, n, dtype=torch.float64)
+    B = torch.randn(3, n, 2, dtype=torch.float64)
+    S = _spd(3, n=n)
+    Ad, Bd, Sd = A.to(DEV), B.to(DEV), S.to(DEV)
+    torch.testing.assert_close(torch.linalg.cholesky(Sd).cpu(), torch.linalg.cholesky(S))
+    LU, piv = torch.linalg.lu_factor(A)
+    LUd, pivd = torch.linalg.lu_factor(Ad)
+    assert torch.equal(pivd.cpu(), piv)
+    torch.testing.assert_close(LUd.cpu(), LU)
+    torch.testing.assert_close(torch.linalg.solve(Ad, Bd).cpu(), torch.linalg.solve(A, B))
+    torch.testing.assert_close(torch.linalg.det(Ad).cpu(), torch.linalg.det(A))
+    X = torch.linalg.solve_triangular(Sd.triu(), Bd.mT, upper=True, left=False)
+    torch.testing.assert_close(X.cpu(), torch.linalg.solve_triangular(S.triu(), B.mT, upper=True, left=False))
+
+
+def test_float32_large_solve_residual():
+    torch.manual_seed(1)
+    A = torch.randn(200, 200) + 200 * torch.eye(200)
+    b = torch.randn(200, 3)
+    x = torch.linalg.solve(A.to(DEV), b.to(DEV)).cpu()
+    assert (A.double() @ x.double() - b.double()).abs().max() < 1e-4
+
+
+def test_broadcast_and_strided_inputs():
+    torch.manual_seed(2)
+    A = torch.randn(4, 1, 5, 5, dtype=torch.float64)[::2]  # sliced batch, broadcast against B
+    B = torch.randn(3, 5, 4, dtype=torch.float64).transpose(-2, -1)[..., :3, :]  # (3, 3, 5) strided
+    Bm = B.mT
+    for fn in (lambda a, b: torch.linalg.solve(a, b), lambda a, b: torch.linalg.solve(a, b.mT, left=False),
+               lambda a, b: torch.linalg.solve_triangular(a.tril(), b, upper=False, unitriangular=True),
+               lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+               lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mT + torch.eye(5, device=a.device)), upper=False)):
+        torch.testing.assert_close(fn(A.to(DEV), Bm.to(DEV)).cpu(), fn(A, Bm))
+    E = torch.randn(5, 5, dtype=torch.float64).expand(3, 5, 5)  # stride-0 batch
+    torch.testing.assert_close(torch.linalg.inv(E.to(DEV)).cpu(), torch.linalg.inv(E))
+
+
+def test_out_with_awkward_layouts():
+    torch.manual_seed(3)
+    A = torch.randn(2, 3, 4, 4, dtype=torch.float64)
+    S = A @ A.mT + 4 * torch.eye(4, dtype=torch.float64)
+    # batch dims that do not collapse into one stride: the kernels work on a copy, copied back
+    L = torch.empty(3, 2, 4, 4, dtype=torch.float64, device=DEV).transpose(0, 1)
+    info = torch.empty(2, 3, dtype=torch.int32, device=DEV)
+    torch.linalg.cholesky_ex(S.to(DEV), out=(L, info))
+    torch.testing.assert_close(L.cpu(), torch.linalg.cholesky(S))
+    LU = torch.empty(0, dtype=torch.float64, device=DEV)
+    piv = torch.empty(3, 2, 4, dtype=torch.int32, device=DEV).transpose(0, 1)
+    torch.linalg.lu_factor(A.to(DEV), out=(LU, piv))
+    LUc, pivc = torch.linalg.lu_factor(A)
+    torch.testing.assert_close(LU.cpu(), LUc)
+    assert torch.equal(piv.cpu(), pivc)
+    # out= aliasing B: solved in place
+    B = torch.randn(2, 3, 4, 2, dtype=torch.float64)
+    Bd = B.to(DEV)
+    torch.linalg.solve_triangular(S.to(DEV).tril(), Bd, upper=False, out=Bd)
+    torch.testing.assert_close(Bd.cpu(), torch.linalg.solve_triangular(S.tril(), B, upper=False))
+    # 1x1 inverse (the identity it starts from is its own B)
+    x = torch.tensor([[4.0]])
+    torch.testing.assert_close(torch.linalg.inv(x.to(DEV)).cpu(), torch.tensor([[0.25]]))
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 3), (2, 0, 0), (0, 0)])
+def test_zero_size(shape):
+    A = torch.randn(shape, dtype=torch.float64)
+    for fn in (torch.linalg.cholesky_ex, torch.linalg.lu_factor_ex, torch.linalg.inv_ex, torch.linalg.det,
+               torch.linalg.slogdet, torch.linalg.lu, lambda a: torch.linalg.solve(a, a),
+               lambda a: torch.linalg.solve_triangular(a, a, upper=True)):
+        got, want = fn(A.to(DEV)), fn(A)
+        for g, w in zip(_leaves(got), _leaves(want)):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            torch.testing.assert_close(g.cpu(), w)
+
+
+def test_ex_info_values():
+    """info as LAPACK's: the order of the first non-positive-definite minor, the first zero pivot."""
+    S = _spd(4, n=4)
+    S[1, 2, 2] = -100.0  # leading minor of order 3 not positive definite
+    S[3] = -S[3]         # order 1
+    L, info = torch.linalg.cholesky_ex(S.to(DEV))
+    assert info.tolist() == torch.linalg.cholesky_ex(S).info.tolist() == [0, 3, 0, 1]
+    torch.testing.assert_close(L[0].cpu(), torch.linalg.cholesky(S[0]))
+    A = torch.randn(4, 5, 5, dtype=torch.float64)
+    A[1, :, 2] = 0                      # zero column: pivot 3 is exactly zero
+    A[2] = 0                            # every pivot zero: info 1
+    A[3, 4] = A[3, 0] * 2               # dependent rows: rounding leaves a tiny pivot (info 0 on both)
+    for fn in (torch.linalg.lu_factor_ex, torch.linalg.inv_ex, torch.linalg.solve_ex):
+        args = (A,) if fn is not torch.linalg.solve_ex else (A, torch.ones(4, 5, 1, dtype=torch.float64))
+        want = fn(*args).info
+        got = fn(*[a.to(DEV) for a in args]).info
+        assert got.tolist() == want.tolist() and want.tolist()[:3] == [0, 3, 1], (fn, got, want)
+    torch.testing.assert_close(torch.linalg.det(A.to(DEV)).cpu(), torch.linalg.det(A))
+
+
+def _raises_like_cpu(fn, *args):
+    with pytest.raises(Exception) as cpu_err:
+        fn(*args)
+    with pytest.raises(type(cpu_err.value)) as dev_err:
+        fn(*[a.to(DEV) for a in args])
+    assert str(dev_err.value) == str(cpu_err.value)
+
+
+def test_errors_match_the_cpu():
+    neg = -torch.eye(3)
+    _raises_like_cpu(torch.linalg.cholesky, neg)
+    _raises_like_cpu(torch.linalg.cholesky, neg.expand(2, 3, 3))
+    _raises_like_cpu(lambda a: torch.cholesky(a), neg)
+    _raises_like_cpu(torch.linalg.inv, torch.zeros(3, 3))
+    _raises_like_cpu(torch.linalg.solve, torch.zeros(2, 3, 3), torch.ones(2, 3))
+    _raises_like_cpu(torch.linalg.lu_factor, torch.zeros(3, 3))
+    _raises_like_cpu(torch.linalg.cholesky, torch.ones(2, 3))              # not square
+    _raises_like_cpu(torch.linalg.solve, torch.eye(3), torch.ones(4))      # incompatible shapes
+    _raises_like_cpu(torch.linalg.solve_triangular, torch.eye(3), torch.ones(3))  # B not a matrix
+    with pytest.raises(NotImplementedError, match="float32 and float64"):
+        torch.linalg.cholesky(torch.eye(2, dtype=torch.float16, device=DEV))
+    with pytest.raises(RuntimeError, match="without pivoting"):
+        torch.linalg.lu_factor(torch.eye(2, device=DEV), pivot=False)
+
+
+def test_ill_conditioned():
+    """Hilbert matrices: the same pivots as LAPACK, and residuals at LAPACK's level."""
+    n = 8
+    i = torch.arange(n, dtype=torch.float64)
+    H = 1.0 / (i[:, None] + i[None, :] + 1)
+    b = H.sum(-1, keepdim=True)
+    x = torch.linalg.solve(H.to(DEV), b.to(DEV)).cpu()
+    assert (H @ x - b).abs().max() < 1e-12
+    assert torch.equal(torch.linalg.lu_factor(H.to(DEV)).pivots.cpu(), torch.linalg.lu_factor(H).pivots)
+    torch.testing.assert_close(torch.linalg.cholesky(H.to(DEV)).cpu(), torch.linalg.cholesky(H))
+    torch.testing.assert_close(torch.linalg.slogdet(H.to(DEV)).logabsdet.cpu(), torch.linalg.slogdet(H).logabsdet)
+
+
+def test_gradients_float64():
+    torch.manual_seed(4)
+    A = torch.randn(2, 6, 6, dtype=torch.float64)
+    S = _spd(2, n=6)
+    B = torch.randn(2, 6, 3, dtype=torch.float64)
+    fns = [lambda a, s, b: torch.linalg.solve(a, b), lambda a, s, b: torch.linalg.inv(a),
+           lambda a, s, b: torch.linalg.det(a), lambda a, s, b: torch.linalg.slogdet(a)[1],
+           lambda a, s, b: torch.linalg.cholesky(s), lambda a, s, b: torch.cholesky_solve(b, torch.linalg.cholesky(s)),
+           lambda a, s, b: torch.linalg.solve_triangular(a.triu(), b, upper=True),
+           lambda a, s, b: torch.linalg.lu(a)[1:], lambda a, s, b: torch.cholesky_inverse(torch.linalg.cholesky(s))]
+    for fn in fns:
+        cpu = [t.clone().requires_grad_() for t in (A, S, B)]
+        dev = [t.to(DEV).requires_grad_() for t in (A, S, B)]
+        outs_c, outs_d = _leaves(fn(*cpu)), _leaves(fn(*dev))
+        gs = [torch.randn_like(o) for o in outs_c]
+        torch.autograd.backward(outs_c, gs)
+        torch.autograd.backward(outs_d, [g.to(DEV) for g in gs])
+        for c, d in zip(cpu, dev):
+            if c.grad is not None:
+                torch.testing.assert_close(d.grad.cpu(), c.grad)

@@ -17,7 +17,7 @@ OPS = ["linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve", "c
        "linalg.solve_triangular", "triangular_solve", "linalg.lu_factor", "linalg.lu_factor_ex", "linalg.lu",
        "lu_unpack", "linalg.lu_solve", "lu", "lu_solve", "linalg.solve", "linalg.solve_ex", "linalg.inv",
        "linalg.inv_ex", "linalg.det", "linalg.slogdet", "logdet", "linalg.matrix_power", "linalg.tensorinv",
-       "linalg.tensorsolve"]
+       "linalg.tensorsolve", "geqrf", "linalg.householder_product", "linalg.qr", "qr", "ormqr"]
 MAX_SAMPLES = 10
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-7, atol=1e-7)}
 GRAD_TOL = {torch.float32: dict(rtol=1e-3, atol=1e-3), torch.float64: dict(rtol=1e-6, atol=1e-6)}

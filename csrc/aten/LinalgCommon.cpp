@@ -90,6 +90,18 @@ dlprim::IntVecRef int_ref(const at::Tensor& t) {
   return {b.mem, b.offset / 4, bs};
 }
 
+dlprim::MatrixRef vec_ref(const at::Tensor& t) {
+  TORCH_INTERNAL_ASSERT(t.is_contiguous());
+  BufferRef b = buffer_of(t);
+  dlprim::MatrixRef r;
+  r.mem = b.mem;
+  r.offset = b.offset / t.element_size();
+  r.batch_stride = t.dim() == 0 ? 0 : t.size(-1);
+  r.row_stride = 1;
+  r.col_stride = 1;
+  return r;
+}
+
 namespace {
 
 dlprim::DType dtype_of(const at::Tensor& t, const char* op) { return to_dlprim(t.scalar_type(), op); }
@@ -176,6 +188,23 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
     trsm(LU, x, /*lower=*/true, true, /*unit=*/true, op);
     laswp(x, pivots, true, op);
   }
+}
+
+void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
+  int device = work.device().index();
+  cl_command_queue q = queue_of(work);
+  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, dtype_of(work, op), batch_count(work),
+                                    work.size(-2), work.size(-1), matrix_ref(work), vec_ref(tau)));
+  note_enqueued(q);
+}
+
+void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+  int device = out.device().index();
+  cl_command_queue q = current_queue(device);
+  OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, dtype_of(out, op),
+                                                  batch_count(out), out.size(-2), out.size(-1), tau.size(-1),
+                                                  matrix_ref(v), vec_ref(tau), matrix_ref(out)));
+  note_enqueued(q);
 }
 
 } // namespace pytorch_ocl::linalg

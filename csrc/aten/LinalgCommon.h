@@ -31,6 +31,8 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src);
 // For flat-batched tensors (asserted).
 dlprim::MatrixRef matrix_ref(const at::Tensor& t);
 dlprim::IntVecRef int_ref(const at::Tensor& t);  // int32 (..., k) with unit stride along k
+// A contiguous batch of vectors (..., k): batch stride k (row/col strides 1, unused).
+dlprim::MatrixRef vec_ref(const at::Tensor& t);
 
 // The kernels on flat tensors (a and x: floating matrices; pivots/info: int32).
 void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
@@ -44,5 +46,10 @@ at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op);
 // LU solve on flat x (n x nrhs, batch of LU's): x <- A^-1 x or A^-T x (adjoint).
 void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& x, bool adjoint,
                        const char* op);
+
+// Householder QR in place of flat `work`, tau contiguous (..., min(m, n)).
+void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op);
+// out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous).
+void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op);
 
 } // namespace pytorch_ocl::linalg

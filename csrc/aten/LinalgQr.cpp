@@ -22,37 +22,6 @@ namespace {
 
 using namespace pytorch_ocl::linalg;
 
-// A batch of vectors (..., k) as a MatrixRef whose batch stride steps the vectors (unit stride in k).
-dlprim::MatrixRef vec_ref(const at::Tensor& t) {
-  TORCH_INTERNAL_ASSERT(t.is_contiguous());
-  BufferRef b = buffer_of(t);
-  dlprim::MatrixRef r;
-  r.mem = b.mem;
-  r.offset = b.offset / t.element_size();
-  r.batch_stride = t.dim() == 0 ? 0 : t.size(-1);
-  r.row_stride = 1;
-  r.col_stride = 1;
-  return r;
-}
-
-void run_geqrf(const at::Tensor& work, const at::Tensor& tau, const char* op) {
-  int device = work.device().index();
-  cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, to_dlprim(work.scalar_type(), op), batch_count(work),
-                                    work.size(-2), work.size(-1), matrix_ref(work), vec_ref(tau)));
-  note_enqueued(q);
-}
-
-// out (..., m, qc) from the reflectors in v (..., m, >= k) and tau (..., k); out flat.
-void run_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op) {
-  int device = out.device().index();
-  cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, to_dlprim(out.scalar_type(), op),
-                                                  batch_count(out), out.size(-2), out.size(-1), tau.size(-1),
-                                                  matrix_ref(v), vec_ref(tau), matrix_ref(out)));
-  note_enqueued(q);
-}
-
 std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& QR, at::Tensor& tau) {
   const char* op = "geqrf";
   TORCH_CHECK(A.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
@@ -68,7 +37,7 @@ std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& 
   at::Tensor work = work_for(QR, A);
   copy_into(work, A);
   at::Tensor t = tau.is_contiguous() ? tau : at::empty(tau_shape, tau.options());
-  run_geqrf(work, t, op);
+  geqrf_in_place(work, t, op);
   write_back(QR, work);
   write_back(tau, t);
   return {QR, tau};
@@ -98,7 +67,7 @@ at::Tensor& householder_product_out(const at::Tensor& A, const at::Tensor& tau, 
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(A.device());
   at::Tensor work = work_for(out, A);
-  run_orgqr(flat(A), tau.contiguous(), work, op);
+  orgqr_into(flat(A), tau.contiguous(), work, op);
   write_back(out, work);
   return out;
 }
@@ -129,7 +98,7 @@ std::tuple<at::Tensor&, at::Tensor&> qr_out(const at::Tensor& A, c10::string_vie
   tau_shape.push_back(k);
   at::Tensor work = at::native::cloneBatchedColumnMajor(A);
   at::Tensor tau = at::empty(tau_shape, A.options());
-  if (A.numel() > 0) run_geqrf(work, tau, op);
+  if (A.numel() > 0) geqrf_in_place(work, tau, op);
   if (R.numel() > 0) {
     if (R.size(-2) == k) {
       R.copy_(work.narrow(-2, 0, k).triu());
@@ -139,7 +108,7 @@ std::tuple<at::Tensor&, at::Tensor&> qr_out(const at::Tensor& A, c10::string_vie
   }
   if (compute_q && Q.numel() > 0) {
     at::Tensor qwork = work_for(Q, A);
-    run_orgqr(work, tau, qwork, op);
+    orgqr_into(work, tau, qwork, op);
     write_back(Q, qwork);
   }
   return {Q, R};
@@ -172,7 +141,7 @@ at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::
   qshape.push_back(m);
   c10::DeviceGuard guard(input.device());
   at::Tensor Q = at::empty(qshape, input.options());
-  if (Q.numel() > 0) run_orgqr(flat(input), tau.contiguous(), Q, op);
+  if (Q.numel() > 0) orgqr_into(flat(input), tau.contiguous(), Q, op);
   at::Tensor Qop = transpose ? Q.mT() : Q;
   at::Tensor r = left ? at::matmul(Qop, other) : at::matmul(other, Qop);
   at::native::resize_output(out, r.sizes());

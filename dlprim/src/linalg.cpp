@@ -49,8 +49,9 @@ Kernel kernel(const Context& ctx, DType t, const char* file, const char* name) {
   Kernel k;
   k.lock = std::unique_lock<std::mutex>(p->m);
   if (!p->prog) {
-    std::string src = t == DType::F64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T double\n"
-                                      : "#define T float\n";
+    std::string src = t == DType::F64
+                          ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T double\n#define EPS DBL_EPSILON\n"
+                          : "#define T float\n#define EPS FLT_EPSILON\n";
     p->prog = ctx.program(src + kernel_source(file));
   }
   auto it = p->kernels.find(name);
@@ -168,6 +169,42 @@ void householder_product(const Context& ctx, cl_command_queue q, DType t, uint64
   add_matrix(args, tau, false);
   add_matrix(args, out);
   args.add<cl_long>(m).add<cl_long>(qc).add<cl_long>(k_refl);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+} // namespace dlprim
+
+namespace dlprim {
+
+void eigh_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+                 const MatrixRef& v, const MatrixRef& rot, const MatrixRef& w, const MatrixRef* vectors) {
+  if (batch == 0 || n == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_jacobi", "linalg_eigh_jacobi");
+  size_t g = k.group_for(std::max<int64_t>(n, n * n / 4));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, v, false);
+  add_matrix(args, rot, false);
+  add_matrix(args, w, false);
+  add_matrix(args, vectors ? *vectors : w);
+  args.add<cl_long>(n).add<cl_int>(vectors ? 1 : 0).add_local(g * dtype_size(t));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void svd_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+                const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
+                const MatrixRef& vectors) {
+  if (batch == 0 || n == 0 || m == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_jacobi", "linalg_svd_jacobi");
+  size_t g = k.group_for(std::max<int64_t>(n, (m + n) * n / 4));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, v, false);
+  add_matrix(args, rot, false);
+  add_matrix(args, s, false);
+  add_matrix(args, u);
+  add_matrix(args, vectors);
+  args.add<cl_long>(m).add<cl_long>(n).add_local(g * dtype_size(t));
   launch_1d(q, k.k, batch * g, g);
 }
 

@@ -1,5 +1,5 @@
-"""torch.linalg on ocl (dlprim/kernels/linalg.cl: Cholesky, LU with partial pivoting, triangular
-solves; csrc/aten/Linalg*.cpp) against the CPU: PyTorch's OpInfo samples of every op we claim,
+"""torch.linalg on ocl (dlprim/kernels/linalg*.cl: Cholesky, LU with partial pivoting, triangular
+solves, Householder QR, Jacobi eigh and SVD; csrc/aten/Linalg*.cpp) against the CPU: PyTorch's OpInfo samples of every op we claim,
 forward and backward, float32 and float64, contiguous and non-contiguous; then what the samples
 do not reach: sizes past one work-group's width, broadcast batches, out= with awkward layouts,
 zero-size inputs, singular and non-positive-definite inputs (`_ex` info values, the CPU's errors),
@@ -17,8 +17,13 @@ OPS = ["linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve", "c
        "linalg.solve_triangular", "triangular_solve", "linalg.lu_factor", "linalg.lu_factor_ex", "linalg.lu",
        "lu_unpack", "linalg.lu_solve", "lu", "lu_solve", "linalg.solve", "linalg.solve_ex", "linalg.inv",
        "linalg.inv_ex", "linalg.det", "linalg.slogdet", "logdet", "linalg.matrix_power", "linalg.tensorinv",
-       "linalg.tensorsolve", "geqrf", "linalg.householder_product", "linalg.qr", "qr", "ormqr"]
-MAX_SAMPLES = 10
+       "linalg.tensorsolve", "geqrf", "linalg.householder_product", "linalg.qr", "qr", "ormqr", "linalg.eigh",
+       "linalg.eigvalsh", "linalg.svd", "linalg.svdvals", "svd", "linalg.pinv", "pinverse", "linalg.matrix_rank",
+       "linalg.matrix_norm", "linalg.norm", "linalg.cond"]
+# Eigen/singular vectors are unique up to sign (Jacobi's and LAPACK's signs differ): these compare
+# the outputs through the OpInfo's sign-invariant output_process_fn_grad, forward and backward.
+SIGN_FREE = {"linalg.eigh", "linalg.svd", "svd"}
+MAX_SAMPLES = 8
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-7, atol=1e-7)}
 GRAD_TOL = {torch.float32: dict(rtol=1e-3, atol=1e-3), torch.float64: dict(rtol=1e-6, atol=1e-6)}
 
@@ -47,7 +52,7 @@ def _to_dev(obj, noncontig):
     return _map(obj, move)
 
 
-def _check_sample(op, sample, dtype, noncontig):
+def _check_sample(op, sample, dtype, noncontig, grad):
     args, kwargs = (sample.input,) + tuple(sample.args), dict(sample.kwargs)
     try:
         expected = op(*args, **kwargs)
@@ -57,10 +62,14 @@ def _check_sample(op, sample, dtype, noncontig):
         return
     dargs, dkwargs = _to_dev(args, noncontig), _to_dev(kwargs, noncontig)
     actual = op(*dargs, **dkwargs)
+    if op.name in SIGN_FREE:
+        expected, actual = sample.output_process_fn_grad(expected), sample.output_process_fn_grad(actual)
     outs, douts = _leaves(expected), _leaves(actual)
     assert all(o.device.type == "ocl" for o in douts)
     torch.testing.assert_close([o.detach().cpu() for o in douts], [o.detach() for o in outs], equal_nan=True,
                                **TOL[dtype])
+    if not grad:
+        return
     pairs = [(o, d) for o, d in zip(outs, douts) if o.requires_grad and o.is_floating_point()]
     ins = [t for t in _leaves((args, kwargs)) if t.requires_grad]
     dins = [t for t in _leaves((dargs, dkwargs)) if t.requires_grad]
@@ -87,10 +96,12 @@ def test_opinfo(name):
         for dtype in (torch.float32, torch.float64):
             samples = list(op.sample_inputs("cpu", dtype, requires_grad=op.supports_autograd))[:MAX_SAMPLES]
             for i, sample in enumerate(samples):
-                # float64 non-contiguous too; float32 contiguous only (the same kernels, half the time)
+                # To keep CI time down (the same kernels run either way): float32 forward only;
+                # float64 forward on contiguous and non-contiguous inputs, backward on contiguous.
                 for noncontig in ((False, True) if dtype == torch.float64 else (False,)):
+                    grad = dtype == torch.float64 and not noncontig
                     try:
-                        _check_sample(op, sample, dtype, noncontig)
+                        _check_sample(op, sample, dtype, noncontig, grad)
                     except Exception as e:
                         raise AssertionError(f"{name} {dtype} sample {i} noncontig={noncontig}: {e}") from e
 
@@ -257,3 +268,80 @@ def test_gradients_float64():
         for c, d in zip(cpu, dev):
             if c.grad is not None:
                 torch.testing.assert_close(d.grad.cpu(), c.grad)
+
+
+def _canon(V):
+    """Columns signed so that each one's largest-magnitude entry is positive."""
+    idx = V.abs().argmax(-2, keepdim=True)
+    return V * torch.gather(V, -2, idx).sign()
+
+
+@pytest.mark.parametrize("n", [2, 7, 40])
+def test_eigh_sizes(n):
+    """Jacobi eigh vs LAPACK past one group's width: values, vectors up to sign, residual; UPLO."""
+    torch.manual_seed(n)
+    A = torch.randn(2, n, n, dtype=torch.float64)
+    for uplo in ("L", "U"):
+        w, V = torch.linalg.eigh(A.to(DEV), UPLO=uplo)
+        wc, Vc = torch.linalg.eigh(A, UPLO=uplo)
+        torch.testing.assert_close(w.cpu(), wc)
+        torch.testing.assert_close(_canon(V.cpu()), _canon(Vc))
+        S = A.tril() + A.tril(-1).mT if uplo == "L" else A.triu() + A.triu(1).mT
+        torch.testing.assert_close(S @ V.cpu(), V.cpu() * w.cpu().unsqueeze(-2))
+    torch.testing.assert_close(torch.linalg.eigvalsh(A.float().to(DEV)).cpu(), torch.linalg.eigvalsh(A.float()),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_eigh_repeated_eigenvalues():
+    Q = torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64)).Q
+    A = Q @ torch.diag(torch.tensor([1.0, 1.0, 1.0, 2.0, 2.0, 5.0], dtype=torch.float64)) @ Q.mT
+    for M in (A, torch.eye(5, dtype=torch.float64), torch.zeros(3, 3, dtype=torch.float64)):
+        w, V = torch.linalg.eigh(M.to(DEV))
+        torch.testing.assert_close(w.cpu(), torch.linalg.eigvalsh(M))
+        torch.testing.assert_close(V.cpu().mT @ V.cpu(), torch.eye(M.shape[-1], dtype=torch.float64))
+        torch.testing.assert_close(V.cpu() @ torch.diag_embed(w.cpu()) @ V.cpu().mT, M)
+
+
+@pytest.mark.parametrize("shape", [(70, 9), (9, 70), (16, 16), (3, 0), (0, 3)])
+def test_svd_shapes(shape):
+    torch.manual_seed(sum(shape))
+    A = torch.randn(2, *shape, dtype=torch.float64)
+    k = min(shape)
+    for full in (False, True):
+        U, S, Vh = torch.linalg.svd(A.to(DEV), full_matrices=full)
+        Uc, Sc, Vhc = torch.linalg.svd(A, full_matrices=full)
+        assert U.shape == Uc.shape and S.shape == Sc.shape and Vh.shape == Vhc.shape
+        U, S, Vh = U.cpu(), S.cpu(), Vh.cpu()
+        torch.testing.assert_close(S, Sc)
+        torch.testing.assert_close(U[..., :k] * S.unsqueeze(-2) @ Vh[..., :k, :], A)
+        torch.testing.assert_close(U.mT @ U, torch.eye(U.shape[-1], dtype=torch.float64).expand_as(U.mT @ U))
+        torch.testing.assert_close(Vh @ Vh.mT, torch.eye(Vh.shape[-2], dtype=torch.float64).expand_as(Vh @ Vh.mT))
+
+
+def test_svd_rank_deficient():
+    """Zero singular values: the left vectors still complete to an orthonormal basis (no NaN), so
+    pinv / matrix_rank / lstsq-like uses match the CPU."""
+    torch.manual_seed(5)
+    B = torch.randn(2, 6, 3, dtype=torch.float64)
+    A = B @ torch.randn(2, 3, 5, dtype=torch.float64)  # rank 3
+    U, S, Vh = torch.linalg.svd(A.to(DEV))
+    assert torch.isfinite(U).all() and torch.isfinite(Vh).all()
+    torch.testing.assert_close(U.cpu().mT @ U.cpu(), torch.eye(6, dtype=torch.float64).expand(2, 6, 6))
+    torch.testing.assert_close(S.cpu(), torch.linalg.svdvals(A))
+    assert torch.equal(torch.linalg.matrix_rank(A.to(DEV)).cpu(), torch.linalg.matrix_rank(A))
+    torch.testing.assert_close(torch.linalg.pinv(A.to(DEV)).cpu(), torch.linalg.pinv(A))
+    Z = torch.zeros(4, 3, dtype=torch.float64)
+    U, S, Vh = torch.linalg.svd(Z.to(DEV))
+    torch.testing.assert_close(U.cpu().mT @ U.cpu(), torch.eye(4, dtype=torch.float64))
+    assert S.abs().max().item() == 0
+
+
+def test_qr_modes_and_shapes():
+    torch.manual_seed(6)
+    for shape in ((7, 4), (4, 7), (5, 5), (3, 0, 2)):
+        A = torch.randn(*shape, dtype=torch.float64)
+        for mode in ("reduced", "complete", "r"):
+            got, want = torch.linalg.qr(A.to(DEV), mode=mode), torch.linalg.qr(A, mode=mode)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                torch.testing.assert_close(g.cpu(), w)

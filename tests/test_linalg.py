@@ -19,7 +19,7 @@ OPS = ["linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve", "c
        "linalg.inv_ex", "linalg.det", "linalg.slogdet", "logdet", "linalg.matrix_power", "linalg.tensorinv",
        "linalg.tensorsolve", "geqrf", "linalg.householder_product", "linalg.qr", "qr", "ormqr", "linalg.eigh",
        "linalg.eigvalsh", "linalg.svd", "linalg.svdvals", "svd", "linalg.pinv", "pinverse", "linalg.matrix_rank",
-       "linalg.matrix_norm", "linalg.norm", "linalg.cond"]
+       "linalg.matrix_norm", "linalg.norm", "linalg.cond", "linalg.lstsq"]
 # Eigen/singular vectors are unique up to sign (Jacobi's and LAPACK's signs differ): these compare
 # the outputs through the OpInfo's sign-invariant output_process_fn_grad, forward and backward.
 SIGN_FREE = {"linalg.eigh", "linalg.svd", "svd"}
@@ -345,3 +345,23 @@ def test_qr_modes_and_shapes():
             for g, w in zip(got, want):
                 assert g.shape == w.shape
                 torch.testing.assert_close(g.cpu(), w)
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss", None])
+def test_lstsq_drivers(driver):
+    """The CPU's per-driver outputs (rank, singular values, residuals) on over- and underdetermined,
+    batched, vector, zero-size and rank-deficient problems."""
+    torch.manual_seed(7)
+    f64 = dict(dtype=torch.float64)
+    A, b = torch.randn(5, 3, **f64), torch.randn(5, **f64)
+    cases = [(A, b), (A.expand(2, 5, 3), b.expand(2, 5)), (A.mT, torch.randn(3, 4, **f64)),
+             (torch.zeros(2, 0, 3, **f64), torch.zeros(2, 0, 2, **f64)),
+             (torch.zeros(2, 3, 0, **f64), torch.zeros(2, 3, 2, **f64))]
+    if driver != "gels":  # gels assumes full rank
+        cases.append((torch.randn(6, 2, **f64) @ torch.randn(2, 4, **f64), torch.randn(6, 2, **f64)))
+    for A, B in cases:
+        want = torch.linalg.lstsq(A, B, driver=driver)
+        got = torch.linalg.lstsq(A.to(DEV), B.to(DEV), driver=driver)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            torch.testing.assert_close(g.cpu(), w)

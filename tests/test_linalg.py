@@ -1,6 +1,7 @@
 """torch.linalg on ocl (dlprim/kernels/linalg*.cl: Cholesky, LU with partial pivoting, triangular
-solves, Householder QR, Jacobi eigh and SVD; csrc/aten/Linalg*.cpp) against the CPU: PyTorch's OpInfo samples of every op we claim,
-forward and backward, float32 and float64, contiguous and non-contiguous; then what the samples
+solves, Householder QR, Jacobi eigh and SVD; csrc/aten/Linalg*.cpp) against the CPU: PyTorch's
+OpInfo samples of every op we claim, forward and backward, float32 and float64, contiguous and
+non-contiguous; then what the samples
 do not reach: sizes past one work-group's width, broadcast batches, out= with awkward layouts,
 zero-size inputs, singular and non-positive-definite inputs (`_ex` info values, the CPU's errors),
 exact pivots, and ill-conditioned systems."""
@@ -147,7 +148,8 @@ def test_broadcast_and_strided_inputs():
     for fn in (lambda a, b: torch.linalg.solve(a, b), lambda a, b: torch.linalg.solve(a, b.mT, left=False),
                lambda a, b: torch.linalg.solve_triangular(a.tril(), b, upper=False, unitriangular=True),
                lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
-               lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mT + torch.eye(5, device=a.device)), upper=False)):
+               lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mT + torch.eye(5, device=a.device)),
+                                                 upper=False)):
         torch.testing.assert_close(fn(A.to(DEV), Bm.to(DEV)).cpu(), fn(A, Bm))
     E = torch.randn(5, 5, dtype=torch.float64).expand(3, 5, 5)  # stride-0 batch
     torch.testing.assert_close(torch.linalg.inv(E.to(DEV)).cpu(), torch.linalg.inv(E))

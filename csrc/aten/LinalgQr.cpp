@@ -54,7 +54,8 @@ at::Tensor& householder_product_out(const at::Tensor& A, const at::Tensor& tau, 
   TORCH_CHECK(A.dim() >= 2, op, ": input must have at least 2 dimensions.");
   TORCH_CHECK(A.size(-2) >= A.size(-1), op, ": input.shape[-2] must be greater than or equal to input.shape[-1]");
   TORCH_CHECK(A.size(-1) >= tau.size(-1), op, ": input.shape[-1] must be greater than or equal to tau.shape[-1]");
-  TORCH_CHECK(A.dim() - tau.dim() == 1, op, ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
+  TORCH_CHECK(A.dim() - tau.dim() == 1, op,
+              ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
               tau.dim(), " and input.ndim is equal to ", A.dim());
   TORCH_CHECK(A.sizes().slice(0, A.dim() - 2).equals(tau.sizes().slice(0, tau.dim() - 1)), op,
               ": Expected batch dimensions of tau to be equal to input.shape[:-2], but got ", tau.sizes());
@@ -127,9 +128,11 @@ at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::
   TORCH_CHECK(other.size(left_size_condition) == input.size(-2), op, ": other.shape[", left_size_condition,
               "] must be equal to input.shape[-2]");
   TORCH_CHECK(tau.size(-1) <= input.size(-1), op, ": tau.shape[-1] must be less than or equal to input.shape[-1]");
-  TORCH_CHECK(input.dim() - tau.dim() == 1, op, ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
+  TORCH_CHECK(input.dim() - tau.dim() == 1, op,
+              ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
               tau.dim(), " and input.ndim is equal to ", input.dim());
-  TORCH_CHECK(input.dim() == other.dim(), op, ": Expected other to have the same number of dimensions as input, but got other.ndim equal to ",
+  TORCH_CHECK(input.dim() == other.dim(), op,
+              ": Expected other to have the same number of dimensions as input, but got other.ndim equal to ",
               other.dim(), " and input.ndim is equal to ", input.dim());
   TORCH_CHECK(input.scalar_type() == other.scalar_type() && input.scalar_type() == tau.scalar_type(), op,
               ": Expected input, tau and other to have the same dtype");

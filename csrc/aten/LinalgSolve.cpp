@@ -9,6 +9,10 @@
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/_linalg_det.h>
+#include <ATen/ops/_linalg_solve_ex.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/tensor.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linalg_lu_factor_ex.h>
@@ -174,6 +178,26 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
   return out;
 }
 
+// Whether this torch's CPU kernel of `op` (_linalg_solve_ex or _linalg_det) factors A^T instead of
+// A when A is contiguous (an optimisation some torch versions have and others dropped). The saved
+// LU must be the one the version's backward formula expects, so we ask the CPU once: A = [[1, 0],
+// [2, 1]] pivots row 2 first, A^T row 1.
+bool cpu_uses_transpose(bool det) {
+  auto probe = [](bool d) {
+    try {
+      at::Tensor A = at::tensor({1.0, 0.0, 2.0, 1.0}, at::kDouble).view({2, 2});
+      at::Tensor piv = d ? std::get<2>(at::_linalg_det(A))
+                         : std::get<2>(at::_linalg_solve_ex(A, at::ones({2, 1}, at::kDouble)));
+      return piv[0].item<int>() == 1;
+    } catch (const c10::Error&) {  // a torch without LAPACK: nothing saved by the CPU to agree with
+      return false;
+    }
+  };
+  static const bool solve_t = probe(false);
+  static const bool det_t = probe(true);
+  return det ? det_t : solve_t;
+}
+
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(const at::Tensor& A,
                                                                             const at::Tensor& B, bool left,
                                                                             bool check_errors, at::Tensor& result,
@@ -194,11 +218,12 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(cons
   if (vector_case) B_shape.pop_back();
   at::native::resize_output(result, B_shape);
   c10::DeviceGuard guard(A.device());
-  // The CPU's steps: LU of A itself, then lu_solve.
-  at::linalg_lu_factor_ex_outf(A, /*pivot=*/true, /*check_errors=*/false, LU, pivots, info);
+  // The CPU's steps: LU of A (or of A^T for a contiguous A where this torch does so), then lu_solve.
+  const bool use_A_T = A.is_contiguous() && cpu_uses_transpose(false);
+  at::linalg_lu_factor_ex_outf(use_A_T ? A.mT() : A, /*pivot=*/true, /*check_errors=*/false, LU, pivots, info);
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
   at::Tensor result_ = vector_case ? result.unsqueeze(-1) : result;
-  at::linalg_lu_solve_outf(LU, pivots, B_, left, /*adjoint=*/false, result_);
+  at::linalg_lu_solve_outf(LU, pivots, B_, left, /*adjoint=*/use_A_T, result_);
   return {result, LU, pivots, info};
 }
 
@@ -224,11 +249,12 @@ at::Tensor pivots_sign(const at::Tensor& pivots) {
       .add_(1);
 }
 
-// The CPU's LU for det/slogdet: of A^T when A is contiguous (det(A^T) = det(A)), so the LU and
-// pivots saved for the backward are the ones torch's formula expects.
+// The CPU's LU for det/slogdet: of A^T when A is contiguous (det(A^T) = det(A)) where this torch
+// does so, so the LU and pivots saved for the backward are the ones its formula expects.
 void det_lu(const at::Tensor& A, at::Tensor& LU, at::Tensor& pivots) {
   at::Tensor info = at::empty({0}, A.options().dtype(c10::kInt));
-  at::linalg_lu_factor_ex_outf(A.is_contiguous() ? A.mT() : A, true, false, LU, pivots, info);
+  at::linalg_lu_factor_ex_outf(A.is_contiguous() && cpu_uses_transpose(true) ? A.mT() : A, true, false, LU, pivots,
+                               info);
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> det_out(const at::Tensor& A, at::Tensor& result, at::Tensor& LU,

@@ -1,10 +1,10 @@
 """torch.linalg on ocl (dlprim/kernels/linalg*.cl: Cholesky, LU with partial pivoting, triangular
 solves, Householder QR, Jacobi eigh and SVD; csrc/aten/Linalg*.cpp) against the CPU: PyTorch's
 OpInfo samples of every op we claim, forward and backward, float32 and float64, contiguous and
-non-contiguous; then what the samples
-do not reach: sizes past one work-group's width, broadcast batches, out= with awkward layouts,
-zero-size inputs, singular and non-positive-definite inputs (`_ex` info values, the CPU's errors),
-exact pivots, and ill-conditioned systems."""
+non-contiguous; then what the samples do not reach: sizes past one work-group's width, broadcast
+batches, out= with awkward layouts, zero-size inputs, singular and non-positive-definite inputs
+(`_ex` info values, the CPU's errors), exact pivots, ill-conditioned systems, repeated eigenvalues,
+rank-deficient SVDs and every lstsq driver."""
 import pytest
 import torch
 

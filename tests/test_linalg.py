@@ -20,7 +20,7 @@ OPS = ["linalg.cholesky", "linalg.cholesky_ex", "cholesky", "cholesky_solve", "c
        "linalg.inv_ex", "linalg.det", "linalg.slogdet", "logdet", "linalg.matrix_power", "linalg.tensorinv",
        "linalg.tensorsolve", "geqrf", "linalg.householder_product", "linalg.qr", "qr", "ormqr", "linalg.eigh",
        "linalg.eigvalsh", "linalg.svd", "linalg.svdvals", "svd", "linalg.pinv", "pinverse", "linalg.matrix_rank",
-       "linalg.matrix_norm", "linalg.norm", "linalg.cond", "linalg.lstsq"]
+       "linalg.matrix_norm", "linalg.norm", "linalg.cond", "linalg.lstsq", "matrix_exp"]
 # Eigen/singular vectors are unique up to sign (Jacobi's and LAPACK's signs differ): these compare
 # the outputs through the OpInfo's sign-invariant output_process_fn_grad, forward and backward.
 SIGN_FREE = {"linalg.eigh", "linalg.svd", "svd"}
@@ -367,3 +367,14 @@ def test_lstsq_drivers(driver):
         for g, w in zip(got, want):
             assert g.shape == w.shape and g.dtype == w.dtype
             torch.testing.assert_close(g.cpu(), w)
+
+
+def test_matrix_exp_scales():
+    """Padé 13 with per-matrix scaling in one batch (norms from 1e-8 to 100), float32 and float64."""
+    torch.manual_seed(8)
+    A = torch.randn(4, 6, 6, dtype=torch.float64) / 6 * torch.tensor([1e-8, 1.0, 10.0, 100.0]).view(4, 1, 1)
+    for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+        want = torch.linalg.matrix_exp(A.to(dtype))
+        got = torch.linalg.matrix_exp(A.to(dtype).to(DEV)).cpu()
+        scale = want.abs().amax((-2, -1), keepdim=True)
+        assert ((got - want).abs() / scale).max() < rtol

@@ -9,7 +9,18 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace pytorch_ocl::linalg {
+
+int64_t block_size() {
+  // Read per call so tests can move the crossover (monkeypatch) and reach the blocked paths with
+  // small matrices.
+  const char* v = std::getenv("PYTORCH_OCL_LINALG_BLOCK");
+  int64_t nb = v && *v ? std::atoll(v) : 0;
+  return nb > 0 ? nb : 64;
+}
 
 void check_dtype(const at::Tensor& t, const char* op) {
   c10::ScalarType s = t.scalar_type();
@@ -123,7 +134,7 @@ struct InfoBuffer {
 
 } // namespace
 
-void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op) {
+void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op) {
   InfoBuffer ib(info);
   dlprim::MatrixRef m = matrix_ref(a);
   int device = a.device().index();
@@ -134,7 +145,7 @@ void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, con
   ib.done();
 }
 
-void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
   InfoBuffer ib(info);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
@@ -144,7 +155,7 @@ void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
   ib.done();
 }
 
-void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
+void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
   dlprim::MatrixRef ar = matrix_ref(a);
   if (transpose) ar = ar.transposed();
   int device = x.device().index();
@@ -152,6 +163,33 @@ void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, 
   OCL_DLPRIM_CALL(op, dlprim::triangular_solve(context(device), q, dtype_of(x, op), batch_count(x), x.size(-2),
                                                x.size(-1), ar, matrix_ref(x), lower != transpose, unit));
   note_enqueued(q);
+}
+
+void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op) {
+  int64_t nb = block_size();
+  if (a.size(-1) > nb) {
+    blocked_cholesky(upper ? a.mT() : a, info, nb, op);
+  } else {
+    cholesky_kernel(a, upper, info, op);
+  }
+}
+
+void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+  int64_t nb = block_size();
+  if (std::min(a.size(-2), a.size(-1)) > nb) {
+    blocked_lu(a, pivots, info, nb, op);
+  } else {
+    lu_kernel(a, pivots, info, op);
+  }
+}
+
+void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
+  int64_t nb = block_size();
+  if (x.size(-2) > nb) {
+    blocked_trsm(transpose ? a.mT() : a, x, lower != transpose, unit, nb, op);
+  } else {
+    trsm_kernel(a, x, lower, transpose, unit, op);
+  }
 }
 
 void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op) {

@@ -34,12 +34,28 @@ dlprim::IntVecRef int_ref(const at::Tensor& t);  // int32 (..., k) with unit str
 // A contiguous batch of vectors (..., k): batch stride k (row/col strides 1, unused).
 dlprim::MatrixRef vec_ref(const at::Tensor& t);
 
-// The kernels on flat tensors (a and x: floating matrices; pivots/info: int32).
+// Matrices larger than this (PYTORCH_OCL_LINALG_BLOCK, default 64) are factored and solved by
+// blocks: the kernels below on block-sized pieces, the trailing updates as matmuls.
+int64_t block_size();
+
+// The kernels on flat tensors (a and x: floating matrices; pivots/info: int32), blocked above
+// block_size().
 void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
 void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
 // x <- op(A)^-1 x with op(A) = A, or A^T (transpose); lower/unit describe A itself.
 void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op);
 void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op);
+
+// One kernel launch each, whatever the size (one work-group per matrix).
+void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op);
+
+// The blocked forms (LinalgBlocked.cpp): lower Cholesky of a (a view: pass a.mT() for upper),
+// getrf, and x <- A^-1 x for triangular A (lower or upper as given, a view).
+void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op);
+void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op);
+void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op);
 // int64 (batch..., m) permutation of the pivots (see dlprim::pivots_to_permutation).
 at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op);
 

@@ -418,3 +418,30 @@ def test_blocked_paths(nb, monkeypatch):
             torch.linalg.solve_triangular(M.to(DEV), rhs.to(DEV), upper=upper, left=left, unitriangular=unit).cpu(),
             torch.linalg.solve_triangular(M, rhs, upper=upper, left=left, unitriangular=unit))
     torch.testing.assert_close(torch.cholesky_inverse(torch.linalg.cholesky(S.to(DEV))).cpu(), torch.inverse(S))
+
+
+def test_out_variants():
+    """out= of the functions whose .out overloads we register (or that reach them), wrong-sized outs resized."""
+    torch.manual_seed(9)
+    f64 = dict(dtype=torch.float64)
+    A, S, B = torch.randn(2, 4, 4, **f64), _spd(2, n=4), torch.randn(2, 4, 3, **f64)
+    calls = [
+        (torch.linalg.cholesky, (S,), 1), (torch.cholesky_inverse, (S,), 1), (torch.linalg.inv, (A,), 1),
+        (torch.linalg.solve, (A, B), 1), (torch.linalg.det, (A,), 1), (torch.linalg.slogdet, (A,), 2),
+        (torch.linalg.lu_factor, (A,), 2), (torch.linalg.lu, (A,), 3), (torch.linalg.qr, (A,), 2),
+        (torch.linalg.eigh, (S,), 2), (torch.linalg.svd, (A,), 3), (torch.geqrf, (A,), 2),
+        (torch.linalg.eigvalsh, (S,), 1), (torch.linalg.svdvals, (A,), 1),
+        (lambda *a, out=None: torch.linalg.solve_triangular(*a, upper=True, out=out), (S.triu(), B), 1),
+        (lambda *a, out=None: torch.linalg.lu_solve(*a, out=out), torch.linalg.lu_factor(A) + (B,), 1),
+        (lambda *a, out=None: torch.linalg.lstsq(*a, driver="gelsd", out=out), (A, B), 4),
+    ]
+    for fn, args, n_out in calls:
+        want = fn(*args, out=tuple(torch.empty(0, dtype=a.dtype) for a in _leaves(fn(*args))) if n_out > 1
+                  else torch.empty(0, **f64))
+        outs = tuple(torch.empty(1, dtype=w.dtype, device=DEV) for w in _leaves(want))
+        got = fn(*[a.to(DEV) for a in args], out=outs if n_out > 1 else outs[0])
+        sign_free = fn in (torch.linalg.eigh, torch.linalg.svd)  # vectors up to sign: compare |.|
+        for g, w, o in zip(_leaves(got), _leaves(want), outs):
+            assert g.data_ptr() == o.data_ptr() or g.numel() == 0
+            g, w = (g.cpu().abs(), w.abs()) if sign_free else (g.cpu(), w)
+            torch.testing.assert_close(g, w, msg=lambda m: f"{fn}: {m}")

@@ -234,6 +234,13 @@ def test_errors_match_the_cpu():
     _raises_like_cpu(torch.linalg.cholesky, torch.ones(2, 3))              # not square
     _raises_like_cpu(torch.linalg.solve, torch.eye(3), torch.ones(4))      # incompatible shapes
     _raises_like_cpu(torch.linalg.solve_triangular, torch.eye(3), torch.ones(3))  # B not a matrix
+    nan = torch.randn(3, 4, 4)
+    nan[1, 2, 0] = float("nan")  # in the lower triangle eigh reads
+    _raises_like_cpu(torch.linalg.svd, nan)
+    _raises_like_cpu(torch.linalg.pinv, nan[1])
+    with pytest.raises(torch.linalg.LinAlgError, match="failed to converge"):
+        torch.linalg.eigh(nan.to(DEV))
+    torch.linalg.eigh(nan.mT.to(DEV))  # the NaN in the triangle it ignores: fine, as on the CPU
     with pytest.raises(NotImplementedError, match="float32 and float64"):
         torch.linalg.cholesky(torch.eye(2, dtype=torch.float16, device=DEV))
     with pytest.raises(RuntimeError, match="without pivoting"):

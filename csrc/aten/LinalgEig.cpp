@@ -11,7 +11,9 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/isfinite.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/where.h>
 #include <c10/core/DeviceGuard.h>
@@ -32,6 +34,11 @@ std::vector<int64_t> batch_plus(const at::Tensor& A, std::initializer_list<int64
   return s;
 }
 
+// int32 info per matrix: `code` where the matrix has a non-finite entry, else 0.
+at::Tensor nonfinite_info(const at::Tensor& A, int64_t code) {
+  return at::isfinite(A).all(-1).all(-1).logical_not().to(c10::kInt).mul_(code);
+}
+
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
                                               at::Tensor& L, at::Tensor& V) {
   const char* op = "linalg.eigh";
@@ -48,6 +55,9 @@ std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_v
   // The full symmetric matrix from the triangle UPLO names (exact: the other half is a copy).
   const bool lower = uplo[0] == 'L' || uplo[0] == 'l';
   at::Tensor sym = lower ? at::add(A.tril(), A.tril(-1).mT()) : at::add(A.triu(), A.triu(1).mT());
+  // LAPACK fails on non-finite input and the CPU raises: the same LinAlgError (our error code, n - 1,
+  // stands in for syevd's).
+  at::_linalg_check_errors(nonfinite_info(sym, std::max<int64_t>(1, n - 1)), op, A.dim() == 2);
   const int64_t batch = batch_count(A);
   at::Tensor scratch = at::empty({batch, n * n}, A.options());
   at::Tensor rot = at::empty({batch, n + 1}, A.options());
@@ -87,6 +97,8 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
   const int64_t batch = batch_count(A);
   if (batch == 0) return {U, S, Vh};
   c10::DeviceGuard guard(A.device());
+  // Non-finite input: the CPU's LinAlgError (LAPACK >= 3.10's gesdd reports info -4 for it).
+  if (A.numel() > 0) at::_linalg_check_errors(nonfinite_info(A, -4), op, A.dim() == 2);
   // The tall orientation T (M x k, M >= k): A = U S Vh, or A^T = U' S Vh' with U = Vh'^T, Vh = U'^T.
   const bool tall = m >= n;
   const int64_t M = std::max(m, n);

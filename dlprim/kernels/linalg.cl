@@ -6,7 +6,7 @@
 // with barriers, so a whole factorization is one launch whatever n is. The matrix stays in global
 // memory (barrier(CLK_GLOBAL_MEM_FENCE) orders a group's own global accesses), so any n fits.
 // Every matrix is (offset, batch stride, row stride, column stride) in elements: transposes and
-// torch's column-major outputs are just strides. The generator (linalg.cpp) prepends T.
+// torch's column-major outputs are just strides. The generator (linalg.cpp) prepends T and EPS.
 
 #define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
 

@@ -32,11 +32,14 @@ constexpr double kPade13[] = {64764752532480000.0, 32382376266240000.0, 77717703
                               1323241920.0,        40840800.0,          960960.0,           16380.0,
                               182.0,               1.0};
 
-at::Tensor linalg_matrix_exp(const at::Tensor& A) {
+at::Tensor matrix_exp_pade(const at::Tensor& A) {
   const char* op = "linalg.matrix_exp";
   at::native::squareCheckInputs(A, op);
-  at::native::checkFloatingOrComplex(A, op, /*allow_low_precision_dtypes=*/false);
+  at::native::checkFloatingOrComplex(A, op);
   check_ocl(A, op, "A");
+  // float16/bfloat16 (the CPU takes them too): computed in float32, where the Padé constants fit.
+  if (A.scalar_type() == c10::kHalf || A.scalar_type() == c10::kBFloat16)
+    return matrix_exp_pade(A.to(c10::kFloat)).to(A.scalar_type());
   check_dtype(A, op);
   if (A.numel() == 0) return at::empty(A.sizes(), A.options());
   c10::DeviceGuard guard(A.device());
@@ -62,7 +65,7 @@ at::Tensor linalg_matrix_exp(const at::Tensor& A) {
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("linalg_matrix_exp", TORCH_FN(linalg_matrix_exp));  // (.out is a composite of it)
+  m.impl("linalg_matrix_exp", TORCH_FN(matrix_exp_pade));  // (.out is a composite of it)
 }
 
 } // namespace pytorch_ocl

@@ -440,3 +440,17 @@ def test_special_functions():
     check(lambda a, x: torch.igamma(a, x) + torch.special.zeta(a + 1, x.abs()), a, x.abs(), backward=False)
     check(lambda x: torch.special.chebyshev_polynomial_u(x / 60, 12.0) + torch.special.legendre_polynomial_p(x / 9, 5.0),
           x, backward=False)
+
+
+def test_linalg():
+    # One group per matrix, steps wider than the group (n * n > 64 items at n = 9), odd sizes:
+    # Cholesky, LU + pivots, triangular solves, laswp, QR, Jacobi eigh and SVD (float32).
+    a = rand(2, 9, 9)
+    s = a @ a.mT + 9 * torch.eye(9)
+    b = rand(2, 9, 3)
+    check(lambda s, b: torch.cholesky_solve(b, torch.linalg.cholesky(s)), s, b, backward=False)
+    check(lambda a, b: torch.linalg.solve(a, b), a, b, atol=1e-3, rtol=1e-3, backward=False)
+    check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
+    check(lambda a: torch.linalg.qr(a[:, :, :5]), a, backward=False)
+    check(lambda s: torch.linalg.eigvalsh(s), s, atol=1e-3, backward=False)
+    check(lambda a: torch.linalg.svdvals(a[:, :7]), a, backward=False)

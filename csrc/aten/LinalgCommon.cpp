@@ -1,0 +1,253 @@
+// See LinalgCommon.h.
+#include "aten/LinalgCommon.h"
+
+#include "core/Errors.h"
+#include "core/TensorUtils.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/LinearAlgebraUtils.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <dlprim/autotune.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace pytorch_ocl::linalg {
+
+int64_t block_size() {
+  // Read per call so tests can move the crossover (monkeypatch) and reach the blocked paths with
+  // small matrices.
+  const char* v = std::getenv("PYTORCH_OCL_LINALG_BLOCK");
+  int64_t nb = v && *v ? std::atoll(v) : 0;
+  if (nb > 0) return nb;
+  // PYTORCH_OCL_TUNE=random:SEED: a seeded block size, so whole-network tests reach both paths.
+  static const int64_t kChoices[] = {4, 8, 16, 64};
+  int pick = dlprim::tune_variant("linalg_block", 4);
+  return pick >= 0 ? kChoices[pick] : 64;
+}
+
+void check_dtype(const at::Tensor& t, const char* op) {
+  c10::ScalarType s = t.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(s == c10::kFloat || s == c10::kDouble, op, ": dtype ", s,
+                              " is not supported on ocl (float32 and float64 only)");
+}
+
+int64_t batch_count(const at::Tensor& t, int64_t matrix_dims) {
+  int64_t b = 1;
+  for (int64_t d = 0; d < t.dim() - matrix_dims; ++d) b *= t.size(d);
+  return b;
+}
+
+namespace {
+
+// The stride between consecutive matrices when the batch dims collapse into one, else -1.
+int64_t batch_stride(const at::Tensor& t, int64_t matrix_dims) {
+  int64_t nb = t.dim() - matrix_dims;
+  int64_t stride = 0;  // of the innermost batch dim of size > 1 seen so far
+  int64_t span = -1;   // elements that dim's stride must equal for the next outer dim
+  for (int64_t d = nb - 1; d >= 0; --d) {
+    if (t.size(d) == 1) continue;
+    if (span < 0) {
+      stride = t.stride(d);
+    } else if (t.stride(d) != span) {
+      return -1;
+    }
+    span = t.stride(d) * t.size(d);
+  }
+  return stride;
+}
+
+} // namespace
+
+bool flat_batches(const at::Tensor& t, int64_t matrix_dims) { return batch_stride(t, matrix_dims) >= 0; }
+
+at::Tensor flat(const at::Tensor& t) {
+  if (flat_batches(t)) return t;
+  return at::native::cloneBatchedColumnMajor(t);
+}
+
+at::Tensor work_for(const at::Tensor& out, const at::Tensor& avoid) {
+  bool overlap = avoid.defined() && at::get_overlap_status(out, avoid) != at::MemOverlapStatus::No &&
+                 !out.is_same(avoid);
+  if (!overlap && flat_batches(out) && at::has_internal_overlap(out) == at::MemOverlap::No) return out;
+  return at::empty_strided(out.sizes(), at::native::batched_matrix_contiguous_strides(out.sizes(), true),
+                           out.options());
+}
+
+void copy_into(const at::Tensor& dst, const at::Tensor& src) {
+  bool same = dst.is_alias_of(src) && dst.storage_offset() == src.storage_offset() &&
+              dst.sizes().equals(src.sizes()) && (dst.numel() <= 1 || dst.strides().equals(src.strides())) &&
+              dst.scalar_type() == src.scalar_type();
+  if (!same) dst.copy_(src);
+}
+
+void write_back(const at::Tensor& out, const at::Tensor& work) { copy_into(out, work); }
+
+dlprim::MatrixRef matrix_ref(const at::Tensor& t) {
+  int64_t bs = batch_stride(t, 2);
+  TORCH_INTERNAL_ASSERT(bs >= 0, "linalg: matrices not one stride apart");
+  BufferRef b = buffer_of(t);
+  dlprim::MatrixRef r;
+  r.mem = b.mem;
+  r.offset = b.offset / t.element_size();
+  r.batch_stride = bs;
+  r.row_stride = t.stride(-2);
+  r.col_stride = t.stride(-1);
+  return r;
+}
+
+dlprim::IntVecRef int_ref(const at::Tensor& t) {
+  TORCH_INTERNAL_ASSERT(t.scalar_type() == c10::kInt);
+  int64_t bs = t.dim() == 0 ? 0 : batch_stride(t, 1);
+  TORCH_INTERNAL_ASSERT(bs >= 0 && (t.dim() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1),
+                        "linalg: int vectors not flat");
+  BufferRef b = buffer_of(t);
+  return {b.mem, b.offset / 4, bs};
+}
+
+dlprim::MatrixRef vec_ref(const at::Tensor& t) {
+  TORCH_INTERNAL_ASSERT(t.is_contiguous());
+  BufferRef b = buffer_of(t);
+  dlprim::MatrixRef r;
+  r.mem = b.mem;
+  r.offset = b.offset / t.element_size();
+  r.batch_stride = t.dim() == 0 ? 0 : t.size(-1);
+  r.row_stride = 1;
+  r.col_stride = 1;
+  return r;
+}
+
+namespace {
+
+dlprim::DType dtype_of(const at::Tensor& t, const char* op) { return to_dlprim(t.scalar_type(), op); }
+
+cl_command_queue queue_of(const at::Tensor& t) { return current_queue(t.device().index()); }
+
+// info as a contiguous int32 vector of the batch (info or a work copy, given back by `done`).
+struct InfoBuffer {
+  at::Tensor out, work;
+  explicit InfoBuffer(const at::Tensor& info) : out(info) {
+    work = info.is_contiguous() ? info : at::empty(info.sizes(), info.options());
+  }
+  dlprim::IntVecRef ref() const {
+    BufferRef b = buffer_of(work);
+    return {b.mem, b.offset / 4, 1};
+  }
+  void done() const { write_back(out, work); }
+};
+
+} // namespace
+
+void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op) {
+  InfoBuffer ib(info);
+  dlprim::MatrixRef m = matrix_ref(a);
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::cholesky(context(device), q, dtype_of(a, op), batch_count(a), a.size(-1),
+                                       upper ? m.transposed() : m, ib.ref()));
+  note_enqueued(q);
+  ib.done();
+}
+
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+  InfoBuffer ib(info);
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::lu_factor(context(device), q, dtype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
+                                        matrix_ref(a), int_ref(pivots), ib.ref()));
+  note_enqueued(q);
+  ib.done();
+}
+
+void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
+  dlprim::MatrixRef ar = matrix_ref(a);
+  if (transpose) ar = ar.transposed();
+  int device = x.device().index();
+  cl_command_queue q = queue_of(x);
+  OCL_DLPRIM_CALL(op, dlprim::triangular_solve(context(device), q, dtype_of(x, op), batch_count(x), x.size(-2),
+                                               x.size(-1), ar, matrix_ref(x), lower != transpose, unit));
+  note_enqueued(q);
+}
+
+void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op) {
+  int64_t nb = block_size();
+  if (a.size(-1) > nb) {
+    blocked_cholesky(upper ? a.mT() : a, info, nb, op);
+  } else {
+    cholesky_kernel(a, upper, info, op);
+  }
+}
+
+void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+  int64_t nb = block_size();
+  if (std::min(a.size(-2), a.size(-1)) > nb) {
+    blocked_lu(a, pivots, info, nb, op);
+  } else {
+    lu_kernel(a, pivots, info, op);
+  }
+}
+
+void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
+  int64_t nb = block_size();
+  if (x.size(-2) > nb) {
+    blocked_trsm(transpose ? a.mT() : a, x, lower != transpose, unit, nb, op);
+  } else {
+    trsm_kernel(a, x, lower, transpose, unit, op);
+  }
+}
+
+void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op) {
+  int device = x.device().index();
+  cl_command_queue q = queue_of(x);
+  OCL_DLPRIM_CALL(op, dlprim::apply_pivots(context(device), q, dtype_of(x, op), batch_count(x), x.size(-2),
+                                           x.size(-1), matrix_ref(x), int_ref(pivots), pivots.size(-1), reverse));
+  note_enqueued(q);
+}
+
+at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op) {
+  std::vector<int64_t> shape = pivots.sizes().vec();
+  shape.back() = m;
+  at::Tensor perm = at::empty(shape, pivots.options().dtype(c10::kLong));
+  at::Tensor piv = flat_batches(pivots, 1) && (pivots.size(-1) <= 1 || pivots.stride(-1) == 1)
+                       ? pivots : pivots.contiguous();
+  BufferRef pb = buffer_of(perm);
+  int device = pivots.device().index();
+  cl_command_queue q = queue_of(pivots);
+  OCL_DLPRIM_CALL(op, dlprim::pivots_to_permutation(context(device), q, batch_count(piv, 1), m, piv.size(-1),
+                                                    int_ref(piv), pb.mem, pb.offset / 8));
+  note_enqueued(q);
+  return perm;
+}
+
+void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& x, bool adjoint,
+                       const char* op) {
+  if (!adjoint) {  // A = P L U: x <- U^-1 L^-1 P^T x
+    laswp(x, pivots, false, op);
+    trsm(LU, x, /*lower=*/true, false, /*unit=*/true, op);
+    trsm(LU, x, /*lower=*/false, false, false, op);
+  } else {  // A^T = U^T L^T P^T: x <- P L^-T U^-T x
+    trsm(LU, x, /*lower=*/false, true, false, op);
+    trsm(LU, x, /*lower=*/true, true, /*unit=*/true, op);
+    laswp(x, pivots, true, op);
+  }
+}
+
+void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
+  int device = work.device().index();
+  cl_command_queue q = queue_of(work);
+  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, dtype_of(work, op), batch_count(work),
+                                    work.size(-2), work.size(-1), matrix_ref(work), vec_ref(tau)));
+  note_enqueued(q);
+}
+
+void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+  int device = out.device().index();
+  cl_command_queue q = current_queue(device);
+  OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, dtype_of(out, op),
+                                                  batch_count(out), out.size(-2), out.size(-1), tau.size(-1),
+                                                  matrix_ref(v), vec_ref(tau), matrix_ref(out)));
+  note_enqueued(q);
+}
+
+} // namespace pytorch_ocl::linalg

@@ -1,0 +1,71 @@
+// Shared plumbing of the linalg wrappers (LinalgFactor.cpp, LinalgSolve.cpp): torch tensors of
+// batched matrices as dlprim::MatrixRef, work buffers for outputs the kernels cannot write in
+// place, and the dlprim calls with the op's name in their errors. float32 and float64 only.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <dlprim/linalg.h>
+
+namespace pytorch_ocl::linalg {
+
+// Raises naming `op` unless t is float32/float64 (complex and low precision are not implemented).
+void check_dtype(const at::Tensor& t, const char* op);
+
+// Product of the batch dims (all but the last `matrix_dims`).
+int64_t batch_count(const at::Tensor& t, int64_t matrix_dims = 2);
+
+// True when the matrices of t (batch dims then two matrix dims) sit one stride apart.
+bool flat_batches(const at::Tensor& t, int64_t matrix_dims = 2);
+
+// t itself when its batches are flat, else a batched column-major copy.
+at::Tensor flat(const at::Tensor& t);
+
+// A buffer the kernels can write in place with out's values (out itself when its batches are
+// flat and it does not overlap `avoid`; else a new column-major tensor): finish with
+// `write_back(out, work)`.
+at::Tensor work_for(const at::Tensor& out, const at::Tensor& avoid = at::Tensor());
+void write_back(const at::Tensor& out, const at::Tensor& work);
+// dst.copy_(src), skipped when they are the same elements (copy_ of a buffer onto itself fails in
+// OpenCL: CL_MEM_COPY_OVERLAP).
+void copy_into(const at::Tensor& dst, const at::Tensor& src);
+
+// For flat-batched tensors (asserted).
+dlprim::MatrixRef matrix_ref(const at::Tensor& t);
+dlprim::IntVecRef int_ref(const at::Tensor& t);  // int32 (..., k) with unit stride along k
+// A contiguous batch of vectors (..., k): batch stride k (row/col strides 1, unused).
+dlprim::MatrixRef vec_ref(const at::Tensor& t);
+
+// Matrices larger than this (PYTORCH_OCL_LINALG_BLOCK, default 64) are factored and solved by
+// blocks: the kernels below on block-sized pieces, the trailing updates as matmuls.
+int64_t block_size();
+
+// The kernels on flat tensors (a and x: floating matrices; pivots/info: int32), blocked above
+// block_size().
+void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
+void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+// x <- op(A)^-1 x with op(A) = A, or A^T (transpose); lower/unit describe A itself.
+void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op);
+void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op);
+
+// One kernel launch each, whatever the size (one work-group per matrix).
+void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op);
+
+// The blocked forms (LinalgBlocked.cpp): lower Cholesky of a (a view: pass a.mT() for upper),
+// getrf, and x <- A^-1 x for triangular A (lower or upper as given, a view).
+void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op);
+void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op);
+void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op);
+// int64 (batch..., m) permutation of the pivots (see dlprim::pivots_to_permutation).
+at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op);
+
+// LU solve on flat x (n x nrhs, batch of LU's): x <- A^-1 x or A^-T x (adjoint).
+void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& x, bool adjoint,
+                       const char* op);
+
+// Householder QR in place of flat `work`, tau contiguous (..., min(m, n)).
+void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op);
+// out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous).
+void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op);
+
+} // namespace pytorch_ocl::linalg

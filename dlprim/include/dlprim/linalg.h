@@ -1,0 +1,80 @@
+// Dense linear algebra on batches of matrices: Cholesky, LU with partial pivoting, triangular
+// solves and getrf's row interchanges (kernels/linalg.cl), Householder QR (linalg_qr.cl), Jacobi
+// eigh and SVD (linalg_jacobi.cl). One work-group per matrix, one launch per call whatever the
+// matrix size; float32 and float64 (where the device has fp64). Blocking for large matrices is
+// the caller's (csrc/aten/LinalgBlocked.cpp: these kernels on panels, matmuls between).
+#pragma once
+#include <dlprim/context.h>
+#include <dlprim/dtype.h>
+
+#include <cstdint>
+
+namespace dlprim {
+
+// `batch` matrices at mem + offset + b * batch_stride, element (i, j) at i * row_stride +
+// j * col_stride (all in elements): transposed and column-major matrices are just strides.
+struct MatrixRef {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;
+  int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
+  MatrixRef transposed() const { return {mem, offset, batch_stride, col_stride, row_stride}; }
+};
+
+// int32 vectors (pivots, info): element b's vector at mem + offset + b * batch_stride.
+struct IntVecRef {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;
+  int64_t batch_stride = 0;
+};
+
+// In place: the lower triangle of each n x n matrix becomes its Cholesky factor L (only the lower
+// triangle is read; the strict upper one is zeroed); info[b] = potrf's info (k > 0: the leading
+// minor of order k is not positive definite). info is a contiguous int32 vector of `batch`.
+void cholesky(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+              const IntVecRef& info);
+
+// In place: getrf of each m x n matrix (unit lower L and U packed), 1-based pivots (min(m, n)
+// of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero).
+void lu_factor(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+               const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info);
+
+// In place of x (n x nrhs): x <- A^-1 x for triangular A (lower or upper; unit: ones on the
+// diagonal, not read). A and x must not overlap.
+void triangular_solve(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
+                      const MatrixRef& a, const MatrixRef& x, bool lower, bool unit);
+
+// In place of x (n x nrhs): getrf's k row interchanges in order (reverse false: x <- P^T x) or
+// backwards (x <- P x). Interchanges naming a row outside [0, n) are skipped.
+void apply_pivots(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
+                  const MatrixRef& x, const IntVecRef& pivots, int64_t k, bool reverse);
+
+// perm (int64, batch x m contiguous at perm_mem + perm_offset): the row order getrf's k
+// interchanges make of 0..m-1 (row i of P^T A is row perm[i] of A).
+void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batch, int64_t m, int64_t k,
+                           const IntVecRef& pivots, cl_mem perm_mem, uint64_t perm_offset);
+
+// Householder QR in place (LAPACK's geqrf conventions): R on and above the diagonal, reflectors
+// below; tau: min(m, n) values per matrix at tau.mem + tau.offset + b * tau.batch_stride.
+void geqrf(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
+           const MatrixRef& tau);
+
+// out (m x qc, qc <= m) = the first qc columns of the product of the k reflectors in v (m x k,
+// geqrf's layout) and tau: orgqr / linalg.householder_product, and Q of linalg.qr.
+void householder_product(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t qc,
+                         int64_t k, const MatrixRef& v, const MatrixRef& tau, const MatrixRef& out);
+
+// Symmetric eigenproblem by cyclic Jacobi (kernels/linalg_jacobi.cl): a holds the full symmetric
+// n x n matrices (destroyed); eigenvalues ascending into w (n per matrix, w.batch_stride apart);
+// eigenvectors as the columns of *vectors when given. Scratch: v (n * n per matrix, contiguous,
+// v.batch_stride apart), rot (n + 1 per matrix).
+void eigh_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+                 const MatrixRef& v, const MatrixRef& rot, const MatrixRef& w, const MatrixRef* vectors);
+
+// One-sided Jacobi SVD of m x n matrices (m >= n) in a (destroyed): singular values descending
+// into s (n per matrix), normalized left vectors into u's first n columns (zero columns for zero
+// singular values), right vectors as the columns of `vectors` (n x n). Scratch as eigh_jacobi.
+void svd_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+                const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
+                const MatrixRef& vectors);
+
+} // namespace dlprim

@@ -1,0 +1,211 @@
+// Host side of kernels/linalg*.cl: one program per (context, dtype, file), one work-group per matrix.
+// The group size follows the work of one step (a power of two up to 256 and the device's limit),
+// so batches of tiny matrices do not idle 256-wide groups.
+#include <dlprim/embedded.h>
+#include <dlprim/linalg.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace dlprim {
+
+namespace {
+
+// One program per (context, dtype, .cl file); kernels created on first use with their group limit.
+struct Program {
+  std::mutex m;
+  cl_program prog = nullptr;
+  std::map<std::string, std::pair<cl_kernel, size_t>> kernels;  // name -> (kernel, power-of-two group limit)
+};
+
+// A kernel ready for arguments; holds its program's lock until the launch is enqueued.
+struct Kernel {
+  std::unique_lock<std::mutex> lock;
+  cl_kernel k = nullptr;
+  size_t max_wg = 1;
+  // A power-of-two group for `work` items of parallel work per step.
+  size_t group_for(int64_t work) const {
+    size_t g = 1;
+    while (g < max_wg && static_cast<int64_t>(g) < work) g *= 2;
+    return g;
+  }
+};
+
+Kernel kernel(const Context& ctx, DType t, const char* file, const char* name) {
+  if (t != DType::F32 && t != DType::F64) throw Error(std::string("linalg: unsupported dtype ") + dtype_name(t));
+  if (t == DType::F64 && !ctx.info().fp64)
+    throw Error("linalg: device '" + ctx.info().name + "' does not support float64");
+  static std::mutex map_mutex;
+  static std::map<std::tuple<cl_context, int, std::string>, Program> cache;
+  Program* p;
+  {
+    std::lock_guard<std::mutex> lock(map_mutex);
+    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t), std::string(file))];
+  }
+  Kernel k;
+  k.lock = std::unique_lock<std::mutex>(p->m);
+  if (!p->prog) {
+    std::string src = t == DType::F64
+                          ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T double\n#define EPS DBL_EPSILON\n"
+                          : "#define T float\n#define EPS FLT_EPSILON\n";
+    p->prog = ctx.program(src + kernel_source(file));
+  }
+  auto it = p->kernels.find(name);
+  if (it == p->kernels.end()) {
+    cl_kernel kk = create_kernel(p->prog, name);
+    size_t lim = 0;
+    DLPRIM_CL_CHECK(clGetKernelWorkGroupInfo(kk, ctx.device(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(lim), &lim, nullptr));
+    lim = std::min(lim, ctx.work_group_size(256));
+    size_t g = 1;
+    while (g * 2 <= lim) g *= 2;
+    it = p->kernels.emplace(name, std::make_pair(kk, g)).first;
+  }
+  k.k = it->second.first;
+  k.max_wg = it->second.second;
+  return k;
+}
+
+void add_matrix(KernelArgs& a, const MatrixRef& m, bool with_strides = true) {
+  a.add(m.mem).add<cl_ulong>(m.offset).add<cl_long>(m.batch_stride);
+  if (with_strides) a.add<cl_long>(m.row_stride).add<cl_long>(m.col_stride);
+}
+
+void add_ints(KernelArgs& a, const IntVecRef& v, bool with_stride) {
+  a.add(v.mem).add<cl_ulong>(v.offset);
+  if (with_stride) a.add<cl_long>(v.batch_stride);
+}
+
+} // namespace
+
+void cholesky(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+              const IntVecRef& info) {
+  if (batch == 0) return;
+  Kernel k = kernel(ctx, t, "linalg", "linalg_cholesky");
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_long>(n);
+  add_ints(args, info, false);
+  size_t g = k.group_for(n * n / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void lu_factor(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+               const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
+  if (batch == 0) return;
+  Kernel k = kernel(ctx, t, "linalg", "linalg_lu");
+  size_t g = k.group_for(std::max<int64_t>(m, m * n / 2));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_long>(m).add<cl_long>(n);
+  add_ints(args, pivots, true);
+  add_ints(args, info, false);
+  args.add_local(g * dtype_size(t)).add_local(g * sizeof(cl_long));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void triangular_solve(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
+                      const MatrixRef& a, const MatrixRef& x, bool lower, bool unit) {
+  if (batch == 0 || n == 0 || nrhs == 0) return;
+  Kernel k = kernel(ctx, t, "linalg", "linalg_trsm");
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, x);
+  args.add<cl_long>(n).add<cl_long>(nrhs).add<cl_int>(lower ? 1 : 0).add<cl_int>(unit ? 1 : 0);
+  size_t g = k.group_for(n * nrhs / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void apply_pivots(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
+                  const MatrixRef& x, const IntVecRef& pivots, int64_t kk, bool reverse) {
+  if (batch == 0 || n == 0 || nrhs == 0 || kk == 0) return;
+  Kernel k = kernel(ctx, t, "linalg", "linalg_laswp");
+  KernelArgs args(k.k);
+  add_matrix(args, x);
+  args.add<cl_long>(n).add<cl_long>(nrhs);
+  add_ints(args, pivots, true);
+  args.add<cl_long>(kk).add<cl_int>(reverse ? 1 : 0);
+  size_t g = k.group_for(nrhs);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batch, int64_t m, int64_t kk,
+                           const IntVecRef& pivots, cl_mem perm_mem, uint64_t perm_offset) {
+  if (batch == 0 || m == 0) return;
+  Kernel k = kernel(ctx, DType::F32, "linalg", "linalg_permutation");  // no floating-point data
+  KernelArgs args(k.k);
+  add_ints(args, pivots, true);
+  args.add<cl_long>(kk).add(perm_mem).add<cl_ulong>(perm_offset).add<cl_long>(m).add<cl_ulong>(batch);
+  launch_1d(q, k.k, batch, std::min<size_t>(k.max_wg, 64));
+}
+
+} // namespace dlprim
+
+namespace dlprim {
+
+void geqrf(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
+           const MatrixRef& tau) {
+  if (batch == 0 || m == 0 || n == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_qr", "linalg_geqrf");
+  size_t g = k.group_for(std::max(m, n));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_long>(m).add<cl_long>(n);
+  add_matrix(args, tau, false);
+  args.add_local(g * dtype_size(t));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void householder_product(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t qc,
+                         int64_t k_refl, const MatrixRef& v, const MatrixRef& tau, const MatrixRef& out) {
+  if (batch == 0 || m == 0 || qc == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_qr", "linalg_orgqr");
+  size_t g = k.group_for(std::max(qc, m * qc / 8));
+  KernelArgs args(k.k);
+  add_matrix(args, v);
+  add_matrix(args, tau, false);
+  add_matrix(args, out);
+  args.add<cl_long>(m).add<cl_long>(qc).add<cl_long>(k_refl);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+} // namespace dlprim
+
+namespace dlprim {
+
+void eigh_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+                 const MatrixRef& v, const MatrixRef& rot, const MatrixRef& w, const MatrixRef* vectors) {
+  if (batch == 0 || n == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_jacobi", "linalg_eigh_jacobi");
+  size_t g = k.group_for(std::max<int64_t>(n, n * n / 4));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, v, false);
+  add_matrix(args, rot, false);
+  add_matrix(args, w, false);
+  add_matrix(args, vectors ? *vectors : w);
+  args.add<cl_long>(n).add<cl_int>(vectors ? 1 : 0).add_local(g * dtype_size(t));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void svd_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+                const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
+                const MatrixRef& vectors) {
+  if (batch == 0 || n == 0 || m == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_jacobi", "linalg_svd_jacobi");
+  size_t g = k.group_for(std::max<int64_t>(n, (m + n) * n / 4));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, v, false);
+  add_matrix(args, rot, false);
+  add_matrix(args, s, false);
+  add_matrix(args, u);
+  add_matrix(args, vectors);
+  args.add<cl_long>(m).add<cl_long>(n).add_local(g * dtype_size(t));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+} // namespace dlprim

@@ -55,6 +55,8 @@ const CxOp k_mul{"cx_mul", "y0 = A_RE * B_RE - A_IM * B_IM; y1 = A_RE * B_IM + A
 const CxOp k_div{"cx_div", DL_CX_DIV("A_RE", "A_IM", "B_RE", "B_IM"), 2, 2, 0};
 const CxOp k_reciprocal{"cx_reciprocal", DL_CX_DIV("1", "0", "A_RE", "A_IM"), 2, 1, 0};
 #undef DL_CX_DIV
+const CxOp k_eq{"cx_eq", "y0 = A_RE == B_RE && A_IM == B_IM;", 1, 2, 0};
+const CxOp k_ne{"cx_ne", "y0 = A_RE != B_RE || A_IM != B_IM;", 1, 2, 0};
 const CxOp k_complex{"cx_complex", "y0 = A_RE; y1 = B_RE;", 2, 2, 0};
 const CxOp k_polar{"cx_polar", "y0 = A_RE * cos(B_RE); y1 = A_RE * sin(B_RE);", 2, 2, 0};
 
@@ -170,7 +172,8 @@ at::Tensor run_unary(const CxOp& op, const at::Tensor& out, const at::Tensor& se
 } // namespace
 
 bool pw_has_complex(PwId id) {
-  return unary_op(id) != nullptr || id == PW_add || id == PW_sub || id == PW_mul || id == PW_div;
+  return unary_op(id) != nullptr || id == PW_add || id == PW_sub || id == PW_mul || id == PW_div || id == PW_eq ||
+         id == PW_ne;
 }
 
 at::Tensor pw_complex_unary(PwId id, const at::Tensor& out, const at::Tensor& self) {
@@ -190,6 +193,10 @@ void pw_complex_binary(PwId id, at::TensorIteratorBase& iter, const c10::Scalar&
     params = {dlprim::Scalar::floating(a.real()), dlprim::Scalar::floating(a.imag())};
   } else if (id == PW_mul) {
     op = &k_mul;
+  } else if (id == PW_eq || id == PW_ne) {  // a bool result, written directly
+    launch_components(id == PW_eq ? k_eq : k_ne, iter.output(), {iter.input(0), iter.input(1)},
+                      iter.common_dtype());
+    return;
   } else {
     TORCH_CHECK(id == PW_div, pw_row(id).op.name, ": complex inputs are not supported on ocl");
     op = &k_div;

@@ -83,6 +83,10 @@ template <PwId Id>
 at::Tensor comparison_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
   at::TensorIterator iter;
   iter.build_borrowing_comparison_op(out, self, other);
+  if (pw_is_complex(iter.common_dtype()) && pw_has_complex(Id)) {
+    pw_complex_binary(Id, iter);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
   return pw_result(out, iter);

@@ -148,6 +148,20 @@ at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
   return logical_out(k_all, self, logical_mask(std::nullopt, self.dim()), false, out, "all");
 }
 
+// equal (istft's window check, torch.equal): same sizes and every element ==, as CUDA's; complex
+// tensors compare their components.
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "Expected object of scalar type ", self.scalar_type(),
+              " but got scalar type ", other.scalar_type(), " for argument 'other'");
+  if (!self.is_same_size(other)) return false;
+  if (self.numel() == 0) return true;
+  if (self.is_complex())
+    return at::view_as_real(self.resolve_conj()).eq(at::view_as_real(other.resolve_conj())).all().item<bool>();
+  return self.eq(other).all().item<bool>();
+}
+
 at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
   at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
   c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
@@ -173,6 +187,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.dims_out", TORCH_FN(all_dims_out));
   m.impl("all.all_out", TORCH_FN(all_all_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero));
+  m.impl("equal", TORCH_FN(equal));
 }
 
 } // namespace pytorch_ocl

@@ -18,6 +18,7 @@
 
 #include "../disk_cache.h"
 
+#include <clocale>
 #include <list>
 #include <map>
 #include <memory>
@@ -46,6 +47,23 @@ const char* vkfft_error(VkFFTResult r) {
     default: return "VkFFT error";
   }
 }
+
+// VkFFT switches the process locale to "C" while it prints kernel code and "restores" it from a
+// pointer that setlocale has since overwritten, which leaves the whole process in the C locale
+// (Python's open() then defaults to ASCII). Keep a copy and put it back.
+class LocaleGuard {
+public:
+  LocaleGuard() {
+    const char* l = setlocale(LC_ALL, nullptr);
+    if (l) saved_ = l;
+  }
+  ~LocaleGuard() {
+    if (!saved_.empty()) setlocale(LC_ALL, saved_.c_str());
+  }
+
+private:
+  std::string saved_;
+};
 
 using Key = std::tuple<cl_context, cl_command_queue, int, bool, bool, int, uint64_t, uint64_t, uint64_t, uint64_t>;
 
@@ -114,6 +132,7 @@ public:
     buffer_ = placeholder_;
     input_ = placeholder_;
 
+    LocaleGuard locale;
     DiskCache& disk = DiskCache::instance();
     std::string dkey = disk.key(ctx.info().cache_identity(), std::string(kPlanVersion) + " " + describe(d), "");
     std::vector<unsigned char> bin;

@@ -173,6 +173,15 @@ def test_plans_are_cached():
     close(torch.fft.fft(x), torch.fft.fft(x.cpu()))  # rebuilt (from the on-disk cache)
 
 
+def test_plan_building_keeps_the_locale():
+    import locale
+    from pytorch_ocl import _C
+    before = locale.setlocale(locale.LC_ALL)
+    _C._fft_plan_cache_clear()
+    torch.fft.fft(torch.randn(3, 11, dtype=torch.complex64, device="ocl")).cpu()
+    assert locale.setlocale(locale.LC_ALL) == before
+
+
 def test_errors():
     from opinfo_compare import raises_like_cpu
     raises_like_cpu(lambda t: torch.fft.fft(t, dim=2), torch.randn(3, 4, dtype=torch.complex64))

@@ -19,8 +19,9 @@ cd "$ROOT"
 PY="$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')" || { echo "setup.sh: no ${PYTHON:-python3}" >&2; exit 1; }
 TORCH_PIN="torch==2.13.0"
 # oclgrind: the OpenCL simulator scripts/oclgrind.sh runs the kernel tests on (memory checkers).
+# libvkfft-dev: VkFFT (header only), the FFT kernels behind torch.fft.
 APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers libsqlite3-dev ccache
-              build-essential oclgrind)
+              build-essential oclgrind libvkfft-dev)
 # scikit-learn: its bundled digits are mnist.py's offline dataset; expecttest: torch's OpInfo
 # database (the op-level tests) imports it; transformers: the tied-embedding GPT-2 tests build
 # small models from configs (no weights are downloaded).

@@ -12,6 +12,8 @@
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/_neg_view.h>
+#include <ATen/ops/conj_physical.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -68,6 +70,32 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
   if (async) clFlush(q);
 }
 
+void device_copy(const at::Tensor& dst, const at::Tensor& src);
+
+// Real <-> complex copies on the components: a real source fills the real parts and zeroes the
+// imaginary ones; a complex source gives its real part (CPU: the imaginary part is dropped).
+void complex_real_copy(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.is_complex()) {
+    at::Tensor parts = at::view_as_real(dst);
+    device_copy(parts.select(-1, 0), src);
+    parts.select(-1, 1).zero_();
+  } else {
+    device_copy(dst, at::view_as_real(src).select(-1, 0));
+  }
+}
+
+// `src` with its conjugate and negative bits applied to the data, in a new tensor: such lazy views
+// reach _copy_from unresolved (torch's conjugate fallback would clone them through copy_, that is
+// through _copy_from again, without end), and only the device kernels can resolve ocl data.
+at::Tensor resolve_on_device(const at::Tensor& src) {
+  at::Tensor base = src.is_conj() ? src.conj() : src;  // conj() of a conjugate view drops the bit
+  if (base.is_neg()) base = at::_neg_view(base);        // so does _neg_view of a negative one
+  at::Tensor out = src.is_conj() ? at::conj_physical(base) : at::empty(base.sizes(), base.options());
+  if (!src.is_conj()) device_copy(out, base);
+  if (src.is_neg()) out.neg_();
+  return out;
+}
+
 // Device-side copy on one device: a buffer copy when layouts match, else the elementwise kernel.
 void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
@@ -76,6 +104,9 @@ void device_copy(const at::Tensor& dst, const at::Tensor& src) {
                       src.storage_offset() * src.itemsize(), dst.numel() * dst.itemsize());
     return;
   }
+  if (dst.is_complex() != src.is_complex()) return complex_real_copy(dst, src);
+  if (dst.is_complex() && dst.scalar_type() != src.scalar_type())  // complex64 <-> complex128: per component
+    return device_copy(at::view_as_real(dst), at::view_as_real(src));
   if (dst.scalar_type() == src.scalar_type() && !has_dlprim_type(dst.scalar_type())) {
     if (auto t = same_width_int(dst.scalar_type())) return device_copy(dst.view(*t), src.view(*t));
     TORCH_CHECK(dst.is_complex(), "copy_: dtype ", dst.scalar_type(), " cannot be copied on ocl");
@@ -111,8 +142,17 @@ void copy_to_host(const at::Tensor& cpu_dst, const at::Tensor& src, bool non_blo
   cpu_dst.copy_(host);
 }
 
-at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+at::Tensor copy_from(const at::Tensor& self_in, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
+  at::Tensor self = self_in;
+  if (self.is_conj() || self.is_neg()) {
+    if (!is_ocl(self)) {
+      self = self.resolve_conj().resolve_neg();
+    } else {
+      c10::DeviceGuard guard(self.device());
+      self = resolve_on_device(self);
+    }
+  }
   OCL_TRACE("copy ", self.device(), " ", self.scalar_type(), self.sizes(), " -> ", dst.device(), " ",
             dst.scalar_type(), dst.sizes(), non_blocking ? " non_blocking" : "");
   if (is_ocl(self) && is_ocl(dst)) {
@@ -156,6 +196,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+// copy_from resolves conjugate and negative views itself (see resolve_on_device).
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 } // namespace pytorch_ocl

@@ -1,6 +1,7 @@
 // Binary rows of the pointwise table: the binary / binary_float / binary_alpha / comparison /
 // logical wrapper templates, and pow, div with a rounding mode and floor_divide, whose
 // signatures are their own.
+#include "aten/ComplexOps.h"
 #include "aten/PointwiseTable.h"
 #include "core/TensorUtils.h"
 
@@ -29,6 +30,10 @@ template <PwId Id>
 at::Tensor binary_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
   if (Id == PW_heaviside) heaviside_check(out, self, other);
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  if (pw_is_complex(iter.common_dtype()) && pw_has_complex(Id)) {
+    pw_complex_binary(Id, iter);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
   return pw_result(out, iter);
@@ -38,6 +43,10 @@ template <PwId Id>
 at::Tensor binary_float_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
   at::TensorIterator iter;
   iter.build_borrowing_binary_float_op(out, self, other);
+  if (pw_is_complex(iter.common_dtype()) && pw_has_complex(Id)) {
+    pw_complex_binary(Id, iter);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
   return pw_result(out, iter);
@@ -48,6 +57,10 @@ at::Tensor binary_alpha_run(const at::Tensor& out, const at::Tensor& self, const
                             const c10::Scalar& alpha) {
   if (Id == PW_sub) at::native::sub_check(self, other);
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  if (pw_is_complex(iter.common_dtype()) && pw_has_complex(Id)) {
+    pw_complex_binary(Id, iter, alpha);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(Id, iter.common_dtype());
   at::native::alpha_check(iter.common_dtype(), alpha);
   pw_launch(Id, iter, {to_dlprim_scalar(alpha)});
@@ -70,6 +83,10 @@ template <PwId Id>
 at::Tensor comparison_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
   at::TensorIterator iter;
   iter.build_borrowing_comparison_op(out, self, other);
+  if (pw_is_complex(iter.common_dtype()) && pw_has_complex(Id)) {
+    pw_complex_binary(Id, iter);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(Id, iter.common_dtype());
   pw_launch(Id, iter);
   return pw_result(out, iter);

@@ -1,6 +1,7 @@
 // Unary rows of the pointwise table: the unary / unary_float / unary_bool wrapper templates and
 // the few unary ops with their own signature (isnan, logical_not, nan_to_num, round(decimals),
 // polygamma, logit, frexp).
+#include "aten/ComplexOps.h"
 #include "aten/PointwiseTable.h"
 #include "core/TensorUtils.h"
 
@@ -21,6 +22,7 @@ namespace {
 // The kinds' runners (PwForms): `out` undefined allocates the result.
 template <PwId Id>
 at::Tensor unary_run(const at::Tensor& out, const at::Tensor& self) {
+  if (self.is_complex() && pw_has_complex(Id)) return pw_complex_unary(Id, out, self);
   pw_check_dtype(Id, self.scalar_type());
   at::TensorIterator iter;
   iter.build_borrowing_unary_op(out, self);
@@ -30,6 +32,7 @@ at::Tensor unary_run(const at::Tensor& out, const at::Tensor& self) {
 
 template <PwId Id>
 at::Tensor unary_float_run(const at::Tensor& out, const at::Tensor& self) {
+  if (self.is_complex() && pw_has_complex(Id)) return pw_complex_unary(Id, out, self);
   pw_check_dtype(Id, self.scalar_type());
   at::TensorIterator iter;
   iter.build_borrowing_unary_float_op(out, self);

@@ -4,7 +4,9 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
@@ -38,11 +40,27 @@ void check_out_dtype(const at::Tensor& out, c10::ScalarType expected, const char
               ", but got ", out.scalar_type(), " instead");
 }
 
+// Sums of complex tensors: the same reduction over the view_as_real of input and output, whose
+// trailing (re, im) dim is never reduced.
+at::Tensor& complex_sum_like(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
+                             at::Tensor& out, const char* name) {
+  TORCH_CHECK(self.is_complex() && out.is_complex() && (&op == &k_sum || &op == &k_mean), name, ": ",
+              self.scalar_type(), " input with ", out.scalar_type(), " output is not supported on ocl");
+  DimMask m = mask;
+  for (int64_t d = self.dim(); d < static_cast<int64_t>(m.size()); ++d) m.reset(d);
+  at::native::resize_output(out, reduced_shape(self, m, keepdim));
+  at::Tensor out_parts = at::view_as_real(out);
+  c10::ScalarType acc = sum_acc_type(out_parts.scalar_type());
+  launch_reduction(op, at::view_as_real(self.resolve_conj()), m, keepdim, {out_parts}, acc, {0, 0}, name);
+  return out;
+}
+
 // Shared by the sum-like ops: the result dtype is `dtype`, or that of an out already
 // allocated by the functional form, or the op's default.
 at::Tensor& sum_like(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
                      std::optional<c10::ScalarType> dtype, at::Tensor& out, const char* name) {
   if (dtype) check_out_dtype(out, *dtype, name);
+  if (self.is_complex() || out.is_complex()) return complex_sum_like(op, self, mask, keepdim, out, name);
   c10::ScalarType acc = sum_acc_type(out.scalar_type());
   launch_reduction(op, self, mask, keepdim, {out}, acc, {0, 0}, name);
   return out;
@@ -130,6 +148,20 @@ at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
   return logical_out(k_all, self, logical_mask(std::nullopt, self.dim()), false, out, "all");
 }
 
+// equal (istft's window check, torch.equal): same sizes and every element ==, as CUDA's; complex
+// tensors compare their components.
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "Expected object of scalar type ", self.scalar_type(),
+              " but got scalar type ", other.scalar_type(), " for argument 'other'");
+  if (!self.is_same_size(other)) return false;
+  if (self.numel() == 0) return true;
+  if (self.is_complex())
+    return at::view_as_real(self.resolve_conj()).eq(at::view_as_real(other.resolve_conj())).all().item<bool>();
+  return self.eq(other).all().item<bool>();
+}
+
 at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
   at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
   c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
@@ -155,6 +187,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.dims_out", TORCH_FN(all_dims_out));
   m.impl("all.all_out", TORCH_FN(all_all_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero));
+  m.impl("equal", TORCH_FN(equal));
 }
 
 } // namespace pytorch_ocl

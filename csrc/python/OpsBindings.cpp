@@ -10,6 +10,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <dlprim/autotune.h>
 #include <dlprim/conv.h>
+#include <dlprim/fft.h>
 #include <dlprim/gemm.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -156,6 +157,11 @@ void init_ops_bindings(py::module& m) {
     return d;
   });
   m.def("autotune_reset_memory", &dlprim::autotune_reset_memory);
+  // The VkFFT plan cache (torch.backends.cuda.cufft_plan_cache's size / max_size / clear).
+  m.def("_fft_plan_cache_size", &dlprim::fft_plan_cache_size);
+  m.def("_fft_plan_cache_max_size", &dlprim::fft_plan_cache_max);
+  m.def("_fft_plan_cache_set_max_size", &dlprim::fft_plan_cache_set_max);
+  m.def("_fft_plan_cache_clear", &dlprim::fft_plan_cache_clear);
 }
 
 } // namespace pytorch_ocl

@@ -1,0 +1,26 @@
+// Complex arithmetic on ocl: complex tensors are computed on their components. A complex operand
+// becomes two strided float operands (the real and imaginary slices of its view_as_real), a real
+// operand becomes (itself, 0), and one small table of elementwise bodies over those components
+// (ComplexPointwise.cpp) gives the complex forms of the pointwise rows: no complex type in the
+// kernel generator, no copies.
+#pragma once
+#include "aten/PointwiseTable.h"
+
+#include <ATen/core/Tensor.h>
+
+namespace pytorch_ocl {
+
+// Whether pointwise row `id` has a complex form (the runners ask before pw_check_dtype).
+bool pw_has_complex(PwId id);
+
+// The complex form of unary row `id` (abs and angle give real results): `out` undefined allocates.
+at::Tensor pw_complex_unary(PwId id, const at::Tensor& out, const at::Tensor& self);
+
+// The complex form of binary row `id` over a built iterator whose common dtype is complex (the
+// iterator did broadcasting, promotion checks and allocated the output); alpha for add/sub.
+void pw_complex_binary(PwId id, at::TensorIteratorBase& iter, const c10::Scalar& alpha = 1);
+
+// True when a runner must take the complex path for its operands' common dtype.
+inline bool pw_is_complex(c10::ScalarType t) { return c10::isComplexType(t); }
+
+} // namespace pytorch_ocl

@@ -1,0 +1,286 @@
+// Complex pointwise ops on the components of their operands (see ComplexOps.h): the complex forms
+// of the table rows add/sub/mul/div/neg/reciprocal/abs/sgn, and the complex-only ops
+// conj_physical, complex, polar and angle. Written for this backend: each body is the textbook
+// formula on (re, im) pairs, division as in c10::complex (Smith's scaling, so |b| near the
+// float range does not overflow).
+#include "aten/ComplexOps.h"
+#include "aten/Launch.h"
+#include "core/TensorUtils.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/view_as_real.h>
+#include <torch/library.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pytorch_ocl {
+
+namespace {
+
+// Bodies over operands A and B as (A_RE, A_IM), (B_RE, B_IM) and outputs (y0, y1) = (re, im) of a
+// complex result (y0 alone for a real one); w0, w1 = alpha (re, im) where an op takes alpha.
+// Each use picks a variant (see variant()) binding A and B to two tensor inputs (complex), one
+// input and a literal 0 (real), or two params (a CPU scalar), so nothing is loaded for nothing.
+struct CxOp {
+  const char* name;
+  const char* body;
+  int n_outputs, n_operands, n_params;
+};
+const CxOp k_neg{"cx_neg", "y0 = -A_RE; y1 = -A_IM;", 2, 1, 0};
+const CxOp k_conj{"cx_conj", "y0 = A_RE; y1 = -A_IM;", 2, 1, 0};
+const CxOp k_abs{"cx_abs", "y0 = hypot(A_RE, A_IM);", 1, 1, 0};
+const CxOp k_angle{"cx_angle", "y0 = atan2(A_IM, A_RE);", 1, 1, 0};
+const CxOp k_sgn{"cx_sgn", "dl_t r = hypot(A_RE, A_IM); y0 = r == 0 ? 0 : A_RE / r; y1 = r == 0 ? 0 : A_IM / r;", 2, 1, 0};
+// Real alpha keeps a + b exact when b holds infinities (complex alpha would make 0 * inf).
+const CxOp k_add{"cx_add", "y0 = A_RE + w0 * B_RE; y1 = A_IM + w0 * B_IM;", 2, 2, 2};
+const CxOp k_add_c{"cx_add_c", "y0 = A_RE + (w0 * B_RE - w1 * B_IM); y1 = A_IM + (w0 * B_IM + w1 * B_RE);", 2, 2, 2};
+const CxOp k_sub{"cx_sub", "y0 = A_RE - w0 * B_RE; y1 = A_IM - w0 * B_IM;", 2, 2, 2};
+const CxOp k_sub_c{"cx_sub_c", "y0 = A_RE - (w0 * B_RE - w1 * B_IM); y1 = A_IM - (w0 * B_IM + w1 * B_RE);", 2, 2, 2};
+const CxOp k_mul{"cx_mul", "y0 = A_RE * B_RE - A_IM * B_IM; y1 = A_RE * B_IM + A_IM * B_RE;", 2, 2, 0};
+#define DL_CX_DIV(a, b, c, d)                                                                    \
+  "dl_t a = " a ", b = " b ", c = " c ", d = " d ";\n"                                          \
+  "if (fabs(c) >= fabs(d)) {\n"                                                                \
+  "  if (c == 0 && d == 0) { y0 = a / fabs(c); y1 = b / fabs(d); }\n"                           \
+  "  else { dl_t r = d / c; dl_t s = 1 / (c + d * r); y0 = (a + b * r) * s; y1 = (b - a * r) * s; }\n" \
+  "} else { dl_t r = c / d; dl_t s = 1 / (d + c * r); y0 = (a * r + b) * s; y1 = (b * r - a) * s; }"
+const CxOp k_div{"cx_div", DL_CX_DIV("A_RE", "A_IM", "B_RE", "B_IM"), 2, 2, 0};
+const CxOp k_reciprocal{"cx_reciprocal", DL_CX_DIV("1", "0", "A_RE", "A_IM"), 2, 1, 0};
+#undef DL_CX_DIV
+const CxOp k_eq{"cx_eq", "y0 = A_RE == B_RE && A_IM == B_IM;", 1, 2, 0};
+const CxOp k_ne{"cx_ne", "y0 = A_RE != B_RE || A_IM != B_IM;", 1, 2, 0};
+const CxOp k_complex{"cx_complex", "y0 = A_RE; y1 = B_RE;", 2, 2, 0};
+const CxOp k_polar{"cx_polar", "y0 = A_RE * cos(B_RE); y1 = A_RE * sin(B_RE);", 2, 2, 0};
+
+c10::ScalarType real_type(c10::ScalarType t) { return c10::isComplexType(t) ? c10::toRealValueType(t) : t; }
+
+enum Kind : char { kComplex = 'c', kReal = 'r', kScalar = 's' };
+
+// The ElementwiseOp of `op` for operand kinds `kinds` (one char per operand), made once and kept
+// (the generator keys compiled programs by the op's address).
+const dlprim::ElementwiseOp& variant(const CxOp& op, const std::string& kinds) {
+  static std::mutex mu;
+  static std::map<std::pair<const CxOp*, std::string>, std::unique_ptr<dlprim::ElementwiseOp>> made;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = made[{&op, kinds}];
+  if (slot) return *slot;
+  std::string prelude;
+  int x = 0, w = op.n_params;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    std::string re = std::string("#define ") + char('A' + k) + "_RE ", im = std::string("#define ") + char('A' + k) + "_IM ";
+    if (kinds[k] == kComplex) {
+      prelude += re + "x" + std::to_string(x) + "\n" + im + "x" + std::to_string(x + 1) + "\n";
+      x += 2;
+    } else if (kinds[k] == kReal) {
+      prelude += re + "x" + std::to_string(x++) + "\n" + im + "((dl_t)0)\n";
+    } else {
+      prelude += re + "w" + std::to_string(w) + "\n" + im + "w" + std::to_string(w + 1) + "\n";
+      w += 2;
+    }
+  }
+  slot = std::make_unique<dlprim::ElementwiseOp>(
+      dlprim::ElementwiseOp{std::string(op.name) + "_" + kinds, op.body, prelude, op.n_outputs, x, w});
+  return *slot;
+}
+
+// Runs `op` with output `out` (complex or real, already sized) over the components of `ins`
+// (broadcast to out's shape), computing in the real type of `compute`.
+void launch_components(const CxOp& op, const at::Tensor& out, const std::vector<at::Tensor>& ins,
+                       c10::ScalarType compute, std::vector<dlprim::Scalar> params = {}) {
+  if (out.numel() == 0) return;
+  params.resize(op.n_params);
+  std::string kinds;
+  at::TensorIteratorConfig cfg;
+  // The components of one tensor interleave: the iterator's overlap check would reject them.
+  // The op-level iterator (or the caller) checked overlap of the complex operands.
+  cfg.set_check_mem_overlap(false).check_all_same_dtype(false).resize_outputs(false);
+  auto add = [&](const at::Tensor& t, bool output) {
+    if (output)
+      cfg.add_owned_output(t);
+    else
+      cfg.add_owned_const_input(t);
+  };
+  if (out.is_complex()) {
+    at::Tensor parts = at::view_as_real(out);
+    add(parts.select(-1, 0), true);
+    add(parts.select(-1, 1), true);
+  } else {
+    add(out, true);
+  }
+  for (const at::Tensor& t : ins) {
+    if (t.dim() == 0 && t.device().is_cpu()) {  // a CPU scalar: its value, as two params
+      c10::complex<double> v = t.item().toComplexDouble();
+      params.push_back(dlprim::Scalar::floating(v.real()));
+      params.push_back(dlprim::Scalar::floating(v.imag()));
+      kinds += kScalar;
+    } else if (t.is_complex()) {
+      at::Tensor parts = at::view_as_real(t.resolve_conj());
+      add(parts.select(-1, 0), false);
+      add(parts.select(-1, 1), false);
+      kinds += kComplex;
+    } else {
+      add(t, false);
+      kinds += kReal;
+    }
+  }
+  auto iter = cfg.build();
+  launch_elementwise(variant(op, kinds), iter, real_type(compute), params);
+}
+
+const CxOp* unary_op(PwId id) {
+  switch (id) {
+    case PW_neg: return &k_neg;
+    case PW_abs: return &k_abs;
+    case PW_sgn: return &k_sgn;
+    case PW_reciprocal: return &k_reciprocal;
+    default: return nullptr;
+  }
+}
+
+// Allocates (undefined) or checks and resizes `out` for a result of `dtype` shaped like `self`.
+at::Tensor unary_result(const at::Tensor& out, const at::Tensor& self, c10::ScalarType dtype, const char* name) {
+  if (!out.defined()) return at::empty_like(self, self.options().dtype(dtype));
+  TORCH_CHECK(c10::canCast(dtype, out.scalar_type()), name, ": result type ", dtype,
+              " can't be cast to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  return out;
+}
+
+// Writes `op` of complex (or, for angle, real) `self` into `out` of dtype `dtype`.
+at::Tensor run_unary(const CxOp& op, const at::Tensor& out, const at::Tensor& self, c10::ScalarType dtype) {
+  at::Tensor result = unary_result(out, self, dtype, op.name + 3);  // "cx_abs" -> "abs"
+  if (out.defined()) at::assert_no_internal_overlap(result);
+  if (result.scalar_type() != dtype) {
+    // out of another dtype (e.g. complex128 out of a complex64 op): compute, then convert.
+    at::Tensor tmp = at::empty_like(self, self.options().dtype(dtype));
+    launch_components(op, tmp, {self}, self.scalar_type());
+    result.copy_(tmp);
+    return result;
+  }
+  launch_components(op, result, {self}, self.scalar_type());
+  return result;
+}
+
+} // namespace
+
+bool pw_has_complex(PwId id) {
+  return unary_op(id) != nullptr || id == PW_add || id == PW_sub || id == PW_mul || id == PW_div || id == PW_eq ||
+         id == PW_ne;
+}
+
+at::Tensor pw_complex_unary(PwId id, const at::Tensor& out, const at::Tensor& self) {
+  const CxOp* op = unary_op(id);
+  TORCH_CHECK(op != nullptr, pw_row(id).op.name, ": complex inputs are not supported on ocl");
+  c10::ScalarType dtype = id == PW_abs ? c10::toRealValueType(self.scalar_type()) : self.scalar_type();
+  return run_unary(*op, out, self, dtype);
+}
+
+void pw_complex_binary(PwId id, at::TensorIteratorBase& iter, const c10::Scalar& alpha) {
+  std::vector<dlprim::Scalar> params;
+  const CxOp* op = nullptr;
+  if (id == PW_add || id == PW_sub) {
+    c10::complex<double> a = alpha.toComplexDouble();
+    bool cplx = a.imag() != 0;
+    op = id == PW_add ? (cplx ? &k_add_c : &k_add) : (cplx ? &k_sub_c : &k_sub);
+    params = {dlprim::Scalar::floating(a.real()), dlprim::Scalar::floating(a.imag())};
+  } else if (id == PW_mul) {
+    op = &k_mul;
+  } else if (id == PW_eq || id == PW_ne) {  // a bool result, written directly
+    launch_components(id == PW_eq ? k_eq : k_ne, iter.output(), {iter.input(0), iter.input(1)},
+                      iter.common_dtype());
+    return;
+  } else {
+    TORCH_CHECK(id == PW_div, pw_row(id).op.name, ": complex inputs are not supported on ocl");
+    op = &k_div;
+  }
+  at::Tensor out = iter.output();
+  c10::ScalarType compute = iter.common_dtype();
+  if (out.scalar_type() != compute) {  // e.g. a complex128 out of complex64 inputs
+    at::Tensor tmp = at::empty(out.sizes(), out.options().dtype(compute));
+    launch_components(*op, tmp, {iter.input(0), iter.input(1)}, compute, params);
+    out.copy_(tmp);
+    return;
+  }
+  launch_components(*op, out, {iter.input(0), iter.input(1)}, compute, params);
+}
+
+namespace {
+
+at::Tensor& conj_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "conj_physical: expected out dtype ", self.scalar_type(),
+              ", got ", out.scalar_type());
+  if (!self.is_complex()) {
+    at::native::resize_output(out, self.sizes());
+    if (!out.is_same(self)) out.copy_(self);
+    return out;
+  }
+  run_unary(k_conj, out, self, self.scalar_type());
+  return out;
+}
+
+at::Tensor& conj_physical_(at::Tensor& self) { return conj_out(self, self); }
+
+at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
+  c10::ScalarType t = self.scalar_type();
+  c10::ScalarType dtype = c10::isComplexType(t)   ? c10::toRealValueType(t)
+                          : c10::isFloatingType(t) ? t
+                                                   : c10::typeMetaToScalarType(c10::get_default_dtype());
+  run_unary(k_angle, out, self, dtype);
+  return out;
+}
+
+at::Tensor angle(const at::Tensor& self) {
+  at::Tensor out;
+  c10::ScalarType t = self.scalar_type();
+  c10::ScalarType dtype = c10::isComplexType(t)   ? c10::toRealValueType(t)
+                          : c10::isFloatingType(t) ? t
+                                                   : c10::typeMetaToScalarType(c10::get_default_dtype());
+  return run_unary(k_angle, out, self, dtype);
+}
+
+// complex(real, imag) and polar(abs, angle): two real tensors of one floating dtype make a
+// complex tensor of the broadcast shape.
+at::Tensor& two_reals_out(const CxOp& op, const at::Tensor& a, const at::Tensor& b, at::Tensor& out,
+                          const char* name) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "Expected object of scalar type ", a.scalar_type(),
+              " but got scalar type ", b.scalar_type(), " for second argument");
+  TORCH_CHECK(a.scalar_type() == c10::kFloat || a.scalar_type() == c10::kDouble || a.scalar_type() == c10::kHalf,
+              "Expected both inputs to be Half, Float or Double tensors but got ", a.scalar_type(), " and ",
+              b.scalar_type());
+  c10::ScalarType ct = c10::toComplexType(a.scalar_type());
+  TORCH_CHECK(out.scalar_type() == ct, name, ": Expected object of scalar type ", ct,
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
+  check_ocl(a, name, "first input");
+  check_ocl(b, name, "second input");
+  at::native::resize_output(out, at::infer_size(a.sizes(), b.sizes()));
+  launch_components(op, out, {a, b}, ct);
+  return out;
+}
+
+at::Tensor& complex_out(const at::Tensor& re, const at::Tensor& im, at::Tensor& out) {
+  return two_reals_out(k_complex, re, im, out, "complex");
+}
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
+  return two_reals_out(k_polar, abs, angle, out, "polar");
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("conj_physical.out", TORCH_FN(conj_out));
+  m.impl("conj_physical_", TORCH_FN(conj_physical_));
+  m.impl("angle", TORCH_FN(angle));
+  m.impl("angle.out", TORCH_FN(angle_out));
+  m.impl("complex.out", TORCH_FN(complex_out));
+  m.impl("polar.out", TORCH_FN(polar_out));
+}
+
+} // namespace pytorch_ocl

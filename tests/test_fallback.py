@@ -8,8 +8,7 @@ from torch.testing import assert_close
 import pytorch_ocl
 
 # The stand-ins for "an op without an ocl kernel" (change them here when they get kernels):
-# i0 (the modified Bessel function; functional, out= and in-place forms) and mode (values and
-# indices).
+# gcd (integers; functional, out= and in-place forms) and mode (values and indices).
 
 
 @pytest.fixture
@@ -33,9 +32,10 @@ def test_strict_flag_roundtrip():
 
 def test_strict_raises_not_implemented_naming_the_op():
     x = torch.randn(2, 5).to("ocl")
+    xi = torch.randint(1, 30, (2, 5)).to("ocl")
     with pytest.raises(NotImplementedError) as info:
-        torch.i0(x)
-    assert "aten::i0" in str(info.value)
+        torch.gcd(xi, xi)
+    assert "aten::gcd" in str(info.value)
     assert "ocl" in str(info.value)
     with pytest.raises(NotImplementedError, match="aten::mode"):
         torch.mode(x, 1)
@@ -43,29 +43,29 @@ def test_strict_raises_not_implemented_naming_the_op():
 
 def test_strict_does_not_count():
     pytorch_ocl.reset_fallback_stats()
-    x = torch.randn(2, 5).to("ocl")
+    x = torch.randint(1, 30, (2, 5)).to("ocl")
     with pytest.raises(NotImplementedError):
-        torch.i0(x)
+        torch.gcd(x, x)
     assert pytorch_ocl.fallback_stats() == {}
 
 
 def test_non_strict_warns_once_and_counts(non_strict):
-    cpu = torch.randn(3, 17)
-    x = cpu.to("ocl")
+    cpu, cpu_z = torch.randint(1, 60, (3, 17)), torch.randint(1, 60, (3, 17))
+    x, z = cpu.to("ocl"), cpu_z.to("ocl")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        y1 = torch.i0(x)
-        y2 = torch.i0(x)
-        y3 = x.i0()
-    msgs = [str(w.message) for w in caught if "aten::i0" in str(w.message)]
+        y1 = torch.gcd(x, z)
+        y2 = torch.gcd(x, z)
+        y3 = x.gcd(z)
+    msgs = [str(w.message) for w in caught if "aten::gcd" in str(w.message)]
     assert len(msgs) == 1, msgs
-    assert issubclass([w for w in caught if "aten::i0" in str(w.message)][0].category, UserWarning)
+    assert issubclass([w for w in caught if "aten::gcd" in str(w.message)][0].category, UserWarning)
     assert "CPU" in msgs[0]
     for y in (y1, y2, y3):
         assert y.device.type == "ocl"
-        assert_close(y.cpu(), torch.i0(cpu))
+        assert_close(y.cpu(), torch.gcd(cpu, cpu_z))
     stats = pytorch_ocl.fallback_stats()
-    keys = [k for k in stats if k.startswith("aten::i0")]
+    keys = [k for k in stats if k.startswith("aten::gcd")]
     assert len(keys) == 1, stats
     assert stats[keys[0]] == 3
     assert torch.ocl.fallback_stats() == stats
@@ -86,10 +86,10 @@ def test_non_strict_values_and_indices_correct(non_strict):
 
 
 def test_reset_fallback_stats(non_strict):
-    x = torch.randn(2, 4).to("ocl")
+    x = torch.randint(1, 30, (2, 4)).to("ocl")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.i0(x)
+        torch.gcd(x, x)
     assert pytorch_ocl.fallback_stats()
     pytorch_ocl.reset_fallback_stats()
     assert pytorch_ocl.fallback_stats() == {}
@@ -118,12 +118,12 @@ def test_non_strict_in_fresh_process_default(run_py):
         import warnings, torch, pytorch_ocl
         warnings.simplefilter("always")
         print(pytorch_ocl.is_strict())
-        x = torch.tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]]).to("ocl")
+        x = torch.tensor([[4, 6, 9], [12, 5, 8]]).to("ocl")
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            y = torch.i0(x)
-            y = torch.i0(x)
-        print(sum("aten::i0" in str(m.message) for m in w))
+            y = torch.gcd(x, x + 2)
+            y = torch.gcd(x, x + 2)
+        print(sum("aten::gcd" in str(m.message) for m in w))
         print(y.device, y.cpu().tolist())
         print(pytorch_ocl.fallback_stats())
         """,
@@ -132,8 +132,9 @@ def test_non_strict_in_fresh_process_default(run_py):
     lines = proc.stdout.splitlines()
     assert lines[0] == "False"
     assert lines[1] == "1"
-    assert lines[2] == "ocl:0 " + str(torch.i0(torch.tensor([[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]])).tolist())
-    assert "'aten::i0" in lines[3] and ": 2" in lines[3]
+    x = torch.tensor([[4, 6, 9], [12, 5, 8]])
+    assert lines[2] == "ocl:0 " + str(torch.gcd(x, x + 2).tolist())
+    assert "'aten::gcd" in lines[3] and ": 2" in lines[3]
 
 
 def test_strict_env_zero_means_off(run_py):
@@ -160,33 +161,32 @@ def test_non_strict_internal_fallback_complex128_copy(run_py):
 
 
 def test_non_strict_fallback_out_inplace_and_views(non_strict):
-    cpu = torch.arange(12.0).reshape(3, 4)
+    cpu = torch.arange(1, 13).reshape(3, 4)
     d = cpu.to("ocl")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # out= on the device
-        out = torch.empty(3, 4, device="ocl")
-        torch.i0(d, out=out)
+        out = torch.empty(3, 4, dtype=torch.long, device="ocl")
+        torch.gcd(d, d + 3, out=out)
         # in-place on a non-contiguous view: the CPU result is written back into the view
         v = d.clone()
-        v[:, 1::2].i0_()
-        # ops returning Python values and index tensors
+        v[:, 1::2].gcd_(torch.full((3, 2), 6, device="ocl"))
+        # ops returning Python values and index tensors (native, next to the fallback)
         same = torch.equal(d, cpu.to("ocl"))
         differ = torch.equal(d, (cpu + 1).to("ocl"))
         idx = torch.tensor([0, 2]).to("ocl")
         picked = d[idx]
         put = d.clone()
-        put[idx] = -1.0
-    assert_close(out.cpu(), torch.i0(cpu))
+        put[idx] = -1
+    assert_close(out.cpu(), torch.gcd(cpu, cpu + 3))
     ref = cpu.clone()
-    ref[:, 1::2].i0_()
+    ref[:, 1::2].gcd_(torch.full((3, 2), 6))
     assert_close(v.cpu(), ref)
     assert same is True and differ is False
     assert picked.device.type == "ocl"
     assert_close(picked.cpu(), cpu[[0, 2]])
     ref_put = cpu.clone()
-    ref_put[[0, 2]] = -1.0
+    ref_put[[0, 2]] = -1
     assert_close(put.cpu(), ref_put)
     stats = pytorch_ocl.fallback_stats()
-    assert any(k.startswith("aten::i0") for k in stats)
-    assert any(k.startswith("aten::equal") for k in stats)
+    assert any(k.startswith("aten::gcd") for k in stats)

@@ -6,6 +6,7 @@
 #   bash scripts/gpu_session.sh models      # benchmarks/models.py, 8 networks vs CUDA (about 6 min)
 #   bash scripts/gpu_session.sh kernels     # layers.py + conv.py tables
 #   bash scripts/gpu_session.sh suite       # the test suite on the GPU, gemm.py and overhead.py tables
+#   bash scripts/gpu_session.sh tests       # the test suite on the GPU alone
 #   bash scripts/gpu_session.sh gemm        # GEMM / conv tests on the GPU, resnet50 conv table, overhead.py
 #   bash scripts/gpu_session.sh attention   # tests/test_attention.py, benchmarks/transformer.py (SDPA vs CUDA)
 #   bash scripts/gpu_session.sh profile [NETS]  # profile_model.py (kernels, idle gaps, host time) per network
@@ -47,9 +48,12 @@ case "${1:-validate}" in
     run conv 200 python3 benchmarks/conv.py --ref cuda --nets resnet18,mobilenet_v2,vgg16 --batches 32,1 \
       --out "$out/conv.md"
     ;;
+  tests)  # the whole test suite on the GPU (one call)
+    run tests 470 python3 -m pytest -q -n 14 -p no:cacheprovider tests
+    ;;
   suite)
     # 12 xdist workers: the whole suite in about 5 min on the 16-core machine (one process: > 1 h).
-    run tests 400 python3 -m pytest -q -n 12 -p no:cacheprovider tests
+    run tests 440 python3 -m pytest -q -n 14 -p no:cacheprovider tests
     run gemm 150 python3 benchmarks/gemm.py --ref cuda --peak-tflops 67 --out "$out/gemm.md"
     run overhead 90 python3 benchmarks/overhead.py --ref cuda --out "$out/overhead.md"
     ;;

@@ -36,6 +36,10 @@ import torch.nn.functional as F  # noqa: E402
 import pytorch_ocl  # noqa: E402
 from pytorch_ocl import Kernel, int32  # noqa: E402
 
+# The built-in F.conv2d this example compares with runs float32 convolutions in TF32 on a matrix engine
+# (NVIDIA) while torch.backends.cudnn.allow_tf32 is on, as CUDA does; compare at fp32 accuracy.
+torch.backends.cudnn.allow_tf32 = False
+
 TS, WPT = 16, 4  # a group is TS x TS work-items; each computes WPT x WPT outputs: a 64 x 64 tile of Y
 
 # x: (N, C, H, W), w: (OC, C, KH, KW), y: (N, OC, OH, OW), all contiguous. Column p of Y enumerates (n, oh, ow),

@@ -22,6 +22,17 @@ import pytorch_ocl  # noqa: E402,F401  (registers the device)
 # tests (test_gemm_mma.py) turn it on where they check the TF32 bound.
 torch.backends.cudnn.allow_tf32 = False
 
+
+@pytest.fixture(autouse=True)
+def _no_leaked_settings():
+    """Every test leaves the PYTORCH_OCL_* variables as it found them (monkeypatch restores them before
+    this check runs): a leaked PYTORCH_OCL_MMA=emulate once made a later test train a network on the
+    emulated matrix engine, slowly enough to stall CI."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("PYTORCH_OCL_")}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith("PYTORCH_OCL_")}
+    assert after == before, f"PYTORCH_OCL_* variables changed by the test: {before} -> {after}"
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON_DIR = os.path.join(REPO, "python")
 # Subprocesses use the source tree only when it holds a built extension (a developer's

@@ -21,6 +21,8 @@ import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d 
 warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
 
 DEV = "ocl:0"
+# Convolutions at fp32 accuracy (TF32 on a matrix engine otherwise), so ranks equal single-process training.
+torch.backends.cudnn.allow_tf32 = False
 
 
 def _env(rank, world, port):

@@ -21,7 +21,7 @@ LISTS = AutocastTestLists(DEV)
 NOT_NATIVE = {
     "conv3d": RuntimeError, "conv_transpose3d": RuntimeError, "pdist": NotImplementedError,
     "cdist": NotImplementedError, "multilabel_margin_loss": NotImplementedError,
-    "multi_margin_loss": NotImplementedError, "grid_sampler": NotImplementedError, "equal": NotImplementedError,
+    "multi_margin_loss": NotImplementedError, "grid_sampler": NotImplementedError,
 }
 # cuDNN's own ops are CUDA's, not part of the policy a backend implements.
 CUDA_ONLY = {"cudnn_convolution", "cudnn_convolution_transpose"}

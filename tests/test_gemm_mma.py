@@ -249,10 +249,15 @@ def test_conv_paths_follow_cudnn_allow_tf32(algo, allow_tf32, monkeypatch):
     """Convolutions use TF32 where torch.backends.cudnn.allow_tf32 allows it (CUDA's switch, on by default)
     and 3xTF32 (fp32 accuracy) otherwise -- Winograd always at fp32 accuracy: forward and both gradients of
     the GEMM-based paths, against float64 on the CPU with the matching bound."""
-    import torch.nn.functional as F
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", allow_tf32)
     monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT", "0")
     monkeypatch.setenv("PYTORCH_OCL_CONV_WINOGRAD", "1" if algo == "winograd" else "0")
+    # The flags() context, not an assignment: torch.testing may have frozen the global cuDNN flags.
+    with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=allow_tf32):
+        check_conv_math(algo, allow_tf32)
+
+
+def check_conv_math(algo, allow_tf32):
+    import torch.nn.functional as F
     k = 1 if algo == "gemm1x1" else 3
     x, w = torch.randn(2, 24, 10, 12), torch.randn(20, 24, k, k)
     algos = pytorch_ocl.ops.conv_algorithms(tuple(x.shape), tuple(w.shape), padding=k // 2)

@@ -118,7 +118,9 @@ def test_polynomial_edges(name, dtype):
     nan_x = torch.isnan(x) & (n >= 1) & torch.isfinite(n)
     assert torch.isnan(actual[nan_x]).all()
     expected = torch.where(nan_x, actual, expected)
-    _check(actual, expected, rtol=1e-5 if dtype == torch.float32 else 1e-9, atol=1e-5)
+    # float32: the recurrences' rounding differs where a GPU compiler fuses multiply-adds (NVIDIA: U_20 at
+    # x = -0.999 off by 1.8e-5 relative).
+    _check(actual, expected, rtol=5e-5 if dtype == torch.float32 else 1e-9, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)

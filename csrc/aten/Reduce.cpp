@@ -148,13 +148,11 @@ at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
   return logical_out(k_all, self, logical_mask(std::nullopt, self.dim()), false, out, "all");
 }
 
-// equal (istft's window check, torch.equal): same sizes and every element ==, as CUDA's; complex
-// tensors compare their components.
+// equal (istft's window check, torch.equal): same sizes and every element ==, as CUDA's (mixed dtypes
+// compare in their promoted type, as eq does); complex tensors compare their components.
 bool equal(const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
               self.device(), " and ", other.device());
-  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "Expected object of scalar type ", self.scalar_type(),
-              " but got scalar type ", other.scalar_type(), " for argument 'other'");
   if (!self.is_same_size(other)) return false;
   if (self.numel() == 0) return true;
   if (self.is_complex())

@@ -265,6 +265,16 @@ inline DL_ACC dl_histc_round(DL_ACC v, int round16) {
   return v;
 }
 
+// The bin's division correctly rounded, as the CPU's: OpenCL lets float division be off by 2.5 ulp
+// (NVIDIA's is), which moved values on a bin edge into the neighbouring bin (H200). A float quotient
+// through double is correctly rounded (53 >= 2 * 24 + 2 bits); devices without fp64 keep a / b.
+#if defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+inline DL_ACC dl_histc_div(DL_ACC a, DL_ACC b) { return (DL_ACC)((double)a / (double)b); }
+#else
+inline DL_ACC dl_histc_div(DL_ACC a, DL_ACC b) { return a / b; }
+#endif
+
 __kernel void dl_index_histc(ulong start, ulong n, int rank, dl_dims64 sizes, dl_dims64 strides, __global const DL_T* x,
                              ulong x_off, DL_ACC lo, DL_ACC hi, long bins, int round16, __global uint* counts,
                              ulong counts_off) {
@@ -275,7 +285,7 @@ __kernel void dl_index_histc(ulong start, ulong n, int rank, dl_dims64 sizes, dl
   DL_ACC v = DL_LOAD(x, (long)x_off + off);
   if (!(v >= lo && v <= hi)) return;
   DL_ACC scaled = dl_histc_round(dl_histc_round(v - lo, round16) * dl_histc_round((DL_ACC)bins, round16), round16);
-  long pos = (long)dl_histc_round(scaled / dl_histc_round(hi - lo, round16), round16);
+  long pos = (long)dl_histc_round(dl_histc_div(scaled, dl_histc_round(hi - lo, round16)), round16);
   pos = pos >= bins ? bins - 1 : (pos < 0 ? 0 : pos);
   atomic_inc(counts + counts_off + pos);
 }

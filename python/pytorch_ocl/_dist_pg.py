@@ -71,7 +71,12 @@ class _Reduction:
         self.world_size = world_size
         self.factor = None
         if op == _R.PREMUL_SUM:
-            self.factor = reduce_op.factor
+            self.factor = getattr(reduce_op, "factor", None)
+            if self.factor is None and hasattr(reduce_op, "__getstate__"):
+                state = reduce_op.__getstate__()  # (op, factor): torch versions without the attribute
+                self.factor = state[1] if isinstance(state, tuple) and len(state) > 1 else None
+            if self.factor is None:
+                raise ValueError("ocl_gloo: this torch's PREMUL_SUM ReduceOp does not expose its factor")
             if isinstance(self.factor, torch.Tensor):
                 self.factor = self.factor.to("cpu")
         elif op not in _NATIVE_OPS and op != _R.AVG:

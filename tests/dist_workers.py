@@ -21,13 +21,15 @@ import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d 
 warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
 
 DEV = "ocl:0"
-# Convolutions at fp32 accuracy (TF32 on a matrix engine otherwise), so ranks equal single-process training.
-torch.backends.cudnn.allow_tf32 = False
 
 
 def _env(rank, world, port):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    # Each rank's convolutions at fp32 accuracy (TF32 on a matrix engine otherwise), so ranks equal
+    # single-process training. Set here, in the spawned rank: the pytest process importing this module
+    # may have torch.testing's frozen cuDNN flags.
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def _full(value, n=4, dtype=torch.float32):

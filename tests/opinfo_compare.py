@@ -29,6 +29,25 @@ def missing_foreign_op(exc, foreign):
     return None
 
 
+def map_tensors(obj, fn):
+    """`obj` (tensors nested in lists, tuples, named tuples and dicts) with fn applied to every tensor."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        items = [map_tensors(o, fn) for o in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+    if isinstance(obj, dict):
+        return {k: map_tensors(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def tensor_leaves(obj):
+    """The tensors of `obj` in map_tensors' order."""
+    out = []
+    map_tensors(obj, lambda t: out.append(t) or t)
+    return out
+
+
 def _tensors(tree):
     return [t for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
 

@@ -11,6 +11,7 @@ import torch
 import pytorch_ocl  # noqa: F401  (registers the device before torch.testing._internal)
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import noncontiguous_like
+from opinfo_compare import map_tensors, tensor_leaves
 
 DEV = "ocl:0"
 # OpInfo names whose every sample must pass (they reach only our kernels and native ops).
@@ -32,28 +33,12 @@ OP_TOL = {("matrix_exp", torch.float32): dict(rtol=1e-3, atol=1e-3)}
 GRAD_TOL = {torch.float32: dict(rtol=1e-3, atol=1e-3), torch.float64: dict(rtol=1e-6, atol=1e-6)}
 
 
-def _map(obj, fn):
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_map(o, fn) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _map(v, fn) for k, v in obj.items()}
-    return obj
-
-
-def _leaves(obj):
-    out = []
-    _map(obj, lambda t: out.append(t) or t)
-    return out
-
-
 def _to_dev(obj, noncontig):
     def move(t):
         d = t.detach()
         d = noncontiguous_like(d) if noncontig and d.numel() > 1 else d
         return d.to(DEV).requires_grad_(t.requires_grad)
-    return _map(obj, move)
+    return map_tensors(obj, move)
 
 
 def _check_sample(op, sample, dtype, noncontig, grad):
@@ -68,15 +53,15 @@ def _check_sample(op, sample, dtype, noncontig, grad):
     actual = op(*dargs, **dkwargs)
     if op.name in SIGN_FREE:
         expected, actual = sample.output_process_fn_grad(expected), sample.output_process_fn_grad(actual)
-    outs, douts = _leaves(expected), _leaves(actual)
+    outs, douts = tensor_leaves(expected), tensor_leaves(actual)
     assert all(o.device.type == "ocl" for o in douts)
     torch.testing.assert_close([o.detach().cpu() for o in douts], [o.detach() for o in outs], equal_nan=True,
                                **OP_TOL.get((op.name, dtype), TOL[dtype]))
     if not grad:
         return
     pairs = [(o, d) for o, d in zip(outs, douts) if o.requires_grad and o.is_floating_point()]
-    ins = [t for t in _leaves((args, kwargs)) if t.requires_grad]
-    dins = [t for t in _leaves((dargs, dkwargs)) if t.requires_grad]
+    ins = [t for t in tensor_leaves((args, kwargs)) if t.requires_grad]
+    dins = [t for t in tensor_leaves((dargs, dkwargs)) if t.requires_grad]
     if not pairs or not ins:
         return
     gen = torch.Generator().manual_seed(0)
@@ -190,7 +175,7 @@ def test_zero_size(shape):
                torch.linalg.slogdet, torch.linalg.lu, lambda a: torch.linalg.solve(a, a),
                lambda a: torch.linalg.solve_triangular(a, a, upper=True)):
         got, want = fn(A.to(DEV)), fn(A)
-        for g, w in zip(_leaves(got), _leaves(want)):
+        for g, w in zip(tensor_leaves(got), tensor_leaves(want)):
             assert g.shape == w.shape and g.dtype == w.dtype
             torch.testing.assert_close(g.cpu(), w)
 
@@ -273,7 +258,7 @@ def test_gradients_float64():
     for fn in fns:
         cpu = [t.clone().requires_grad_() for t in (A, S, B)]
         dev = [t.to(DEV).requires_grad_() for t in (A, S, B)]
-        outs_c, outs_d = _leaves(fn(*cpu)), _leaves(fn(*dev))
+        outs_c, outs_d = tensor_leaves(fn(*cpu)), tensor_leaves(fn(*dev))
         gs = [torch.randn_like(o) for o in outs_c]
         torch.autograd.backward(outs_c, gs)
         torch.autograd.backward(outs_d, [g.to(DEV) for g in gs])
@@ -445,12 +430,12 @@ def test_out_variants():
         (lambda *a, out=None: torch.linalg.lstsq(*a, driver="gelsd", out=out), (A, B), 4),
     ]
     for fn, args, n_out in calls:
-        want = fn(*args, out=tuple(torch.empty(0, dtype=a.dtype) for a in _leaves(fn(*args))) if n_out > 1
+        want = fn(*args, out=tuple(torch.empty(0, dtype=a.dtype) for a in tensor_leaves(fn(*args))) if n_out > 1
                   else torch.empty(0, **f64))
-        outs = tuple(torch.empty(1, dtype=w.dtype, device=DEV) for w in _leaves(want))
+        outs = tuple(torch.empty(1, dtype=w.dtype, device=DEV) for w in tensor_leaves(want))
         got = fn(*[a.to(DEV) for a in args], out=outs if n_out > 1 else outs[0])
         sign_free = fn in (torch.linalg.eigh, torch.linalg.svd)  # vectors up to sign: compare |.|
-        for g, w, o in zip(_leaves(got), _leaves(want), outs):
+        for g, w, o in zip(tensor_leaves(got), tensor_leaves(want), outs):
             assert g.data_ptr() == o.data_ptr() or g.numel() == 0
             g, w = (g.cpu().abs(), w.abs()) if sign_free else (g.cpu(), w)
             torch.testing.assert_close(g, w, msg=lambda m: f"{fn}: {m}")

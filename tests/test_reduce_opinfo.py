@@ -23,6 +23,7 @@ import torch  # noqa: E402
 import pytorch_ocl  # noqa: E402,F401
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 from torch.testing._internal.common_utils import noncontiguous_like  # noqa: E402
+from opinfo_compare import map_tensors, tensor_leaves  # noqa: E402
 
 # (OpInfo name, variant) pairs under test; variants not listed are skipped.
 OPS = [
@@ -57,22 +58,6 @@ def _tolerance(dtype):
     return dict(rtol=1e-7, atol=1e-7) if dtype == torch.float64 else {}
 
 
-def _map(obj, fn):
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_map(o, fn) for o in obj) if not hasattr(obj, "_fields") else type(obj)(*[_map(o, fn) for o in obj])
-    if isinstance(obj, dict):
-        return {k: _map(v, fn) for k, v in obj.items()}
-    return obj
-
-
-def _leaves(obj):
-    out = []
-    _map(obj, lambda t: out.append(t) or t)
-    return out
-
-
 def _to_device(obj, noncontig):
     def move(t):
         d = t.detach()
@@ -80,7 +65,7 @@ def _to_device(obj, noncontig):
         d = d.to(DEVICE)
         return d.requires_grad_(t.requires_grad)
 
-    return _map(obj, move)
+    return map_tensors(obj, move)
 
 
 def _missing_op(err):
@@ -111,21 +96,21 @@ def _run_sample(op, sample, dtype, noncontig, check_grad):
     dargs, dkwargs = _to_device(args, noncontig), _to_device(kwargs, noncontig)
     try:
         actual = op(*dargs, **dkwargs)
-        actual_cpu = _map(actual, lambda t: t.detach().cpu())
+        actual_cpu = map_tensors(actual, lambda t: t.detach().cpu())
     except Exception as e:  # noqa: BLE001
         return _classify_exception(e), None
     try:
-        torch.testing.assert_close(actual_cpu, _map(expected, lambda t: t.detach()), equal_nan=True,
+        torch.testing.assert_close(actual_cpu, map_tensors(expected, lambda t: t.detach()), equal_nan=True,
                                    check_device=False, **_tolerance(dtype))
         fwd = (Outcome.PASS, "")
     except AssertionError as e:
         return (Outcome.FAIL, "forward: " + str(e).replace("\n", " ")[:300]), None
     if not check_grad:
         return fwd, None
-    outs = [t for t in _leaves(expected) if t.is_floating_point() and t.requires_grad]
-    douts = [t for t in _leaves(actual) if t.is_floating_point() and t.requires_grad]
-    ins = [t for t in _leaves((args, kwargs)) if t.requires_grad]
-    dins = [t for t in _leaves((dargs, dkwargs)) if t.requires_grad]
+    outs = [t for t in tensor_leaves(expected) if t.is_floating_point() and t.requires_grad]
+    douts = [t for t in tensor_leaves(actual) if t.is_floating_point() and t.requires_grad]
+    ins = [t for t in tensor_leaves((args, kwargs)) if t.requires_grad]
+    dins = [t for t in tensor_leaves((dargs, dkwargs)) if t.requires_grad]
     if not outs or not ins:
         return fwd, None
     gen = torch.Generator().manual_seed(0)

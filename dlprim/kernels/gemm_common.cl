@@ -32,6 +32,16 @@
     STORE_C(C, GEMM_C_INDEX(bi, gi, m, n), v_);                                      \
   } while (0)
 
+// The (slice o, k0) of the next K step of the tiled kernels (gemm_tiled.cl, gemm_mma.cl), advanced without a
+// division per step: k0 moves by BK and wraps into the next slice, where the variant's OUTER_STEP(o) runs.
+#define GEMM_ADVANCE_STEP(o, k0) \
+  k0 += BK;                      \
+  if (k0 >= ksteps * BK) {       \
+    k0 = 0;                      \
+    ++o;                         \
+    OUTER_STEP(o)                \
+  }
+
 // Sums split-K partial results W[((zb * splits + s) * M + m) * N + n] over s and applies the
 // epilogue. One work-item per (zb, m, n); zb = bi * groups + gi.
 __kernel void gemm_split_reduce(int M, int N, int splits, int groups, ulong total, __global const ACC *W,

@@ -314,12 +314,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS_N, WARPS_M, 1))) void KE
           rb[v] = vload4(0, w);
         }
       }
-      next_k0 += BK;
-      if (next_k0 >= ksteps * BK) {
-        next_k0 = 0;
-        ++next_o;
-        OUTER_STEP(next_o)
-      }
+      GEMM_ADVANCE_STEP(next_o, next_k0)
     }
     if (s > step0) {
       __local const MT *as = a_prev, *bs = b_prev;

@@ -195,12 +195,7 @@ __kernel __attribute__((reqd_work_group_size(TM, TN, 1))) void KERNEL_NAME(
 #pragma unroll
           for (int j = 0; j < B_G; ++j) rb[v * B_G + j] = B_AT(B_POS_K(v, j), B_POS_C(v, j));
       }
-      next_k0 += BK;
-      if (next_k0 >= ksteps * BK) {
-        next_k0 = 0;
-        ++next_o;
-        OUTER_STEP(next_o)
-      }
+      GEMM_ADVANCE_STEP(next_o, next_k0)
     }
     if (s > step0) {
       __local const ACC *as = a_prev, *bs = b_prev;

@@ -178,8 +178,13 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["builds"] = s.builds;
     d["disk_hits"] = s.disk_hits;
+    d["build_seconds"] = s.build_seconds;
+    d["load_seconds"] = s.load_seconds;
     return d;
   });
+  m.def("build_threads", &dlprim::build_threads);
+  // The device + driver string that keys this device's binaries and tuning results in the cache.
+  m.def("cache_identity", [](int device) { return context(device).info().cache_identity(); });
   m.def("disk_cache_path", &dlprim::disk_cache_path);
   m.def("disk_cache_usable", &dlprim::disk_cache_usable);
   m.def("disk_cache_warning", &dlprim::disk_cache_warning);

@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <dlprim/context.h>
+#include <dlprim/program_cache.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -51,6 +52,22 @@ CachedKernel& kernel_for(int device, const std::string& source, const std::strin
 
 void build(int device, const std::string& source, const std::string& name, const std::string& options) {
   kernel_for(device, source, name, options);
+}
+
+// Builds many kernels at once on the build threads (dlprim::parallel_builds); per kernel "" or
+// the error it raised.
+std::vector<std::string> build_many(int device, const std::vector<std::tuple<std::string, std::string, std::string>>& ks) {
+  context(device);  // created here, not by the first build thread
+  std::vector<std::string> errors(ks.size());
+  py::gil_scoped_release no_gil;
+  dlprim::parallel_builds(ks.size(), [&](size_t i) {
+    try {
+      kernel_for(device, std::get<0>(ks[i]), std::get<1>(ks[i]), std::get<2>(ks[i]));
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  });
+  return errors;
 }
 
 void launch(int device, const std::string& source, const std::string& name, const std::string& options,
@@ -101,6 +118,7 @@ void launch(int device, const std::string& source, const std::string& name, cons
 
 void bind_user_kernels(py::module& m) {
   m.def("build_user_kernel", &build);
+  m.def("build_user_kernels", &build_many);
   m.def("launch_user_kernel", &launch);
 }
 

@@ -1,5 +1,7 @@
 #include <dlprim/autotune.h>
 
+#include <dlprim/program_cache.h>
+
 #include "disk_cache.h"
 
 #include <algorithm>
@@ -87,7 +89,8 @@ double events_elapsed_us(std::vector<cl_event>& events) {
 
 std::string autotune_select(const Context& ctx, const std::string& family, const std::string& shape_class,
                             const std::vector<std::string>& candidates, const std::string& fallback,
-                            const std::function<double(const std::string&)>& time_us) {
+                            const std::function<double(const std::string&)>& time_us,
+                            const std::function<void(const std::string&)>& prepare) {
   TuneMode mode = autotune_mode();
   if (mode == TuneMode::Off || candidates.size() < 2) return candidates.size() == 1 ? candidates[0] : fallback;
   std::string label = family + "|" + shape_class;
@@ -135,6 +138,9 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     ++g_stats.loaded;
   } else {
     chosen.clear();
+    // Builds are most of a cold tuning's time and independent: all at once, then the timings
+    // one after another (concurrent kernels would spoil them).
+    if (prepare) parallel_builds(candidates.size(), [&](size_t i) { prepare(candidates[i]); });
     double best = 0;
     for (const auto& c : candidates) {
       double t = -1;

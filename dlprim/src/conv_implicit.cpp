@@ -193,8 +193,13 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
           << "|k" << s.KH << "x" << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z"
           << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp");
       ConvScratch scratch(ctx, s, dtype);
+      // Prepared in parallel: the implicit configs' kernels (im2col and Winograd build theirs while timed).
       chosen = autotune_select(ctx, "conv_fwd", cls.str(), cands, chosen,
-                               [&](const std::string& c) { return time_forward(ctx, scratch, dtype, c); });
+                               [&](const std::string& c) { return time_forward(ctx, scratch, dtype, c); },
+                               [&](const std::string& c) {
+                                 TileConfig cfg;
+                                 if (TileConfig::parse(c, &cfg)) implicit_kernel(ctx, dtype, cfg);
+                               });
     }
   }
   if (chosen == kWinograd) {

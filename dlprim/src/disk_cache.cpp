@@ -103,7 +103,8 @@ bool DiskCache::open_db() {
   char* err = nullptr;
   const char* schema =
       "CREATE TABLE IF NOT EXISTS programs(key TEXT PRIMARY KEY, binary BLOB NOT NULL);"
-      "CREATE TABLE IF NOT EXISTS tuning(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+      "CREATE TABLE IF NOT EXISTS tuning(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS program_device(key TEXT PRIMARY KEY, identity TEXT NOT NULL);";
   rc = read_only_ ? sqlite3_exec(db, "SELECT count(*) FROM programs;", nullptr, nullptr, &err)
                   : sqlite3_exec(db, schema, nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
@@ -122,6 +123,7 @@ bool DiskCache::open_db() {
 }
 
 bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary) {
+  std::lock_guard<std::mutex> lock(m_);
   if (!db_) return false;
   auto* db = static_cast<sqlite3*>(db_);
   sqlite3_stmt* st = nullptr;
@@ -142,24 +144,39 @@ bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary)
   return found;
 }
 
-void DiskCache::store(const std::string& key, const std::vector<unsigned char>& binary) {
+void DiskCache::store(const std::string& key, const std::vector<unsigned char>& binary, const std::string& identity) {
+  std::lock_guard<std::mutex> lock(m_);
   if (!db_ || read_only_ || binary.empty()) return;
   auto* db = static_cast<sqlite3*>(db_);
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO programs(key, binary) VALUES(?, ?);", -1, &st,
-                         nullptr) != SQLITE_OK)
-    return;
-  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_blob(st, 2, binary.data(), static_cast<int>(binary.size()), SQLITE_TRANSIENT);
-  int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
+  // The binary and its device in one transaction (one sync instead of two).
+  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_BUSY;
+  auto run = [&](const char* sql, const std::string& text, const std::vector<unsigned char>* blob) {
+    sqlite3_stmt* st = nullptr;
+    if (rc != SQLITE_DONE) return;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
+      rc = SQLITE_ERROR;
+      return;
+    }
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    if (blob)
+      sqlite3_bind_blob(st, 2, blob->data(), static_cast<int>(blob->size()), SQLITE_TRANSIENT);
+    else
+      sqlite3_bind_text(st, 2, text.c_str(), -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+  };
+  run("INSERT OR REPLACE INTO programs(key, binary) VALUES(?, ?);", "", &binary);
+  run("INSERT OR REPLACE INTO program_device(key, identity) VALUES(?, ?);", identity, nullptr);
+  if (rc == SQLITE_DONE) rc = sqlite3_exec(db, "COMMIT;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_ERROR;
   if (rc != SQLITE_DONE) {
+    sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
     read_only_ = true;  // warn once, then stop trying
-    warn(std::string("kernel cache write failed (") + sqlite3_errstr(rc) + "); new kernels will not be stored");
+    warn(std::string("kernel cache write failed (") + sqlite3_errmsg(db) + "); new kernels will not be stored");
   }
 }
 
 bool DiskCache::load_value(const std::string& key, std::string* value) {
+  std::lock_guard<std::mutex> lock(m_);
   if (!db_) return false;
   auto* db = static_cast<sqlite3*>(db_);
   sqlite3_stmt* st = nullptr;
@@ -180,6 +197,7 @@ bool DiskCache::load_value(const std::string& key, std::string* value) {
 }
 
 void DiskCache::store_value(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(m_);
   if (!db_ || read_only_) return;
   auto* db = static_cast<sqlite3*>(db_);
   sqlite3_stmt* st = nullptr;
@@ -203,7 +221,7 @@ DiskCache::DiskCache() {}
 DiskCache::~DiskCache() {}
 bool DiskCache::open_db() { return false; }
 bool DiskCache::load(const std::string&, std::vector<unsigned char>*) { return false; }
-void DiskCache::store(const std::string&, const std::vector<unsigned char>&) {}
+void DiskCache::store(const std::string&, const std::vector<unsigned char>&, const std::string&) {}
 bool DiskCache::load_value(const std::string&, std::string*) { return false; }
 void DiskCache::store_value(const std::string&, const std::string&) {}
 

@@ -1,6 +1,8 @@
 // On-disk store of program binaries (SQLite). Every failure degrades to "no disk cache"
-// with a warning: the cache must never make a program fail.
+// with a warning: the cache must never make a program fail. Thread-safe (one lock around
+// every statement: program builds store their binaries from several threads).
 #pragma once
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,14 +16,19 @@ public:
   std::string key(const std::string& device_identity, const std::string& source,
                    const std::string& options) const;
   bool load(const std::string& key, std::vector<unsigned char>* binary);
-  void store(const std::string& key, const std::vector<unsigned char>& binary);
+  // `identity` (DeviceInfo::cache_identity) is recorded next to the binary in program_device,
+  // so that `python -m pytorch_ocl cache export` can pick one device's programs.
+  void store(const std::string& key, const std::vector<unsigned char>& binary, const std::string& identity);
   // Small text values (autotuning results), in their own table next to the binaries.
   bool load_value(const std::string& key, std::string* value);
   void store_value(const std::string& key, const std::string& value);
 
   const std::string& path() const { return path_; }
   bool usable() const { return db_ != nullptr; }
-  const std::string& warning() const { return warning_; }
+  std::string warning() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return warning_;
+  }
 
 private:
   DiskCache();
@@ -32,6 +39,7 @@ private:
   std::string path_, warning_;
   void* db_ = nullptr;  // sqlite3*, opaque so that this header needs no SQLite
   bool read_only_ = false;
+  mutable std::mutex m_;  // guards warning_, read_only_ and the connection
 };
 
 } // namespace dlprim

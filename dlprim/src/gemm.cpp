@@ -39,7 +39,6 @@ struct Plan {
   uint64_t workspace_bytes() const { return path == Path::Tiled ? pack_space() + split.workspace_bytes : 0; }
 };
 
-
 // Layout of a rows x cols operand: `inner_is_col` when the column index has unit stride
 // (row-major, ld = row stride), else the row index (column-major, ld = column stride).
 bool matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool* inner_is_col, int64_t* ld) {
@@ -252,17 +251,24 @@ public:
     if (q_) clReleaseCommandQueue(q_);
   }
 
+  // The kernel time_us(cfg) runs, built; only reads the plan, so the tuner's build threads call it.
+  detail::LockedKernel& kernel(const TileConfig& cfg, const std::string& cfg_str, bool* b_nc_out = nullptr) const {
+    // A config that would run on repacked B is timed on an n-contiguous B.
+    bool b_nc = p_.b_nc || wants_packed_b(cfg, p_.b_nc, rM_);
+    if (b_nc_out) *b_nc_out = b_nc;
+    // The real problem's 4-wide staging choice (the scratch leading dims are multiples of 4).
+    Vec4 vec = vec4_operands(cfg, p_.g, p_.a_kc, p_.lda, p_.b_nc, p_.ldb);
+    vec.full = vec.a && vec.b && whole_tiles(cfg, rM_, rN_, rK_);  // of the scratch problem timed
+    return tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, cfg_str, p_.mma, p_.a_kc, b_nc, false, vec);
+  }
+  void prepare(const std::string& cfg_str) const { TileConfig c; if (TileConfig::parse(cfg_str, &c)) kernel(c, cfg_str); }
+
   double time_us(const std::string& cfg_str) {
     TileConfig cfg;
     if (!TileConfig::parse(cfg_str, &cfg)) return -1;
     DType acc = compute_dtype(p_.g.dtype);
-    // A config that would run on repacked B is timed on an n-contiguous B.
-    bool b_nc = p_.b_nc || wants_packed_b(cfg, p_.b_nc, rM_);
-    // The real problem's 4-wide staging choice (the scratch leading dims are multiples of 4).
-    Vec4 vec = vec4_operands(cfg, p_.g, p_.a_kc, p_.lda, p_.b_nc, p_.ldb);
-    vec.full = vec.a && vec.b && whole_tiles(cfg, rM_, rN_, rK_);  // of the scratch problem timed
-    detail::LockedKernel& slot =
-        tiled_kernel(ctx_, p_.g.dtype, p_.g.dtype, cfg, cfg_str, p_.mma, p_.a_kc, b_nc, false, vec);
+    bool b_nc = false;
+    detail::LockedKernel& slot = kernel(cfg, cfg_str, &b_nc);
     setup();
     Gemm g = scratch_gemm(b_nc);
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
@@ -403,8 +409,8 @@ TileChoice choose_tile(const Context& ctx, const Plan& p) {
       cands.push_back(c.str());
     if (std::find(cands.begin(), cands.end(), chosen) == cands.end()) cands.push_back(chosen);
     TileTuner tuner(ctx, p);
-    chosen = autotune_select(ctx, "gemm", cls.str(), cands, chosen,
-                             [&](const std::string& c) { return tuner.time_us(c); });
+    chosen = autotune_select(ctx, "gemm", cls.str(), cands, chosen, [&](const std::string& c) { return tuner.time_us(c); },
+                             [&](const std::string& c) { tuner.prepare(c); });
   }
   TileChoice c;
   TileConfig::parse(chosen, &c.cfg);

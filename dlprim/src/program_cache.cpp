@@ -1,11 +1,20 @@
+// The program cache: one slot per (context, source, options). The map lock is held only to find
+// or add a slot; the build runs under the slot's own lock, so distinct programs build at the same
+// time on several threads (the tuner builds all its candidates at once, parallel_builds) while a
+// second request for the same program waits for the first build instead of repeating it.
 #include <dlprim/program_cache.h>
 
 #include "disk_cache.h"
 
+#include <algorithm>
 #include <atomic>
-#include <functional>
+#include <chrono>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -13,9 +22,21 @@ namespace dlprim {
 
 namespace {
 
+struct Slot {
+  std::mutex m;
+  std::atomic<cl_program> prog{nullptr};
+  std::string error;  // a failed build's message: builds are deterministic, so it is not retried
+};
+
 std::mutex g_mutex;
-std::map<std::tuple<cl_context, std::string, std::string>, cl_program> g_programs;
+std::map<std::tuple<cl_context, std::string, std::string>, std::unique_ptr<Slot>> g_programs;
 std::atomic<uint64_t> g_builds{0}, g_disk_hits{0};
+std::atomic<uint64_t> g_build_ns{0}, g_load_ns{0};
+
+uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
 
 std::string build_log(cl_program prog, cl_device_id dev) {
   size_t n = 0;
@@ -61,7 +82,9 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   cl_int err = CL_SUCCESS;
   cl_program prog = clCreateProgramWithSource(ctx, 1, &src, &len, &err);
   DLPRIM_CL_CHECK(err);
+  auto t0 = std::chrono::steady_clock::now();
   err = clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr);
+  g_build_ns += ns_since(t0);
   ++g_builds;
   if (err != CL_SUCCESS) {
     std::string log = build_log(prog, dev.id);
@@ -77,27 +100,84 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
 
 cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string& source,
                        const std::string& options) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto key = std::make_tuple(ctx, source, options);
-  auto it = g_programs.find(key);
-  if (it != g_programs.end()) return it->second;
+  Slot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto& p = g_programs[std::make_tuple(ctx, source, options)];
+    if (!p) p.reset(new Slot());
+    slot = p.get();
+  }
+  if (cl_program ready = slot->prog.load(std::memory_order_acquire)) return ready;
+  std::lock_guard<std::mutex> lock(slot->m);  // one build per program; other programs go on meanwhile
+  if (cl_program ready = slot->prog.load(std::memory_order_acquire)) return ready;
+  if (!slot->error.empty()) throw Error(slot->error);
   DiskCache& disk = DiskCache::instance();
-  std::string disk_key = disk.key(dev.cache_identity(), source, options);
+  std::string identity = dev.cache_identity();
+  std::string disk_key = disk.key(identity, source, options);
   cl_program prog = nullptr;
   std::vector<unsigned char> bin;
   if (disk.load(disk_key, &bin) && !bin.empty()) {
+    auto t0 = std::chrono::steady_clock::now();
     prog = from_binary(ctx, dev, bin, options);
-    if (prog) ++g_disk_hits;
+    if (prog) {
+      g_load_ns += ns_since(t0);
+      ++g_disk_hits;
+    }
   }
   if (!prog) {
-    prog = from_source(ctx, dev, source, options);
-    disk.store(disk_key, program_binary(prog));
+    try {
+      prog = from_source(ctx, dev, source, options);
+    } catch (const Error& e) {
+      slot->error = e.what();
+      throw;
+    }
+    disk.store(disk_key, program_binary(prog), identity);
   }
-  g_programs.emplace(key, prog);
+  slot->prog.store(prog, std::memory_order_release);
   return prog;
 }
 
-CacheStats cache_stats() { return {g_builds.load(), g_disk_hits.load()}; }
+int build_threads() {
+  if (const char* v = std::getenv("PYTORCH_OCL_BUILD_THREADS")) {
+    int n = std::atoi(v);
+    if (n >= 1) return std::min(n, 64);
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::max(1u, std::min(hw, 16u)));
+}
+
+void parallel_builds(size_t n, const std::function<void(size_t)>& fn) {
+  size_t threads = std::min<size_t>(n, static_cast<size_t>(build_threads()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < n;) {
+      try {
+        fn(i);
+      } catch (...) {
+        // reported again by the caller's own request for the program
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads: the ones running (and this one) take the rest
+    }
+  }
+  work();
+  for (auto& t : pool) t.join();
+}
+
+CacheStats cache_stats() {
+  CacheStats s;
+  s.builds = g_builds.load();
+  s.disk_hits = g_disk_hits.load();
+  s.build_seconds = g_build_ns.load() * 1e-9;
+  s.load_seconds = g_load_ns.load() * 1e-9;
+  return s;
+}
 std::string disk_cache_path() { return DiskCache::instance().path(); }
 bool disk_cache_compiled() { return DiskCache::compiled(); }
 bool disk_cache_usable() { return DiskCache::instance().usable(); }

@@ -10,6 +10,7 @@ from ._registration import register
 from .kernel import (  # noqa: F401
     Kernel,
     LocalMemory,
+    build_kernels,
     float32,
     float64,
     int8,
@@ -72,7 +73,8 @@ def is_strict() -> bool:
 
 
 def program_cache_stats():
-    """Program builds from source, disk-cache hits and memory hits in this process."""
+    """This process's program builds from source and binaries loaded from the disk cache, with the wall
+    seconds spent in each (build_seconds sums over the build threads, PYTORCH_OCL_BUILD_THREADS)."""
     return dict(_C.program_cache_stats())
 
 

@@ -1,10 +1,12 @@
-"""`python -m pytorch_ocl` / `pytorch-ocl`: versions, devices, kernel cache and settings, for bug reports."""
+"""`python -m pytorch_ocl` / `pytorch-ocl`: versions, devices, kernel cache and settings, for bug reports;
+`python -m pytorch_ocl cache info|export|import|warmup`: the kernel cache (pytorch_ocl/cache.py)."""
 import os
 import sys
 
 ENV_VARS = (
     ("PYTORCH_OCL_STRICT", "1: CPU fallbacks raise NotImplementedError"),
     ("PYTORCH_OCL_CACHE_DIR", "kernel binary cache directory"),
+    ("PYTORCH_OCL_BUILD_THREADS", "threads building programs at once (1: one at a time)"),
     ("PYTORCH_OCL_DEVICES", "filter/order devices"),
     ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
     ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),
@@ -53,6 +55,10 @@ def main(argv=None) -> int:
     import torch
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["cache"]:
+        from pytorch_ocl import cache
+
+        return cache.main(argv[1:])
     if "--ops" in argv:
         ops = native_ops()
         print("\n".join(ops))

@@ -17,7 +17,7 @@ import torch
 
 from . import _C
 
-__all__ = ["Kernel", "LocalMemory", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+__all__ = ["Kernel", "LocalMemory", "build_kernels", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
            "float32", "float64"]
 
 _TENSOR, _BYTES, _LOCAL = 0, 1, 2
@@ -57,6 +57,21 @@ int64 = _scalar_type("q", "long", int)
 uint64 = _scalar_type("Q", "ulong", int)
 float32 = _scalar_type("f", "float", float)
 float64 = _scalar_type("d", "double", float)
+
+
+def build_kernels(kernels, device=None):
+    """Compiles several `Kernel`s at once on the build threads (PYTORCH_OCL_BUILD_THREADS) instead of one
+    by one at their first calls. Raises RuntimeError listing every kernel that failed to build (the others
+    are built)."""
+    kernels = list(kernels)
+    if not kernels:
+        return kernels
+    dev = kernels[0]._device_index(device, ())
+    errors = _C.build_user_kernels(dev, [(k.source, k.name, k.options) for k in kernels])
+    failed = [f"Kernel '{k.name}': {e}" for k, e in zip(kernels, errors) if e]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(kernels)} kernels failed to build:\n" + "\n".join(failed))
+    return kernels
 
 
 class LocalMemory:

@@ -29,9 +29,14 @@ int tune_variant(const std::string& label, int n);
 // the in-memory decision, else the stored one (when it is still a candidate), else the
 // fastest by `time_us` (device microseconds; a negative value rules a candidate out).
 // With tuning off, or when no candidate runs, returns `fallback`.
+// `prepare` (optional) builds what timing a candidate needs (its programs and kernels) without
+// running anything: before timing, every candidate is prepared at once on the build threads
+// (parallel_builds), then timed one after another as before. A prepare that throws is ignored
+// (time_us meets the error again and rules the candidate out).
 std::string autotune_select(const Context& ctx, const std::string& family, const std::string& shape_class,
                             const std::vector<std::string>& candidates, const std::string& fallback,
-                            const std::function<double(const std::string&)>& time_us);
+                            const std::function<double(const std::string&)>& time_us,
+                            const std::function<void(const std::string&)>& prepare = {});
 
 // Device time of the kernels behind `events` in microseconds (waits for them, releases them).
 double events_elapsed_us(std::vector<cl_event>& events);

@@ -4,6 +4,7 @@
 #include <dlprim/device.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace dlprim {
@@ -11,13 +12,25 @@ namespace dlprim {
 struct CacheStats {
   uint64_t builds = 0;       // programs compiled from source in this process
   uint64_t disk_hits = 0;    // programs created from binaries stored on disk
+  double build_seconds = 0;  // wall time inside those compiles (summed over threads)
+  double load_seconds = 0;   // wall time creating programs from stored binaries
 };
 
 // Returns the built program for (device, source, options). Compiles from source at most
 // once per process; with the disk cache enabled a later process loads the binary.
-// A failed build throws Error with the build log in the message.
+// A failed build throws Error with the build log in the message (and again, without
+// rebuilding, for every later request of the same program).
+// Thread-safe: distinct programs build concurrently (clBuildProgram is thread-safe for
+// distinct program objects); a second request for a program being built waits for it.
 cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string& source,
                        const std::string& options);
+
+// Runs fn(0) .. fn(n - 1) on up to build_threads() threads (the calling one included) and
+// returns when all are done. For independent program builds: an exception thrown by fn is
+// swallowed (the caller meets the error again when it asks for that program).
+void parallel_builds(size_t n, const std::function<void(size_t)>& fn);
+// PYTORCH_OCL_BUILD_THREADS (1: build on the calling thread only), else the hardware threads, at most 16.
+int build_threads();
 
 CacheStats cache_stats();
 // Where binaries are stored, and whether the disk cache is usable ("" when compiled without SQLite).

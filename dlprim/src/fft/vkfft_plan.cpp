@@ -156,7 +156,7 @@ public:
       }
       if (app_.saveApplicationString && app_.applicationStringSize) {
         auto* p = static_cast<unsigned char*>(app_.saveApplicationString);
-        disk.store(dkey, std::vector<unsigned char>(p, p + app_.applicationStringSize));
+        disk.store(dkey, std::vector<unsigned char>(p, p + app_.applicationStringSize), ctx.info().cache_identity());
       }
     }
   }

@@ -1,0 +1,105 @@
+"""Cold and warm start: the first training step of a network with an empty kernel cache, then in a new
+process on the cache that run filled, against the steady-state step.
+
+    python3 benchmarks/cold_start.py [--nets resnet18,gpt,gpt2] [--device ocl:0] [--out results/cold_start.md]
+
+Each run is its own process (the in-memory caches are per process) with PYTORCH_OCL_CACHE_DIR (and, on PoCL,
+POCL_CACHE_DIR, PoCL's own kernel cache) pointing into a fresh temporary directory: "cold" builds and tunes
+everything, "warm" is a second process on the same directory. Per run: the first step's seconds, the median
+of 3 later steps, program builds, binaries loaded from disk, shape classes timed by the tuner.
+Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
+2 layers, hidden 64, batch 2 x 64, when transformers imports). PYTORCH_OCL_BUILD_THREADS sets the build
+threads of the runs (unset: the default).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import common
+
+
+def make_step(name, device):
+    from pytorch_ocl import _warmup_models as wm
+
+    if name == "resnet18":
+        return wm.resnet18_step(device)
+    if name == "gpt":
+        return wm.gpt_step(device)
+    if name == "gpt2":
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=1024, attn_implementation="sdpa")
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(cfg).to(device).train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        ids = torch.randint(3, 1000, (2, 64), generator=torch.Generator().manual_seed(1)).to(device)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            model(input_ids=ids, labels=ids).loss.backward()
+            opt.step()
+
+        return step
+    raise SystemExit(f"unknown network {name!r}")
+
+
+def child(name, device):
+    import torch
+
+    common.import_backend()
+    import pytorch_ocl
+
+    t0 = time.perf_counter()
+    step = make_step(name, device)
+    step()
+    common.synchronize(device)
+    first = time.perf_counter() - t0
+    steady = statistics.median(common.time_it(step, device, 3, warmup=0))
+    out = dict(first_s=first, steady_s=steady, **pytorch_ocl.program_cache_stats())
+    out["tuned"] = pytorch_ocl.ops.autotune_stats().get("timed", 0)
+    print(json.dumps(out))
+
+
+def run(name, device, cache):
+    env = dict(os.environ, PYTORCH_OCL_CACHE_DIR=os.path.join(cache, "ocl"), POCL_CACHE_DIR=os.path.join(cache, "pocl"))
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, "--device", device], env=env,
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"{name}: child failed\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nets", default="resnet18,gpt,gpt2")
+    ap.add_argument("--device", default="ocl:0")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args.child, args.device)
+    lines = ["| network | run | first step s | steady step s | first - steady s | builds | disk hits | tuned |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in args.nets.split(","):
+        with tempfile.TemporaryDirectory(prefix="ocl_cold_") as cache:
+            for label in ("cold", "warm"):
+                r = run(name, args.device, cache)
+                lines.append(f"| {name} | {label} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
+                             f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['disk_hits']} | {r['tuned']} |")
+                print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -66,8 +66,9 @@ def test_disk_cache_compiled_in():
 
 def test_stats_shape():
     stats = pytorch_ocl.program_cache_stats()
-    assert {"builds", "disk_hits"} <= set(stats)
-    assert all(isinstance(v, int) and v >= 0 for v in stats.values())
+    assert {"builds", "disk_hits", "build_seconds", "load_seconds", "binary_seconds"} <= set(stats)
+    assert all(isinstance(stats[k], int) and stats[k] >= 0 for k in ("builds", "disk_hits"))
+    assert all(isinstance(stats[k], float) and stats[k] >= 0 for k in ("build_seconds", "load_seconds", "binary_seconds"))
 
 
 def test_warm_start_builds_nothing(run_py, tmp_path):

@@ -180,9 +180,14 @@ PYBIND11_MODULE(_C, m) {
     d["disk_hits"] = s.disk_hits;
     d["build_seconds"] = s.build_seconds;
     d["load_seconds"] = s.load_seconds;
+    d["binary_seconds"] = s.binary_seconds;
     return d;
   });
   m.def("build_threads", &dlprim::build_threads);
+  m.def("flush_program_cache", [] {
+    py::gil_scoped_release no_gil;
+    dlprim::flush_program_cache();
+  });
   // The device + driver string that keys this device's binaries and tuning results in the cache.
   m.def("cache_identity", [](int device) { return context(device).info().cache_identity(); });
   m.def("disk_cache_path", &dlprim::disk_cache_path);

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +19,8 @@
 #include <thread>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 namespace dlprim {
 
@@ -31,7 +35,7 @@ struct Slot {
 std::mutex g_mutex;
 std::map<std::tuple<cl_context, std::string, std::string>, std::unique_ptr<Slot>> g_programs;
 std::atomic<uint64_t> g_builds{0}, g_disk_hits{0};
-std::atomic<uint64_t> g_build_ns{0}, g_load_ns{0};
+std::atomic<uint64_t> g_build_ns{0}, g_load_ns{0}, g_binary_ns{0};
 
 uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
   return static_cast<uint64_t>(
@@ -75,6 +79,13 @@ cl_program from_binary(cl_context ctx, const DeviceInfo& dev, const std::vector<
   return prog;
 }
 
+void store_binary(cl_program prog, const std::string& key, const std::string& identity) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<unsigned char> bin = program_binary(prog);
+  g_binary_ns += ns_since(t0);
+  DiskCache::instance().store(key, bin, identity);
+}
+
 cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string& source,
                        const std::string& options) {
   const char* src = source.c_str();
@@ -94,6 +105,63 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
                 ", options '" + options + "'). Build log:\n" + log + "\nSource (start):\n" + head);
   }
   return prog;
+}
+
+// Stores built programs' binaries on one background thread: fetching a binary is where PoCL
+// compiles the program's kernels (2-3x the clBuildProgram time), and each SQLite write syncs the
+// file; neither needs to delay the op that asked for the program. flush_program_cache() (Python
+// calls it at exit, before an export) waits for the queue.
+class BinaryWriter {
+public:
+  void push(cl_program prog, std::string key, std::string identity) {
+    clRetainProgram(prog);
+    std::lock_guard<std::mutex> lock(m_);
+    if (!started_ || owner_ != getpid()) {  // first use, or a forked child without the thread
+      jobs_.clear();
+      busy_ = false;
+      owner_ = getpid();
+      started_ = true;
+      std::thread([this] { loop(); }).detach();  // never joined: flush() waits for an empty queue
+    }
+    jobs_.push_back({prog, std::move(key), std::move(identity)});
+    cv_.notify_one();
+  }
+  void flush() {
+    std::unique_lock<std::mutex> lock(m_);
+    if (!started_ || owner_ != getpid()) return;
+    idle_.wait(lock, [this] { return jobs_.empty() && !busy_; });
+  }
+
+private:
+  struct Job {
+    cl_program prog;
+    std::string key, identity;
+  };
+  void loop() {
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      cv_.wait(lock, [this] { return !jobs_.empty(); });
+      Job j = std::move(jobs_.front());
+      jobs_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      store_binary(j.prog, j.key, j.identity);
+      clReleaseProgram(j.prog);
+      lock.lock();
+      busy_ = false;
+      if (jobs_.empty()) idle_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_, idle_;
+  std::deque<Job> jobs_;
+  bool busy_ = false, started_ = false;
+  pid_t owner_ = 0;
+};
+
+BinaryWriter& binary_writer() {
+  static BinaryWriter* w = new BinaryWriter();  // never destroyed: its thread may outlive static destructors
+  return *w;
 }
 
 } // namespace
@@ -131,7 +199,12 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
       slot->error = e.what();
       throw;
     }
-    disk.store(disk_key, program_binary(prog), identity);
+    if (disk.usable()) {
+      if (build_threads() > 1)
+        binary_writer().push(prog, disk_key, identity);
+      else
+        store_binary(prog, disk_key, identity);
+    }
   }
   slot->prog.store(prog, std::memory_order_release);
   return prog;
@@ -170,12 +243,15 @@ void parallel_builds(size_t n, const std::function<void(size_t)>& fn) {
   for (auto& t : pool) t.join();
 }
 
+void flush_program_cache() { binary_writer().flush(); }
+
 CacheStats cache_stats() {
   CacheStats s;
   s.builds = g_builds.load();
   s.disk_hits = g_disk_hits.load();
   s.build_seconds = g_build_ns.load() * 1e-9;
   s.load_seconds = g_load_ns.load() * 1e-9;
+  s.binary_seconds = g_binary_ns.load() * 1e-9;
   return s;
 }
 std::string disk_cache_path() { return DiskCache::instance().path(); }

@@ -3,6 +3,8 @@
 Importing this package (torch does it by itself through autoloading) registers the
 device: `torch.randn(3, device="ocl")`, `model.to("ocl:0")`, and the `torch.ocl` module.
 """
+import atexit
+
 import torch
 
 from . import _C, library, profiler
@@ -74,8 +76,13 @@ def is_strict() -> bool:
 
 def program_cache_stats():
     """This process's program builds from source and binaries loaded from the disk cache, with the wall
-    seconds spent in each (build_seconds sums over the build threads, PYTORCH_OCL_BUILD_THREADS)."""
+    seconds spent in each (build_seconds sums over the build threads, PYTORCH_OCL_BUILD_THREADS;
+    binary_seconds: fetching built binaries for the disk cache, on a background thread)."""
     return dict(_C.program_cache_stats())
+
+
+# Binaries of programs built are stored by a background thread: let it finish before the process ends.
+atexit.register(_C.flush_program_cache)
 
 
 register()

@@ -108,6 +108,7 @@ def export_cache(path, devices=None):
     idents = sorted(set(idents))
     if not idents:
         raise RuntimeError("no ocl device: nothing to export")
+    _C().flush_program_cache()  # binaries of this process's builds still queued for the disk
     programs, tuning = _cache_rows(cache_path(), idents)
     tmp = f"{path}.tmp-{os.getpid()}"
     if os.path.exists(tmp):
@@ -248,6 +249,7 @@ def warmup(scripts=(), builtin=("resnet18", "gpt"), device="ocl:0", progress=Tru
         torch.ocl.synchronize()
         s = pytorch_ocl.program_cache_stats()
         bar.set_postfix_str(f"{os.path.basename(what)}: {s['builds']} built, {s['disk_hits']} from cache")
+    _C().flush_program_cache()
     return pytorch_ocl.program_cache_stats()
 
 

@@ -14,6 +14,8 @@ struct CacheStats {
   uint64_t disk_hits = 0;    // programs created from binaries stored on disk
   double build_seconds = 0;  // wall time inside those compiles (summed over threads)
   double load_seconds = 0;   // wall time creating programs from stored binaries
+  double binary_seconds = 0; // wall time fetching built binaries for the disk cache (PoCL compiles its kernels
+                             // then), on the background writer thread
 };
 
 // Returns the built program for (device, source, options). Compiles from source at most
@@ -31,6 +33,10 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
 void parallel_builds(size_t n, const std::function<void(size_t)>& fn);
 // PYTORCH_OCL_BUILD_THREADS (1: build on the calling thread only), else the hardware threads, at most 16.
 int build_threads();
+
+// Waits until the binaries of the programs built so far are in the disk cache (they are stored by
+// a background thread when build_threads() > 1). Called at exit and before a cache export.
+void flush_program_cache();
 
 CacheStats cache_stats();
 // Where binaries are stored, and whether the disk cache is usable ("" when compiled without SQLite).

@@ -69,8 +69,10 @@ def child(name, device):
     print(json.dumps(out))
 
 
-def run(name, device, cache):
+def run(name, device, cache, threads):
     env = dict(os.environ, PYTORCH_OCL_CACHE_DIR=os.path.join(cache, "ocl"), POCL_CACHE_DIR=os.path.join(cache, "pocl"))
+    if threads:
+        env["PYTORCH_OCL_BUILD_THREADS"] = threads
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, "--device", device], env=env,
                           capture_output=True, text=True)
     if proc.returncode:
@@ -83,20 +85,24 @@ def main():
     ap.add_argument("--nets", default="resnet18,gpt,gpt2")
     ap.add_argument("--device", default="ocl:0")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--threads", default="",
+                    help="comma-separated PYTORCH_OCL_BUILD_THREADS values to compare, e.g. 1,16 (default: as set)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.device)
-    lines = ["| network | run | first step s | steady step s | first - steady s | builds | build s (all threads) "
-             "| disk hits | load s | tuned |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| network | build threads | run | first step s | steady step s | first - steady s | builds | build s (all threads) "
+             "| disk hits | load s | tuned |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    settings = args.threads.split(",") if args.threads else [os.environ.get("PYTORCH_OCL_BUILD_THREADS", "")]
     for name in args.nets.split(","):
-        with tempfile.TemporaryDirectory(prefix="ocl_cold_") as cache:
-            for label in ("cold", "warm"):
-                r = run(name, args.device, cache)
-                lines.append(f"| {name} | {label} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
-                             f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r.get('build_seconds', float('nan')):.1f} | "
-                             f"{r['disk_hits']} | {r.get('load_seconds', float('nan')):.2f} | {r['tuned']} |")
-                print(lines[-1], flush=True)
+        for threads in settings:  # alternated per network: a shared machine's load hits each setting alike
+            with tempfile.TemporaryDirectory(prefix="ocl_cold_") as cache:
+                for label in ("cold", "warm"):
+                    r = run(name, args.device, cache, threads)
+                    lines.append(f"| {name} | {threads or 'default'} | {label} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
+                                 f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['build_seconds']:.1f} | "
+                                 f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} |")
+                    print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

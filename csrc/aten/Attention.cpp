@@ -10,6 +10,7 @@
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
@@ -175,6 +176,10 @@ fused_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
   OCL_DLPRIM_CALL(op, dlprim::attention_forward(context(device), queue, s, to_dlprim(q.scalar_type(), op),
                                                 attn_tensor(q), attn_tensor(k), attn_tensor(v), attn_tensor(m),
                                                 attn_tensor(out), lb.mem, lb.offset / lse.element_size()));
+  // Training: the backward's programs build in the background while the rest of the forward runs.
+  if (at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad()))
+    OCL_DLPRIM_CALL(op, dlprim::attention_prepare_backward(context(device), s, to_dlprim(q.scalar_type(), op),
+                                                           attn_tensor(q), attn_tensor(k), attn_tensor(v)));
   // return_debug_mask: the keep mask (1 kept, 0 dropped) [B, Hq, L, S] in q's dtype, for tests.
   at::Tensor debug_mask;
   if (return_debug_mask && dropout_p > 0) {

@@ -4,6 +4,7 @@
 #include <dlprim/attention.h>
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
+#include <dlprim/program_cache.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -336,6 +337,16 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
     auto tiled_program = [&](const Layout& l, Tiled which) {
       return ctx.program(program_text(dtype, compute, D, DV, l, mask, dropout, vec, which));
     };
+    if (bwd) {  // the dq and dk/dv programs (the row program for a pass without a tile) built at once
+      std::vector<Tiled> need;
+      if (dq_layout.bq) need.push_back(Tiled::Dq);
+      if (dkdv_layout.bq) need.push_back(Tiled::DkDv);
+      if (!dq_layout.bq || !dkdv_layout.bq) need.push_back(Tiled::Forward);
+      parallel_builds(need.size(), [&](size_t i) {
+        const Layout& l = need[i] == Tiled::Dq ? dq_layout : need[i] == Tiled::DkDv ? dkdv_layout : layout;
+        ctx.program(program_text(dtype, compute, D, DV, l, mask, dropout, vec, need[i]));
+      });
+    }
     if (!bwd) {
       k->a = create_kernel(rows_program(), layout.bq ? "attn_fwd_tiled" : "attn_fwd");
       if (dropout) k->b = create_kernel(rows_program(), "attn_keep_mask");
@@ -414,6 +425,17 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
   size_t global[3] = {nt, static_cast<size_t>(ceil_div(s.L, rows)), static_cast<size_t>(s.B * s.Hq)};
   size_t local[3] = {nt, 1, 1};
   launch_nd(q, k.a, 3, global, local, "attention_forward");
+}
+
+void attention_prepare_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                                const AttnTensor& K, const AttnTensor& V) {
+  if (s.B * s.Hq * s.L == 0) return;
+  const int64_t D = s.D, DV = s.DV;
+  const bool vec = vec_ok(dtype, D, DV, {&Q, &K, &V});
+  const bool mask = s.has_mask, dropout = s.dropout > 0;
+  build_in_background([&ctx, dtype, D, DV, mask, dropout, vec] {
+    kernels_for(ctx, dtype, D, DV, mask, dropout, Pass::Backward, vec);
+  });
 }
 
 void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,

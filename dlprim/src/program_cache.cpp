@@ -107,14 +107,11 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   return prog;
 }
 
-// Stores built programs' binaries on one background thread: fetching a binary is where PoCL
-// compiles the program's kernels (2-3x the clBuildProgram time), and each SQLite write syncs the
-// file; neither needs to delay the op that asked for the program. flush_program_cache() (Python
-// calls it at exit, before an export) waits for the queue.
-class BinaryWriter {
+// One background thread running jobs in order; flush() waits until it has run them all. Two of
+// them: the binary writer and the builder of programs needed soon (build_in_background).
+class TaskQueue {
 public:
-  void push(cl_program prog, std::string key, std::string identity) {
-    clRetainProgram(prog);
+  void push(std::function<void()> job) {
     std::lock_guard<std::mutex> lock(m_);
     if (!started_ || owner_ != getpid()) {  // first use, or a forked child without the thread
       jobs_.clear();
@@ -123,7 +120,7 @@ public:
       started_ = true;
       std::thread([this] { loop(); }).detach();  // never joined: flush() waits for an empty queue
     }
-    jobs_.push_back({prog, std::move(key), std::move(identity)});
+    jobs_.push_back(std::move(job));
     cv_.notify_one();
   }
   void flush() {
@@ -133,20 +130,19 @@ public:
   }
 
 private:
-  struct Job {
-    cl_program prog;
-    std::string key, identity;
-  };
   void loop() {
     std::unique_lock<std::mutex> lock(m_);
     for (;;) {
       cv_.wait(lock, [this] { return !jobs_.empty(); });
-      Job j = std::move(jobs_.front());
+      std::function<void()> job = std::move(jobs_.front());
       jobs_.pop_front();
       busy_ = true;
       lock.unlock();
-      store_binary(j.prog, j.key, j.identity);
-      clReleaseProgram(j.prog);
+      try {
+        job();
+      } catch (...) {
+        // a background build that fails is met again, with its message, by the request that needs it
+      }
       lock.lock();
       busy_ = false;
       if (jobs_.empty()) idle_.notify_all();
@@ -154,14 +150,21 @@ private:
   }
   std::mutex m_;
   std::condition_variable cv_, idle_;
-  std::deque<Job> jobs_;
+  std::deque<std::function<void()>> jobs_;
   bool busy_ = false, started_ = false;
   pid_t owner_ = 0;
 };
 
-BinaryWriter& binary_writer() {
-  static BinaryWriter* w = new BinaryWriter();  // never destroyed: its thread may outlive static destructors
-  return *w;
+// Stores built programs' binaries: fetching a binary is where PoCL compiles the program's kernels
+// (2-3x the clBuildProgram time), and each SQLite write syncs the file; neither needs to delay the
+// op that asked for the program. Never destroyed: its thread may outlive static destructors.
+TaskQueue& binary_writer() {
+  static TaskQueue* q = new TaskQueue();
+  return *q;
+}
+TaskQueue& background_builder() {
+  static TaskQueue* q = new TaskQueue();
+  return *q;
 }
 
 } // namespace
@@ -199,11 +202,14 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
       slot->error = e.what();
       throw;
     }
-    if (disk.usable()) {
-      if (build_threads() > 1)
-        binary_writer().push(prog, disk_key, identity);
-      else
+    if (disk.usable() && build_threads() > 1) {
+      clRetainProgram(prog);
+      binary_writer().push([prog, disk_key, identity] {
         store_binary(prog, disk_key, identity);
+        clReleaseProgram(prog);
+      });
+    } else if (disk.usable()) {
+      store_binary(prog, disk_key, identity);
     }
   }
   slot->prog.store(prog, std::memory_order_release);
@@ -243,7 +249,14 @@ void parallel_builds(size_t n, const std::function<void(size_t)>& fn) {
   for (auto& t : pool) t.join();
 }
 
-void flush_program_cache() { binary_writer().flush(); }
+void build_in_background(std::function<void()> job) {
+  if (build_threads() > 1) background_builder().push(std::move(job));
+}
+
+void flush_program_cache() {
+  background_builder().flush();  // first: its builds queue binaries
+  binary_writer().flush();
+}
 
 CacheStats cache_stats() {
   CacheStats s;

@@ -39,6 +39,12 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV);
 
+// Starts building, in the background, the programs attention_backward will need for `s` (called after
+// a forward whose inputs require grad, so the builds overlap the rest of the forward pass), for a
+// gradient laid out like Q.
+void attention_prepare_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                                const AttnTensor& K, const AttnTensor& V);
+
 // The dropout keep mask (1 / 0 in `dtype`) the kernels draw for s, [B, Hq, L, S] contiguous at `out`.
 void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,
                             uint64_t out_offset);

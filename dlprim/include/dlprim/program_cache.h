@@ -34,7 +34,14 @@ void parallel_builds(size_t n, const std::function<void(size_t)>& fn);
 // PYTORCH_OCL_BUILD_THREADS (1: build on the calling thread only), else the hardware threads, at most 16.
 int build_threads();
 
-// Waits until the binaries of the programs built so far are in the disk cache (they are stored by
+// Runs `job` (typically: get_program / kernel creation for programs the caller will need soon, such
+// as a backward pass's after its forward) on a background thread, so that the build overlaps the
+// work in between; the later request then finds the program built, or waits for the build under way
+// (the program cache's per-program lock). Errors are dropped (met again by that request). Does
+// nothing when build_threads() is 1.
+void build_in_background(std::function<void()> job);
+
+// Waits until background builds are done and the binaries of the programs built so far are in the disk cache (they are stored by
 // a background thread when build_threads() > 1). Called at exit and before a cache export.
 void flush_program_cache();
 

@@ -124,8 +124,11 @@ public:
     cv_.notify_one();
   }
   void flush() {
+    // A forked child has no worker thread (and its copy of m_ may have been locked at the fork):
+    // it returns before touching the lock.
+    if (owner_.load() != getpid()) return;
     std::unique_lock<std::mutex> lock(m_);
-    if (!started_ || owner_ != getpid()) return;
+    if (!started_) return;
     idle_.wait(lock, [this] { return jobs_.empty() && !busy_; });
   }
 
@@ -152,7 +155,7 @@ private:
   std::condition_variable cv_, idle_;
   std::deque<std::function<void()>> jobs_;
   bool busy_ = false, started_ = false;
-  pid_t owner_ = 0;
+  std::atomic<pid_t> owner_{0};
 };
 
 // Stores built programs' binaries: fetching a binary is where PoCL compiles the program's kernels

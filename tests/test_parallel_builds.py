@@ -102,3 +102,26 @@ def test_gemm_tuning_builds_candidates_in_parallel(run_py, tmp_path):
     assert max(r["err"]) < 1e-3, r
     assert r["tune"]["timed"] >= 2, r
     assert r["stats"]["builds"] >= 4, r  # every CPU candidate of a class built
+
+
+ATTN = """
+import json, torch, pytorch_ocl, torch.nn.functional as F
+torch.manual_seed(0)
+q, k, v = (torch.randn(2, 3, 40, 16) for _ in range(3))
+qo, ko, vo = (t.to("ocl").requires_grad_() for t in (q, k, v))
+o = F.scaled_dot_product_attention(qo, ko, vo, is_causal=True)  # starts the backward's builds
+g = torch.randn_like(o)
+o.backward(g)
+qc, kc, vc = (t.clone().requires_grad_() for t in (q, k, v))
+oc = F.scaled_dot_product_attention(qc, kc, vc, is_causal=True)
+oc.backward(g.cpu())
+err = [float((a.cpu() - b).abs().max()) for a, b in ((o, oc), (qo.grad, qc.grad), (ko.grad, kc.grad), (vo.grad, vc.grad))]
+print(json.dumps({"err": err}))
+"""
+
+
+def test_attention_backward_built_in_background(run_py, tmp_path):
+    # the backward's programs start building at the forward; the backward waits for or reuses them
+    r = json.loads(run_py(ATTN, env={"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "PYTORCH_OCL_BUILD_THREADS": "2"})
+                   .stdout.strip().splitlines()[-1])
+    assert max(r["err"]) < 1e-4, r

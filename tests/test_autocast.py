@@ -16,10 +16,10 @@ DEV = torch.device("ocl:0")
 LISTS = AutocastTestLists(DEV)
 
 # Ops of the lists ocl does not run natively yet (op_db breadth work): under strict mode they raise
-# NotImplementedError (a CPU fallback refused), 3-D convolutions an explicit RuntimeError. When one
-# becomes native its test fails until it leaves this table.
+# NotImplementedError (a CPU fallback refused). When one becomes native its test fails until it
+# leaves this table.
 NOT_NATIVE = {
-    "conv3d": RuntimeError, "conv_transpose3d": RuntimeError, "pdist": NotImplementedError,
+    "pdist": NotImplementedError,
     "cdist": NotImplementedError, "multilabel_margin_loss": NotImplementedError,
     "multi_margin_loss": NotImplementedError, "grid_sampler": NotImplementedError,
 }

@@ -21,7 +21,7 @@ LISTS = AutocastTestLists(DEV)
 NOT_NATIVE = {
     "pdist": NotImplementedError,
     "cdist": NotImplementedError, "multilabel_margin_loss": NotImplementedError,
-    "multi_margin_loss": NotImplementedError, "grid_sampler": NotImplementedError,
+    "multi_margin_loss": NotImplementedError,
 }
 # cuDNN's own ops are CUDA's, not part of the policy a backend implements.
 CUDA_ONLY = {"cudnn_convolution", "cudnn_convolution_transpose"}

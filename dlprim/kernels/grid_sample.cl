@@ -144,11 +144,9 @@ inline dl_gs_point dl_gs_locate(ulong i, int8 sz, int4 cfg, __global const DL_T*
   return p;
 }
 
-// The (up to 8) linear corners of p: integer coordinates, weight, and the weight's partial
-// derivatives in ix, iy, iz. Returns the corner count; out-of-image corners get weight 0 and
-// offset -1.
-inline int dl_gs_corners(dl_gs_point p, int8 sz, int dims, int* cx, int* cy, int* cz, DL_ACC* w, DL_ACC* dx,
-                         DL_ACC* dy, DL_ACC* dz) {
+// The (up to 8) linear corners of p, k = (z, y, x) bits: integer coordinates (cx = -1 outside
+// the image) and weight. Returns the corner count.
+inline int dl_gs_corners(dl_gs_point p, int8 sz, int dims, int* cx, int* cy, int* cz, DL_ACC* w) {
   int x0 = (int)floor(p.ix), y0 = (int)floor(p.iy), z0 = (int)floor(p.iz);
   DL_ACC wx[2] = {(DL_ACC)(x0 + 1) - p.ix, p.ix - (DL_ACC)x0};
   DL_ACC wy[2] = {(DL_ACC)(y0 + 1) - p.iy, p.iy - (DL_ACC)y0};
@@ -164,9 +162,6 @@ inline int dl_gs_corners(dl_gs_point p, int8 sz, int dims, int* cx, int* cy, int
         bool inside = cx[k] >= 0 && cx[k] < sz.s4 && cy[k] >= 0 && cy[k] < sz.s3 && cz[k] >= 0 && cz[k] < sz.s2;
         if (!inside) cx[k] = -1;
         w[k] = wx[c] * wy[b] * wz[a];
-        dx[k] = (c ? 1 : -1) * wy[b] * wz[a];
-        dy[k] = (b ? 1 : -1) * wx[c] * wz[a];
-        dz[k] = (a ? 1 : -1) * wx[c] * wy[b];
       }
   return k;
 }
@@ -181,8 +176,8 @@ __kernel void dl_grid_sample_fwd(ulong total, int8 sz, int4 cfg, __global const 
   long yb = y_off + p.n * ys.s0 + p.od * ys.s2 + p.oh * ys.s3 + p.ow * ys.s4;
   if (cfg.s1 == 0) {
     int cx[8], cy[8], cz[8];
-    DL_ACC w[8], dx[8], dy[8], dz[8];
-    int nc = dl_gs_corners(p, sz, cfg.s0, cx, cy, cz, w, dx, dy, dz);
+    DL_ACC w[8];
+    int nc = dl_gs_corners(p, sz, cfg.s0, cx, cy, cz, w);
     for (int c = 0; c < sz.s1; ++c) {
       DL_ACC acc = 0;
       for (int k = 0; k < nc; ++k)
@@ -236,8 +231,8 @@ __kernel void dl_grid_sample_bwd(ulong total, int8 sz, int4 cfg, int2 want, __gl
   DL_ACC gx = 0, gy = 0, gz = 0;
   if (cfg.s1 == 0) {
     int cx[8], cy[8], cz[8];
-    DL_ACC w[8], dx[8], dy[8], dz[8];
-    int nc = dl_gs_corners(p, sz, cfg.s0, cx, cy, cz, w, dx, dy, dz);
+    DL_ACC w[8];
+    int nc = dl_gs_corners(p, sz, cfg.s0, cx, cy, cz, w);
     // The grid gradient in the CPU kernels' product order (2-D: its vectorised form from the
     // fractions; 3-D: value * other-axis weights * gout per corner), so sums round alike.
     DL_ACC fw = p.ix - floor(p.ix), fn = p.iy - floor(p.iy), fe = 1 - fw, fs = 1 - fn;

@@ -425,6 +425,23 @@ def test_kthvalue_median():
     check(lambda t: torch.kthvalue(t, 3, 1).values, rand(4, 9, grad=True))
 
 
+def test_grid_sample():
+    for mode, pad in (("bilinear", "zeros"), ("bicubic", "reflection"), ("nearest", "border")):
+        grid2 = (torch.rand(2, 3, 5, 2) * 2.4 - 1.2).requires_grad_()  # some points outside: zeros / clipped taps
+        check(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=pad, align_corners=False),
+              rand(2, 3, 4, 6, grad=True), grid2)
+    grid3 = (torch.rand(1, 2, 3, 2, 3) * 2.4 - 1.2).requires_grad_()
+    check(lambda t, g: F.grid_sample(t, g, padding_mode="reflection", align_corners=True), rand(1, 2, 3, 4, 5, grad=True),
+          grid3)
+
+
+def test_conv3d():
+    check(lambda t, w: F.conv3d(t, w, stride=(2, 1, 1), padding=1, groups=2), rand(1, 4, 5, 4, 4, grad=True),
+          rand(4, 2, 3, 2, 3, grad=True))
+    check(lambda t, w: F.conv_transpose3d(t, w, stride=2, padding=1, output_padding=1), rand(1, 2, 3, 3, 2, grad=True),
+          rand(2, 3, 3, 3, 3, grad=True))
+
+
 def test_unfold_fold():
     check(lambda t: F.unfold(t, (2, 3), dilation=(2, 1), padding=1, stride=(2, 1)), rand(2, 3, 7, 6, grad=True))
     check(lambda t: F.fold(t, (7, 6), (2, 3), padding=1), rand(2, 18, 48, grad=True))

@@ -1,4 +1,4 @@
-// Convolutions (1-D through 2-D, transposed included) via convolution_overrideable and
+// Convolutions (1-D through 3-D, transposed included; 3-D in Conv3d.cpp) via convolution_overrideable and
 // convolution_backward_overrideable: the dlprim conv2d passes. A transposed convolution's
 // forward is the input gradient of the convolution it transposes, and vice versa.
 #include "aten/Conv.h"
@@ -58,7 +58,7 @@ struct Geometry {
 Geometry make_geometry(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
-  TORCH_CHECK(input.dim() == 3 || input.dim() == 4, "ocl convolution supports 1-D and 2-D convolutions; got input of ",
+  TORCH_CHECK(input.dim() == 3 || input.dim() == 4, "ocl convolution supports 1-D to 3-D convolutions; got input of ",
               input.dim(), " dims");
   TORCH_CHECK(weight.dim() == input.dim(), "convolution: expected weight to have ", input.dim(), " dims, got ",
               weight.dim());
@@ -117,7 +117,9 @@ Geometry make_geometry(const at::Tensor& input, const at::Tensor& weight, at::In
 
 at::Tensor as4d(const at::Tensor& t, bool one_d) { return one_d ? t.unsqueeze(2) : t; }
 
-void check_operands(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias) {
+} // namespace
+
+void check_conv_operands(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias) {
   check_ocl(input, "convolution", "input");
   check_ocl(weight, "convolution", "weight");
   TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "Input type (", input.scalar_type(),
@@ -132,8 +134,7 @@ void check_operands(const at::Tensor& input, const at::Tensor& weight, const at:
   }
 }
 
-// y = conv(x, w) + bias on 4-D tensors; y allocated in x's memory format.
-at::Tensor run_forward(const dlprim::ConvShape& s, const at::Tensor& x4, const at::Tensor& w, const at::Tensor& bias) {
+at::Tensor conv2d_pass_forward(const dlprim::ConvShape& s, const at::Tensor& x4, const at::Tensor& w, const at::Tensor& bias) {
   at::Tensor x = activation_operand(x4);
   at::Tensor y = at::empty({s.N, s.K, s.OH, s.OW}, x.options().memory_format(x.suggest_memory_format()));
   if (y.numel() == 0) return y;
@@ -153,8 +154,7 @@ at::Tensor run_forward(const dlprim::ConvShape& s, const at::Tensor& x4, const a
   return y;
 }
 
-// dx of conv(x, w) from dy; dx allocated in `format`.
-at::Tensor run_backward_data(const dlprim::ConvShape& s, const at::Tensor& dy4, const at::Tensor& w,
+at::Tensor conv2d_pass_backward_data(const dlprim::ConvShape& s, const at::Tensor& dy4, const at::Tensor& w,
                              c10::MemoryFormat format) {
   at::Tensor dy = activation_operand(dy4);
   at::Tensor dx = at::empty({s.N, s.C, s.H, s.W}, dy.options().memory_format(format));
@@ -176,8 +176,7 @@ at::Tensor run_backward_data(const dlprim::ConvShape& s, const at::Tensor& dy4, 
   return dx;
 }
 
-// dw of conv(x, w) from x and dy, as a contiguous [K, C / groups, KH, KW].
-at::Tensor run_backward_weight(const dlprim::ConvShape& s, const at::Tensor& x4, const at::Tensor& dy4) {
+at::Tensor conv2d_pass_backward_weight(const dlprim::ConvShape& s, const at::Tensor& x4, const at::Tensor& dy4) {
   at::Tensor x = activation_operand(x4), dy = activation_operand(dy4);
   at::Tensor dw = at::empty({s.K, s.C / s.groups, s.KH, s.KW}, x.options());
   if (dw.numel() == 0) return dw;
@@ -198,25 +197,25 @@ at::Tensor run_backward_weight(const dlprim::ConvShape& s, const at::Tensor& x4,
   return dw;
 }
 
-} // namespace
-
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias_opt,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
   at::Tensor bias = bias_opt.has_value() ? *bias_opt : at::Tensor();
-  check_operands(input, weight, &bias);
+  check_conv_operands(input, weight, &bias);
   c10::DeviceGuard guard(input.device());
+  if (input.dim() == 5)
+    return convolution3d(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   Geometry g = make_geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor x = as4d(input, g.one_d), w = as4d(weight, g.one_d).contiguous();
   at::Tensor out;
   if (!transposed) {
     TORCH_CHECK(!bias.defined() || bias.numel() == g.s.K, "convolution: expected bias of ", g.s.K, " elements, got ",
                 bias.numel());
-    out = run_forward(g.s, x, w, bias.defined() ? bias.contiguous() : bias);
+    out = conv2d_pass_forward(g.s, x, w, bias.defined() ? bias.contiguous() : bias);
   } else {
     TORCH_CHECK(!bias.defined() || bias.numel() == g.s.C, "conv_transpose: expected bias of ", g.s.C,
                 " elements, got ", bias.numel());
-    out = run_backward_data(g.s, x, w, x.suggest_memory_format());
+    out = conv2d_pass_backward_data(g.s, x, w, x.suggest_memory_format());
     if (bias.defined() && out.numel()) out.add_(bias.view({1, -1, 1, 1}));
   }
   return g.one_d ? out.squeeze(2) : out;
@@ -226,21 +225,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
-  check_operands(input, weight, nullptr);
+  check_conv_operands(input, weight, nullptr);
   check_ocl(grad_output, "convolution_backward", "grad_output");
   TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "convolution_backward: grad_output has dtype ",
               grad_output.scalar_type(), ", expected ", input.scalar_type());
   c10::DeviceGuard guard(input.device());
+  if (input.dim() == 5)
+    return convolution3d_backward(grad_output, input, weight, stride, padding, dilation, transposed, output_padding,
+                                  groups, output_mask);
   Geometry g = make_geometry(input, weight, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor x = as4d(input, g.one_d), w = as4d(weight, g.one_d).contiguous(), gy = as4d(grad_output, g.one_d);
   at::Tensor grad_input, grad_weight, grad_bias;
   if (!transposed) {
-    if (output_mask[0]) grad_input = run_backward_data(g.s, gy, w, x.suggest_memory_format());
-    if (output_mask[1]) grad_weight = run_backward_weight(g.s, x, gy);
+    if (output_mask[0]) grad_input = conv2d_pass_backward_data(g.s, gy, w, x.suggest_memory_format());
+    if (output_mask[1]) grad_weight = conv2d_pass_backward_weight(g.s, x, gy);
   } else {
     // input plays the convolution's output gradient, grad_output its input.
-    if (output_mask[0]) grad_input = run_forward(g.s, gy, w, at::Tensor());
-    if (output_mask[1]) grad_weight = run_backward_weight(g.s, gy, x);
+    if (output_mask[0]) grad_input = conv2d_pass_forward(g.s, gy, w, at::Tensor());
+    if (output_mask[1]) grad_weight = conv2d_pass_backward_weight(g.s, gy, x);
   }
   if (output_mask[2]) grad_bias = at::sum(gy, {0, 2, 3});
   if (g.one_d) {

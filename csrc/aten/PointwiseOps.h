@@ -114,6 +114,8 @@
   _(binary, bitwise_xor,  "bitwise_xor.Tensor_out",   DT_INTB, basic, ANY, "y0 = x0 ^ x1;") \
   _(binary, bitwise_left_shift,  "bitwise_left_shift.Tensor_out",  DT_INT, basic, ANY, "y0 = dl_shift_left(x0, x1);") \
   _(binary, bitwise_right_shift, "bitwise_right_shift.Tensor_out", DT_INT, basic, ANY, "y0 = dl_shift_right(x0, x1);") \
+  _(binary, gcd,          "gcd.out",                  DT_INT,  basic, ANY, "y0 = dl_gcd(x0, x1);") \
+  _(binary, lcm,          "lcm.out",                  DT_INT,  basic, ANY, "y0 = dl_lcm(x0, x1);") \
   _(binary_float, div,      "div.out",        DT_ALL, basic, ANY, "y0 = x0 / x1;") \
   _(binary_float, atan2,    "atan2.out",      DT_ALL, basic, ANY, "y0 = atan2(x0, x1);") \
   _(binary_float, copysign, "copysign.out",   DT_ALL, basic, ANY, "y0 = copysign(x0, x1);") \

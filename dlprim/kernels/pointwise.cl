@@ -194,6 +194,39 @@ static inline dl_t dl_pow(dl_t a, dl_t b) {
 #endif
 }
 
+// gcd / lcm (integers): the CPU's Euclid in the element type on absolute values; lcm's
+// |a / g * b| in C's promoted type (int up to 32 bits), as the CPU evaluates it.
+static inline dl_t dl_gcd(dl_t a, dl_t b) {
+#if DL_IS_FLOAT || DL_IS_BOOL
+  return a;
+#else
+#if DL_IS_SIGNED
+  a = a < 0 ? (dl_t)-a : a;
+  b = b < 0 ? (dl_t)-b : b;
+#endif
+  while (a != 0) {
+    dl_t c = a;
+    a = (dl_t)(b % a);
+    b = c;
+  }
+  return b;
+#endif
+}
+static inline dl_t dl_lcm(dl_t a, dl_t b) {
+#if DL_IS_FLOAT || DL_IS_BOOL
+  return a;
+#else
+  dl_t g = dl_gcd(a, b);
+  if (g == 0) return 0;
+#if DL_BITS == 64
+  dl_t t = a / g * b;
+#else
+  int t = (int)a / (int)g * (int)b;
+#endif
+  return (dl_t)(t < 0 ? -t : t);
+#endif
+}
+
 // Shifts: out-of-range counts give 0 (left) or the sign fill (right), as on the CPU.
 static inline dl_t dl_shift_left(dl_t a, dl_t b) {
 #if DL_IS_FLOAT || DL_IS_BOOL

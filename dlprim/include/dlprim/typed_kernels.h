@@ -1,5 +1,5 @@
 // Kernels of one .cl file specialised for a storage type: the file sees DL_T (storage),
-// DL_ACC (float, or double for float64), DL_LOAD(p, i) and DL_STORE(p, i, v). Built once per
+// DL_ACC (float, or double for float64; DL_ACC_IS_DOUBLE 0/1), DL_LOAD(p, i) and DL_STORE(p, i, v). Built once per
 // (context, file, type); each kernel object comes with the mutex that serialises its
 // argument setting and launch.
 #pragma once

@@ -1,0 +1,52 @@
+"""What the Python wrapper Inductor writes for ocl calls at run time: `_OclKernel(name, source,
+meta).run(*args, xnumel=..., rnumel=...)`. Builds go through pytorch_ocl's program cache (memory +
+disk, like every other kernel); launches are asynchronous on the current stream."""
+import struct
+
+import torch
+
+from .. import _C
+
+_pack_long = struct.Struct("<q").pack
+
+
+def get_raw_stream(device_index):
+    # Our launches pick the current stream themselves; the wrapper only wants a value.
+    return 0
+
+
+class OclKernel:
+    def __init__(self, name, source, meta):
+        self.name, self.source = name, source
+        self.reduction = meta["reduction"]
+        self.rblock, self.xblock = meta["rblock"], meta["xblock"]
+        # Symbolic numels are kernel parameters after the tensors / size variables.
+        self.x_param, self.r_param = meta["x_param"], meta["r_param"]
+
+    def run(self, *args, xnumel, rnumel=None):
+        xnumel = int(xnumel)
+        if xnumel <= 0:
+            return
+        specs = []
+        device = None
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if device is None:
+                    device = a.device.index
+                specs.append((0, a))
+            else:
+                specs.append((1, _pack_long(int(a))))
+        if self.x_param:
+            specs.append((1, _pack_long(xnumel)))
+        if self.r_param:
+            specs.append((1, _pack_long(int(rnumel))))
+        if device is None:
+            device = torch.ocl.current_device()
+        if self.reduction:
+            xb = self.xblock
+            glob = [self.rblock, (xnumel + xb - 1) // xb * xb]
+            loc = [self.rblock, xb]
+        else:
+            b = self.xblock
+            glob, loc = [(xnumel + b - 1) // b * b], [b]
+        _C.launch_user_kernel(device, self.source, self.name, "", specs, glob, loc)

@@ -49,7 +49,7 @@ def register_inductor():
         _inductor_done = True
     return {
         "Scheduling": scheduling.OclScheduling,
-        "PythonWrapperCodegen": scheduling.OclPythonWrapperCodegen,
+        "PythonWrapperCodegen": scheduling.PythonWrapperCodegen,
         "CppWrapperCodegen": scheduling.OclCppWrapperUnsupported,
         "WrapperFxCodegen": None,
     }

@@ -126,8 +126,12 @@ class OpenCLOverrides(OpOverrides):
     @staticmethod
     def index_expr(expr, dtype):
         idx = V.kernel.index_to_str(V.kernel.prepare_indexing(expr))
-        var = V.kernel.cse.generate(V.kernel.compute, idx, bounds=get_bounds_index_expr(expr),
-                                    dtype=V.kernel.get_index_dtype_as_torch_dtype())
+        # Integer index math in the index type; a float expression (1.0 / numel, ...) as a float.
+        if expr.is_integer is False or not all(a.is_integer for a in expr.atoms() if a.is_number):
+            var_dtype = dtype if dtype.is_floating_point else torch.float32
+        else:
+            var_dtype = V.kernel.get_index_dtype_as_torch_dtype()
+        var = V.kernel.cse.generate(V.kernel.compute, idx, bounds=get_bounds_index_expr(expr), dtype=var_dtype)
         return ops.to_dtype(var, dtype)
 
     @staticmethod

@@ -30,4 +30,26 @@ inline void ocl_atomic_add_float(volatile __global float* p, float v) {
   do { old.f = *p; upd.f = old.f + v; }
   while (atomic_cmpxchg((volatile __global uint*)p, old.u, upd.u) != old.u);
 }
+// Philox4x32-10 (Salmon et al. 2011): counter = offset, key = seed; Inductor's fused random ops.
+inline uint4 ocl_philox(ulong seed, ulong offset) {
+  uint c0 = (uint)offset, c1 = (uint)(offset >> 32), c2 = 0, c3 = 0, k0 = (uint)seed, k1 = (uint)(seed >> 32);
+  for (int i = 0; i < 10; ++i) {
+    uint hi0 = mul_hi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    uint hi1 = mul_hi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  return (uint4)(c0, c1, c2, c3);
+}
+inline float ocl_rand(ulong seed, ulong offset) { return (float)(ocl_philox(seed, offset).x >> 8) * 0x1.0p-24f; }
+inline float ocl_randn(ulong seed, ulong offset) {
+  uint4 r = ocl_philox(seed, offset);
+  float u1 = (float)((r.x >> 8) + 1) * 0x1.0p-24f, u2 = (float)(r.y >> 8) * 0x1.0p-24f;
+  return sqrt(-2.0f * log(u1)) * cos(6.2831853071795865f * u2);
+}
+inline long ocl_randint64(ulong seed, ulong offset, long low, long high) {
+  uint4 r = ocl_philox(seed, offset);
+  ulong v = ((ulong)r.x << 32) | r.y;
+  return low + (long)(v % (ulong)(high - low));
+}
 """

@@ -56,18 +56,6 @@ class OclScheduling(SIMDScheduling):
         return name
 
 
-class OclPythonWrapperCodegen(PythonWrapperCodegen):
-    """The stock Python wrapper; our kernels are called as `kernel.run(*args, xnumel=...)`."""
-
-    @staticmethod
-    def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
-        if is_subgraph:
-            from torch._inductor.codegen.wrapper import SubgraphPythonWrapperCodegen
-
-            return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
-        return OclPythonWrapperCodegen()
-
-
 class OclCppWrapperUnsupported:
     def __init__(self, *args, **kwargs):
         raise NotImplementedError("torch.compile on ocl: cpp_wrapper / AOTInductor are not supported")
@@ -96,4 +84,5 @@ class OclDeviceOpOverrides(DeviceOpOverrides):
 
 def register():
     register_device_op_overrides("ocl", OclDeviceOpOverrides())
-    register_backend_for_device("ocl", OclScheduling, OclPythonWrapperCodegen, OclCppWrapperUnsupported)
+    # The stock Python wrapper: our kernels are objects called as `kernel.run(*args, xnumel=...)`.
+    register_backend_for_device("ocl", OclScheduling, PythonWrapperCodegen, OclCppWrapperUnsupported)

@@ -53,10 +53,20 @@ class OclKernel(SIMDKernel):
             return 1, MAX_BLOCK
         r = self._numel("r0_")
         hint = int(r) if isinstance(r, sympy.Integer) else 1024
-        if hint <= 8:
-            return 1, 64  # short rows: one work-item per row, no tree
+        if hint <= 8 or self._outer_reduction():
+            # Short rows, or rows strided in memory with consecutive x contiguous (column sums):
+            # one work-item per row, neighbouring work-items on neighbouring x (coalesced loads).
+            return 1, 64
         rblock = _pow2_at_most(hint, MAX_BLOCK)
         return rblock, max(1, MAX_BLOCK // rblock // 4) if rblock < 64 else 1
+
+    def _outer_reduction(self):
+        try:
+            from torch._inductor.runtime.hints import ReductionHint
+
+            return self.features.get_reduction_hint() in (ReductionHint.OUTER, ReductionHint.OUTER_TINY)
+        except Exception:  # older/newer Inductor without the hint: the general mapping
+            return False
 
     def dtype_to_str(self, dtype):
         return ctype(dtype)

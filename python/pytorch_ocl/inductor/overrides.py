@@ -295,7 +295,7 @@ class OpenCLOverrides(OpOverrides):
 
     @staticmethod
     def erfinv(x):
-        return f"ocl_erfinv({x})"
+        return f"ocl_erfinv((float)({x}))"
 
     @staticmethod
     def rand(seed, offset):

@@ -52,4 +52,20 @@ inline long ocl_randint64(ulong seed, ulong offset, long low, long high) {
   ulong v = ((ulong)r.x << 32) | r.y;
   return low + (long)(v % (ulong)(high - low));
 }
+// erfinv (Giles 2010, single precision): OpenCL C has no builtin.
+inline float ocl_erfinv(float x) {
+  float w = -log((1.0f - x) * (1.0f + x)), p;
+  if (w < 5.0f) {
+    w -= 2.5f;
+    p = 2.81022636e-08f; p = 3.43273939e-07f + p * w; p = -3.5233877e-06f + p * w; p = -4.39150654e-06f + p * w;
+    p = 0.00021858087f + p * w; p = -0.00125372503f + p * w; p = -0.00417768164f + p * w; p = 0.246640727f + p * w;
+    p = 1.50140941f + p * w;
+  } else {
+    w = sqrt(w) - 3.0f;
+    p = -0.000200214257f; p = 0.000100950558f + p * w; p = 0.00134934322f + p * w; p = -0.00367342844f + p * w;
+    p = 0.00573950773f + p * w; p = -0.0076224613f + p * w; p = 0.00943887047f + p * w; p = 1.00167406f + p * w;
+    p = 2.83297682f + p * w;
+  }
+  return p * x;
+}
 """

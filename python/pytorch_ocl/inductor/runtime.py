@@ -15,6 +15,19 @@ def get_raw_stream(device_index):
     return 0
 
 
+_blocks = {}
+
+
+def _pointwise_block(device):
+    """Work-group size of pointwise kernels (no __local memory, so chosen at launch): 256 on GPUs;
+    64 on CPU devices (PoCL), where fewer, longer work-groups leave cores idle."""
+    b = _blocks.get(device)
+    if b is None:
+        props = torch.ocl.get_device_properties(device)
+        b = _blocks[device] = min(64 if "CPU" in props.type.upper() else 256, props.max_work_group_size)
+    return b
+
+
 class OclKernel:
     def __init__(self, name, source, meta):
         self.name, self.source = name, source
@@ -47,6 +60,6 @@ class OclKernel:
             glob = [self.rblock, (xnumel + xb - 1) // xb * xb]
             loc = [self.rblock, xb]
         else:
-            b = self.xblock
+            b = _pointwise_block(device)
             glob, loc = [(xnumel + b - 1) // b * b], [b]
         _C.launch_user_kernel(device, self.source, self.name, "", specs, glob, loc)

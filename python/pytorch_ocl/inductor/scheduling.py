@@ -82,7 +82,30 @@ class OclDeviceOpOverrides(DeviceOpOverrides):
         return "torch.ocl.current_stream()"
 
 
+def _no_layout_opt_on_ocl():
+    """Inductor's layout optimization makes convolution inputs channels_last; torch's fake
+    convolution then promises a contiguous output for the Overrideable backend (ours), while our
+    eager convolution keeps channels_last, and the compiled graph's stride check fails. Graphs
+    on ocl therefore keep the layouts they were given."""
+    from torch._inductor.graph import GraphLowering
+
+    original = GraphLowering.decide_layout_opt
+    if getattr(original, "_ocl", False):
+        return
+
+    def decide_layout_opt(gm, *, is_inference):
+        for n in gm.graph.nodes:
+            val = n.meta.get("val") if n.op == "placeholder" else None
+            if isinstance(val, torch.Tensor) and val.device.type == "ocl":
+                return False
+        return original(gm, is_inference=is_inference)
+
+    decide_layout_opt._ocl = True
+    GraphLowering.decide_layout_opt = staticmethod(decide_layout_opt)
+
+
 def register():
+    _no_layout_opt_on_ocl()
     register_device_op_overrides("ocl", OclDeviceOpOverrides())
     # The stock Python wrapper: our kernels are objects called as `kernel.run(*args, xnumel=...)`.
     register_backend_for_device("ocl", OclScheduling, PythonWrapperCodegen, OclCppWrapperUnsupported)

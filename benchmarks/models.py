@@ -1,7 +1,7 @@
 """Whole-network speed on `ocl` against a reference device, in the same process.
 
     python3 benchmarks/models.py [--device ocl:0] [--ref cuda|cpu] [--nets resnet18,...] [--quick]
-                                 [--out results/models.md]
+                                 [--compile] [--out results/models.md]
 
 Per network: inference (eval, no_grad, batch 64) and one training step (batch 32: forward,
 cross-entropy, backward, SGD step with momentum) in milliseconds (median of --iters after
@@ -12,7 +12,9 @@ off; ocl with torch.backends.cudnn.allow_tf32 off, its GEMMs at fp32 accuracy: 3
 engine has TF32); --math default compares both with torch's defaults (cuDNN convolutions in TF32 on
 cuda, TF32 convolutions on ocl's matrix engine). Networks come from torchvision when it imports, else from
 tests/models.py (small stand-ins, 32x32 inputs). CPU fallbacks are counted and reported: a
-network that needed one is marked, since its time then includes host round trips.
+network that needed one is marked, since its time then includes host round trips. --compile adds a
+table of torch.compile (Inductor; OpenCL C kernels on ocl) against eager ocl, with cuda compiled
+when the reference is cuda.
 A cuda reference is measured in a child process of the same run that does not load ocl: with
 ocl registered, torch (>= 2.8) makes it the accelerator and CUDA's autograd then fails
 (pytorch#161129, see the README's coexistence note).

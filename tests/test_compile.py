@@ -60,6 +60,8 @@ POINTWISE = {
     "nan_inf": (lambda a: torch.maximum(a, torch.zeros_like(a)) + torch.isnan(a).float(),
                 (torch.tensor([float("nan"), -1.0, float("inf"), 2.0]),)),
     "zero_size": (lambda a: a * 2 + 1, (torch.randn(0, 5),)),
+    "index_put_accumulate": (lambda a, i, v: a.index_put((i,), v * 2, accumulate=True),  # atomic adds
+                             (torch.zeros(7, 5), torch.tensor([0, 2, 2, 6, 6, 6]), torch.randn(6, 5))),
 }
 
 REDUCTIONS = {
@@ -116,6 +118,9 @@ def test_pointwise_dtypes():
                                 (d * 2).exp().log1p() if fp64 else d),
             a.half(), a.bfloat16(), a, a.double(), atol=1e-2, rtol=1e-2)
     compare(lambda h: (h * 2).sigmoid() + 1, a.half(), atol=1e-3, rtol=1e-3)
+    i, v = torch.tensor([0, 2, 2, 6, 6, 6]), torch.randn(6, 5)
+    compare(lambda a, b, i, v, w: (a.index_put((i,), v, accumulate=True), b.index_put((i,), w, accumulate=True)),
+            torch.zeros(7, 5).half(), torch.zeros(7, 5).bfloat16(), i, v.half(), v.bfloat16(), atol=1e-2, rtol=1e-2)
 
 
 def test_reduction_large_and_strided():

@@ -118,6 +118,9 @@ class OclKernel(SIMDKernel):
                 return f"ocl_atomic_add_float({var} + ({idx}), {value});"
             if dtype == torch.int32:
                 return f"atomic_add({var} + ({idx}), {value});"
+            if dtype in (torch.float16, torch.bfloat16):
+                bf16 = int(dtype == torch.bfloat16)
+                return f"ocl_atomic_add_16((volatile __global ushort*)({var} + ({idx})), (float)({value}), {bf16});"
             raise NotImplementedError(f"torch.compile on ocl: atomic_add store of {dtype}")
         if mode is not None:
             raise NotImplementedError(f"torch.compile on ocl: store mode {mode}")

@@ -30,6 +30,19 @@ inline void ocl_atomic_add_float(volatile __global float* p, float v) {
   do { old.f = *p; upd.f = old.f + v; }
   while (atomic_cmpxchg((volatile __global uint*)p, old.u, upd.u) != old.u);
 }
+// 16-bit float atomic add: CAS on the aligned 32-bit word holding the element (the other half is
+// written back unchanged). bf16 = 1: bfloat16 bits, else IEEE half bits.
+inline void ocl_atomic_add_16(volatile __global ushort* p, float v, int bf16) {
+  volatile __global uint* w = (volatile __global uint*)((ulong)p & ~(ulong)3);
+  uint shift = ((ulong)p & 2) ? 16u : 0u, old, upd;
+  do {
+    old = *w;
+    ushort h = (ushort)(old >> shift);
+    float f = (bf16 ? ocl_bf16_to_float(h) : ocl_half_bits_to_float(h)) + v;
+    ushort n = bf16 ? ocl_float_to_bf16(f) : ocl_float_to_half_bits(f);
+    upd = (old & ~(0xffffu << shift)) | ((uint)n << shift);
+  } while (atomic_cmpxchg(w, old, upd) != old);
+}
 // Philox4x32-10 (Salmon et al. 2011): counter = offset, key = seed; Inductor's fused random ops.
 inline uint4 ocl_philox(ulong seed, ulong offset) {
   uint c0 = (uint)offset, c1 = (uint)(offset >> 32), c2 = 0, c3 = 0, k0 = (uint)seed, k1 = (uint)(seed >> 32);

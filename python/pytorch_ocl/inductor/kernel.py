@@ -9,12 +9,12 @@ Inductor's "disable reduction" splits (e.g. softmax: max loop, sum loop, store l
 several such loops in one kernel; values that survive a loop are the reduction results."""
 import sympy
 import torch
-from torch._inductor.codegen.common import DeferredLine, IndentedBuffer
+from torch._inductor.codegen.common import DeferredLine, IndentedBuffer, PythonPrinter
 from torch._inductor.codegen.simd import SIMDKernel
 from torch._inductor.virtualized import V
 from torch.utils._ordered_set import OrderedSet
 
-from .overrides import STORAGE_TYPE, OpenCLOverrides, constant_str, ctype, type_limit
+from .overrides import STORAGE_TYPE, OpenCLOverrides, constant_str, ctype
 from .prelude import PRELUDE
 from .printer import OpenCLPrinter
 
@@ -243,10 +243,7 @@ class OclKernel(SIMDKernel):
         wrapper = V.graph.wrapper_code
         _, call_args, _, _ = self.args.python_argdefs()
         args = [str(a) for a in call_args]
-        pexpr = V.graph.wrapper_code.expr_printer if hasattr(wrapper, "expr_printer") else None
-        from torch._inductor.codegen.common import PythonPrinter
-
-        pexpr = PythonPrinter().doprint
+        pexpr = PythonPrinter().doprint  # sizes in the wrapper's symbols (s0, ...)
         x = pexpr(self._numel("x"))
         extra = [f"xnumel={x}"]
         if self.is_reduction_kernel:

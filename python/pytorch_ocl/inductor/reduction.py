@@ -50,8 +50,6 @@ def _named(stmt, a, b):
 
 
 def codegen_reduction(kernel, dtype, src_dtype, reduction_type, value):
-    if kernel.xblock > 1 and kernel.rblock == 1 and False:
-        pass
     acc_dtypes, idents, combine, element = _spec(reduction_type, dtype, src_dtype)
     types = [ctype(d) for d in acc_dtypes]
     accs = [kernel.cse.newvar(dtype=d) for d in acc_dtypes]

@@ -48,17 +48,27 @@ class OclKernel(SIMDKernel):
     def _numel(self, prefix):
         return V.graph.sizevars.simplify(self.numels.get(prefix, sympy.S.One))
 
+    @staticmethod
+    def _max_block():
+        """256, or less where the device's work-groups are smaller."""
+        try:
+            index = V.graph.get_current_device_or_throw().index or 0
+            return _pow2_at_most(torch.ocl.get_device_properties(index).max_work_group_size, MAX_BLOCK)
+        except Exception:
+            return MAX_BLOCK
+
     def _choose_blocks(self):
         if not self.is_reduction_kernel:
-            return 1, MAX_BLOCK
+            return 1, MAX_BLOCK  # the runtime picks the pointwise work-group size per device
+        cap = self._max_block()
         r = self._numel("r0_")
         hint = int(r) if isinstance(r, sympy.Integer) else 1024
         if hint <= 8 or self._outer_reduction():
             # Short rows, or rows strided in memory with consecutive x contiguous (column sums):
             # one work-item per row, neighbouring work-items on neighbouring x (coalesced loads).
-            return 1, 64
-        rblock = _pow2_at_most(hint, MAX_BLOCK)
-        return rblock, max(1, MAX_BLOCK // rblock // 4) if rblock < 64 else 1
+            return 1, min(64, cap)
+        rblock = _pow2_at_most(hint, cap)
+        return rblock, max(1, cap // rblock // 4) if rblock < 64 else 1
 
     def _outer_reduction(self):
         try:

@@ -73,7 +73,8 @@ class OpenCLPrinter(ExprPrinter):
 
     def _print_Abs(self, expr):
         a = self._print(expr.args[0])
-        return f"abs((long)({a}))" if expr.is_integer else f"fabs({a})"
+        # Not OpenCL's integer abs(): it returns an unsigned type.
+        return f"(({a}) < 0 ? -({a}) : ({a}))" if expr.is_integer else f"fabs({a})"
 
     def _print_And(self, expr):
         return self.stringify(expr.args, " && ", PRECEDENCE["And"])

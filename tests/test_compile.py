@@ -111,6 +111,29 @@ def test_reduction_table():
     compare_table(REDUCTIONS, 1e-4, 1e-4)
 
 
+@pytest.mark.parametrize("seed", ["1", "2"])
+def test_reductions_on_tuner_launch_shapes(monkeypatch, seed):
+    """PYTORCH_OCL_INDUCTOR_TUNE=random: each reduction kernel launches with a random (RBLOCK, XBLOCK)
+    the tuner may pick (one lane per row up to 256-lane trees), so every shape is tested."""
+    from pytorch_ocl.inductor import tuning
+
+    monkeypatch.setenv("PYTORCH_OCL_INDUCTOR_TUNE", "random")
+    monkeypatch.setenv("PYTORCH_OCL_INDUCTOR_TUNE_SEED", seed)
+    tuning._chosen.clear()
+    compare_table(REDUCTIONS, 1e-4, 1e-4)
+    tuning._chosen.clear()
+
+
+def test_tuner_times_and_keeps_a_shape(monkeypatch):
+    from pytorch_ocl.inductor import tuning
+
+    monkeypatch.setenv("PYTORCH_OCL_INDUCTOR_TUNE", "1")
+    tuning._chosen.clear()
+    compare(lambda a: (torch.softmax(a, -1), a.sum(0)), torch.randn(33, 300), atol=1e-4, rtol=1e-4)
+    assert tuning._chosen and all(c in tuning.candidates(10**9, 256) for c in tuning._chosen.values())
+    tuning._chosen.clear()
+
+
 def test_pointwise_dtypes():
     a = torch.randn(333)
     fp64 = pytorch_ocl.get_device_properties().fp64

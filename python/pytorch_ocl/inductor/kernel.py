@@ -173,7 +173,7 @@ class OclKernel(SIMDKernel):
     def new_local(self, ctype_str):
         name = f"lred{self.n_local}"
         self.n_local += 1
-        self.local_decls.writeline(f"__local {ctype_str} {name}[{self.rblock * self.xblock}];")
+        self.local_decls.writeline(f"__local {ctype_str} {name}[RBLOCK * XBLOCK];")
         return name
 
     # ---- assembly ------------------------------------------------------------------
@@ -182,7 +182,7 @@ class OclKernel(SIMDKernel):
             return
         if self.inside_reduction and self.is_reduction_kernel:
             idx = self.index_dtype
-            self.body.writeline(f"for ({idx} r0_index = rlane; r0_index < r0_numel; r0_index += {self.rblock}) {{")
+            self.body.writeline(f"for ({idx} r0_index = rlane; r0_index < r0_numel; r0_index += RBLOCK) {{")
             with self.body.indent():
                 self.body.splice(self.indexing_code)
                 self.body.splice(self.loads)
@@ -235,7 +235,7 @@ class OclKernel(SIMDKernel):
                 code.writeline(f"{ctype(var.dtype) if var.dtype is not None else 'float'} {var.name};")
             if self.is_reduction_kernel:
                 code.writeline("const int rlane = get_local_id(0);")
-                code.writeline(f"const int lbase = get_local_id(1) * {self.rblock};")
+                code.writeline("const int lbase = get_local_id(1) * RBLOCK;")
                 code.writeline(f"const {idx} xraw = get_global_id(1);")
                 code.writeline("const bool xvalid = xraw < xnumel;")
                 code.writeline(f"const {idx} xindex = xvalid ? xraw : xnumel - 1;")
@@ -245,6 +245,9 @@ class OclKernel(SIMDKernel):
             code.splice(self.body)
         code.writeline("}")
         src = PRELUDE + code.getvalue()
+        if self.is_reduction_kernel:
+            # Launch shape as build options (-DRBLOCK=.. -DXBLOCK=..): the runtime may pick another (tuner).
+            src = f"#ifndef RBLOCK\n#define RBLOCK {self.rblock}\n#define XBLOCK {self.xblock}\n#endif\n" + src
         if "double" in src:
             src = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + src
         return src

@@ -57,21 +57,21 @@ def codegen_reduction(kernel, dtype, src_dtype, reduction_type, value):
         kernel.body.writeline(f"{acc} = {ident};")  # before the loop that codegen_body writes
     elem = element(value)
     kernel.compute.writeline(_named(combine, list(zip(types, map(str, accs))), list(zip(types, map(str, elem)))))
-    if kernel.rblock > 1:
-        out = kernel.post_loop
-        bufs = [kernel.new_local(t) for t in types]
-        for buf, acc in zip(bufs, accs):
-            out.writeline(f"{buf}[lbase + rlane] = {acc};")
+    # The tree over the RBLOCK lanes of a row (no step when the launch has RBLOCK == 1).
+    out = kernel.post_loop
+    bufs = [kernel.new_local(t) for t in types]
+    for buf, acc in zip(bufs, accs):
+        out.writeline(f"{buf}[lbase + rlane] = {acc};")
+    out.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
+    out.writeline("for (int s = RBLOCK / 2; s > 0; s >>= 1) {")
+    with out.indent():
+        a = [(t, f"{buf}[lbase + rlane]") for t, buf in zip(types, bufs)]
+        b = [(t, f"{buf}[lbase + rlane + s]") for t, buf in zip(types, bufs)]
+        out.writeline(f"if (rlane < s) {_named(combine, a, b)}")
         out.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
-        out.writeline(f"for (int s = {kernel.rblock // 2}; s > 0; s >>= 1) {{")
-        with out.indent():
-            a = [(t, f"{buf}[lbase + rlane]") for t, buf in zip(types, bufs)]
-            b = [(t, f"{buf}[lbase + rlane + s]") for t, buf in zip(types, bufs)]
-            out.writeline(f"if (rlane < s) {_named(combine, a, b)}")
-            out.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
-        out.writeline("}")
-        for buf, acc in zip(bufs, accs):
-            out.writeline(f"{acc} = {buf}[lbase];")
+    out.writeline("}")
+    for buf, acc in zip(bufs, accs):
+        out.writeline(f"{acc} = {buf}[lbase];")
     if reduction_type in ("argmax", "argmin"):
         return accs[1]
     if reduction_type.startswith("welford"):

@@ -6,6 +6,7 @@ import struct
 import torch
 
 from .. import _C
+from . import tuning
 
 _pack_long = struct.Struct("<q").pack
 
@@ -35,6 +36,8 @@ class OclKernel:
         self.rblock, self.xblock = meta["rblock"], meta["xblock"]
         # Symbolic numels are kernel parameters after the tensors / size variables.
         self.x_param, self.r_param = meta["x_param"], meta["r_param"]
+        # The tuner may launch it several times: only when that changes nothing.
+        self.rerunnable = "in_out_ptr" not in source and "atomic" not in source.split("__kernel", 1)[-1]
 
     def run(self, *args, xnumel, rnumel=None):
         xnumel = int(xnumel)
@@ -55,11 +58,13 @@ class OclKernel:
             specs.append((1, _pack_long(int(rnumel))))
         if device is None:
             device = torch.ocl.current_device()
-        if self.reduction:
-            xb = self.xblock
-            glob = [self.rblock, (xnumel + xb - 1) // xb * xb]
-            loc = [self.rblock, xb]
-        else:
+        if not self.reduction:
             b = _pointwise_block(device)
-            glob, loc = [(xnumel + b - 1) // b * b], [b]
-        _C.launch_user_kernel(device, self.source, self.name, "", specs, glob, loc)
+            _C.launch_user_kernel(device, self.source, self.name, "", specs, [(xnumel + b - 1) // b * b], [b])
+            return
+
+        def launch(rb, xb):
+            glob, loc = [rb, (xnumel + xb - 1) // xb * xb], [rb, xb]
+            _C.launch_user_kernel(device, self.source, self.name, f"-DRBLOCK={rb} -DXBLOCK={xb}", specs, glob, loc)
+
+        launch(*tuning.choose(self, device, xnumel, int(rnumel), launch, self.rerunnable))

@@ -113,12 +113,11 @@ def test_reduction_table():
 
 @pytest.mark.parametrize("seed", ["1", "2"])
 def test_reductions_on_tuner_launch_shapes(monkeypatch, seed):
-    """PYTORCH_OCL_INDUCTOR_TUNE=random: each reduction kernel launches with a random (RBLOCK, XBLOCK)
-    the tuner may pick (one lane per row up to 256-lane trees), so every shape is tested."""
+    """PYTORCH_OCL_TUNE=random:SEED: each reduction kernel launches with a random (RBLOCK, XBLOCK) the
+    tuner may pick (one lane per row up to 256-lane trees), so every shape is tested."""
     from pytorch_ocl.inductor import tuning
 
-    monkeypatch.setenv("PYTORCH_OCL_INDUCTOR_TUNE", "random")
-    monkeypatch.setenv("PYTORCH_OCL_INDUCTOR_TUNE_SEED", seed)
+    monkeypatch.setenv("PYTORCH_OCL_TUNE", f"random:{seed}")
     tuning._chosen.clear()
     compare_table(REDUCTIONS, 1e-4, 1e-4)
     tuning._chosen.clear()
@@ -128,6 +127,8 @@ def test_tuner_times_and_keeps_a_shape(monkeypatch):
     from pytorch_ocl.inductor import tuning
 
     monkeypatch.setenv("PYTORCH_OCL_INDUCTOR_TUNE", "1")
+    monkeypatch.delenv("PYTORCH_OCL_TUNE", raising=False)
+    monkeypatch.delenv("PYTORCH_OCL_AUTOTUNE", raising=False)
     tuning._chosen.clear()
     compare(lambda a: (torch.softmax(a, -1), a.sum(0)), torch.randn(33, 300), atol=1e-4, rtol=1e-4)
     assert tuning._chosen and all(c in tuning.candidates(10**9, 256) for c in tuning._chosen.values())

@@ -1,11 +1,11 @@
 """Launch shapes of generated reduction kernels: (RBLOCK lanes per row, XBLOCK rows per work-group),
 build options of the kernel (-DRBLOCK=.. -DXBLOCK=..), so one source serves every shape.
 
-PYTORCH_OCL_INDUCTOR_TUNE: unset/0 = the codegen heuristic (kernel.py); 1 = time the candidates
-at a kernel's first launch for each size and keep the fastest (kernels that update a buffer in
-place or add atomically are never re-run: they keep the heuristic); random = a random candidate
-per kernel and size, seeded by PYTORCH_OCL_INDUCTOR_TUNE_SEED, so tests reach every shape a
-tuned run can pick."""
+PYTORCH_OCL_INDUCTOR_TUNE=1: time the candidates at a kernel's first launch for each size and keep
+the fastest for the process (kernels that update a buffer in place or add atomically are never
+re-run: they keep the heuristic; PYTORCH_OCL_AUTOTUNE=0 turns timing off). Unset: the codegen
+heuristic (kernel.py). PYTORCH_OCL_TUNE=random:SEED (the project's test mode for every tuner): a
+seeded random candidate per kernel and size, so tests reach every shape a tuned run can pick."""
 import os
 import random
 import time
@@ -29,15 +29,20 @@ def candidates(rnumel, max_wg):
 
 
 def mode():
-    m = os.environ.get("PYTORCH_OCL_INDUCTOR_TUNE", "0").strip().lower()
-    return m if m in ("1", "random") else "0"
+    """("random", seed), ("time", None) or ("off", None)."""
+    tune = os.environ.get("PYTORCH_OCL_TUNE", "")
+    if tune.startswith("random:"):
+        return "random", tune.split(":", 1)[1]
+    if os.environ.get("PYTORCH_OCL_INDUCTOR_TUNE", "0") == "1" and os.environ.get("PYTORCH_OCL_AUTOTUNE") != "0":
+        return "time", None
+    return "off", None
 
 
 def choose(kernel, device, xnumel, rnumel, launch, rerunnable):
     """(RBLOCK, XBLOCK) for this launch; `launch(rblock, xblock)` enqueues the kernel with that shape."""
-    m = mode()
+    m, seed = mode()
     default = (kernel.rblock, kernel.xblock)
-    if m == "0":
+    if m == "off":
         return default
     key = (kernel.name, device, xnumel, rnumel)
     if key in _chosen:
@@ -45,8 +50,7 @@ def choose(kernel, device, xnumel, rnumel, launch, rerunnable):
     max_wg = torch.ocl.get_device_properties(device).max_work_group_size
     cands = candidates(rnumel, max_wg)
     if m == "random":
-        seed = f"{os.environ.get('PYTORCH_OCL_INDUCTOR_TUNE_SEED', '0')}:{kernel.name}:{xnumel}:{rnumel}"
-        pick = random.Random(seed).choice(cands)
+        pick = random.Random(f"{seed}:{kernel.name}:{xnumel}:{rnumel}").choice(cands)
     elif not rerunnable:
         pick = default
     else:

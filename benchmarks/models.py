@@ -1,7 +1,7 @@
 """Whole-network speed on `ocl` against a reference device, in the same process.
 
     python3 benchmarks/models.py [--device ocl:0] [--ref cuda|cpu] [--nets resnet18,...] [--quick]
-                                 [--out results/models.md]
+                                 [--compile] [--out results/models.md]
 
 Per network: inference (eval, no_grad, batch 64) and one training step (batch 32: forward,
 cross-entropy, backward, SGD step with momentum) in milliseconds (median of --iters after
@@ -12,7 +12,9 @@ off; ocl with torch.backends.cudnn.allow_tf32 off, its GEMMs at fp32 accuracy: 3
 engine has TF32); --math default compares both with torch's defaults (cuDNN convolutions in TF32 on
 cuda, TF32 convolutions on ocl's matrix engine). Networks come from torchvision when it imports, else from
 tests/models.py (small stand-ins, 32x32 inputs). CPU fallbacks are counted and reported: a
-network that needed one is marked, since its time then includes host round trips.
+network that needed one is marked, since its time then includes host round trips. --compile adds a
+table of torch.compile (Inductor; OpenCL C kernels on ocl) against eager ocl, with cuda compiled
+when the reference is cuda.
 A cuda reference is measured in a child process of the same run that does not load ocl: with
 ocl registered, torch (>= 2.8) makes it the accelerator and CUDA's autograd then fails
 (pytorch#161129, see the README's coexistence note).
@@ -74,10 +76,13 @@ def reset_peak(device):
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def measure(ctor, size, device, batch_infer, batch_train, iters):
-    """(inference ms, train-step ms, train peak bytes, first-iteration seconds) on `device`."""
+def measure(ctor, size, device, batch_infer, batch_train, iters, compiled=False):
+    """(inference ms, train-step ms, train peak bytes, first-iteration seconds) on `device`;
+    compiled: the model under torch.compile (default Inductor backend; first iteration = compile)."""
     torch.manual_seed(0)
     model = ctor().to(device)
+    if compiled:
+        model = torch.compile(model)
     x_inf = torch.randn(batch_infer, 3, size, size, device=device)
     x_tr = torch.randn(batch_train, 3, size, size, device=device)
     with torch.no_grad():
@@ -106,6 +111,8 @@ def measure(ctor, size, device, batch_infer, batch_train, iters):
     model.eval()
     inference = common.median_time(infer, device, iters)
     del model, opt
+    if compiled:
+        torch._dynamo.reset()
     return inference * 1e3, train * 1e3, peak, first
 
 
@@ -137,6 +144,8 @@ def measure_ref_in_child(name, label, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-label", label, "--ref", args.ref,
            "--math", args.math,
            "--batch-infer", str(args.batch_infer), "--batch-train", str(args.batch_train), "--iters", str(args.iters)]
+    if label.endswith("compiled"):
+        cmd.append("--child-compiled")
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
@@ -146,8 +155,9 @@ def measure_ref_in_child(name, label, args):
 
 def run_child(args):
     ctor, size, _ = constructors([args.child])[args.child]
-    dict(ref_variants(args.ref, args.math))[args.child_label]()
-    print(json.dumps(measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
+    dict(ref_variants(args.ref, args.math))[args.child_label.removesuffix(" compiled")]()
+    print(json.dumps(measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters,
+                             compiled=args.child_compiled)))
 
 
 def fmt_mb(b):
@@ -168,6 +178,9 @@ def main(argv=None):
     parser.add_argument("--out", default="results/models.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-label", help=argparse.SUPPRESS)
+    parser.add_argument("--child-compiled", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--compile", action="store_true",
+                        help="also measure torch.compile (Inductor) on ocl, and on the cuda reference, in the same run")
     args = parser.parse_args(argv)
     if args.child:
         return run_child(args)
@@ -187,8 +200,14 @@ def main(argv=None):
             o = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters)
         except Exception as e:  # noqa: BLE001 - one failing network must not hide the others
             print(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
-            rows.append((name, source, None, [], 0))
+            rows.append((name, source, None, [], 0, None))
             continue
+        oc = None
+        if args.compile:
+            try:
+                oc = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters, compiled=True)
+            except Exception as e:  # noqa: BLE001
+                print(f"{name} compiled: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         fallbacks = sum(pytorch_ocl.fallback_stats().values())
         refs_out = []
         for label, setup in refs:
@@ -197,7 +216,12 @@ def main(argv=None):
             else:
                 setup()
                 refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
-        rows.append((name, source, o, refs_out, fallbacks))
+        if args.compile and torch.device(args.ref).type == "cuda":
+            try:
+                refs_out.append((f"{refs[0][0]} compiled", measure_ref_in_child(name, f"{refs[0][0]} compiled", args)))
+            except Exception as e:  # noqa: BLE001
+                print(f"{name} cuda compiled: {e}", file=sys.stderr)
+        rows.append((name, source, o, refs_out, fallbacks, oc))
         # each network as it lands, so a run cut short still reports what it measured
         tqdm.write(f"{name}: ocl infer {o[0]:.2f} ms train {o[1]:.2f} ms first {o[3]:.1f} s peak {fmt_mb(o[2])} MB; "
                    + "; ".join(f"{label} infer {r[0]:.2f} train {r[1]:.2f} peak {fmt_mb(r[2])}" for label, r in refs_out)
@@ -220,7 +244,14 @@ def write_report(args, rows, refs):
     sep += "---:|---:|---:|---:|---:|"
     lines += [header, sep]
     ratios = {label: ([], []) for label, _ in refs}
-    for name, source, o, refs_out, fallbacks in rows:
+    compiled_lines = []
+    for name, source, o, refs_out, fallbacks, oc in rows:
+        if oc is not None and o is not None:
+            cref = [r for label, r in refs_out if label.endswith("compiled")]
+            cuda = f" {cref[0][0]:.2f} | {cref[0][1]:.2f} | {cref[0][1] / oc[1]:.3f} |" if cref else " - | - | - |"
+            compiled_lines.append(f"| {name} | {o[0]:.2f} | {oc[0]:.2f} | {o[0] / oc[0]:.3f} | {o[1]:.2f} | {oc[1]:.2f} | "
+                                  f"{o[1] / oc[1]:.3f} | {oc[3]:.1f} |{cuda}")
+        refs_out = [(label, r) for label, r in refs_out if not label.endswith("compiled")]
         if o is None:
             lines.append(f"| {name} | {source} | failed |")
             continue
@@ -241,6 +272,12 @@ def write_report(args, rows, refs):
             gt = math.exp(statistics.mean(math.log(v) for v in rt))
             lines.append(f"- geomean ref/ocl vs {label}: inference {gi:.3f}, training {gt:.3f} (> 1: ocl faster)")
     lines.append("- peak ratio = ocl peak / ref peak memory allocated during the training steps")
+    if compiled_lines:
+        lines += ["", "## torch.compile (Inductor, OpenCL C kernels) vs eager on ocl", "",
+                  "| network | eager infer ms | compiled infer ms | speedup | eager train ms | compiled train ms | "
+                  "speedup | compile s (first iter) | cuda compiled infer ms | cuda compiled train ms | "
+                  "cuda compiled / ocl compiled train |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + compiled_lines
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -257,7 +294,8 @@ def plot(out, rows, refs):
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    done = [(n, o, r) for n, _, o, r, _ in rows if o is not None and r]
+    done = [(n, o, [(lb, x) for lb, x in r if not lb.endswith("compiled")]) for n, _, o, r, _, _ in rows
+            if o is not None and r]
     if not done:
         return
     fig, ax = plt.subplots(figsize=(max(6, len(done) * 1.2), 4))

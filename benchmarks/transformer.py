@@ -1,6 +1,6 @@
 """Scaled-dot-product attention and whole transformer/RNN models on `ocl` against a reference device, in one run.
 
-    python3 benchmarks/transformer.py [--ref cuda|cpu|none] [--quick] [--models] [--out results/transformer.md]
+    python3 benchmarks/transformer.py [--ref cuda|cpu|none] [--quick] [--models [--compile]] [--out results/transformer.md]
 
 --models adds GPT-2 small (training step, batch-1 greedy decode), BERT-base MLM (training step, inference),
 a 2-layer Llama slice (greedy decode at batch 1 and 16) and an LSTM language model (training step): median
@@ -84,6 +84,7 @@ def run_reference(args, cases):
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(cases), "--ref", args.ref,
            "--iters", str(args.iters)] + ["--models"] * args.models + ["--quick"] * args.quick
+           + ["--compile"] * args.compile
     # stderr goes through: the child's progress bars and any traceback show as they come
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, timeout=1200)
     if proc.returncode != 0:
@@ -98,9 +99,13 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--quick", action="store_true", help="small SDPA cases and tiny models (a CPU can run it)")
     p.add_argument("--models", action="store_true", help="also GPT-2, BERT, a 2-layer Llama and an LSTM LM")
+    p.add_argument("--compile", action="store_true",
+                   help="with --models: GPT-2 and BERT training steps again under torch.compile, on ocl and the ref")
     p.add_argument("--out", default="results/transformer.md")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.compile:
+        tm.enable_compile()
     if args.child:
         return child(args)
     common.import_backend()

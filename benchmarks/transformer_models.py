@@ -28,11 +28,25 @@ from tqdm import tqdm
 
 import common
 
-NAMES = {"gpt2": "GPT-2 small", "bert": "BERT-base MLM", "llama": "Llama 2-layer", "lstm": "LSTM LM"}
+NAMES = {"gpt2": "GPT-2 small", "bert": "BERT-base MLM", "llama": "Llama 2-layer", "lstm": "LSTM LM",
+         "gpt2_compiled": "GPT-2 small, torch.compile", "bert_compiled": "BERT-base MLM, torch.compile"}
+COMPILED = []  # enable_compile(): the GPT-2 and BERT workloads again under torch.compile (default Inductor)
+
+
+def enable_compile():
+    if not COMPILED:
+        COMPILED.extend(["gpt2_compiled", "bert_compiled"])
 
 
 def sizes(quick):
     """Per model: the sizes its workload uses (also in its row labels)."""
+    out = _sizes(quick)
+    for name in COMPILED:
+        out[name] = out[name.removesuffix("_compiled")]
+    return out
+
+
+def _sizes(quick):
     if quick:
         return {
             "gpt2": dict(layers=2, hidden=64, heads=4, vocab=1000, batch=2, seq=64, prompt=8, new=8),
@@ -72,7 +86,11 @@ def rows(quick):
         ("lstm", "train_ms", f"training step ms (b{r['batch']} x {r['seq']}, AdamW)", "time"),
         ("lstm", "first_s", "first training step s (program builds)", "first"),
         ("lstm", "train_peak_gib", "training peak GiB", "mem"),
-    ]
+    ] + [row for name in COMPILED for row in (
+        (name, "train_ms", f"training step ms (b{s[name]['batch']} x {s[name]['seq']}, AdamW)", "time"),
+        (name, "first_s", "first training step s (compile + program builds)", "first"),
+        (name, "train_peak_gib", "training peak GiB", "mem"),
+    )]
 
 
 def mem_module(device):
@@ -121,7 +139,7 @@ def _tokens(vocab, shape, seed):
     return torch.randint(3, vocab, shape, generator=torch.Generator().manual_seed(seed))
 
 
-def gpt2(device, s, quick):
+def gpt2(device, s, quick, compiled=False):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(n_layer=s["layers"], n_embd=s["hidden"], n_head=s["heads"], vocab_size=s["vocab"],
@@ -130,15 +148,19 @@ def gpt2(device, s, quick):
     model = GPT2LMHeadModel(cfg).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = _tokens(s["vocab"], (s["batch"], s["seq"]), 1).to(device)
+    fwd = torch.compile(model) if compiled else model
 
     def step():
         opt.zero_grad(set_to_none=True)
-        model(input_ids=ids, labels=ids).loss.backward()
+        fwd(input_ids=ids, labels=ids).loss.backward()
         opt.step()
 
     out = {}
     _train(step, device, quick, out)
     del opt
+    if compiled:  # the training step only (decoding would recompile per length)
+        torch._dynamo.reset()
+        return out
     model.zero_grad(set_to_none=True)
     model.eval()
     prompt = _tokens(s["vocab"], (1, s["prompt"]), 2).to(device)
@@ -150,7 +172,7 @@ def gpt2(device, s, quick):
     return out
 
 
-def bert(device, s, quick):
+def bert(device, s, quick, compiled=False):
     from transformers import BertConfig, BertForMaskedLM
 
     cfg = BertConfig(num_hidden_layers=s["layers"], hidden_size=s["hidden"], num_attention_heads=s["heads"],
@@ -163,10 +185,11 @@ def bert(device, s, quick):
     labels = torch.where(picked, ids, -100).to(device)
     ids = torch.where(picked, 103, ids).to(device)  # [MASK]
     mask = torch.ones(shape, dtype=torch.long, device=device)
+    fwd = torch.compile(model) if compiled else model
 
     def step():
         opt.zero_grad(set_to_none=True)
-        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        fwd(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
         opt.step()
 
     def infer():
@@ -176,6 +199,9 @@ def bert(device, s, quick):
     out = {}
     _train(step, device, quick, out)
     del opt
+    if compiled:  # the training step only
+        torch._dynamo.reset()
+        return out
     model.zero_grad(set_to_none=True)
     model.eval()
     _reset_peak(device)
@@ -235,7 +261,9 @@ def lstm(device, s, quick):
     return out
 
 
-WORKLOADS = {"gpt2": gpt2, "bert": bert, "llama": llama, "lstm": lstm}
+WORKLOADS = {"gpt2": gpt2, "bert": bert, "llama": llama, "lstm": lstm,
+             "gpt2_compiled": lambda d, s, q: gpt2(d, s, q, compiled=True),
+             "bert_compiled": lambda d, s, q: bert(d, s, q, compiled=True)}
 
 
 def ref_variants(ref):

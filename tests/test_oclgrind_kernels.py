@@ -471,3 +471,21 @@ def test_linalg():
     check(lambda a: torch.linalg.qr(a[:, :, :5]), a, backward=False)
     check(lambda s: torch.linalg.eigvalsh(s), s, atol=1e-3, backward=False)
     check(lambda a: torch.linalg.svdvals(a[:, :7]), a, backward=False)
+
+
+# ------------------------------------------------------------------ torch.compile (Inductor's OpenCL C)
+def test_inductor_generated_kernels(tmp_path, monkeypatch):
+    # Pointwise (tail work-group), row reductions with a __local tree (softmax: max, sum, store loops),
+    # Welford (layer norm), argmax, and an outer reduction (one work-item per row).
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+
+    def fn(x, w):
+        y = torch.softmax(x * 2, -1) + F.layer_norm(x, (x.shape[-1],), w)
+        return y, x.argmax(-1), x.sum(0), torch.sigmoid(x) * w
+
+    torch._dynamo.reset()
+    x, w = rand(3, 260), rand(260)
+    out = torch.compile(fn)(x.to(DEV), w.to(DEV))
+    for o, r in zip(out, fn(x, w)):
+        torch.testing.assert_close(o.cpu(), r, atol=1e-4, rtol=1e-4)
+    torch._dynamo.reset()

@@ -13,6 +13,8 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -141,6 +143,21 @@ at::Tensor expanded_mask(const std::optional<at::Tensor>& mask, const at::Tensor
   return m.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
 }
 
+// The output in the query's dimension order, as torch's meta function (alloc_with_matching_layout)
+// allocates it: torch.compile asserts the strides of every extern kernel's result against the meta.
+at::Tensor alloc_like_query(const at::Tensor& q, int64_t dv) {
+  if (dv == q.size(3)) return at::empty_like(q);
+  std::vector<int64_t> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return q.stride(a) > q.stride(b); });
+  std::vector<int64_t> sizes = {q.size(0), q.size(1), q.size(2), dv}, strides(4);
+  int64_t stride = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = stride;
+    stride *= sizes[*it];
+  }
+  return at::empty_strided(sizes, strides, q.options());
+}
+
 c10::ScalarType compute_type(const at::Tensor& q) {
   return q.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat;
 }
@@ -154,7 +171,7 @@ fused_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
   TORCH_CHECK(dropout_p >= 0 && dropout_p < 1, op, ": dropout_p must be in [0, 1), got ", dropout_p);
   c10::DeviceGuard guard(q.device());
   at::Tensor m = expanded_mask(bias, q, k, op);
-  at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
+  at::Tensor out = alloc_like_query(q, v.size(3));
   at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(compute_type(q)));
   dlprim::AttnShape s = attn_shape(q, k, v, is_causal, scale, m.defined());
   int device = q.device().index();
@@ -218,9 +235,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
   // delta_i = dO_i . O_i: the row term of the softmax backward, one small reduction.
   at::Tensor delta = at::sum(at::mul(grad_out.to(ct), out.to(ct)), {-1}).contiguous();
   at::Tensor lse_c = lse.to(ct).contiguous();
-  at::Tensor gq = at::empty(q.sizes(), q.options());
-  at::Tensor gk = at::empty(k.sizes(), k.options());
-  at::Tensor gv = at::empty(v.sizes(), v.options());
+  // empty_like: the layouts torch's meta functions promise (torch.compile checks them).
+  at::Tensor gq = at::empty_like(q);
+  at::Tensor gk = at::empty_like(k);
+  at::Tensor gv = at::empty_like(v);
   dlprim::AttnShape s = attn_shape(q, k, v, is_causal, scale, m.defined());
   if (dropout_p > 0) {
     s.dropout = dropout_p;

@@ -60,4 +60,6 @@ def _device_module(package):
     mod.get_amp_supported_dtype = lambda: [torch.float16, torch.bfloat16, torch.float32]
     mod.fallback_stats = package.fallback_stats
     mod.profile = package.profiler.profile
+    # torch.compile: Dynamo device interface + Inductor OpenCL C backend, registered on first use.
+    importlib.import_module(f"{package.__name__}.inductor").install(mod)
     return mod

@@ -1,0 +1,264 @@
+"""One fused Inductor kernel (pointwise or reduction) written as an OpenCL C `__kernel`.
+
+Pointwise: a 1-D NDRange over xnumel, one work-item per element.
+Reduction: NDRange (RBLOCK, xnumel rounded up to XBLOCK) with work-groups (RBLOCK, XBLOCK):
+the RBLOCK lanes of a row each loop over r0_index = lane, lane + RBLOCK, ... accumulating in
+registers, then combine through __local memory in a tree. Rows past xnumel are clamped to the
+last row (they compute it again and store nothing), so every lane reaches every barrier.
+Inductor's "disable reduction" splits (e.g. softmax: max loop, sum loop, store loop) become
+several such loops in one kernel; values that survive a loop are the reduction results."""
+import sympy
+import torch
+from torch._inductor.codegen.common import DeferredLine, IndentedBuffer, PythonPrinter
+from torch._inductor.codegen.simd import SIMDKernel
+from torch._inductor.virtualized import V
+from torch.utils._ordered_set import OrderedSet
+
+from .overrides import STORAGE_TYPE, OpenCLOverrides, constant_str, ctype
+from .prelude import PRELUDE
+from .printer import OpenCLPrinter
+
+KERNEL_NAME = "KERNEL_NAME"
+MAX_BLOCK = 256
+
+
+def _pow2_at_most(n, cap):
+    p = 1
+    while p * 2 <= min(n, cap):
+        p *= 2
+    return p
+
+
+class OclKernel(SIMDKernel):
+    overrides = OpenCLOverrides
+    suffix = ";"
+    newvar_prefix = ""
+    sexpr = kexpr = OpenCLPrinter().doprint
+
+    def __init__(self, tiling, **kwargs):
+        super().__init__(tiling, **kwargs)
+        self.post_loop = IndentedBuffer()  # reduction combines + stores after the current loop
+        self.local_decls = IndentedBuffer()
+        self.keep_vars = OrderedSet()  # CSE values valid after the loop that made them
+        self.n_local = 0
+        self.is_reduction_kernel = self.features.is_reduction()
+        self.rblock, self.xblock = self._choose_blocks()
+
+    # ---- launch geometry -------------------------------------------------------------
+    def _numel(self, prefix):
+        return V.graph.sizevars.simplify(self.numels.get(prefix, sympy.S.One))
+
+    @staticmethod
+    def _max_block():
+        """256, or less where the device's work-groups are smaller."""
+        try:
+            index = V.graph.get_current_device_or_throw().index or 0
+            return _pow2_at_most(torch.ocl.get_device_properties(index).max_work_group_size, MAX_BLOCK)
+        except Exception:
+            return MAX_BLOCK
+
+    def _choose_blocks(self):
+        if not self.is_reduction_kernel:
+            return 1, MAX_BLOCK  # the runtime picks the pointwise work-group size per device
+        cap = self._max_block()
+        r = self._numel("r0_")
+        hint = int(r) if isinstance(r, sympy.Integer) else 1024
+        if hint <= 8 or self._outer_reduction():
+            # Short rows, or rows strided in memory with consecutive x contiguous (column sums):
+            # one work-item per row, neighbouring work-items on neighbouring x (coalesced loads).
+            return 1, min(64, cap)
+        rblock = _pow2_at_most(hint, cap)
+        return rblock, max(1, cap // rblock // 4) if rblock < 64 else 1
+
+    def _outer_reduction(self):
+        try:
+            from torch._inductor.runtime.hints import ReductionHint
+
+            return self.features.get_reduction_hint() in (ReductionHint.OUTER, ReductionHint.OUTER_TINY)
+        except Exception:  # older/newer Inductor without the hint: the general mapping
+            return False
+
+    def dtype_to_str(self, dtype):
+        return ctype(dtype)
+
+    def want_no_x_dim(self):
+        return False
+
+    # ---- indexing ------------------------------------------------------------------
+    def codegen_iteration_ranges_entry(self, entry):
+        line = f"{self.index_dtype} {entry.name} = {self.kexpr(self.rename_indexing(entry.expr))};"
+        if entry.root.is_loop:
+            self.indexing_code.writeline(line)
+        else:
+            self.body.writeline(line)
+
+    def check_bounds(self, expr, size, lower, upper):
+        pass  # no device-side asserts in OpenCL C 1.2
+
+    def _store_guard(self, after_reduction):
+        if not self.is_reduction_kernel:
+            return None
+        return "xvalid && rlane == 0" if after_reduction or not self.inside_reduction else "xvalid"
+
+    # ---- memory --------------------------------------------------------------------
+    def load(self, name, index):
+        var = self.args.input(name)
+        index = self.prepare_indexing(index)
+        dtype = V.graph.get_dtype(name)
+        idx = self.index_to_str(index)
+        if dtype == torch.float16:
+            line, dtype = f"vload_half({idx}, {var})", torch.float32
+        elif dtype == torch.bfloat16:
+            line, dtype = f"ocl_bf16_to_float({var}[{idx}])", torch.float32
+        elif dtype == torch.bool:
+            line = f"({var}[{idx}] != 0)"
+        else:
+            line = f"{var}[{idx}]"
+        if self._load_mask:
+            other = constant_str(self._load_other or 0, dtype)
+            line = f"(({self._load_mask}) ? ({line}) : {other})"
+        return self.cse.generate(self.loads, line, dtype=dtype)
+
+    def _store_line(self, name, index, value, mode=None):
+        var = self.args.output(name)
+        idx = self.index_to_str(self.prepare_indexing(index))
+        dtype = V.graph.get_dtype(name)
+        if mode == "atomic_add":
+            if dtype == torch.float32:
+                return f"ocl_atomic_add_float({var} + ({idx}), {value});"
+            if dtype == torch.int32:
+                return f"atomic_add({var} + ({idx}), {value});"
+            if dtype in (torch.float16, torch.bfloat16):
+                bf16 = int(dtype == torch.bfloat16)
+                return f"ocl_atomic_add_16((volatile __global ushort*)({var} + ({idx})), (float)({value}), {bf16});"
+            raise NotImplementedError(f"torch.compile on ocl: atomic_add store of {dtype}")
+        if mode is not None:
+            raise NotImplementedError(f"torch.compile on ocl: store mode {mode}")
+        if dtype == torch.float16:
+            return f"vstore_half_rte((float)({value}), {idx}, {var});"
+        if dtype == torch.bfloat16:
+            return f"{var}[{idx}] = ocl_float_to_bf16((float)({value}));"
+        return f"{var}[{idx}] = ({STORAGE_TYPE[dtype]})({value});"
+
+    def store(self, name, index, value, mode=None):
+        line = self._store_line(name, index, value, mode)
+        guard = self._store_guard(False)
+        if guard:
+            line = f"if ({guard}) {line}"
+        self.stores.writeline(DeferredLine(name, line))
+        if not self.inside_reduction:
+            self.keep_vars.add(value)
+
+    def store_reduction(self, name, index, value):
+        prior = self.inside_reduction
+        self.inside_reduction = False  # index has no r0_ variables
+        try:
+            line = self._store_line(name, index, value)
+        finally:
+            self.inside_reduction = prior
+        self.post_loop.writeline(DeferredLine(name, f"if ({self._store_guard(True)}) {line}"))
+
+    # ---- reductions -----------------------------------------------------------------
+    def reduction(self, dtype, src_dtype, reduction_type, value):
+        key = (src_dtype, reduction_type, value)
+        if key in self.cse.reduction_cache:
+            return self.cse.reduction_cache[key]
+        from .reduction import codegen_reduction
+
+        result = codegen_reduction(self, dtype, src_dtype, reduction_type, value)
+        self.cse.reduction_cache[key] = result
+        self.keep_vars.update(result if isinstance(result, tuple) else (result,))
+        return result
+
+    def new_local(self, ctype_str):
+        name = f"lred{self.n_local}"
+        self.n_local += 1
+        self.local_decls.writeline(f"__local {ctype_str} {name}[RBLOCK * XBLOCK];")
+        return name
+
+    # ---- assembly ------------------------------------------------------------------
+    def codegen_body(self):
+        if not (self.indexing_code or self.loads or self.compute or self.stores or self.post_loop):
+            return
+        if self.inside_reduction and self.is_reduction_kernel:
+            idx = self.index_dtype
+            self.body.writeline(f"for ({idx} r0_index = rlane; r0_index < r0_numel; r0_index += RBLOCK) {{")
+            with self.body.indent():
+                self.body.splice(self.indexing_code)
+                self.body.splice(self.loads)
+                self.body.splice(self.compute)
+                self.body.splice(self.stores)
+            self.body.writeline("}")
+            self.body.splice(self.post_loop)
+            # Values computed inside the loop are gone; r0 entries are re-emitted per loop.
+            self.cse.invalidate(self.keep_vars)
+            for tree in self.range_trees:
+                if tree.is_loop:
+                    tree.cache_clear()
+        else:
+            self.body.splice(self.indexing_code)
+            self.body.splice(self.loads)
+            self.body.splice(self.compute)
+            self.body.splice(self.stores)
+            self.body.splice(self.post_loop)
+        for buf in (self.indexing_code, self.loads, self.compute, self.stores, self.post_loop):
+            buf.clear()
+
+    def _symbolic(self, prefix):
+        return not isinstance(self._numel(prefix), (sympy.Integer, int))
+
+    def codegen_kernel(self, name=None):
+        self.codegen_body()
+        argdefs, call_args, _, arg_types = self.args.python_argdefs()
+        params, prologue = [], []
+        for arg, outer, t in zip(argdefs, call_args, arg_types):
+            inner = arg.name if hasattr(arg, "name") else str(arg)
+            if isinstance(t, torch.dtype):
+                qual = "" if outer in self.args.output_buffers or inner.startswith("in_out") else "const "
+                params.append(f"__global {qual}{STORAGE_TYPE[t]}* restrict {inner}, ulong {inner}_off")
+                prologue.append(f"{inner} += {inner}_off;")
+            else:
+                params.append(f"long {inner}")
+        for prefix in ("x", "r0_") if self.is_reduction_kernel else ("x",):
+            if self._symbolic(prefix):
+                params.append(f"long {prefix}numel")
+        idx = self.index_dtype
+        code = IndentedBuffer()
+        code.writeline(f"__kernel void {KERNEL_NAME}({', '.join(params)}) {{")
+        with code.indent():
+            for prefix in ("x", "r0_") if self.is_reduction_kernel else ("x",):
+                if not self._symbolic(prefix):
+                    code.writeline(f"const {idx} {prefix}numel = {self.kexpr(self._numel(prefix))};")
+            code.splice(self.local_decls)
+            code.writelines(prologue)
+            for var in self.cse.varname_map.values():
+                code.writeline(f"{ctype(var.dtype) if var.dtype is not None else 'float'} {var.name};")
+            if self.is_reduction_kernel:
+                code.writeline("const int rlane = get_local_id(0);")
+                code.writeline("const int lbase = get_local_id(1) * RBLOCK;")
+                code.writeline(f"const {idx} xraw = get_global_id(1);")
+                code.writeline("const bool xvalid = xraw < xnumel;")
+                code.writeline(f"const {idx} xindex = xvalid ? xraw : xnumel - 1;")
+            else:
+                code.writeline(f"const {idx} xindex = get_global_id(0);")
+                code.writeline("if (xindex >= xnumel) return;")
+            code.splice(self.body)
+        code.writeline("}")
+        src = PRELUDE + code.getvalue()
+        if self.is_reduction_kernel:
+            # Launch shape as build options (-DRBLOCK=.. -DXBLOCK=..): the runtime may pick another (tuner).
+            src = f"#ifndef RBLOCK\n#define RBLOCK {self.rblock}\n#define XBLOCK {self.xblock}\n#endif\n" + src
+        if "double" in src:
+            src = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + src
+        return src
+
+    def call_kernel(self, name, node=None, deallocate_ws=True):
+        wrapper = V.graph.wrapper_code
+        _, call_args, _, _ = self.args.python_argdefs()
+        args = [str(a) for a in call_args]
+        pexpr = PythonPrinter().doprint  # sizes in the wrapper's symbols (s0, ...)
+        x = pexpr(self._numel("x"))
+        extra = [f"xnumel={x}"]
+        if self.is_reduction_kernel:
+            extra.append(f"rnumel={pexpr(self._numel('r0_'))}")
+        wrapper.writeline(f"{name}.run({', '.join(args + extra)})")

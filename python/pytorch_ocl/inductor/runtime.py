@@ -1,0 +1,70 @@
+"""What the Python wrapper Inductor writes for ocl calls at run time: `_OclKernel(name, source,
+meta).run(*args, xnumel=..., rnumel=...)`. Builds go through pytorch_ocl's program cache (memory +
+disk, like every other kernel); launches are asynchronous on the current stream."""
+import struct
+
+import torch
+
+from .. import _C
+from . import tuning
+
+_pack_long = struct.Struct("<q").pack
+
+
+def get_raw_stream(device_index):
+    # Our launches pick the current stream themselves; the wrapper only wants a value.
+    return 0
+
+
+_blocks = {}
+
+
+def _pointwise_block(device):
+    """Work-group size of pointwise kernels (no __local memory, so chosen at launch): 256 on GPUs;
+    64 on CPU devices (PoCL), where fewer, longer work-groups leave cores idle."""
+    b = _blocks.get(device)
+    if b is None:
+        props = torch.ocl.get_device_properties(device)
+        b = _blocks[device] = min(64 if "CPU" in props.type.upper() else 256, props.max_work_group_size)
+    return b
+
+
+class OclKernel:
+    def __init__(self, name, source, meta):
+        self.name, self.source = name, source
+        self.reduction = meta["reduction"]
+        self.rblock, self.xblock = meta["rblock"], meta["xblock"]
+        # Symbolic numels are kernel parameters after the tensors / size variables.
+        self.x_param, self.r_param = meta["x_param"], meta["r_param"]
+        # The tuner may launch it several times: only when that changes nothing.
+        self.rerunnable = "in_out_ptr" not in source and "atomic" not in source.split("__kernel", 1)[-1]
+
+    def run(self, *args, xnumel, rnumel=None):
+        xnumel = int(xnumel)
+        if xnumel <= 0:
+            return
+        specs = []
+        device = None
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if device is None:
+                    device = a.device.index
+                specs.append((0, a))
+            else:
+                specs.append((1, _pack_long(int(a))))
+        if self.x_param:
+            specs.append((1, _pack_long(xnumel)))
+        if self.r_param:
+            specs.append((1, _pack_long(int(rnumel))))
+        if device is None:
+            device = torch.ocl.current_device()
+        if not self.reduction:
+            b = _pointwise_block(device)
+            _C.launch_user_kernel(device, self.source, self.name, "", specs, [(xnumel + b - 1) // b * b], [b])
+            return
+
+        def launch(rb, xb):
+            glob, loc = [rb, (xnumel + xb - 1) // xb * xb], [rb, xb]
+            _C.launch_user_kernel(device, self.source, self.name, f"-DRBLOCK={rb} -DXBLOCK={xb}", specs, glob, loc)
+
+        launch(*tuning.choose(self, device, xnumel, int(rnumel), launch, self.rerunnable))

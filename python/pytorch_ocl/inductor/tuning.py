@@ -1,0 +1,70 @@
+"""Launch shapes of generated reduction kernels: (RBLOCK lanes per row, XBLOCK rows per work-group),
+build options of the kernel (-DRBLOCK=.. -DXBLOCK=..), so one source serves every shape.
+
+PYTORCH_OCL_INDUCTOR_TUNE=1: time the candidates at a kernel's first launch for each size and keep
+the fastest for the process (kernels that update a buffer in place or add atomically are never
+re-run: they keep the heuristic; PYTORCH_OCL_AUTOTUNE=0 turns timing off). Unset: the codegen
+heuristic (kernel.py). PYTORCH_OCL_TUNE=random:SEED (the project's test mode for every tuner): a
+seeded random candidate per kernel and size, so tests reach every shape a tuned run can pick."""
+import os
+import random
+import time
+
+import torch
+
+_chosen = {}
+
+
+def candidates(rnumel, max_wg):
+    """Power-of-two (RBLOCK, XBLOCK) with RBLOCK*XBLOCK <= min(256, max_wg), RBLOCK not past the row."""
+    cap = 1
+    while cap * 2 <= min(256, max_wg):
+        cap *= 2
+    out = [(1, min(64, cap))]
+    r = 8
+    while r <= cap and r // 2 < max(rnumel, 1):
+        out.append((r, max(1, cap // r // 4) if r < 64 else 1))
+        r *= 2
+    return out
+
+
+def mode():
+    """("random", seed), ("time", None) or ("off", None)."""
+    tune = os.environ.get("PYTORCH_OCL_TUNE", "")
+    if tune.startswith("random:"):
+        return "random", tune.split(":", 1)[1]
+    if os.environ.get("PYTORCH_OCL_INDUCTOR_TUNE", "0") == "1" and os.environ.get("PYTORCH_OCL_AUTOTUNE") != "0":
+        return "time", None
+    return "off", None
+
+
+def choose(kernel, device, xnumel, rnumel, launch, rerunnable):
+    """(RBLOCK, XBLOCK) for this launch; `launch(rblock, xblock)` enqueues the kernel with that shape."""
+    m, seed = mode()
+    default = (kernel.rblock, kernel.xblock)
+    if m == "off":
+        return default
+    key = (kernel.name, device, xnumel, rnumel)
+    if key in _chosen:
+        return _chosen[key]
+    max_wg = torch.ocl.get_device_properties(device).max_work_group_size
+    cands = candidates(rnumel, max_wg)
+    if m == "random":
+        pick = random.Random(f"{seed}:{kernel.name}:{xnumel}:{rnumel}").choice(cands)
+    elif not rerunnable:
+        pick = default
+    else:
+        best = None
+        for c in cands:
+            launch(*c)  # warm-up: builds the variant
+            torch.ocl.synchronize(device)
+            start = time.perf_counter()
+            for _ in range(3):
+                launch(*c)
+            torch.ocl.synchronize(device)
+            t = time.perf_counter() - start
+            if best is None or t < best[0]:
+                best = (t, c)
+        pick = best[1]
+    _chosen[key] = pick
+    return pick

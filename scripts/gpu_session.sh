@@ -13,6 +13,8 @@
 #   bash scripts/gpu_session.sh verify      # matrix-engine probes, RNN/autocast tests, transformer.py with models
 #   bash scripts/gpu_session.sh mma         # matrix-engine GEMM tests on the real instruction, gemm.py per format
 #   bash scripts/gpu_session.sh attn_bwd    # tiled attention backward layouts (dq, dK/dV) timed; attention tests
+#   bash scripts/gpu_session.sh mma_configs  # gemm_mma tests native, each mma tile config vs cuBLAS (gemm_configs.py)
+#   bash scripts/gpu_session.sh helpers      # compile / new ops / cache tests on the GPU, cold_start.py, compiled models
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -84,6 +86,27 @@ case "${1:-validate}" in
       run "gemm_${m/:/_}" 60 python3 benchmarks/gemm.py --ref cuda --dtype "${m%%:*}" --math "${m##*:}" \
         --only "$shapes" --out "$out/gemm_${m/:/_}.md"
     done
+    ;;
+  mma_configs)  # matrix-engine tests on the real instruction, then every 16-bit / tf32 mma config forced, vs cuBLAS
+    run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
+    export PYTORCH_OCL_MMA_TEST=native
+    run mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_gemm_mma.py
+    unset PYTORCH_OCL_MMA_TEST
+    c16=";mma 128x128x64 w2x4 local;mma 128x128x32 w2x2 async2;mma 128x128x32 w2x2 async3;mma 128x128x32 w2x4 async3"
+    c16="$c16;mma 128x256x32 w2x4 async2;mma 256x128x32 w4x2 async2;mma 128x64x32 w2x2 async4"
+    run configs_bf16 150 python3 benchmarks/gemm_configs.py --dtype bfloat16 --configs "$c16" --out "$out/configs_bf16.md"
+    c32=";mma 128x128x16 w2x2 local2;mma 128x128x16 w2x2 async2;mma 128x128x16 w2x4 async2;mma 128x64x16 w2x2 async3"
+    c32="$c32;mma 64x128x16 w2x2 async3"
+    run configs_tf32 120 python3 benchmarks/gemm_configs.py --dtype float32 --math tf32 --configs "$c32" \
+      --out "$out/configs_tf32.md"
+    ;;
+  helpers)  # torch.compile, the new op families, parallel builds / cache CLI on the GPU; cold start; compiled models
+    run helper_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_compile.py tests/test_conv3d.py \
+      tests/test_grid_sample.py tests/test_distance_margin.py tests/test_embedding_bag.py tests/test_mode_gcd.py \
+      tests/test_segment_rrelu.py tests/test_fractional_pool_trace.py tests/test_histogram.py tests/test_ctc_loss.py \
+      tests/test_batch_norm_update.py tests/test_parallel_builds.py tests/test_cache_cli.py ${HELPER_TESTS:-}
+    run cold_start 200 python3 benchmarks/cold_start.py --threads 1,16 --out "$out/cold_start.md"
+    run compiled 150 python3 benchmarks/models.py --compile --nets resnet18,mobilenet_v2 --out "$out/compiled.md"
     ;;
   attn_bwd)  # tiled attention backward layouts timed (dq and dK/dV passes), the attention tests on the GPU
     run attn_layouts 170 python3 benchmarks/attention_layouts.py --fwd "" \

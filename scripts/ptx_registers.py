@@ -3,8 +3,10 @@
     python3 scripts/ptx_registers.py [--d 64] [--dv 64] [--arch sm_90] [--maxrreg N] LAYOUT ...
 
 LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
-(attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv). Prints ptxas's register,
-stack and spill counts for each (float32, no mask, no dropout, 4-vector loads).
+(attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
+"mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
+operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
+each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
 
 How: the program text is put together as dlprim/src/attention.cpp does, compiled to PTX by clang
 (-target nvptx64-nvidia-nvcl; OpenCL builtins the text uses are defined in a small prelude on NVVM
@@ -39,7 +41,34 @@ float OV fmax(float a, float b) { return __builtin_fmaxf(a, b); }
 int OV min(int a, int b) { return a < b ? a : b; }
 long OV min(long a, long b) { return a < b ? a : b; }
 float OV dot(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+uint4 OV vload4(size_t i, const __private uint *p) { return (uint4)(p[4 * i], p[4 * i + 1], p[4 * i + 2], p[4 * i + 3]); }
+float OV fabs(float x) { return __builtin_fabsf(x); }
+float4 OV fabs(float4 x) { return (float4)(fabs(x.x), fabs(x.y), fabs(x.z), fabs(x.w)); }
 """
+
+MMA_KINDS = {"tf32": 1, "3xtf32": 2, "bf16": 3, "fp16": 4}
+
+
+def gemm_program(spec):
+    """gemm_mma.cl as dlprim/src/gemm.cpp puts it together (tiled_program + mma_defines)."""
+    parts = spec.split(":")
+    kind, tile, warps, mode = parts[:4]
+    ab = parts[4] if len(parts) > 4 else "kn"
+    bm, bn, bk = (int(v) for v in tile.split("x"))
+    wm, wn = (int(v) for v in warps.split("x"))
+    k16 = MMA_KINDS[kind] >= 3
+    bufs = int(mode[5:]) if mode.startswith("async") else 2 if mode == "local2" else 1
+    text = PRELUDE + "#define T " + ("ushort" if k16 else "float") + "\n#define ACC float\n"
+    text += ("#define LOAD_T(p, i) as_float((uint)(p)[i] << 16)\n#define STORE_T(p, i, v) (p)[i] = (ushort)(as_uint(v) >> 16)\n"
+             if k16 else "#define LOAD_T(p, i) ((p)[i])\n#define STORE_T(p, i, v) (p)[i] = (v)\n")
+    text += "#define TC T\n#define LOAD_C LOAD_T\n#define STORE_C STORE_T\n#define ACC4 float4\n"
+    text += source("common") + source("gemm_common")
+    defs = {"A_KCONTIG": int(ab[0] == "k"), "B_NCONTIG": int(ab[1] == "n"), "IDX_T": "int", "VEC4_A": 1, "VEC4_B": 1,
+            "VEC4_FULL": 1, "MMA_KIND": MMA_KINDS[kind], "MMA_EMULATE": 0, "MT": "ushort" if k16 else "float",
+            "BM": bm, "BN": bn, "BK": bk, "WARPS_M": wm, "WARPS_N": wn, "LOCAL_BUFS": bufs,
+            "MMA_ASYNC": int(mode.startswith("async")), "KERNEL_NAME": "gemm_tiled"}
+    text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
+    return text + source("gemm") + source("gemm_mma"), "gemm_tiled"
 
 
 def source(name):
@@ -49,6 +78,8 @@ def source(name):
 
 def program(layout, D, DV):
     kind, _, spec = layout.partition("=")
+    if kind == "mma":
+        return gemm_program(spec)
     vals = spec.split(",")
     split = vals[-1] == "split"
     nums = [int(v) for v in vals if v != "split"]
@@ -101,7 +132,8 @@ def main():
             with open(cl, "w") as f:
                 f.write(text)
             r = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "nvptx64-nvidia-nvcl", "-Xclang",
-                                "-finclude-default-header", "-O3", "-S", "-march=sm_80", "-o", ptx, cl],
+                                "-finclude-default-header", "-O3", "-S", "-march=sm_80", "-Dasm=__asm__", "-Xclang",
+                                "-target-feature", "-Xclang", "+ptx70", "-o", ptx, cl],
                                capture_output=True, text=True)
             if r.returncode:
                 print(f"{layout}: clang failed\n{r.stderr[-2000:]}")
@@ -112,7 +144,7 @@ def main():
             out = subprocess.run(cmd, capture_output=True, text=True)
             log = out.stdout + out.stderr
             m = re.search(rf"Function properties for {kernel}\n(.*?)\n.*?Used (\d+) registers", log, re.S)
-            print(f"{layout:28s} D {args.d} DV {args.dv}: " +
+            print(f"{layout:28s}" + ("" if layout.startswith("mma=") else f" D {args.d} DV {args.dv}") + ": " +
                   (f"{m.group(2)} registers; {m.group(1).strip()}" if m else "no ptxas report\n" + log[-1500:]))
 
 

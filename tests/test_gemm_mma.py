@@ -111,18 +111,29 @@ def test_layouts_and_tails(kind, ta, tb, monkeypatch):
 CONFIGS16 = ["mma 128x128x32 w2x4 local", "mma 128x256x32 w2x4 local", "mma 256x128x32 w4x2 local",
              "mma 128x128x64 w2x4 local", "mma 128x128x32 w2x2 local", "mma 64x128x32 w2x2 local2",
              "mma 128x64x32 w2x2 local2", "mma 64x64x32 w2x2 local2", "mma 64x64x64 w2x2 local2",
-             "mma 128x128x64 w2x2 local", "mma 32x32x32 w1x2 local2", "mma 16x16x32 w1x1 local"]
+             "mma 128x128x64 w2x2 local", "mma 32x32x32 w1x2 local2", "mma 16x16x32 w1x1 local",
+             "mma 128x128x32 w2x2 async2", "mma 128x128x32 w2x4 async2", "mma 128x128x32 w2x2 async3",
+             "mma 128x128x32 w2x4 async3", "mma 128x256x32 w2x4 async2", "mma 256x128x32 w4x2 async2",
+             "mma 128x64x32 w2x2 async4", "mma 64x128x32 w2x2 async4", "mma 64x64x32 w2x2 async4"]
 CONFIGS32 = ["mma 128x128x16 w2x4 local2", "mma 128x128x32 w2x4 local", "mma 128x256x16 w2x4 local",
              "mma 256x128x16 w4x2 local", "mma 128x128x16 w2x2 local2", "mma 64x128x16 w2x2 local2",
              "mma 128x64x16 w2x2 local2", "mma 64x64x32 w2x2 local2", "mma 64x64x16 w2x2 local2",
-             "mma 32x32x16 w1x2 local2", "mma 16x16x16 w1x1 local"]
+             "mma 32x32x16 w1x2 local2", "mma 16x16x16 w1x1 local", "mma 128x128x16 w2x2 async2",
+             "mma 128x128x16 w2x4 async2", "mma 128x64x16 w2x2 async3", "mma 64x128x16 w2x2 async3"]
+
+
+def forced_shape(config):
+    """(M, N, K) with tails in every dim; for the cp.async configs with 16-byte aligned rows, so that interior
+    steps take the copies and edge steps the plain stores."""
+    return (136, 136, 40) if "async" in config else (150, 140, 90)
 
 
 @pytest.mark.parametrize("config", CONFIGS16)
 def test_forced_configs_16bit(config, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
-    assert config in pytorch_ocl.ops.gemm_plan(150, 140, 90, dtype=torch.bfloat16)
-    a, b = make((150, 90), torch.bfloat16), make((90, 140), torch.bfloat16, True)
+    m, n, k = forced_shape(config)
+    assert config in pytorch_ocl.ops.gemm_plan(m, n, k, dtype=torch.bfloat16)
+    a, b = make((m, k), torch.bfloat16), make((k, n), torch.bfloat16, True)
     check(a.to(DEV) @ b.to(DEV), a, b, torch.bfloat16, "bf16")
 
 
@@ -130,8 +141,9 @@ def test_forced_configs_16bit(config, monkeypatch):
 def test_forced_configs_tf32(config, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
     torch.set_float32_matmul_precision("high")
-    assert config in pytorch_ocl.ops.gemm_plan(150, 140, 90)
-    a, b = make((150, 90), torch.float32, True), make((90, 140), torch.float32)
+    m, n, k = forced_shape(config)
+    assert config in pytorch_ocl.ops.gemm_plan(m, n, k)
+    a, b = make((m, k), torch.float32, True), make((k, n), torch.float32)
     check(a.to(DEV) @ b.to(DEV), a, b, torch.float32, "tf32")
 
 
@@ -281,3 +293,21 @@ def check_conv_math(algo, allow_tf32):
     err = (y.detach().cpu().double() - yr.detach()).abs()
     tol = 8 * EPS32 * math.sqrt(24 * k * k) * mag + (2 * 2.0**-11 * mag if tf32 else 0)
     assert (err <= scale * tol + 1e-30).all(), (err / tol).max()
+
+
+# The cp.async pipeline (configs "asyncN") stages interior steps by cp.async and edge steps by plain stores,
+# and reads 16-bit fragments by ldmatrix (transposed for m- / n-fast tiles): every layout, with operands
+# whose rows are 16-byte aligned (so the copies run) and tails in M, N and K.
+ASYNC_CASES = [("bf16", "mma 128x128x32 w2x2 async3"), ("fp16", "mma 64x64x32 w2x2 async4"),
+               ("tf32", "mma 128x64x16 w2x2 async3")]
+
+
+@pytest.mark.parametrize("kind,config", ASYNC_CASES)
+def test_async_pipeline_every_layout(kind, config, monkeypatch):
+    dtype = use_kind(kind, monkeypatch)
+    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    m, n, k = forced_shape(config)
+    assert config in pytorch_ocl.ops.gemm_plan(m, n, k, dtype=dtype)
+    for ta, tb in itertools.product((False, True), repeat=2):
+        a, b = make((m, k), dtype, ta), make((k, n), dtype, tb)
+        check(a.to(DEV) @ b.to(DEV), a, b, dtype, kind)

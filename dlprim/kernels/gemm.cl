@@ -78,10 +78,13 @@
 #define A_RAW(r, kk) ((kk) < k_left ? RAW_AT(Ap, A_OFF(min((r), m_max), (kk))) : (MT)0)
 #define B_RAW(kk, c) ((kk) < k_left ? RAW_AT(Bp, B_OFF((kk), min((c), n_max))) : (MT)0)
 // 16 bytes along the fast dim, unchecked (VEC4_A / VEC4_B: the host checked 16-byte alignment).
+// A_PTR16B / B_PTR16B: their address (cp.async staging).
 #if VEC4_A
-#define A_RAW16B(r, kk) (*(__global const uint4 *)((__global const MT *)Ap + A_OFF((r), (kk))))
+#define A_PTR16B(r, kk) ((__global const MT *)Ap + A_OFF((r), (kk)))
+#define A_RAW16B(r, kk) (*(__global const uint4 *)A_PTR16B(r, kk))
 #endif
 #if VEC4_B
-#define B_RAW16B(kk, c) (*(__global const uint4 *)((__global const MT *)Bp + B_OFF((kk), (c))))
+#define B_PTR16B(kk, c) ((__global const MT *)Bp + B_OFF((kk), (c)))
+#define B_RAW16B(kk, c) (*(__global const uint4 *)B_PTR16B(kk, c))
 #endif
 #endif

@@ -20,9 +20,13 @@ struct TileConfig {
   int local = 1;                  // stage tiles in local memory: 0 no, 1 one buffer, 2 two (alternating)
   // 1: a matrix-engine config (gemm_mma.cl): tm x tn is then the grid of warps, vm = vn = 1.
   int mma = 0;
+  // mma only: 1 stages tiles with cp.async (global straight to local, no staging registers) through
+  // `local` buffers (2..4), 16-bit fragments read with ldmatrix.
+  int async = 0;
   int threads() const { return mma ? 32 * tm * tn : tm * tn; }
-  int local_buffers() const { return local == 2 ? 2 : 1; }
-  // "128x128x16 t16x16 v4x4 local" ("local2": two buffers, "global": none); "mma 128x128x32 w2x4 local2"
+  int local_buffers() const { return async ? local : local == 2 ? 2 : 1; }
+  // "128x128x16 t16x16 v4x4 local" ("local2": two buffers, "global": none); "mma 128x128x32 w2x4 local2",
+  // "mma 128x128x32 w2x2 async3" (cp.async, three buffers)
   std::string str() const;
   static bool parse(const std::string& s, TileConfig* out);
   bool operator==(const TileConfig& o) const { return str() == o.str(); }

@@ -20,9 +20,10 @@ int elem_bytes(MmaKind k) { return is16(k) ? 2 : 4; }
 int k_step(MmaKind k) { return is16(k) ? 16 : 8; }  // mma.sync m16n8k16 / m16n8k8
 
 // Local bytes of one staging buffer pair (A and B) for either staged layout of each operand
-// (gemm_mma.cl's KPAD / MNPAD).
+// (gemm_mma.cl's KPAD / MNPAD; the ldmatrix layout of 16-bit async configs is swizzled, not padded).
 uint64_t buffer_bytes(const TileConfig& c, MmaKind k) {
-  int kpad = is16(k) ? 16 : 4, mnpad = is16(k) ? 8 : 4;
+  bool swizzled = is16(k) && c.async;
+  int kpad = swizzled ? 0 : is16(k) ? 16 : 4, mnpad = swizzled ? 0 : is16(k) ? 8 : 4;
   uint64_t a = std::max<uint64_t>(static_cast<uint64_t>(c.bm) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bm + mnpad));
   uint64_t b = std::max<uint64_t>(static_cast<uint64_t>(c.bn) * (c.bk + kpad), static_cast<uint64_t>(c.bk) * (c.bn + mnpad));
   return (a + b) * elem_bytes(k);
@@ -31,6 +32,12 @@ uint64_t buffer_bytes(const TileConfig& c, MmaKind k) {
 TileConfig mma_config(int bm, int bn, int bk, int wm, int wn, int local) {
   TileConfig c;
   c.bm = bm, c.bn = bn, c.bk = bk, c.tm = wm, c.tn = wn, c.vm = c.vn = 1, c.local = local, c.mma = 1;
+  return c;
+}
+// A cp.async pipeline of `stages` buffers.
+TileConfig mma_async_config(int bm, int bn, int bk, int wm, int wn, int stages) {
+  TileConfig c = mma_config(bm, bn, bk, wm, wn, stages);
+  c.async = 1;
   return c;
 }
 
@@ -79,8 +86,15 @@ bool mma_config_fits(const Context& ctx, const TileConfig& c, MmaChoice m) {
   uint64_t g = mma_unit_elements(m);
   if ((static_cast<uint64_t>(c.bm) * c.bk) % (g * nt) || (static_cast<uint64_t>(c.bn) * c.bk) % (g * nt)) return false;
   if (c.bm % g || c.bn % g || c.bk % g || (is16(m.kind) && c.bk % 32)) return false;
+  // cp.async staging: 2..4 buffers; 3xtf32 checks its values while staging them, so it keeps the register path;
+  // 16-bit ldmatrix reads B fragments of two 8-column blocks at once.
+  if (c.async && (c.local < 2 || c.local > 4 || m.kind == MmaKind::Tf32x3 || (is16(m.kind) && (c.bn / c.tn) % 16)))
+    return false;
   uint64_t bytes = buffer_bytes(c, m.kind) * c.local_buffers() + (m.emulate ? nt * 6 * 4 : 0);
-  return bytes + 256 <= ctx.info().local_mem_size;
+  // The register-staged kernels keep a little local memory besides the buffers (3xtf32's flag); the 16-bit
+  // async one nothing, so its buffers may fill the device's local memory.
+  bool buffers_only = c.async && is16(m.kind) && !m.emulate;
+  return bytes + (buffers_only ? 0 : 256) <= ctx.info().local_mem_size;
 }
 
 std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m) {
@@ -89,11 +103,19 @@ std::vector<TileConfig> mma_candidates(const Context& ctx, MmaChoice m) {
     all = {mma_config(128, 128, 32, 2, 4, 1), mma_config(128, 256, 32, 2, 4, 1), mma_config(256, 128, 32, 4, 2, 1),
            mma_config(128, 128, 64, 2, 4, 1), mma_config(128, 128, 32, 2, 2, 1), mma_config(64, 128, 32, 2, 2, 2),
            mma_config(128, 64, 32, 2, 2, 2),  mma_config(64, 64, 32, 2, 2, 2),  mma_config(64, 64, 64, 2, 2, 2),
-           mma_config(128, 128, 64, 2, 2, 1)};
+           mma_config(128, 128, 64, 2, 2, 1), mma_async_config(128, 128, 32, 2, 2, 2),
+           mma_async_config(128, 128, 32, 2, 4, 2), mma_async_config(128, 128, 32, 2, 2, 3),
+           mma_async_config(128, 128, 32, 2, 4, 3), mma_async_config(128, 256, 32, 2, 4, 2),
+           mma_async_config(256, 128, 32, 4, 2, 2), mma_async_config(128, 64, 32, 2, 2, 4),
+           mma_async_config(64, 128, 32, 2, 2, 4), mma_async_config(64, 64, 32, 2, 2, 4)};
   } else {
     all = {mma_config(128, 128, 16, 2, 4, 2), mma_config(128, 128, 32, 2, 4, 1), mma_config(128, 256, 16, 2, 4, 1),
            mma_config(256, 128, 16, 4, 2, 1), mma_config(128, 128, 16, 2, 2, 2), mma_config(64, 128, 16, 2, 2, 2),
            mma_config(128, 64, 16, 2, 2, 2),  mma_config(64, 64, 32, 2, 2, 2),  mma_config(64, 64, 16, 2, 2, 2)};
+    if (m.kind == MmaKind::Tf32)
+      for (const auto& c : {mma_async_config(128, 128, 16, 2, 2, 2), mma_async_config(128, 128, 16, 2, 4, 2),
+                            mma_async_config(128, 64, 16, 2, 2, 3), mma_async_config(64, 128, 16, 2, 2, 3)})
+        all.push_back(c);
   }
   std::vector<TileConfig> out;
   for (const auto& c : all)
@@ -120,7 +142,7 @@ std::string mma_defines(const TileConfig& c, MmaChoice m, const std::string& ker
   s << "#define MT " << (is16(m.kind) ? "ushort" : "float") << "\n";
   s << "#define BM " << c.bm << "\n#define BN " << c.bn << "\n#define BK " << c.bk << "\n";
   s << "#define WARPS_M " << c.tm << "\n#define WARPS_N " << c.tn << "\n#define LOCAL_BUFS " << c.local_buffers()
-    << "\n#define KERNEL_NAME " << kernel_name << "\n";
+    << "\n#define MMA_ASYNC " << c.async << "\n#define KERNEL_NAME " << kernel_name << "\n";
   return s.str();
 }
 

@@ -26,7 +26,9 @@ std::string TileConfig::str() const {
   char buf[96];
   const char* mode = local == 2 ? "local2" : local ? "local" : "global";
   if (mma) {
-    std::snprintf(buf, sizeof(buf), "mma %dx%dx%d w%dx%d %s", bm, bn, bk, tm, tn, mode);
+    char async_mode[16];
+    std::snprintf(async_mode, sizeof(async_mode), "async%d", local);
+    std::snprintf(buf, sizeof(buf), "mma %dx%dx%d w%dx%d %s", bm, bn, bk, tm, tn, async ? async_mode : mode);
     return buf;
   }
   std::snprintf(buf, sizeof(buf), "%dx%dx%d t%dx%d v%dx%d %s", bm, bn, bk, tm, tn, vm, vn, mode);
@@ -40,6 +42,7 @@ bool TileConfig::parse(const std::string& s, TileConfig* out) {
     if (std::sscanf(s.c_str(), "mma %dx%dx%d w%dx%d %15s", &c.bm, &c.bn, &c.bk, &c.tm, &c.tn, mode) != 6) return false;
     std::string m(mode);
     c.local = m == "local2" ? 2 : m == "local" ? 1 : 0;
+    if (m.size() == 6 && m.compare(0, 5, "async") == 0 && m[5] >= '2' && m[5] <= '4') c.local = m[5] - '0', c.async = 1;
     if (!c.local) return false;
     c.mma = 1;
     c.vm = c.vn = 1;

@@ -219,3 +219,18 @@ def test_decode_benchmark_runs():
     r = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "replayed logits match eager" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "op,match",
+    [(lambda x: torch.rand_like(x), "a random op"), (lambda x: F.dropout(x, 0.5, training=True), "a random op"),
+     (lambda x: torch.fft.fft(x), "fft")],
+    ids=["rand", "dropout", "fft"],
+)
+def test_uncapturable_ops_raise(op, match):
+    x = torch.ones(8, device="ocl")
+    g = torch.ocl.OCLGraph()
+    with pytest.raises(RuntimeError, match=match + ".*not permitted while the stream is capturing"):
+        with torch.ocl.graph(g):
+            op(x * 2)
+    assert op(x).shape[0] == 8  # works again after the failed capture

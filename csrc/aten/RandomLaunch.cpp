@@ -2,6 +2,7 @@
 
 #include "aten/RowMajor.h"
 #include "core/Errors.h"
+#include "core/Graph.h"
 #include "core/Generator.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -14,6 +15,8 @@
 namespace pytorch_ocl {
 
 std::pair<uint64_t, uint64_t> next_philox(const std::optional<at::Generator>& gen, int device, uint64_t increment) {
+  // A replay would repeat the capture's random numbers (CUDA advances the offset per replay; not done here yet).
+  check_not_capturing(current_queue(device), "a random op (rand*, dropout, random sampling)");
   OclGenerator* g = generator_for(gen, device);
   std::lock_guard<std::mutex> lock(g->mutex_);
   return g->philox_seed_and_offset(increment);

@@ -10,8 +10,8 @@ As on CUDA: capture on a side stream (torch.ocl.graph does it), run the callable
 before capture (program builds and autotuning must not happen inside a capture), keep the static
 inputs alive and copy new data into them, and do not read device data on the host inside the
 captured region (.item(), .cpu(), printing, data-dependent checks raise "... is not permitted while
-the stream is capturing a graph"). Random ops replay the random numbers of the capture (CUDA
-advances the generator per replay; ocl does not yet).
+the stream is capturing a graph"). Random ops raise inside a capture (CUDA advances the generator
+per replay; ocl does not yet), and so does fft (VkFFT enqueues its own kernels).
 """
 import gc
 

@@ -2,6 +2,7 @@
 #include <dlprim/context.h>
 #include <dlprim/profiler.h>
 
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -24,6 +25,12 @@ struct Arg {
 };
 // Per thread: KernelArgs and the launch that follows run on one thread.
 thread_local std::unordered_map<cl_kernel, std::vector<Arg>> t_args;
+struct Philox {
+  cl_command_queue q;
+  uint64_t seed, offset;
+  PhiloxRedraw redraw;
+};
+thread_local std::vector<Philox> t_philox;  // drawn, not yet matched to a launch
 
 std::shared_ptr<CapturedWork> list_of(cl_command_queue q) {
   if (!any_active()) return nullptr;
@@ -48,6 +55,7 @@ void begin(cl_command_queue q) {
   if (g_lists.count(q)) throw Error("graph capture: this stream is already capturing");
   g_lists[q] = std::make_shared<CapturedWork>();
   t_args.clear();  // arguments set before the capture are not known to be current
+  t_philox.clear();
   ++g_active;
 }
 
@@ -58,6 +66,10 @@ std::shared_ptr<CapturedWork> end(cl_command_queue q) {
   auto list = it->second;
   g_lists.erase(it);
   --g_active;
+  for (const Philox& p : t_philox)
+    if (p.q == q)
+      throw Error("graph capture: a random op's Philox seed and offset were not found among its kernel's "
+                  "arguments, so replays could not draw new random numbers");
   return list;
 }
 
@@ -125,8 +137,27 @@ bool record_kernel(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* 
   item.has_offset = offset != nullptr;
   item.has_local = local != nullptr;
   item.label = label ? label : name;
+  for (size_t p = 0; p < t_philox.size() && item.seed_arg < 0; ++p) {
+    if (t_philox[p].q != q) continue;
+    const uint64_t want[2] = {t_philox[p].seed, t_philox[p].offset};
+    for (cl_uint i = 0; i + 1 < n_args; ++i) {
+      const Arg& a = it->second[i];
+      const Arg& b = it->second[i + 1];
+      if (a.value.size() == 8 && b.value.size() == 8 && std::memcmp(a.value.data(), &want[0], 8) == 0 &&
+          std::memcmp(b.value.data(), &want[1], 8) == 0) {
+        item.seed_arg = static_cast<int>(i);
+        item.redraw = std::move(t_philox[p].redraw);
+        t_philox.erase(t_philox.begin() + p);
+        break;
+      }
+    }
+  }
   list->items_.push_back(std::move(item));
   return true;
+}
+
+void note_philox(cl_command_queue q, uint64_t seed, uint64_t offset, PhiloxRedraw redraw) {
+  t_philox.push_back({q, seed, offset, std::move(redraw)});
 }
 
 bool record_copy(cl_command_queue q, cl_mem src, cl_mem dst, uint64_t src_off, uint64_t dst_off, uint64_t bytes) {
@@ -179,11 +210,17 @@ CapturedWork::~CapturedWork() {
     if (it.kernel) clReleaseKernel(it.kernel);
 }
 
-void CapturedWork::replay(cl_command_queue q) const {
+void CapturedWork::replay(cl_command_queue q) {
   if (capture::capturing(q))
     throw Error("graph replay: replaying a graph into a stream that is capturing is not supported");
   const bool rec = profiler::recording();
-  for (const Item& it : items_) {
+  for (Item& it : items_) {
+    if (it.redraw) {
+      const std::pair<uint64_t, uint64_t> so = it.redraw();
+      const cl_ulong s = so.first, o = so.second;
+      DLPRIM_CL_CHECK(clSetKernelArg(it.kernel, it.seed_arg, sizeof(s), &s));
+      DLPRIM_CL_CHECK(clSetKernelArg(it.kernel, it.seed_arg + 1, sizeof(o), &o));
+    }
     cl_event ev = nullptr;
     cl_event* evp = rec ? &ev : nullptr;
     switch (it.kind) {

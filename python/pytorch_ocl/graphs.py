@@ -10,8 +10,9 @@ As on CUDA: capture on a side stream (torch.ocl.graph does it), run the callable
 before capture (program builds and autotuning must not happen inside a capture), keep the static
 inputs alive and copy new data into them, and do not read device data on the host inside the
 captured region (.item(), .cpu(), printing, data-dependent checks raise "... is not permitted while
-the stream is capturing a graph"). Random ops raise inside a capture (CUDA advances the generator
-per replay; ocl does not yet), and so does fft (VkFFT enqueues its own kernels).
+the stream is capturing a graph"). Random ops draw fresh numbers at every replay (each replay
+takes new Philox offsets from the generator, as CUDA's graph-safe RNG); fft and attention with dropout
+raise inside a capture.
 """
 import gc
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,13 @@ bool record_fill(cl_command_queue q, cl_mem buf, const void* pattern, size_t pat
 // KernelArgs::set reports each argument here while a capture is on.
 void note_arg(cl_kernel k, cl_uint index, size_t bytes, const void* value);
 
+// A random op drew Philox (seed, offset) for its next launch on `q`: the recorded launch whose
+// arguments hold the two values next to each other (two ulongs) gets `redraw`, called at every
+// replay for fresh ones, so each replay draws new random numbers and advances the generator as
+// eager calls would (CUDA's graph-safe RNG). end() fails if no launch took them.
+using PhiloxRedraw = std::function<std::pair<uint64_t, uint64_t>()>;
+void note_philox(cl_command_queue q, uint64_t seed, uint64_t offset, PhiloxRedraw redraw);
+
 } // namespace capture
 
 // clEnqueueCopyBuffer / clEnqueueFillBuffer that a capture records.
@@ -60,7 +68,7 @@ class CapturedWork {
 public:
   ~CapturedWork();
   // Enqueues the recorded work on `q` in capture order (throws Error if `q` is capturing).
-  void replay(cl_command_queue q) const;
+  void replay(cl_command_queue q);
   size_t size() const { return items_.size(); }
   // One line per recorded item (kernel name, sizes; copy/fill sizes): debug_dump().
   std::string describe() const;
@@ -75,6 +83,8 @@ public:
     cl_mem src = nullptr, dst = nullptr;  // Copy: src -> dst; Fill: dst
     uint64_t src_off = 0, dst_off = 0, bytes = 0;
     std::vector<unsigned char> pattern;
+    int seed_arg = -1;  // Philox arguments redrawn per replay (random ops)
+    capture::PhiloxRedraw redraw;
   };
   std::vector<Item> items_;
 };

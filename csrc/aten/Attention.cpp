@@ -4,6 +4,7 @@
 // its backward are the fused forward and the recomputing backward (dropout drawn in the kernels).
 #include "aten/RandomLaunch.h"
 #include "core/Errors.h"
+#include "core/Graph.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
@@ -179,6 +180,8 @@ fused_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
   // backward redraws the same mask from (seed, offset), saved as the op's philox outputs.
   int64_t seed = 0, offset = 0;
   if (dropout_p > 0) {
+    // The backward reads (seed, offset) from the saved host values, which a replay could not update.
+    check_not_capturing(current_queue(device), "scaled_dot_product_attention with dropout");
     auto so = next_philox(std::nullopt, device);
     seed = static_cast<int64_t>(so.first);
     offset = static_cast<int64_t>(so.second);

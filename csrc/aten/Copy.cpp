@@ -1,6 +1,7 @@
 // Copies between host and device and on the device, with dtype conversion and any strides.
 #include "aten/Launch.h"
 #include "core/Device.h"
+#include "core/Graph.h"
 #include "core/Errors.h"
 #include "core/HostAllocator.h"
 #include "core/Storage.h"
@@ -47,6 +48,7 @@ void host_to_device_bytes(const at::Tensor& dst, const void* src, size_t nbytes,
   if (nbytes == 0) return;
   BufferRef buf = buffer_of(dst);
   cl_command_queue q = queue_for(dst);
+  check_not_capturing(q, "a copy from the host to ocl (torch.tensor(..., device='ocl'), .to('ocl'))");
   bool async = non_blocking && is_pinned(src);
   if (!async) warn_or_error_on_sync("a blocking copy from the host to ocl");
   cl_event ev = nullptr;
@@ -63,6 +65,8 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
   if (nbytes == 0) return;
   BufferRef buf = buffer_of(src);
   cl_command_queue q = queue_for(src);
+  check_not_capturing(q, "a copy from ocl to the host (.item(), .cpu(), .tolist(), printing, a data-dependent "
+                         "check such as an index bound or nonzero)");
   bool async = non_blocking && is_pinned(dst);
   if (!async) warn_or_error_on_sync("a blocking copy from ocl to the host");
   OCL_CHECK(clEnqueueReadBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, dst, 0, nullptr,

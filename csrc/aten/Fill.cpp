@@ -3,6 +3,8 @@
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
 
+#include <dlprim/capture.h>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -21,8 +23,8 @@ void fill_dense(const at::Tensor& self, const c10::Scalar& value) {
   pattern.fill_(value);
   BufferRef buf = buffer_of(self);
   cl_command_queue q = queue_for(self);
-  OCL_CHECK(clEnqueueFillBuffer(q, buf.mem, pattern.const_data_ptr(), self.itemsize(), buf.offset,
-                                self.numel() * self.itemsize(), 0, nullptr, nullptr));
+  OCL_DLPRIM_CALL("fill_", dlprim::enqueue_fill_buffer(q, buf.mem, pattern.const_data_ptr(), self.itemsize(),
+                                                       buf.offset, self.numel() * self.itemsize()));
   note_enqueued(q);
 }
 

@@ -1,5 +1,7 @@
 #include "aten/IndexLaunch.h"
 
+#include <dlprim/capture.h>
+
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -195,6 +197,10 @@ void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int
 
 const at::Tensor& KeyBuilder::finish() {
   if (rows_ == 0 || !checks_enabled()) return keys_;
+  // Inside a graph capture the flag cannot be read back (nothing has run yet): the bad rows keep their
+  // key -1, which the kernels skip, as with PYTORCH_OCL_INDEX_CHECK=0 (CUDA checks with a device assert).
+  if (dlprim::capture::any_active() && dlprim::capture::capturing(current_queue(flag_.device().index())))
+    return keys_;
   if (flag_.item<int>() == 0) return keys_;
   // Error path: find the first bad index on the host for the message.
   for (const Added& a : added_) {

@@ -2,6 +2,7 @@
 
 #include "aten/RowMajor.h"
 #include "core/Errors.h"
+#include "core/Graph.h"
 #include "core/Generator.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -15,8 +16,24 @@ namespace pytorch_ocl {
 
 std::pair<uint64_t, uint64_t> next_philox(const std::optional<at::Generator>& gen, int device, uint64_t increment) {
   OclGenerator* g = generator_for(gen, device);
-  std::lock_guard<std::mutex> lock(g->mutex_);
-  return g->philox_seed_and_offset(increment);
+  std::pair<uint64_t, uint64_t> so;
+  {
+    std::lock_guard<std::mutex> lock(g->mutex_);
+    so = g->philox_seed_and_offset(increment);
+  }
+  if (dlprim::capture::any_active()) {
+    cl_command_queue q = current_queue(device);
+    if (dlprim::capture::capturing(q)) {
+      // Graph capture: every replay draws a fresh (seed, offset) from the generator, as eager calls would.
+      std::optional<at::Generator> keep = gen;  // keeps a user generator alive for the graph's replays
+      dlprim::capture::note_philox(q, so.first, so.second, [keep, device, increment] {
+        OclGenerator* gg = generator_for(keep, device);
+        std::lock_guard<std::mutex> lock(gg->mutex_);
+        return gg->philox_seed_and_offset(increment);
+      });
+    }
+  }
+  return so;
 }
 
 void launch_random(dlprim::Distribution dist, const std::vector<at::Tensor>& outputs, const at::Tensor* input,

@@ -105,6 +105,9 @@ public:
 
   Block* malloc(size_t request, c10::StreamId stream) {
     std::lock_guard<std::mutex> lock(m_);
+    // A stream capturing a graph allocates from the graph's private pool (a pseudo stream id < 0).
+    for (const auto& [capture_stream, pool] : capturing_)
+      if (capture_stream == stream) stream = pool;
     size_t size = request < kAlign ? kAlign : (request + kAlign - 1) / kAlign * kAlign;
     if (exact_allocations()) size = request > 0 ? request : 1;
     bool small = size <= kSmallSize;
@@ -148,6 +151,9 @@ public:
       pending_.push_back(b);
     } else {
       release_to_pool(b);
+      // The last blocks of a released graph pool give its segments back as soon as they are free.
+      if (b->seg->stream < 0 && !pool_refs_.count(b->seg->stream) && !b->prev && !b->next)
+        release_whole([](const Segment* s) { return s->stream < 0; });
     }
     // Caching off: every segment with nothing in use goes back to the driver now (waiting for
     // the streams that still use freed blocks), so the next request allocates afresh.
@@ -306,16 +312,21 @@ private:
     pending_.swap(still);
   }
 
-  // Frees every segment with no block in use.
+  // Frees every segment with no block in use, except those of live graph pools (replays use them).
   void release_cached() {
     for (Block* b : pending_) {
       clWaitForEvents(static_cast<cl_uint>(b->pending.size()), b->pending.data());
     }
     process_pending();
+    release_whole([](const Segment*) { return true; });
+  }
+
+  template <class Pred>
+  void release_whole(Pred pred) {
     for (auto* pool : {&small_pool_, &large_pool_}) {
       std::vector<Block*> whole;
       for (Block* b : *pool)
-        if (!b->prev && !b->next) whole.push_back(b);
+        if (!b->prev && !b->next && pred(b->seg) && !pool_refs_.count(b->seg->stream)) whole.push_back(b);
       for (Block* b : whole) {
         pool->erase(b);
         Segment* s = b->seg;
@@ -381,7 +392,40 @@ private:
     return s->head;
   }
 
+public:
+  // Graph pools: `pool` (< 0) is the pseudo stream id of the pool's segments and free lists.
+  void begin_capture(c10::StreamId stream, c10::StreamId pool) {
+    std::lock_guard<std::mutex> lock(m_);
+    for (const auto& c : capturing_)
+      TORCH_CHECK(c.first != stream, "ocl: stream ", stream, " is already capturing a graph");
+    capturing_.emplace_back(stream, pool);
+    ++pool_refs_[pool];
+  }
+  void end_capture(c10::StreamId stream) {
+    std::lock_guard<std::mutex> lock(m_);
+    for (size_t i = 0; i < capturing_.size(); ++i)
+      if (capturing_[i].first == stream) {
+        capturing_.erase(capturing_.begin() + i);
+        return;
+      }
+  }
+  void retain_pool(c10::StreamId pool) {
+    std::lock_guard<std::mutex> lock(m_);
+    ++pool_refs_[pool];
+  }
+  void release_pool(c10::StreamId pool) {
+    std::lock_guard<std::mutex> lock(m_);
+    auto it = pool_refs_.find(pool);
+    if (it == pool_refs_.end() || --it->second > 0) return;
+    pool_refs_.erase(it);
+    process_pending();
+    release_whole([pool](const Segment* s) { return s->stream == pool; });
+  }
+
+private:
   int device_;
+  std::vector<std::pair<c10::StreamId, c10::StreamId>> capturing_;  // (capturing stream, its pool)
+  std::map<c10::StreamId, int> pool_refs_;  // live graph pools: graphs (and captures) using each
   std::mutex m_;
   std::set<Block*, BlockLess> small_pool_, large_pool_;
   std::vector<Block*> pending_;
@@ -470,6 +514,15 @@ void set_caching_enabled(bool enabled) { g_caching = enabled; }
 bool caching_enabled() { return g_caching; }
 double memory_fraction(int device) { return cache_of(device).fraction(); }
 std::vector<SegmentSnapshot> snapshot(int device) { return cache_of(device).snapshot(); }
+
+int64_t new_graph_pool() {
+  static std::atomic<int64_t> next{1};
+  return -next++;
+}
+void begin_pool_capture(int device, c10::StreamId stream, int64_t pool) { cache_of(device).begin_capture(stream, pool); }
+void end_pool_capture(int device, c10::StreamId stream) { cache_of(device).end_capture(stream); }
+void retain_graph_pool(int device, int64_t pool) { cache_of(device).retain_pool(pool); }
+void release_graph_pool(int device, int64_t pool) { cache_of(device).release_pool(pool); }
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d)

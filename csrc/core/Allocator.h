@@ -53,4 +53,14 @@ struct SegmentSnapshot {
 };
 std::vector<SegmentSnapshot> snapshot(int device);
 
+// Graph memory pools (torch.ocl.graph): a pool id is < 0 and names the pseudo stream under which
+// the pool's segments and free blocks are kept, apart from the general cache. While `stream`
+// captures, its allocations come from `pool`; the pool's memory stays reserved (never reused by
+// others, never released by empty_cache) until its last user releases it.
+int64_t new_graph_pool();
+void begin_pool_capture(int device, c10::StreamId stream, int64_t pool);  // also retains the pool
+void end_pool_capture(int device, c10::StreamId stream);
+void retain_graph_pool(int device, int64_t pool);
+void release_graph_pool(int device, int64_t pool);
+
 } // namespace pytorch_ocl

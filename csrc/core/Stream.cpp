@@ -1,6 +1,7 @@
 #include "core/Stream.h"
 
 #include "core/Device.h"
+#include "core/Graph.h"
 
 #include <c10/util/Exception.h>
 
@@ -124,6 +125,7 @@ void flush(cl_command_queue q) { clFlush(q); }
 
 bool query_stream(const c10::Stream& stream) {
   cl_command_queue q = queue_of(stream);
+  check_not_capturing(q, "querying the stream (Stream.query)");
   cl_event ev = nullptr;
   DLPRIM_CL_CHECK(clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev));
   clFlush(q);
@@ -141,7 +143,11 @@ bool query_stream(const c10::Stream& stream) {
   return status == CL_COMPLETE;
 }
 
-void synchronize_stream(const c10::Stream& stream) { DLPRIM_CL_CHECK(clFinish(queue_of(stream))); }
+void synchronize_stream(const c10::Stream& stream) {
+  cl_command_queue q = queue_of(stream);
+  check_not_capturing(q, "synchronizing the stream (Stream.synchronize)");
+  DLPRIM_CL_CHECK(clFinish(q));
+}
 
 void synchronize_device(int device) {
   if (device < 0) {
@@ -157,6 +163,7 @@ void synchronize_device(int device) {
     for (auto& e : dq.queues)
       if (e.q) qs.push_back(e.q);
   }
+  for (auto q : qs) check_not_capturing(q, "synchronizing the device (torch.ocl.synchronize)");
   for (auto q : qs) DLPRIM_CL_CHECK(clFinish(q));
 }
 

@@ -205,6 +205,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("set_args_each_launch") = true, py::arg("n_scalar_args") = 0);
   bind_user_kernels(m);
   bind_profiler(m);
+  bind_graphs(m);
   m.def("fallback_stats", &fallback_counts);
   m.def("reset_fallback_stats", &reset_fallback_counts);
   m.def("set_strict", &set_strict);

@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <dlprim/capture.h>
 #include <dlprim/context.h>
 #include <dlprim/profiler.h>
 #include <dlprim/program_cache.h>
@@ -40,6 +41,7 @@ size_t Context::work_group_size(size_t preferred) const {
 }
 
 void KernelArgs::set(size_t bytes, const void* p) {
+  if (capture::any_active()) capture::note_arg(k_, index_, bytes, p);
   cl_int err = clSetKernelArg(k_, index_, bytes, p);
   if (err != CL_SUCCESS)
     throw Error("clSetKernelArg(" + std::to_string(index_) + ", " + std::to_string(bytes) +
@@ -57,6 +59,10 @@ cl_kernel create_kernel(cl_program program, const char* name) {
 
 void launch_nd_events(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* offset, const size_t* global,
                       const size_t* local, std::vector<cl_event>* events, const char* label) {
+  if (capture::any_active()) {
+    if (events) capture::forbid(q, "a timed launch (autotuning)");
+    if (capture::record_kernel(q, k, dims, offset, global, local, label)) return;
+  }
   const bool rec = profiler::recording();
   if (!rec && !events) {
     DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, nullptr, nullptr));

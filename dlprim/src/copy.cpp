@@ -1,3 +1,4 @@
+#include <dlprim/capture.h>
 #include <dlprim/copy.h>
 #include <dlprim/rows.h>
 
@@ -7,7 +8,7 @@ void copy_bytes(const Context& ctx, cl_command_queue q, Buffer dst, Buffer src, 
   if (nbytes == 0) return;
   constexpr uint64_t kVec = 16, kMinKernelBytes = uint64_t(1) << 20;
   if (nbytes < kMinKernelBytes || dst.offset % kVec != src.offset % kVec || cpu_mapping(ctx)) {
-    DLPRIM_CL_CHECK(clEnqueueCopyBuffer(q, src.mem, dst.mem, src.offset, dst.offset, nbytes, 0, nullptr, nullptr));
+    enqueue_copy_buffer(q, src.mem, dst.mem, src.offset, dst.offset, nbytes);
     return;
   }
   uint64_t head = (kVec - dst.offset % kVec) % kVec;

@@ -42,16 +42,16 @@ def _device_module(package):
     import types
 
     # importlib, not `from . import device`: the package attribute `device` is the context manager.
-    device, memory, random, streams, amp, nvtx, cuda_parity = (
+    device, memory, random, streams, amp, nvtx, cuda_parity, graphs = (
         importlib.import_module(f"{package.__name__}.{name}")
-        for name in ("device", "memory", "random", "streams", "amp", "nvtx", "cuda_parity")
+        for name in ("device", "memory", "random", "streams", "amp", "nvtx", "cuda_parity", "graphs")
     )
     mod = types.ModuleType("torch.ocl")
-    for source in (device, memory, random, streams):
+    for source in (device, memory, random, streams, graphs):
         for name in getattr(source, "__all__", []):
             setattr(mod, name, getattr(source, name))
     # Submodules under torch.cuda's names (torch.ocl.memory._snapshot, torch.ocl.amp.autocast, ...).
-    mod.memory, mod.random, mod.streams, mod.amp, mod.nvtx = memory, random, streams, amp, nvtx
+    mod.memory, mod.random, mod.streams, mod.amp, mod.nvtx, mod.graphs = memory, random, streams, amp, nvtx, graphs
     cuda_parity.install(mod)  # torch.cuda names with no meaning here raise NotImplementedError naming why
     # torch._functorch's graph-safe RNG asks torch.<device>._get_generator(device).
     mod._get_generator = lambda dev: random.default_generators[device._index(dev)]

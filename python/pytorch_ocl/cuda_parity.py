@@ -8,7 +8,6 @@ torch.ocl nor here.
 """
 
 _NVML = "OpenCL has no query of the device's {} (torch.cuda asks NVML)"
-_GRAPHS = "graph capture and replay are issue 21 item 2"
 
 RAISES = {
     "current_blas_handle": "ocl matrix products run pytorch_ocl's own OpenCL kernels; there is no BLAS library handle",
@@ -22,12 +21,9 @@ RAISES = {
     "device_memory_used": "OpenCL has no query of the memory all processes use on a device (torch.cuda asks NVML); "
     "mem_get_info() counts this process's reservations only",
     "list_gpu_processes": _NVML.format("processes"),
-    "graph": _GRAPHS,
-    "CUDAGraph": _GRAPHS,
-    "graph_pool_handle": _GRAPHS,
-    "make_graphed_callables": _GRAPHS,
-    "MemPool": "private memory pools come with graph capture (issue 21 item 2)",
-    "use_mem_pool": "private memory pools come with graph capture (issue 21 item 2)",
+    "MemPool": "user memory pools are not supported; graphs have private pools (graph_pool_handle, OCLGraph.pool)",
+    "use_mem_pool": "user memory pools are not supported; graphs have private pools (graph_pool_handle, "
+    "OCLGraph.pool)",
     "CUDAPluggableAllocator": "the ocl caching allocator cannot be replaced from Python",
     "change_current_allocator": "the ocl caching allocator cannot be replaced from Python",
     "ExternalStream": "wrapping a cl_command_queue made outside pytorch_ocl as a stream is not supported",
@@ -52,7 +48,7 @@ ABSENT = {
     "cudaStatus": _CUDART,
     "cudart": _CUDART,
     "classproperty": "not torch.cuda API: a helper torch.cuda imports from torch._utils",
-    "graphs": _GRAPHS,
+    "CUDAGraph": "the ocl graph class is torch.ocl.OCLGraph (same methods)",
     "jiterator": "jit of CUDA C++ elementwise snippets; pytorch_ocl.Kernel compiles your OpenCL C instead",
     "nccl": "NVIDIA's collective library; OpenCL has none",
     "profiler": "starts and stops NVIDIA's profiler; torch.ocl.profile times ocl kernels instead",

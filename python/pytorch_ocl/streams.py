@@ -11,7 +11,6 @@ __all__ = [
     "set_stream",
     "stream",
     "StreamContext",
-    "is_current_stream_capturing",
 ]
 
 
@@ -40,11 +39,6 @@ def default_stream(device=None) -> torch.Stream:
 
 def set_stream(s: torch.Stream) -> None:
     torch.accelerator.set_stream(s)
-
-
-def is_current_stream_capturing() -> bool:
-    """False: ocl has no graph capture (issue 21 item 2), so no stream is ever capturing."""
-    return False
 
 
 class StreamContext:

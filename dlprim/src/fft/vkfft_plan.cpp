@@ -14,6 +14,7 @@
 #define VKFFT_BACKEND 3
 #include <vkFFT.h>
 
+#include <dlprim/capture.h>
 #include <dlprim/fft.h>
 
 #include "../disk_cache.h"
@@ -257,6 +258,8 @@ std::shared_ptr<Plan> get_plan(const Context& ctx, cl_command_queue q, const Fft
 
 void fft(const Context& ctx, cl_command_queue q, const FftDesc& d, cl_mem in, uint64_t in_offset, cl_mem out,
          uint64_t out_offset) {
+  // VkFFT enqueues its kernels itself, past the capture hooks of launch_nd: refuse rather than run them eagerly.
+  if (capture::any_active()) capture::forbid(q, "fft (VkFFT enqueues its own kernels, which a graph cannot record)");
   if (d.rank < 1 || d.rank > 3) throw Error("fft: VkFFT plans have 1 to 3 dims, got " + std::to_string(d.rank));
   if (d.kind == FftKind::R2C && d.inverse) throw Error("fft: a real-to-complex transform is forward only");
   if (d.kind == FftKind::C2R && !d.inverse) throw Error("fft: a complex-to-real transform is inverse only");

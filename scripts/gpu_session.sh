@@ -100,13 +100,16 @@ case "${1:-validate}" in
     run configs_tf32 120 python3 benchmarks/gemm_configs.py --dtype float32 --math tf32 --configs "$c32" \
       --out "$out/configs_tf32.md"
     ;;
-  helpers)  # torch.compile, the new op families, parallel builds / cache CLI on the GPU; cold start; compiled models
-    run helper_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_compile.py tests/test_conv3d.py \
+  helpers)  # torch.compile, the new op families, graphs, parallel builds / cache CLI on the GPU; graph replay of a
+    # decode step; cold start; compiled models
+    run helper_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_compile.py tests/test_conv3d.py \
       tests/test_grid_sample.py tests/test_distance_margin.py tests/test_embedding_bag.py tests/test_mode_gcd.py \
       tests/test_segment_rrelu.py tests/test_fractional_pool_trace.py tests/test_histogram.py tests/test_ctc_loss.py \
-      tests/test_batch_norm_update.py tests/test_parallel_builds.py tests/test_cache_cli.py ${HELPER_TESTS:-}
-    run cold_start 200 python3 benchmarks/cold_start.py --threads 1,16 --out "$out/cold_start.md"
-    run compiled 150 python3 benchmarks/models.py --compile --nets resnet18,mobilenet_v2 --out "$out/compiled.md"
+      tests/test_batch_norm_update.py tests/test_parallel_builds.py tests/test_cache_cli.py tests/test_graphs.py
+    run gcd 40 python3 -X faulthandler -m pytest -q -x -p no:cacheprovider tests/test_mode_gcd.py -k corners
+    run graphs 90 python3 benchmarks/graphs.py
+    run cold_start 130 python3 benchmarks/cold_start.py --threads 16 --out "$out/cold_start.md"
+    run compiled 120 python3 benchmarks/models.py --compile --nets resnet18 --out "$out/compiled.md"
     ;;
   attn_bwd)  # tiled attention backward layouts timed (dq and dK/dV passes), the attention tests on the GPU
     run attn_layouts 170 python3 benchmarks/attention_layouts.py --fwd "" \

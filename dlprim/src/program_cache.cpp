@@ -205,7 +205,10 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
       slot->error = e.what();
       throw;
     }
-    if (disk.usable() && build_threads() > 1) {
+    // The binary is fetched in the background on GPUs only: PoCL (the CPU devices) compiles the kernels
+    // while handing out the binary, and doing so while the program's kernels are launched on another
+    // thread trips PoCL's dlhandle-cache assertion (ref_count > 0 in pocl_release_dlhandle_cache).
+    if (disk.usable() && build_threads() > 1 && !dev.is_cpu) {
       clRetainProgram(prog);
       binary_writer().push([prog, disk_key, identity] {
         store_binary(prog, disk_key, identity);

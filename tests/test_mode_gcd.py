@@ -56,7 +56,12 @@ def test_mode_ties_and_errors():
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8])
 def test_gcd_lcm_corners(dtype):
     info = torch.iinfo(dtype)
-    vals = torch.tensor([0, 1, 2, 3, 6, 12, 35, 97, info.max, info.min, -1, -6, -12, 100], dtype=torch.int64)
+    corners = [0, 1, 2, 3, 6, 12, 35, 97, info.max, info.min, -1, -6, -12, 100]
+    if not torch.__version__.startswith("2.13"):
+        # torch 2.11's vectorized CPU lcm dies of SIGFPE (an INT_MIN / -1) on the int32/int64 minimum, so
+        # the reference cannot be computed there; torch 2.13 (CI) checks it.
+        corners.remove(info.min)
+    vals = torch.tensor(corners, dtype=torch.int64)
     vals = vals.clamp(info.min, info.max).to(dtype)
     a, b = vals.repeat_interleave(len(vals)), vals.repeat(len(vals))
     for fn in (torch.gcd, torch.lcm):

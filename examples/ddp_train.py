@@ -2,6 +2,8 @@
 
     torchrun --standalone --nproc-per-node 2 examples/ddp_train.py [--steps 5] [--batch 8]
     python examples/ddp_train.py              # one process, world size 1
+    torchrun --standalone --nproc-per-node 2 examples/ddp_train.py --model resnet50 --batch 64 --image-size 224 \
+        --steps 13 --warmup 3                 # scaling: images/s over the steps after the warm-up
 
 `dist.init_process_group()` gets no backend: `ocl` is the accelerator, so torch picks the one pytorch_ocl
 registered for it ("ocl_gloo": gloo on host copies of the ocl tensors; see pytorch_ocl/distributed.py).
@@ -12,6 +14,7 @@ import argparse
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -30,6 +33,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch", type=int, default=8, help="per rank")
+    parser.add_argument("--model", default="small", choices=["small", "resnet50"])
+    parser.add_argument("--image-size", type=int, default=16)
+    parser.add_argument("--warmup", type=int, default=0, help="steps left out of the images/s figure")
     args = parser.parse_args()
 
     if "WORLD_SIZE" not in os.environ:  # plain `python`: a world of one on a free local port
@@ -47,11 +53,21 @@ def main():
     dist.init_process_group()
 
     torch.manual_seed(0)
-    model = DDP(small_cnn().to(device))
+    if args.model == "resnet50":
+        import torchvision
+
+        net = torchvision.models.resnet50(num_classes=10)
+    else:
+        net = small_cnn()
+    model = DDP(net.to(device))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator().manual_seed(100 + rank)  # each rank its own data
+    start = None
     for step in range(args.steps):
-        x = torch.randn(args.batch, 3, 16, 16, generator=gen).to(device)
+        if step == args.warmup:
+            torch.ocl.synchronize()
+            start = time.perf_counter()
+        x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).to(device)
         y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
@@ -61,6 +77,13 @@ def main():
         dist.all_reduce(mean_loss, op=dist.ReduceOp.AVG)
         if rank == 0:
             print(f"step {step}: loss {mean_loss.item():.4f} (mean over {world} ranks)", flush=True)
+
+    if start is not None and rank == 0:
+        torch.ocl.synchronize()
+        timed = args.steps - args.warmup
+        rate = timed * args.batch * world / (time.perf_counter() - start)
+        print(f"throughput: {rate:.1f} images/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model})",
+              flush=True)
 
     # Every rank must hold the same weights: compare with rank 0's.
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])

@@ -15,6 +15,7 @@
 #   bash scripts/gpu_session.sh attn_bwd    # tiled attention backward layouts (dq, dK/dV) timed; attention tests
 #   bash scripts/gpu_session.sh mma_configs  # gemm_mma tests native, each mma tile config vs cuBLAS (gemm_configs.py)
 #   bash scripts/gpu_session.sh helpers      # compile / new ops / cache tests on the GPU, cold_start.py, compiled models
+#   bash scripts/gpu_session.sh ddp2         # (2-GPU kind) resnet50 DDP images/s on one GPU and on two
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -110,6 +111,11 @@ case "${1:-validate}" in
     run graphs 90 python3 benchmarks/graphs.py
     run cold_start 130 python3 benchmarks/cold_start.py --threads 16 --out "$out/cold_start.md"
     run compiled 120 python3 benchmarks/models.py --compile --nets resnet18 --out "$out/compiled.md"
+    ;;
+  ddp2)  # on a 2-GPU kind: resnet50 DDP (ocl_gloo), one GPU then two; the first run fills the kernel cache
+    args="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
+    run ddp_1gpu 200 python3 examples/ddp_train.py $args
+    run ddp_2gpu 150 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $args
     ;;
   attn_bwd)  # tiled attention backward layouts timed (dq and dK/dV passes), the attention tests on the GPU
     run attn_layouts 170 python3 benchmarks/attention_layouts.py --fwd "" \

@@ -183,7 +183,7 @@ PYBIND11_MODULE(_C, m) {
     d["binary_seconds"] = s.binary_seconds;
     return d;
   });
-  m.def("build_threads", &dlprim::build_threads);
+  m.def("build_threads", [] { return dlprim::build_threads(); });
   m.def("flush_program_cache", [] {
     py::gil_scoped_release no_gil;
     dlprim::flush_program_cache();

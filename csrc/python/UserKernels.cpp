@@ -57,10 +57,10 @@ void build(int device, const std::string& source, const std::string& name, const
 // Builds many kernels at once on the build threads (dlprim::parallel_builds); per kernel "" or
 // the error it raised.
 std::vector<std::string> build_many(int device, const std::vector<std::tuple<std::string, std::string, std::string>>& ks) {
-  context(device);  // created here, not by the first build thread
+  const dlprim::Context& ctx = context(device);  // created here, not by the first build thread
   std::vector<std::string> errors(ks.size());
   py::gil_scoped_release no_gil;
-  dlprim::parallel_builds(ks.size(), [&](size_t i) {
+  dlprim::parallel_builds(ctx.info(), ks.size(), [&](size_t i) {
     try {
       kernel_for(device, std::get<0>(ks[i]), std::get<1>(ks[i]), std::get<2>(ks[i]));
     } catch (const std::exception& e) {

@@ -342,7 +342,7 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
       if (dq_layout.bq) need.push_back(Tiled::Dq);
       if (dkdv_layout.bq) need.push_back(Tiled::DkDv);
       if (!dq_layout.bq || !dkdv_layout.bq) need.push_back(Tiled::Forward);
-      parallel_builds(need.size(), [&](size_t i) {
+      parallel_builds(ctx.info(), need.size(), [&](size_t i) {
         const Layout& l = need[i] == Tiled::Dq ? dq_layout : need[i] == Tiled::DkDv ? dkdv_layout : layout;
         ctx.program(program_text(dtype, compute, D, DV, l, mask, dropout, vec, need[i]));
       });

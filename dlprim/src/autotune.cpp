@@ -140,7 +140,7 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     chosen.clear();
     // Builds are most of a cold tuning's time and independent: all at once, then the timings
     // one after another (concurrent kernels would spoil them).
-    if (prepare) parallel_builds(candidates.size(), [&](size_t i) { prepare(candidates[i]); });
+    if (prepare) parallel_builds(ctx.info(), candidates.size(), [&](size_t i) { prepare(candidates[i]); });
     double best = 0;
     for (const auto& c : candidates) {
       double t = -1;

@@ -231,8 +231,13 @@ int build_threads() {
   return static_cast<int>(std::max(1u, std::min(hw, 16u)));
 }
 
-void parallel_builds(size_t n, const std::function<void(size_t)>& fn) {
-  size_t threads = std::min<size_t>(n, static_cast<size_t>(build_threads()));
+int build_threads(const DeviceInfo& dev) {
+  if (!std::getenv("PYTORCH_OCL_BUILD_THREADS") && dev.vendor.find("NVIDIA") != std::string::npos) return 1;
+  return build_threads();
+}
+
+void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(size_t)>& fn) {
+  size_t threads = std::min<size_t>(n, static_cast<size_t>(build_threads(dev)));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < n;) {

@@ -30,9 +30,13 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
 // Runs fn(0) .. fn(n - 1) on up to build_threads() threads (the calling one included) and
 // returns when all are done. For independent program builds: an exception thrown by fn is
 // swallowed (the caller meets the error again when it asks for that program).
-void parallel_builds(size_t n, const std::function<void(size_t)>& fn);
+// Devices whose compiler does not build in parallel get one thread unless PYTORCH_OCL_BUILD_THREADS asks for more.
+void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(size_t)>& fn);
 // PYTORCH_OCL_BUILD_THREADS (1: build on the calling thread only), else the hardware threads, at most 16.
 int build_threads();
+// build_threads() for `dev`: 1 by default on NVIDIA, whose OpenCL compiler serializes concurrent builds (H200,
+// resnet18's first step on an empty cache: 61 s on one thread, 77 s on 16, each build ~8x slower).
+int build_threads(const DeviceInfo& dev);
 
 // Runs `job` (typically: get_program / kernel creation for programs the caller will need soon, such
 // as a backward pass's after its forward) on a background thread, so that the build overlaps the

@@ -146,6 +146,19 @@ inline dl_gs_point dl_gs_locate(ulong i, int8 sz, int4 cfg, __global const DL_T*
 
 // The (up to 8) linear corners of p, k = (z, y, x) bits: integer coordinates (cx = -1 outside
 // the image) and weight. Returns the corner count.
+// The 4 x 4 bicubic taps around point p (2-D): weights and their derivatives along x and y, and the
+// padded integer coordinates (-1: outside, reads as zero). Shared by the forward and backward kernels.
+inline void dl_gs_bicubic_taps(dl_gs_point p, int8 sz, int4 cfg, DL_ACC* wx, DL_ACC* wy, DL_ACC* dwx, DL_ACC* dwy,
+                               int* tx, int* ty) {
+  DL_ACC fx = floor(p.ix), fy = floor(p.iy);
+  dl_gs_cubic_coeffs(p.ix - fx, wx, dwx);
+  dl_gs_cubic_coeffs(p.iy - fy, wy, dwy);
+  for (int k = 0; k < 4; ++k) {
+    tx[k] = dl_gs_tap((int)fx - 1 + k, sz.s4, cfg.s2, cfg.s3);
+    ty[k] = dl_gs_tap((int)fy - 1 + k, sz.s3, cfg.s2, cfg.s3);
+  }
+}
+
 inline int dl_gs_corners(dl_gs_point p, int8 sz, int dims, int* cx, int* cy, int* cz, DL_ACC* w) {
   int x0 = (int)floor(p.ix), y0 = (int)floor(p.iy), z0 = (int)floor(p.iz);
   DL_ACC wx[2] = {(DL_ACC)(x0 + 1) - p.ix, p.ix - (DL_ACC)x0};
@@ -192,14 +205,9 @@ __kernel void dl_grid_sample_fwd(ulong total, int8 sz, int4 cfg, __global const 
       DL_STORE(y, yb + c * ys.s1, v);
     }
   } else {
-    DL_ACC fx = floor(p.ix), fy = floor(p.iy), wx[4], wy[4], dwx[4], dwy[4];
-    dl_gs_cubic_coeffs(p.ix - fx, wx, dwx);
-    dl_gs_cubic_coeffs(p.iy - fy, wy, dwy);
+    DL_ACC wx[4], wy[4], dwx[4], dwy[4];
     int tx[4], ty[4];
-    for (int k = 0; k < 4; ++k) {
-      tx[k] = dl_gs_tap((int)fx - 1 + k, sz.s4, cfg.s2, cfg.s3);
-      ty[k] = dl_gs_tap((int)fy - 1 + k, sz.s3, cfg.s2, cfg.s3);
-    }
+    dl_gs_bicubic_taps(p, sz, cfg, wx, wy, dwx, dwy, tx, ty);
     for (int c = 0; c < sz.s1; ++c) {
       DL_ACC acc = 0;
       for (int b = 0; b < 4; ++b) {
@@ -267,14 +275,9 @@ __kernel void dl_grid_sample_bwd(ulong total, int8 sz, int4 cfg, int2 want, __gl
       for (int c = 0; c < sz.s1; ++c)
         dl_gs_atomic_add(gi + ib + c * isc + nz * isd + ny * ish + nx, DL_LOAD(go, ob + c * gos.s1));
   } else {
-    DL_ACC fx = floor(p.ix), fy = floor(p.iy), wx[4], wy[4], dwx[4], dwy[4];
-    dl_gs_cubic_coeffs(p.ix - fx, wx, dwx);
-    dl_gs_cubic_coeffs(p.iy - fy, wy, dwy);
+    DL_ACC wx[4], wy[4], dwx[4], dwy[4];
     int tx[4], ty[4];
-    for (int k = 0; k < 4; ++k) {
-      tx[k] = dl_gs_tap((int)fx - 1 + k, sz.s4, cfg.s2, cfg.s3);
-      ty[k] = dl_gs_tap((int)fy - 1 + k, sz.s3, cfg.s2, cfg.s3);
-    }
+    dl_gs_bicubic_taps(p, sz, cfg, wx, wy, dwx, dwy, tx, ty);
     for (int c = 0; c < sz.s1; ++c) {
       DL_ACC gout = DL_LOAD(go, ob + c * gos.s1);
       for (int b = 0; b < 4; ++b)

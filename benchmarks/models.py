@@ -10,7 +10,8 @@ on each device, and the first-iteration time on ocl (program builds and GEMM aut
 zero on a warm kernel cache). --math fp32 (default) compares full fp32 on both devices (cuda TF32
 off; ocl with torch.backends.cudnn.allow_tf32 off, its GEMMs at fp32 accuracy: 3xTF32 where a matrix
 engine has TF32); --math default compares both with torch's defaults (cuDNN convolutions in TF32 on
-cuda, TF32 convolutions on ocl's matrix engine). Networks come from torchvision when it imports, else from
+cuda, TF32 convolutions on ocl's matrix engine); --math bf16 adds torch.autocast(bfloat16) around the
+forward passes on both devices (torch's defaults otherwise), the mixed precision users train with. Networks come from torchvision when it imports, else from
 tests/models.py (small stand-ins, 32x32 inputs). CPU fallbacks are counted and reported: a
 network that needed one is marked, since its time then includes host round trips. --compile adds a
 table of torch.compile (Inductor; OpenCL C kernels on ocl) against eager ocl, with cuda compiled
@@ -20,6 +21,7 @@ ocl registered, torch (>= 2.8) makes it the accelerator and CUDA's autograd then
 (pytorch#161129, see the README's coexistence note).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -76,27 +78,35 @@ def reset_peak(device):
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def measure(ctor, size, device, batch_infer, batch_train, iters, compiled=False):
+def measure(ctor, size, device, batch_infer, batch_train, iters, compiled=False, amp=None):
     """(inference ms, train-step ms, train peak bytes, first-iteration seconds) on `device`;
-    compiled: the model under torch.compile (default Inductor backend; first iteration = compile)."""
+    compiled: the model under torch.compile (default Inductor backend; first iteration = compile);
+    amp: a dtype for torch.autocast around the forward passes (None: none)."""
+    dev_type = torch.device(device).type
+
+    def autocast():
+        return torch.autocast(dev_type, dtype=amp) if amp is not None else contextlib.nullcontext()
+
     torch.manual_seed(0)
     model = ctor().to(device)
     if compiled:
         model = torch.compile(model)
     x_inf = torch.randn(batch_infer, 3, size, size, device=device)
     x_tr = torch.randn(batch_train, 3, size, size, device=device)
-    with torch.no_grad():
+    with torch.no_grad(), autocast():
         classes = model.eval()(x_inf[:1]).shape[1]
     y_tr = torch.randint(0, classes, (batch_train,), device=device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
 
     def infer():
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             model(x_inf)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x_tr), y_tr).backward()
+        with autocast():
+            loss = F.cross_entropy(model(x_tr), y_tr)
+        loss.backward()
         opt.step()
 
     model.train()
@@ -136,6 +146,8 @@ def ref_variants(ref, math_mode="fp32"):
         torch.backends.cudnn.allow_tf32 = default_cudnn_tf32
         torch.backends.cudnn.benchmark = True
 
+    if math_mode == "bf16":
+        return [("cuda bf16 autocast", default)]
     return [("cuda TF32 off", tf32(False))] if math_mode == "fp32" else [("cuda default", default)]
 
 
@@ -157,7 +169,11 @@ def run_child(args):
     ctor, size, _ = constructors([args.child])[args.child]
     dict(ref_variants(args.ref, args.math))[args.child_label.removesuffix(" compiled")]()
     print(json.dumps(measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters,
-                             compiled=args.child_compiled)))
+                             compiled=args.child_compiled, amp=amp_dtype(args))))
+
+
+def amp_dtype(args):
+    return torch.bfloat16 if args.math == "bf16" else None
 
 
 def fmt_mb(b):
@@ -172,8 +188,9 @@ def main(argv=None):
     parser.add_argument("--batch-infer", type=int, default=64)
     parser.add_argument("--batch-train", type=int, default=32)
     parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--math", default="fp32", choices=["fp32", "default"],
-                        help="fp32: TF32 off on both devices; default: torch's defaults on both (see above)")
+    parser.add_argument("--math", default="fp32", choices=["fp32", "default", "bf16"],
+                        help="fp32: TF32 off on both devices; default: torch's defaults on both; bf16: defaults "
+                             "plus bfloat16 autocast on both (see above)")
     parser.add_argument("--quick", action="store_true", help="batch 2, 2 iterations, first two networks (CI smoke)")
     parser.add_argument("--out", default="results/models.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -192,12 +209,12 @@ def main(argv=None):
     nets = constructors(args.nets.split(","))
     refs = ref_variants(args.ref, args.math)
     # ocl's convolutions follow the same switch as cuDNN's (TF32 on its matrix engine when allowed).
-    torch.backends.cudnn.allow_tf32 = args.math == "default"
+    torch.backends.cudnn.allow_tf32 = args.math != "fp32"
     rows = []
     for name, (ctor, size, source) in tqdm(nets.items(), desc="networks", unit="net"):
         pytorch_ocl.reset_fallback_stats()
         try:
-            o = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters)
+            o = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters, amp=amp_dtype(args))
         except Exception as e:  # noqa: BLE001 - one failing network must not hide the others
             print(f"{name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
             rows.append((name, source, None, [], 0, None))
@@ -205,7 +222,8 @@ def main(argv=None):
         oc = None
         if args.compile:
             try:
-                oc = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters, compiled=True)
+                oc = measure(ctor, size, args.device, args.batch_infer, args.batch_train, args.iters, compiled=True,
+                             amp=amp_dtype(args))
             except Exception as e:  # noqa: BLE001
                 print(f"{name} compiled: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         fallbacks = sum(pytorch_ocl.fallback_stats().values())
@@ -215,7 +233,8 @@ def main(argv=None):
                 refs_out.append((label, measure_ref_in_child(name, label, args)))
             else:
                 setup()
-                refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters)))
+                refs_out.append((label, measure(ctor, size, args.ref, args.batch_infer, args.batch_train, args.iters,
+                                                amp=amp_dtype(args))))
         if args.compile and torch.device(args.ref).type == "cuda":
             try:
                 refs_out.append((f"{refs[0][0]} compiled", measure_ref_in_child(name, f"{refs[0][0]} compiled", args)))
@@ -233,7 +252,7 @@ def write_report(args, rows, refs):
     lines = ["# Whole networks", "",
              f"ocl: {common.device_description(args.device)}  ",
              f"ref: {common.device_description(args.ref)}  ",
-             f"torch {torch.__version__}, float32 (--math {args.math}), inference batch {args.batch_infer}, training step batch "
+             f"torch {torch.__version__}, float32 weights (--math {args.math}{': bfloat16 autocast' if args.math == 'bf16' else ''}), inference batch {args.batch_infer}, training step batch "
              f"{args.batch_train} (forward + cross-entropy + backward + SGD), median of {args.iters}  ", ""]
     header = "| network | source | ocl infer ms | ocl train ms |"
     sep = "|---|---|---:|---:|"

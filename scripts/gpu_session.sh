@@ -17,6 +17,7 @@
 #   bash scripts/gpu_session.sh helpers      # compile / new ops / cache tests on the GPU, cold_start.py, compiled models
 #   bash scripts/gpu_session.sh ddp2         # (2-GPU kind) resnet50 DDP images/s on one GPU and on two
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
+#   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -125,6 +126,9 @@ case "${1:-validate}" in
     ;;
   cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
+    ;;
+  cnn_bf16)  # the 8 CNNs under bfloat16 autocast on both devices (torch's defaults otherwise)
+    run models_bf16 480 python3 benchmarks/models.py --math bf16 --out "$out/models_bf16.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

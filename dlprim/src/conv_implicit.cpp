@@ -179,14 +179,24 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
     }
   }
   if (!cands.empty() || wino) {
-    // Random tuning (tests): one implicit config drawn per problem, so that im2col, implicit and
-    // Winograd are equally likely (among ~25 candidates Winograd would hardly ever be drawn).
-    int pick = cands.empty() ? -1 : tune_variant("conv_fwd_config|" + std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
-                                                   std::to_string(s.W) + "x" + std::to_string(s.K) + "x" + std::to_string(s.KH),
-                                               static_cast<int>(cands.size()));
-    if (pick >= 0) cands = {cands[pick]};
-    cands.push_back(kIm2col);
-    if (wino) cands.push_back(kWinograd);
+    // Random tuning (tests): the kind is drawn first (im2col, implicit, Winograd equally likely: among
+    // ~25 candidates Winograd would hardly ever be drawn), then the shuffled tuner takes the first
+    // implicit config that builds and runs (on a GPU many float64 configs exceed the registers, so a
+    // single config drawn blind would leave the implicit path untested there).
+    std::string problem = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
+                          std::to_string(s.W) + "x" + std::to_string(s.K) + "x" + std::to_string(s.KH);
+    const bool has_implicit = !cands.empty();
+    int kind = tune_variant("conv_fwd_kind|" + problem, 1 + (has_implicit ? 1 : 0) + (wino ? 1 : 0));
+    if (kind < 0) {  // tuning proper: every kind competes
+      cands.push_back(kIm2col);
+      if (wino) cands.push_back(kWinograd);
+    } else if (kind == 0) {
+      cands = {kIm2col};
+    } else if (kind == 1 && has_implicit) {
+      chosen = kIm2col;  // taken if no implicit config runs here
+    } else {
+      cands = {kWinograd};
+    }
     if (autotune_mode() != TuneMode::Off) {
       std::ostringstream cls;
       cls << conv_arith_name(s, dtype) << "|M" << shape_bucket(Mg) << "|N" << shape_bucket(npix) << "|K" << shape_bucket(Kg)

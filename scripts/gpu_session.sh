@@ -127,6 +127,11 @@ case "${1:-validate}" in
   cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
     ;;
+  decode_bf16)  # decode step vs CUDA (eager, graphs), random tuning reaching every conv path, CNNs under bf16 autocast
+    run decode_graphs 90 python3 benchmarks/graphs.py --ref cuda
+    run random_tuning 60 python3 -m pytest -q -p no:cacheprovider tests/test_random_tuning.py -k every_kind
+    run models_bf16 330 python3 benchmarks/models.py --math bf16 --out "$out/models_bf16.md"
+    ;;
   cnn_bf16)  # the 8 CNNs under bfloat16 autocast on both devices (torch's defaults otherwise)
     run models_bf16 480 python3 benchmarks/models.py --math bf16 --out "$out/models_bf16.md"
     ;;

@@ -6,9 +6,10 @@ completed Work whose future holds the caller's tensors (DDP's Reducer and comm h
 CPU tensors are handed to gloo as they are. See distributed.py for why this is a Python ProcessGroup and
 what overlapping the copies with computation would need.
 """
-import collections
-import functools
-import threading
+import atexit
+import sys
+import time
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -24,37 +25,33 @@ def _is_ocl(t):
     return t.device.type == "ocl"
 
 
-# The host buffers of the last two collectives stay referenced from here. gloo's worker thread drops its
-# references to a work's tensors just after marking the work complete; had it dropped the last one, the
-# tensor's Python object would be freed on that thread, which takes the GIL, and a thread that takes the
-# GIL while the interpreter finalizes (the main thread already past its last wait()) is ended by
-# pthread_exit, whose unwinding through C++ noexcept frames aborts the process ("terminate called
-# without an active exception"). Held here, the last reference drops on a Python thread, a collective
-# later or at exit.
-_recent_staging = collections.deque(maxlen=2)
-_tls = threading.local()
+# gloo's worker thread drops its references to a work's tensors after marking the work complete. A tensor
+# that has a Python object (every buffer made here) then hands its reference to that object back, which
+# takes the GIL; a thread taking the GIL once the interpreter finalizes is ended by pthread_exit, whose
+# unwinding through C++ noexcept frames aborts the process ("terminate called without an active
+# exception": a rank of CI's torchrun test, 1 run in 15 under load; core dumps: ~AsyncAllreduceWork or
+# ~AsyncBroadcastWork -> TensorImpl::decref_pyobject -> take_gil -> PyThread_exit_thread). So every host
+# buffer is listed weakly here, and at exit (before finalization) we wait, with the GIL released, until
+# no C++ owner holds one any more.
+_staged = weakref.WeakSet()
 
 
-def _holds_staging(method):
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        bufs = []
-        _recent_staging.append(bufs)
-        _tls.bufs = bufs
-        try:
-            return method(*args, **kwargs)
-        finally:
-            _tls.bufs = None
-    return wrapper
+def _wait_for_gloo_release(timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    for t in list(_staged):
+        # 3 = the list, the loop variable and getrefcount's argument; a C++ owner adds one
+        while sys.getrefcount(t) > 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+
+atexit.register(_wait_for_gloo_release)
 
 
 def _host_buffer(t):
     """An uninitialised contiguous host tensor shaped like `t`, pinned (from our caching pinned-memory
     allocator) when it stages an ocl tensor; a cpu tensor's scratch copy needs no device."""
     host = torch.empty(t.shape, dtype=t.dtype, pin_memory=_is_ocl(t))
-    bufs = getattr(_tls, "bufs", None)
-    if bufs is not None:
-        bufs.append(host)
+    _staged.add(host)
     return host
 
 
@@ -318,8 +315,3 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         hosts = [_host_buffer(t) if _is_ocl(t) else t for t in tensors]
         return _RecvWork(self._gloo.recv_anysource(hosts, tag), tensors, hosts)
 
-
-for _name in ("allreduce", "allreduce_coalesced", "reduce", "reduce_scatter", "reduce_scatter_single",
-              "broadcast", "allgather", "all_gather_single", "all_to_all_single", "gather", "scatter",
-              "send", "recv", "recv_anysource"):
-    setattr(OclGlooProcessGroup, _name, _holds_staging(getattr(OclGlooProcessGroup, _name)))

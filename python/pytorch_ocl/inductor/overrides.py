@@ -77,6 +77,35 @@ def type_limit(dtype, lowest: bool):
     return constant_str(info.min if lowest else info.max, torch.int64)
 
 
+# Ops whose formula depends on whether an operand is floating point: name -> (float formula, integer
+# formula), operands as {0}, {1}.
+_FLOAT_OR_INT = {
+    "maximum": ("OCL_MAXF({0}, {1})", "OCL_MAXI({0}, {1})"),
+    "minimum": ("OCL_MINF({0}, {1})", "OCL_MINI({0}, {1})"),
+    "floordiv": ("floor(({0}) / ({1}))", "OCL_FLOORDIV({0}, {1})"),
+    "truncdiv": ("trunc(({0}) / ({1}))", "(({0}) / ({1}))"),
+    "mod": ("fmod({0}, {1})", "(({0}) % ({1}))"),
+    "fmod": ("fmod({0}, {1})", "(({0}) % ({1}))"),
+    "remainder": ("OCL_REMF({0}, {1})", "OCL_PYMOD({0}, {1})"),
+    "abs": ("fabs({0})", "(({0}) < 0 ? -({0}) : ({0}))"),
+    "signbit": ("(signbit({0}) != 0)", "(({0}) < 0)"),
+    "isnan": ("(isnan({0}) != 0)", "false"),
+    "isinf": ("(isinf({0}) != 0)", "false"),
+    "round": ("rint({0})", "{0}"),
+    "floor": ("floor({0})", "{0}"),
+    "ceil": ("ceil({0})", "{0}"),
+    "trunc": ("trunc({0})", "{0}"),
+}
+
+
+def _float_or_int(name, float_formula, int_formula):
+    def op(*args):
+        return (float_formula if any(map(is_float, args)) else int_formula).format(*args)
+
+    op.__name__ = name
+    return staticmethod(op)
+
+
 def _fn(name, n=1):
     """A builtin of OpenCL C's math library applied to float values (ints are converted)."""
 
@@ -158,58 +187,12 @@ class OpenCLOverrides(OpOverrides):
         return f"(({a}) ? ({b}) : ({c}))"
 
     @staticmethod
-    def maximum(a, b):
-        if is_float(a) or is_float(b):
-            return f"OCL_MAXF({a}, {b})"
-        return f"OCL_MAXI({a}, {b})"
-
-    @staticmethod
-    def minimum(a, b):
-        if is_float(a) or is_float(b):
-            return f"OCL_MINF({a}, {b})"
-        return f"OCL_MINI({a}, {b})"
-
-    @staticmethod
-    def abs(x):
-        if is_float(x):
-            return f"fabs({x})"
-        return f"(({x}) < 0 ? -({x}) : ({x}))"
-
-    @staticmethod
     def neg(x):
         return f"(-({x}))"
 
     @staticmethod
     def sign(x):
         return f"(({ctype(dtype_of(x) or torch.float32)})((0 < ({x})) - (({x}) < 0)))"
-
-    @staticmethod
-    def signbit(x):
-        return f"(signbit({x}) != 0)" if is_float(x) else f"(({x}) < 0)"
-
-    @staticmethod
-    def isnan(x):
-        return f"(isnan({x}) != 0)" if is_float(x) else "false"
-
-    @staticmethod
-    def isinf(x):
-        return f"(isinf({x}) != 0)" if is_float(x) else "false"
-
-    @staticmethod
-    def round(x):
-        return f"rint({x})" if is_float(x) else str(x)
-
-    @staticmethod
-    def floor(x):
-        return f"floor({x})" if is_float(x) else str(x)
-
-    @staticmethod
-    def ceil(x):
-        return f"ceil({x})" if is_float(x) else str(x)
-
-    @staticmethod
-    def trunc(x):
-        return f"trunc({x})" if is_float(x) else str(x)
 
     @staticmethod
     def truediv(a, b):
@@ -220,34 +203,6 @@ class OpenCLOverrides(OpOverrides):
     @staticmethod
     def int_truediv(a, b):
         return OpenCLOverrides.truediv(a, b)
-
-    @staticmethod
-    def floordiv(a, b):
-        if is_float(a) or is_float(b):
-            return f"floor(({a}) / ({b}))"
-        return f"OCL_FLOORDIV({a}, {b})"
-
-    @staticmethod
-    def truncdiv(a, b):
-        if is_float(a) or is_float(b):
-            return f"trunc(({a}) / ({b}))"
-        return f"(({a}) / ({b}))"
-
-    @staticmethod
-    def mod(a, b):
-        if is_float(a) or is_float(b):
-            return f"fmod({a}, {b})"
-        return f"(({a}) % ({b}))"
-
-    @staticmethod
-    def fmod(a, b):
-        return OpenCLOverrides.mod(a, b)
-
-    @staticmethod
-    def remainder(a, b):
-        if is_float(a) or is_float(b):
-            return f"OCL_REMF({a}, {b})"
-        return f"OCL_PYMOD({a}, {b})"
 
     @staticmethod
     def pow(a, b):
@@ -319,3 +274,5 @@ for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "
     setattr(OpenCLOverrides, _name, _fn(_name))
 for _name in ("atan2", "hypot", "copysign", "nextafter"):
     setattr(OpenCLOverrides, _name, _fn(_name, 2))
+for _name, (_float_formula, _int_formula) in _FLOAT_OR_INT.items():
+    setattr(OpenCLOverrides, _name, _float_or_int(_name, _float_formula, _int_formula))

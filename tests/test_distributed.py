@@ -80,6 +80,10 @@ def test_example_under_torchrun():
     assert "check OK: weights identical on all 2 ranks after 3 steps" in proc.stdout, proc.stdout
 
 
+def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):
+    _spawn(dist_workers.fsdp, 2, str(tmp_path / "ckpt"))
+
+
 @pytest.mark.parametrize("mode", ["kill", "hang"])
 def test_missing_rank_fails_instead_of_hanging(tmp_path, mode):
     world = 3

@@ -245,6 +245,14 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
     _reduce_scatter_base = reduce_scatter_single  # the name before torch 2.10
 
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        # funcol.reduce_scatter_tensor's path from C++, as all_gather_single_coalesced.
+        for out, inp in zip(outputs, inputs):
+            self.reduce_scatter_single(out, inp, opts)
+        return _done(outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # the name before torch 2.10
+
     # ---- data movement ----------------------------------------------------------------------------
 
     def broadcast(self, tensors, opts=None):
@@ -271,6 +279,15 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         return _done([output])
 
     _allgather_base = all_gather_single  # the name before torch 2.10
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        # Functional collectives (DTensor.full_tensor, FSDP2's state dict) reach all_gather_into_tensor
+        # through this one from C++; PyProcessGroup forwards it (unlike all_gather_single).
+        for out, inp in zip(outputs, inputs):
+            self.all_gather_single(out, inp, opts)
+        return _done(outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # the name before torch 2.10
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output

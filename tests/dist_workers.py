@@ -152,6 +152,37 @@ def collectives(rank, world, port):
     dist.scatter(s, [_full(7.0 * i, n=2) for i in range(W)] if R == 0 else None, src=0)
     assert s.cpu().tolist() == [7.0 * R] * 2
 
+    # chunked pipeline (_dist_async.StagedTensor) at a chunk of 10 float32 elements: odd tails, several
+    # chunks, strided tensors, the host-side AVG / PREMUL_SUM steps per chunk, a chunked broadcast
+    from pytorch_ocl import _dist_async
+
+    saved, _dist_async.CHUNK_BYTES = _dist_async.CHUNK_BYTES, 40
+    try:
+        t = (torch.arange(103.0) * (R + 1)).to(DEV)
+        work = dist.all_reduce(t, async_op=True)
+        assert work.wait()
+        assert_close(t.cpu(), torch.arange(103.0) * float(ranks.sum()))
+        base = torch.arange(13 * 9, dtype=torch.float32).reshape(13, 9)
+        t = (base * (R + 1)).to(DEV).t()[1:]
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        assert_close(t.cpu(), (base * float(ranks.mean())).t()[1:])
+        t = _full(R + 1.0, n=33)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+        assert_close(t.cpu(), torch.full((33,), 2.0 * float(ranks.sum())))
+        b = torch.zeros(8, 7, dtype=torch.int64, device=DEV)[:, ::2]
+        if R == 0:
+            b.copy_(torch.arange(32).reshape(8, 4))
+        dist.broadcast(b, src=0)
+        assert b.cpu().tolist() == torch.arange(32).reshape(8, 4).tolist()
+        # several collectives in flight at once complete in order, each with its own values
+        ts = [_full(R + 1.0 + i, n=25) for i in range(4)]
+        works = [dist.all_reduce(x, async_op=True) for x in ts]
+        for i, (x, w) in enumerate(zip(ts, works)):
+            w.wait()
+            assert_close(x.cpu(), torch.full((25,), float(ranks.sum()) + W * i))
+    finally:
+        _dist_async.CHUNK_BYTES = saved
+
     # async_op: the Work waits and its future holds the result
     t = _full(R + 1.0)
     work = dist.all_reduce(t, async_op=True)
@@ -239,8 +270,11 @@ def ddp(rank, world, port, per_rank=2):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from pytorch_ocl import _dist_async
+
     _env(rank, world, port)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
+    _dist_async.CHUNK_BYTES = 1024  # every bucket in several chunks
     x, y = _data(per_rank * world)
     mine = slice(rank * per_rank, (rank + 1) * per_rank)
 

@@ -174,6 +174,10 @@ def collectives(rank, world, port):
             b.copy_(torch.arange(32).reshape(8, 4))
         dist.broadcast(b, src=0)
         assert b.cpu().tolist() == torch.arange(32).reshape(8, 4).tolist()
+        z, s0 = torch.zeros(0, device=DEV), torch.tensor(R + 1.0, device=DEV)  # zero-size, 0-dim
+        dist.all_reduce(z)
+        dist.all_reduce(s0)
+        assert z.shape == (0,) and s0.item() == float(ranks.sum())
         # several collectives in flight at once complete in order, each with its own values
         ts = [_full(R + 1.0 + i, n=25) for i in range(4)]
         works = [dist.all_reduce(x, async_op=True) for x in ts]

@@ -222,6 +222,10 @@ def collectives(rank, world, port):
     # all_gather/reduce_scatter_tensor come back through the coalesced forms (DTensor.full_tensor, FSDP2)
     g = funcol.all_gather_tensor(_full(float(R), n=2), 0, dist.group.WORLD)
     assert g.cpu().tolist() == [float(r) for r in range(W) for _ in range(2)]
+    out = torch.zeros(2 * W, device=DEV)  # the _out form: C++ calls all_gather_single (not forwarded by torch)
+    torch.ops._c10d_functional.all_gather_into_tensor_out(_full(float(R), n=2), W, dist.group.WORLD.group_name, out=out)
+    torch.ops._c10d_functional.wait_tensor(out)
+    assert out.cpu().tolist() == [float(r) for r in range(W) for _ in range(2)]
     rs = funcol.reduce_scatter_tensor(torch.arange(2.0 * W, device=DEV) * (R + 1), "sum", 0, dist.group.WORLD)
     assert_close(rs.cpu(), torch.arange(2.0 * R, 2.0 * R + 2) * float(ranks.sum()))
 

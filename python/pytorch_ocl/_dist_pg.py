@@ -173,6 +173,43 @@ class _RecvWork(dist.Work):
         return self._gloo_work._source_rank()
 
 
+_c10d_impls = None
+
+
+def _route_allgather_base():
+    """Sends the ocl kernel of the dispatcher op c10d::_allgather_base_ to our group's method.
+
+    PyProcessGroup forwards most of ProcessGroup's virtual methods to Python, but not all_gather_single:
+    a C++ caller of it (_c10d_functional.all_gather_into_tensor_out, what compiled code emits) reaches
+    torch's ocl kernel of c10d::_allgather_base_, which looks up a C++ backend for ocl and fails. The
+    replacement unboxes the ProcessGroup argument (pybind gives back our Python object) and calls us.
+    Once per process; torch warns when a kernel is replaced, which here is the point."""
+    global _c10d_impls
+    if _c10d_impls is not None:
+        return
+    import datetime
+    import warnings
+
+    def allgather_base(output, input, process_group, async_op=True, timeout=-1):
+        pg = dist.ProcessGroup.unbox(process_group)
+        if not isinstance(pg, OclGlooProcessGroup):
+            raise RuntimeError(f"ocl_gloo: no ocl backend in process group {type(pg).__name__}")
+        opts = c10d.AllgatherOptions()
+        if timeout >= 0:
+            opts.timeout = datetime.timedelta(milliseconds=timeout)
+        work = pg.all_gather_single(output, input, opts)
+        # A C++ Work over the future, not our Python Work boxed: C++ keeps the Work (wait_tensor's registry)
+        # after our Python object is gone, and a trampoline without its Python half falls back to
+        # c10d::Work::wait(), which waits forever.
+        return output, _create_work_from_future(work.get_future()).boxed()
+
+    lib = torch.library.Library("c10d", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        lib.impl("_allgather_base_", allgather_base, "PrivateUse1")
+    _c10d_impls = lib
+
+
 class OclGlooProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, world_size, timeout):
         super().__init__(rank, world_size)
@@ -185,6 +222,7 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # "No backend type associated with device type ocl".
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
         self._worker = _dist_async.Worker()  # runs every collective's gloo part, in order (_dist_async.py)
+        _route_allgather_base()
 
     def getBackendName(self):
         return "ocl_gloo"

@@ -1,25 +1,30 @@
 """torch.distributed on ocl: all_reduce bandwidth and a DDP step, against gloo on CPU tensors, in one run.
 
-    python3 benchmarks/distributed.py [--world 2] [--max-mib 256] [--out results/distributed.md]
+    python3 benchmarks/distributed.py [--world 2] [--max-mib 256] [--iters 5] [--out results/distributed.md]
 
 Spawns `--world` processes on this machine (every rank on ocl:LOCAL_RANK modulo the device count; on PoCL
 they share one device). Per message size (1 KiB .. --max-mib MiB, x4 steps): median time of an
-all_reduce(SUM) of an ocl tensor through the "ocl_gloo" backend and of a CPU tensor through plain gloo,
-bus bandwidth 2 (n - 1) / n * bytes / time, and their ratio (cpu time / ocl time: the cost of staging
-through host memory). Then a small CNN's training step, single device against DDP on every rank with a
-share of the same global batch. Writes a markdown table.
+all_reduce(SUM) of an ocl float32 tensor through the "ocl_gloo" backend and of a CPU tensor of the same
+size through plain gloo, bus bandwidth 2 (n - 1) / n * bytes / time, and their ratio (cpu time / ocl time:
+what staging through host memory costs; the issue's target is >= 0.8 at 64 MiB). Then a small CNN's
+training step: single device on the global batch against DDP on every rank with a share of it, DDP once
+with the asynchronous collectives (all-reduce of a bucket overlapping the rest of the backward pass) and
+once with every collective waited for where it is issued (pytorch_ocl._dist_async.SYNCHRONOUS).
+Writes a markdown table, and a plot of cpu/ocl per size when matplotlib is installed.
 """
 import argparse
 import datetime
 import os
 import socket
-import statistics
-import time
+import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 
 
 def free_port():
@@ -28,24 +33,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def timed(fn, iters, device):
-    fn()
-    times = []
-    for _ in range(iters):
-        if device.startswith("ocl"):
-            torch.ocl.synchronize()
-        t = time.perf_counter()
-        fn()
-        if device.startswith("ocl"):
-            torch.ocl.synchronize()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def net():
+    # ~3 M parameters (12 MB of gradients: a dozen 1 MiB DDP buckets) for little compute, so that the
+    # all-reduce of the last layers' buckets has the rest of the backward pass to overlap with
     torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+    return nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, stride=2, padding=1),
+                         nn.ReLU(), nn.Flatten(), nn.Linear(32 * 8 * 8, 1024), nn.ReLU(), nn.Linear(1024, 1024),
+                         nn.ReLU(), nn.Linear(1024, 10))
 
 
 def step_fn(model, opt, x, y):
@@ -56,32 +50,47 @@ def step_fn(model, opt, x, y):
     return step
 
 
-def worker(rank, world, port, sizes, iters, batch, queue):
-    import pytorch_ocl  # noqa: F401  (the "ocl_gloo" backend)
+def batch(size, dev, part=slice(None)):
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(size, 3, 32, 32, generator=g), torch.randint(0, 10, (size,), generator=g)
+    return x[part].to(dev), y[part].to(dev)
+
+
+def worker(rank, world, port, sizes, iters, global_batch, queue):
+    common.import_backend()
+    from pytorch_ocl import _dist_async
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
-    dist.init_process_group(timeout=datetime.timedelta(seconds=120))  # ocl tensors: ocl_gloo
+    dist.init_process_group(timeout=datetime.timedelta(seconds=300))  # ocl tensors: ocl_gloo
     cpu_group = dist.new_group(backend="gloo")
     dev = f"ocl:{rank % torch.ocl.device_count()}"
     torch.ocl.set_device(dev)
     rows = []
-    for nbytes in sizes:
+    progress = sizes
+    if rank == 0:
+        from tqdm import tqdm
+
+        progress = tqdm(sizes, desc="all_reduce", unit="size", file=sys.stderr)
+    for nbytes in progress:
         a, b = torch.ones(nbytes // 4, device=dev), torch.ones(nbytes // 4)  # allocated once, outside the timer
-        t_ocl = timed(lambda: dist.all_reduce(a), iters, dev)
-        t_cpu = timed(lambda: dist.all_reduce(b, group=cpu_group), iters, "cpu")
+        t_ocl = common.median_time(lambda: dist.all_reduce(a), dev, iters)
+        t_cpu = common.median_time(lambda: dist.all_reduce(b, group=cpu_group), "cpu", iters)
         rows.append((nbytes, t_ocl, t_cpu))
+        del a, b
     # DDP: each rank trains on its share of the global batch
-    g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g)
-    share = batch // world
-    model = nn.parallel.DistributedDataParallel(net().to(dev))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    xs, ys = x[rank * share:(rank + 1) * share].to(dev), y[rank * share:(rank + 1) * share].to(dev)
-    t_ddp = timed(step_fn(model, opt, xs, ys), iters, dev)
+    share = global_batch // world
+    x, y = batch(global_batch, dev, slice(rank * share, (rank + 1) * share))
+    ddp = {}
+    for mode in ("async", "sync"):
+        _dist_async.SYNCHRONOUS = mode == "sync"
+        model = nn.parallel.DistributedDataParallel(net().to(dev), bucket_cap_mb=1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        ddp[mode] = common.median_time(step_fn(model, opt, x, y), dev, iters, warmup=2)
+    _dist_async.SYNCHRONOUS = False
     dist.barrier()
     if rank == 0:
-        queue.put((rows, t_ddp))
+        queue.put((rows, ddp, common.device_description(dev)))
     dist.destroy_process_group()
 
 
@@ -90,40 +99,49 @@ def main():
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--max-mib", type=float, default=256)
     p.add_argument("--iters", type=int, default=5)
-    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--batch", type=int, default=64, help="global batch of the DDP step")
     p.add_argument("--out", default="results/distributed.md")
     args = p.parse_args()
     sizes, s = [], 1024
     while s <= args.max_mib * 2**20:
         sizes.append(s)
         s *= 4
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
+    queue = mp.get_context("spawn").Queue()
     mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, queue), nprocs=args.world)
-    rows, t_ddp = queue.get()
-    # single device, the whole global batch, same net
-    import pytorch_ocl  # noqa: F401
+    rows, ddp, device = queue.get()
 
-    g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(args.batch, 3, 32, 32, generator=g), torch.randint(0, 10, (args.batch,), generator=g)
+    common.import_backend()
+    x, y = batch(args.batch, "ocl:0")  # single device, the whole global batch, same net
     model = net().to("ocl:0")
-    t_single = timed(step_fn(model, torch.optim.SGD(model.parameters(), lr=0.01), x.to("ocl:0"), y.to("ocl:0")),
-                     args.iters, "ocl:0")
+    t_single = common.median_time(step_fn(model, torch.optim.SGD(model.parameters(), lr=0.01), x, y), "ocl:0",
+                                  args.iters, warmup=2)
+
     w = args.world
-    lines = [f"# all_reduce (SUM, float32), {w} processes: ocl tensors through ocl_gloo vs CPU tensors through gloo",
-             "", "| size | ocl ms | ocl bus GB/s | cpu ms | cpu bus GB/s | cpu/ocl |", "|---|---|---|---|---|---|"]
+    header = ["size", "ocl ms", "ocl bus GB/s", "cpu ms", "cpu bus GB/s", "cpu/ocl"]
+    table, labels, ratios = [], [], []
     for nbytes, t_ocl, t_cpu in rows:
         bus = 2 * (w - 1) / w * nbytes / 1e9
         size = f"{nbytes // 1024} KiB" if nbytes < 2**20 else f"{nbytes // 2**20} MiB"
-        lines.append(f"| {size} | {t_ocl * 1e3:.3f} | {bus / t_ocl:.3f} | {t_cpu * 1e3:.3f} | {bus / t_cpu:.3f} | "
-                     f"{t_cpu / t_ocl:.2f} |")
-    lines += ["", f"Training step of a small CNN, global batch {args.batch}: single device {t_single * 1e3:.1f} ms, "
-              f"DDP on {w} processes ({args.batch // w} each) {t_ddp * 1e3:.1f} ms."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+        table.append([size, t_ocl * 1e3, bus / t_ocl, t_cpu * 1e3, bus / t_cpu, t_cpu / t_ocl])
+        labels.append(size)
+        ratios.append(t_cpu / t_ocl)
+    print(common.markdown_table(header, table))
+    per = args.batch // w
+    notes = [f"Training step of a small CNN (~{sum(q.numel() for q in model.parameters()) / 1e6:.2f} M parameters, "
+             f"DDP buckets of 1 MiB), global batch {args.batch}: single device {t_single * 1e3:.1f} ms; DDP on {w} "
+             f"processes ({per} each) {ddp['async'] * 1e3:.1f} ms with asynchronous collectives, "
+             f"{ddp['sync'] * 1e3:.1f} ms with each collective waited for where it is issued.",
+             "cpu/ocl: gloo's time on CPU tensors over ocl_gloo's on ocl tensors of the same size (1 = staging "
+             "through host memory costs nothing)."]
+    for n in notes:
+        print(n)
+    preamble = [f"{w} processes on one machine, each on {device}; median of {args.iters}",
+                f"torch {torch.__version__}"]
+    md = common.write_markdown(args.out, f"all_reduce (SUM, float32): ocl tensors through ocl_gloo vs CPU tensors "
+                               f"through gloo", preamble, header, table, notes)
+    png = common.plot_ratios(os.path.splitext(args.out)[0] + ".png", labels, ratios,
+                             "all_reduce: gloo on cpu tensors / ocl_gloo on ocl tensors", "time ratio (cpu/ocl)")
+    print(f"wrote {md}" + (f" and {png}" if png else ""))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,16 @@
-"""Data-parallel training of a small CNN on ocl devices with torch.distributed, written as for CUDA.
+"""Data-parallel training of a small CNN, resnet50 or a small GPT-2 on ocl devices with torch.distributed,
+written as for CUDA.
 
     torchrun --standalone --nproc-per-node 2 examples/ddp_train.py [--steps 5] [--batch 8]
     python examples/ddp_train.py              # one process, world size 1
     torchrun --standalone --nproc-per-node 2 examples/ddp_train.py --model resnet50 --batch 64 --image-size 224 \
         --steps 13 --warmup 3                 # scaling: images/s over the steps after the warm-up
+    torchrun --standalone --nproc-per-node 2 examples/ddp_train.py --model gpt2 --batch 8 --seq-len 256 \
+        --n-layer 6 --n-embd 512 --n-head 8 --steps 13 --warmup 3   # transformers' GPT2LMHeadModel, tokens/s
+
+--model gpt2 builds transformers' GPT2LMHeadModel from a GPT2Config (random weights, nothing downloaded;
+small by default: 2 layers, 128 wide, 4 heads, vocabulary 1000) and trains it on random tokens as a
+language model (labels = inputs).
 
 `dist.init_process_group()` gets no backend: `ocl` is the accelerator, so torch picks the one pytorch_ocl
 registered for it ("ocl_gloo": gloo on host copies of the ocl tensors; see pytorch_ocl/distributed.py).
@@ -29,12 +36,27 @@ def small_cnn():
     )
 
 
+def gpt2(args):
+    """transformers' GPT-2 language model with random weights, sized by the --model gpt2 options."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=args.vocab, n_positions=args.seq_len, n_embd=args.n_embd, n_layer=args.n_layer,
+                        n_head=args.n_head)
+    return GPT2LMHeadModel(config)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch", type=int, default=8, help="per rank")
-    parser.add_argument("--model", default="small", choices=["small", "resnet50"])
+    parser.add_argument("--model", default="small", choices=["small", "resnet50", "gpt2"])
     parser.add_argument("--image-size", type=int, default=16)
+    gpt = parser.add_argument_group("--model gpt2")
+    gpt.add_argument("--seq-len", type=int, default=64)
+    gpt.add_argument("--vocab", type=int, default=1000)
+    gpt.add_argument("--n-layer", type=int, default=2)
+    gpt.add_argument("--n-embd", type=int, default=128)
+    gpt.add_argument("--n-head", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=0, help="steps left out of the images/s figure")
     args = parser.parse_args()
 
@@ -57,20 +79,29 @@ def main():
         import torchvision
 
         net = torchvision.models.resnet50(num_classes=10)
+    elif args.model == "gpt2":
+        net = gpt2(args)
     else:
         net = small_cnn()
     model = DDP(net.to(device))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    if args.model == "gpt2":
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator().manual_seed(100 + rank)  # each rank its own data
     start = None
     for step in range(args.steps):
         if step == args.warmup:
             torch.ocl.synchronize()
             start = time.perf_counter()
-        x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).to(device)
-        y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        if args.model == "gpt2":
+            tokens = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=gen).to(device)
+            loss = model(input_ids=tokens, labels=tokens).loss
+        else:
+            x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).to(device)
+            y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
+            loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         mean_loss = loss.detach().clone()
@@ -82,7 +113,10 @@ def main():
         torch.ocl.synchronize()
         timed = args.steps - args.warmup
         rate = timed * args.batch * world / (time.perf_counter() - start)
-        print(f"throughput: {rate:.1f} images/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model})",
+        unit = "images"
+        if args.model == "gpt2":
+            rate, unit = rate * args.seq_len, "tokens"
+        print(f"throughput: {rate:.1f} {unit}/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model})",
               flush=True)
 
     # Every rank must hold the same weights: compare with rank 0's.

@@ -152,6 +152,41 @@ def collectives(rank, world, port):
     dist.scatter(s, [_full(7.0 * i, n=2) for i in range(W)] if R == 0 else None, src=0)
     assert s.cpu().tolist() == [7.0 * R] * 2
 
+    # chunked pipeline (_dist_async.StagedTensor) at a chunk of 10 float32 elements: odd tails, several
+    # chunks, strided tensors, the host-side AVG / PREMUL_SUM steps per chunk, a chunked broadcast
+    from pytorch_ocl import _dist_async
+
+    saved, _dist_async.CHUNK_BYTES = _dist_async.CHUNK_BYTES, 40
+    try:
+        t = (torch.arange(103.0) * (R + 1)).to(DEV)
+        work = dist.all_reduce(t, async_op=True)
+        assert work.wait()
+        assert_close(t.cpu(), torch.arange(103.0) * float(ranks.sum()))
+        base = torch.arange(13 * 9, dtype=torch.float32).reshape(13, 9)
+        t = (base * (R + 1)).to(DEV).t()[1:]
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        assert_close(t.cpu(), (base * float(ranks.mean())).t()[1:])
+        t = _full(R + 1.0, n=33)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+        assert_close(t.cpu(), torch.full((33,), 2.0 * float(ranks.sum())))
+        b = torch.zeros(8, 7, dtype=torch.int64, device=DEV)[:, ::2]
+        if R == 0:
+            b.copy_(torch.arange(32).reshape(8, 4))
+        dist.broadcast(b, src=0)
+        assert b.cpu().tolist() == torch.arange(32).reshape(8, 4).tolist()
+        z, s0 = torch.zeros(0, device=DEV), torch.tensor(R + 1.0, device=DEV)  # zero-size, 0-dim
+        dist.all_reduce(z)
+        dist.all_reduce(s0)
+        assert z.shape == (0,) and s0.item() == float(ranks.sum())
+        # several collectives in flight at once complete in order, each with its own values
+        ts = [_full(R + 1.0 + i, n=25) for i in range(4)]
+        works = [dist.all_reduce(x, async_op=True) for x in ts]
+        for i, (x, w) in enumerate(zip(ts, works)):
+            w.wait()
+            assert_close(x.cpu(), torch.full((25,), float(ranks.sum()) + W * i))
+    finally:
+        _dist_async.CHUNK_BYTES = saved
+
     # async_op: the Work waits and its future holds the result
     t = _full(R + 1.0)
     work = dist.all_reduce(t, async_op=True)
@@ -184,13 +219,15 @@ def collectives(rank, world, port):
 
     r = funcol.all_reduce(_full(R + 1.0), "sum", dist.group.WORLD)
     assert_close(r.cpu(), torch.full((4,), float(ranks.sum())))
-    # Not yet: torch's kernel for this one looks up a C++ backend for ocl, which this group cannot
-    # provide (see _dist_pg.py); it must fail loudly, never hand gloo a device pointer.
-    try:
-        funcol.all_gather_tensor(_full(float(R), n=2), 0, dist.group.WORLD)
-        raise AssertionError("funcol.all_gather_tensor on ocl unexpectedly worked: update the README")
-    except RuntimeError as e:
-        assert "No backend type associated with device type ocl" in str(e), e
+    # all_gather/reduce_scatter_tensor come back through the coalesced forms (DTensor.full_tensor, FSDP2)
+    g = funcol.all_gather_tensor(_full(float(R), n=2), 0, dist.group.WORLD)
+    assert g.cpu().tolist() == [float(r) for r in range(W) for _ in range(2)]
+    out = torch.zeros(2 * W, device=DEV)  # the _out form: C++ calls all_gather_single (not forwarded by torch)
+    torch.ops._c10d_functional.all_gather_into_tensor_out(_full(float(R), n=2), W, dist.group.WORLD.group_name, out=out)
+    torch.ops._c10d_functional.wait_tensor(out)
+    assert out.cpu().tolist() == [float(r) for r in range(W) for _ in range(2)]
+    rs = funcol.reduce_scatter_tensor(torch.arange(2.0 * W, device=DEV) * (R + 1), "sum", 0, dist.group.WORLD)
+    assert_close(rs.cpu(), torch.arange(2.0 * R, 2.0 * R + 2) * float(ranks.sum()))
 
     # object collectives (torch runs them on cpu tensors: this group serves cpu too)
     objs = [None] * W
@@ -241,8 +278,11 @@ def ddp(rank, world, port, per_rank=2):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from pytorch_ocl import _dist_async
+
     _env(rank, world, port)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
+    _dist_async.CHUNK_BYTES = 1024  # every bucket in several chunks
     x, y = _data(per_rank * world)
     mine = slice(rank * per_rank, (rank + 1) * per_rank)
 
@@ -262,6 +302,73 @@ def ddp(rank, world, port, per_rank=2):
     for model in models:
         for (name, p), q in zip(model.named_parameters(), reference.parameters()):
             assert_close(p.detach().cpu(), q.detach().cpu(), rtol=1e-5, atol=1e-5, msg=name)
+    dist.destroy_process_group()
+
+
+# ---- FSDP2 ------------------------------------------------------------------------------------------
+
+def _mlp():
+    # 5 output rows: the 2 ranks' shards are uneven (FSDP2 pads the last one)
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 5, bias=False), nn.ReLU(), nn.Linear(5, 3))
+
+
+def _train_mlp(model, opt, x, y):
+    for step in range(x.shape[0]):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x[step].to(DEV)), y[step].to(DEV)).backward()
+        opt.step()
+
+
+def fsdp(rank, world, port, ckpt_dir, per_rank=2):
+    """fully_shard (per layer and the root) with Adam: 5 steps on each rank's share equal single-process
+    training on the global batch; the sharded model and optimizer state round-trip through
+    torch.distributed.checkpoint (a 6th step after loading still matches)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from torch.distributed.fsdp import fully_shard
+
+    _env(rank, world, port)
+    dist.init_process_group(timeout=datetime.timedelta(seconds=60))
+    gen = torch.Generator().manual_seed(7)
+    x, y = torch.randn(6, per_rank * world, 6, generator=gen), torch.randint(0, 3, (6, per_rank * world), generator=gen)
+    mine = slice(rank * per_rank, (rank + 1) * per_rank)
+    torch.manual_seed(0)
+    model = _mlp().to(DEV)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    _train_mlp(model, opt, x[:5, mine], y[:5, mine])
+
+    torch.manual_seed(0)
+    reference = _mlp().to(DEV)
+    ref_opt = torch.optim.Adam(reference.parameters(), lr=0.01)
+    _train_mlp(reference, ref_opt, x[:5], y[:5])
+
+    def check(msg):
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            assert p.to_local().device.type == "ocl"
+            assert_close(p.full_tensor().cpu(), q.detach().cpu(), rtol=1e-5, atol=1e-5, msg=f"{msg}: {name}")
+
+    check("after 5 steps")
+    model_sd, optim_sd = get_state_dict(model, opt)
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=ckpt_dir)
+    # scramble the weights and the optimizer state, then load them back
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_()
+    for state in opt.state.values():
+        for value in state.values():
+            value.zero_() if isinstance(value, torch.Tensor) and value.dim() else None
+    model_sd, optim_sd = get_state_dict(model, opt)
+    loaded = {"model": model_sd, "optim": optim_sd}
+    dcp.load(loaded, checkpoint_id=ckpt_dir)
+    set_state_dict(model, opt, model_state_dict=loaded["model"], optim_state_dict=loaded["optim"])
+    check("after loading")
+    _train_mlp(model, opt, x[5:, mine], y[5:, mine])  # Adam's moments came back too
+    _train_mlp(reference, ref_opt, x[5:], y[5:])
+    check("a step after loading")
     dist.destroy_process_group()
 
 

@@ -271,6 +271,13 @@ def test_copy_to_self_and_overlapping_views():
     ref = cpu.clone()
     ref[2:6] = ref[6:10].clone()
     assert_close(dev.cpu(), ref)
+    # another tensor over the same bytes (load_state_dict after an in-place DCP load), and views whose
+    # ranges overlap at different offsets (one buffer copy would be CL_MEM_COPY_OVERLAP)
+    dev[:].copy_(dev)
+    assert_close(dev.cpu(), ref)
+    dev[3:9].copy_(dev[1:7])
+    ref[3:9] = ref[1:7].clone()
+    assert_close(dev.cpu(), ref)
 
 
 def test_item_every_position():

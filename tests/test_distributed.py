@@ -69,15 +69,32 @@ def test_ddp_matches_single_process():
     _spawn(dist_workers.ddp, 2)
 
 
-def test_example_under_torchrun():
-    """examples/ddp_train.py as torchrun starts it (RANK/LOCAL_RANK/WORLD_SIZE from the environment)."""
+def _torchrun_example(*args, steps=3):
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         os.path.join(REPO, "examples", "ddp_train.py"), "--steps", "3"],
+         os.path.join(REPO, "examples", "ddp_train.py"), "--steps", str(steps), *args],
         env=_base_env(), cwd=REPO, capture_output=True, text=True, timeout=DEADLINE_S,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "check OK: weights identical on all 2 ranks after 3 steps" in proc.stdout, proc.stdout
+    assert f"check OK: weights identical on all 2 ranks after {steps} steps" in proc.stdout, proc.stdout
+    return proc.stdout
+
+
+def test_example_under_torchrun():
+    """examples/ddp_train.py as torchrun starts it (RANK/LOCAL_RANK/WORLD_SIZE from the environment)."""
+    _torchrun_example()
+
+
+def test_example_gpt2_under_torchrun():
+    """--model gpt2: transformers' GPT2LMHeadModel (tiny config, random tokens) under DDP."""
+    pytest.importorskip("transformers")
+    out = _torchrun_example("--model", "gpt2", "--batch", "2", "--seq-len", "16", "--vocab", "64", "--n-layer", "1",
+                            "--n-embd", "32", "--n-head", "2", "--warmup", "1")
+    assert "tokens/s" in out, out
+
+
+def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):
+    _spawn(dist_workers.fsdp, 2, str(tmp_path / "ckpt"))
 
 
 @pytest.mark.parametrize("mode", ["kill", "hang"])

@@ -104,6 +104,14 @@ at::Tensor resolve_on_device(const at::Tensor& src) {
 void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
   if (same_dense_layout(dst, src) && dst.sizes() == src.sizes()) {
+    if (dst.storage().data_ptr().get() == src.storage().data_ptr().get()) {
+      // Two tensors over the same bytes (load_state_dict copying a DTensor's shard into itself after
+      // an in-place DCP load): nothing to move. Overlapping ranges at different offsets go through a
+      // temporary, since clEnqueueCopyBuffer rejects overlapping regions (CL_MEM_COPY_OVERLAP).
+      int64_t gap = std::abs(dst.storage_offset() - src.storage_offset());
+      if (gap == 0) return;
+      if (gap < dst.numel()) return device_copy(dst, src.clone());
+    }
     copy_device_bytes(dst.storage().data_ptr(), dst.storage_offset() * dst.itemsize(), src.storage().data_ptr(),
                       src.storage_offset() * src.itemsize(), dst.numel() * dst.itemsize());
     return;

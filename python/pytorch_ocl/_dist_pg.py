@@ -1,10 +1,11 @@
 """The process group behind the "ocl_gloo" c10d backend (registered by pytorch_ocl.distributed).
 
-Each method: stage ocl tensors into contiguous pinned host buffers, run the same collective of an inner
-ProcessGroupGloo on them, wait, copy the results back into the ocl tensors (any strides), and return a
-completed Work whose future holds the caller's tensors (DDP's Reducer and comm hooks read that future).
-CPU tensors are handed to gloo as they are. See distributed.py for why this is a Python ProcessGroup and
-what overlapping the copies with computation would need.
+Each method stages ocl tensors into contiguous pinned host buffers and queues the rest on the group's
+worker (_dist_async.py): the same collective of an inner ProcessGroupGloo on the host buffers, then the
+copy of the results into the ocl tensors (any strides). It returns that job's Work, whose future holds
+the caller's tensors (DDP's Reducer and comm hooks read that future). All-reduce and broadcast of one ocl
+tensor are chunked and pipelined; the other collectives stage their inputs with a blocking read first.
+CPU tensors are handed to gloo as they are. See distributed.py for why this is a Python ProcessGroup.
 """
 import atexit
 import sys
@@ -15,6 +16,8 @@ import torch
 import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 from torch._C._distributed_c10d import _create_work_from_future
+
+from . import _dist_async
 
 _R = dist.ReduceOp.RedOpType
 # Ops gloo runs itself; AVG and PREMUL_SUM become SUM plus a host-side step (gloo has neither).
@@ -37,6 +40,7 @@ _staged = weakref.WeakSet()
 
 
 def _wait_for_gloo_release(timeout_s=5.0):
+    _dist_async._drain()  # first: jobs still queued stage (and hand gloo) buffers of their own
     deadline = time.monotonic() + timeout_s
     for t in list(_staged):
         # 3 = the list, the loop variable and getrefcount's argument; a C++ owner adds one
@@ -65,10 +69,9 @@ def _stage(t, copy=False):
     return host
 
 
-def _copy_back(tensors, hosts):
-    for t, h in zip(tensors, hosts):
-        if t is not h:
-            t.copy_(h)
+def _keep():
+    """Where the worker lists the chunk views it hands gloo (weakly; see _staged)."""
+    return _staged
 
 
 def _done(result):
@@ -148,7 +151,9 @@ class _RecvWork(dist.Work):
         else:
             self._gloo_work.wait(timeout)
         if not self._copied:
-            _copy_back(self._tensors, self._hosts)
+            for t, h in zip(self._tensors, self._hosts):
+                if t is not h:
+                    t.copy_(h)
             self._copied = True
         return True
 
@@ -165,6 +170,43 @@ class _RecvWork(dist.Work):
         return self._gloo_work._source_rank()
 
 
+_c10d_impls = None
+
+
+def _route_allgather_base():
+    """Sends the ocl kernel of the dispatcher op c10d::_allgather_base_ to our group's method.
+
+    PyProcessGroup forwards most of ProcessGroup's virtual methods to Python, but not all_gather_single:
+    a C++ caller of it (_c10d_functional.all_gather_into_tensor_out, what compiled code emits) reaches
+    torch's ocl kernel of c10d::_allgather_base_, which looks up a C++ backend for ocl and fails. The
+    replacement unboxes the ProcessGroup argument (pybind gives back our Python object) and calls us.
+    Once per process; torch warns when a kernel is replaced, which here is the point."""
+    global _c10d_impls
+    if _c10d_impls is not None:
+        return
+    import datetime
+    import warnings
+
+    def allgather_base(output, input, process_group, async_op=True, timeout=-1):
+        pg = dist.ProcessGroup.unbox(process_group)
+        if not isinstance(pg, OclGlooProcessGroup):
+            raise RuntimeError(f"ocl_gloo: no ocl backend in process group {type(pg).__name__}")
+        opts = c10d.AllgatherOptions()
+        if timeout >= 0:
+            opts.timeout = datetime.timedelta(milliseconds=timeout)
+        work = pg.all_gather_single(output, input, opts)
+        # A C++ Work over the future, not our Python Work boxed: C++ keeps the Work (wait_tensor's registry)
+        # after our Python object is gone, and a trampoline without its Python half falls back to
+        # c10d::Work::wait(), which waits forever.
+        return output, _create_work_from_future(work.get_future()).boxed()
+
+    lib = torch.library.Library("c10d", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        lib.impl("_allgather_base_", allgather_base, "PrivateUse1")
+    _c10d_impls = lib
+
+
 class OclGlooProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, world_size, timeout):
         super().__init__(rank, world_size)
@@ -176,6 +218,8 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # gloo an ocl tensor's device pointer as host memory and crash; unlisted, they raise
         # "No backend type associated with device type ocl".
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
+        self._worker = _dist_async.Worker()  # runs every collective's gloo part, in order (_dist_async.py)
+        _route_allgather_base()
 
     def getBackendName(self):
         return "ocl_gloo"
@@ -183,22 +227,49 @@ class OclGlooProcessGroup(dist.ProcessGroup):
     # ---- reductions -------------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
-        return self._allreduce(tensors, opts or c10d.AllreduceOptions(), c10d.AllreduceOptions,
-                               self._gloo.allreduce)
+        opts = opts or c10d.AllreduceOptions()
+        if len(tensors) != 1:  # c10d's list form: one tensor per local device, summed together too
+            return self._allreduce_unchunked(tensors, opts, c10d.AllreduceOptions, self._gloo.allreduce)
+        return self._allreduce_each(tensors, opts, c10d.AllreduceOptions, self._gloo.allreduce)
 
     def allreduce_coalesced(self, tensors, opts=None):
-        # Not allreduce on the list: c10d's list form means one same-shaped tensor per local device.
-        return self._allreduce(tensors, opts or c10d.AllreduceCoalescedOptions(), c10d.AllreduceCoalescedOptions,
-                               self._gloo.allreduce_coalesced)
+        # Each tensor its own (chunked) all-reduce, in the same order on every rank: the same result as
+        # gloo's coalesced form, which would need one host buffer of one dtype for all of them.
+        opts = opts or c10d.AllreduceCoalescedOptions()
+        return self._allreduce_each(tensors, opts, c10d.AllreduceOptions, self._gloo.allreduce)
 
-    def _allreduce(self, tensors, opts, opts_class, gloo_fn):
+    def _allreduce_each(self, tensors, opts, opts_class, gloo_fn):
+        red = _Reduction(opts.reduceOp, self.size())
+        gloo_opts = _opts(opts_class, opts, reduceOp=red.gloo_op)
+        keep = _keep()
+        # ocl tensors: non-blocking chunked reads enqueued here, the rest on the worker (_dist_async.py)
+        staged = [_dist_async.StagedTensor(t, _host_buffer) if _is_ocl(t) else _stage(t, copy=red.modifies_input)
+                  for t in tensors]
+
+        def reduce_chunk(h):
+            red.before([h])
+            gloo_fn([h], gloo_opts).wait()
+            red.after([h])
+
+        def job(worker):
+            for t, st in zip(tensors, staged):
+                if isinstance(st, _dist_async.StagedTensor):
+                    st.run(worker, reduce_chunk, keep)
+                else:
+                    reduce_chunk(st)
+                    _dist_async.copy_back(worker, [t], [st])
+        return self._worker.submit(job, tensors)
+
+    def _allreduce_unchunked(self, tensors, opts, opts_class, gloo_fn):
         red = _Reduction(opts.reduceOp, self.size())
         hosts = [_stage(t, copy=red.modifies_input) for t in tensors]
-        red.before(hosts)
-        gloo_fn(hosts, _opts(opts_class, opts, reduceOp=red.gloo_op)).wait()
-        red.after(hosts)
-        _copy_back(tensors, hosts)
-        return _done(tensors)
+
+        def job(worker):
+            red.before(hosts)
+            gloo_fn(hosts, _opts(opts_class, opts, reduceOp=red.gloo_op)).wait()
+            red.after(hosts)
+            _dist_async.copy_back(worker, tensors, hosts)
+        return self._worker.submit(job, tensors)
 
     def reduce(self, tensors, opts=None):
         if opts is None:
@@ -208,12 +279,14 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # Non-root ranks stage a copy even of cpu tensors: gloo uses the buffer as scratch, and
         # torch documents the input of a non-root rank as left alone.
         hosts = [_stage(t, copy=red.modifies_input or not root) for t in tensors]
-        red.before(hosts)
-        self._gloo.reduce(hosts, _opts(c10d.ReduceOptions, opts, reduceOp=red.gloo_op)).wait()
-        if root:
-            red.after(hosts)
-            _copy_back(tensors, hosts)
-        return _done(tensors)
+
+        def job(worker):
+            red.before(hosts)
+            self._gloo.reduce(hosts, _opts(c10d.ReduceOptions, opts, reduceOp=red.gloo_op)).wait()
+            if root:
+                red.after(hosts)
+                _dist_async.copy_back(worker, tensors, hosts)
+        return self._worker.submit(job, tensors)
 
     def reduce_scatter(self, output_tensors, input_lists, opts=None):
         if opts is None:
@@ -221,12 +294,14 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         red = _Reduction(opts.reduceOp, self.size())
         outs = [_host_buffer(t) if _is_ocl(t) else t for t in output_tensors]
         ins = [[_stage(t, copy=red.modifies_input) for t in lst] for lst in input_lists]
-        for lst in ins:
-            red.before(lst)
-        self._gloo.reduce_scatter(outs, ins, _opts(c10d.ReduceScatterOptions, opts, reduceOp=red.gloo_op)).wait()
-        red.after(outs)
-        _copy_back(output_tensors, outs)
-        return _done(output_tensors)
+
+        def job(worker):
+            for lst in ins:
+                red.before(lst)
+            self._gloo.reduce_scatter(outs, ins, _opts(c10d.ReduceScatterOptions, opts, reduceOp=red.gloo_op)).wait()
+            red.after(outs)
+            _dist_async.copy_back(worker, output_tensors, outs)
+        return self._worker.submit(job, output_tensors)
 
     def reduce_scatter_single(self, output, input, opts=None):
         if opts is None:
@@ -234,48 +309,83 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         red = _Reduction(opts.reduceOp, self.size())
         out = _host_buffer(output) if _is_ocl(output) else output
         inp = _stage(input, copy=red.modifies_input)
-        red.before([inp])
-        self._gloo._reduce_scatter_base(out, inp, _opts(c10d.ReduceScatterOptions, opts, reduceOp=red.gloo_op)).wait()
-        red.after([out])
-        _copy_back([output], [out])
-        return _done([output])
+
+        def job(worker):
+            red.before([inp])
+            self._gloo._reduce_scatter_base(out, inp, _opts(c10d.ReduceScatterOptions, opts,
+                                                             reduceOp=red.gloo_op)).wait()
+            red.after([out])
+            _dist_async.copy_back(worker, [output], [out])
+        return self._worker.submit(job, [output])
 
     _reduce_scatter_base = reduce_scatter_single  # the name before torch 2.10
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        # funcol.reduce_scatter_tensor's path from C++ (PyProcessGroup forwards this one, not the single
+        # form): queued one by one, completed by the last one's Work (the worker runs them in order).
+        works = [self.reduce_scatter_single(out, inp, opts) for out, inp in zip(outputs, inputs)]
+        return self._worker.submit(lambda worker: [w.wait() for w in works], outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # the name before torch 2.10
 
     # ---- data movement ----------------------------------------------------------------------------
 
     def broadcast(self, tensors, opts=None):
         if opts is None:
             opts = c10d.BroadcastOptions()
+        root = self.rank() == opts.rootRank
+        gloo_opts = _opts(c10d.BroadcastOptions, opts)
+        keep = _keep()
+        if len(tensors) == 1 and _is_ocl(tensors[0]):  # chunked and pipelined as all_reduce
+            st = _dist_async.StagedTensor(tensors[0], _host_buffer)
+            return self._worker.submit(
+                lambda worker: st.run(worker, lambda h: self._gloo.broadcast([h], gloo_opts).wait(), keep,
+                                      write_back=not root), tensors)
         hosts = [_stage(t) for t in tensors]
-        self._gloo.broadcast(hosts, _opts(c10d.BroadcastOptions, opts)).wait()
-        if self.rank() != opts.rootRank:
-            _copy_back(tensors, hosts)
-        return _done(tensors)
+
+        def job(worker):
+            self._gloo.broadcast(hosts, gloo_opts).wait()
+            if not root:
+                _dist_async.copy_back(worker, tensors, hosts)
+        return self._worker.submit(job, tensors)
 
     def allgather(self, output_lists, input_tensors, opts=None):
         outs = [[_host_buffer(t) if _is_ocl(t) else t for t in lst] for lst in output_lists]
         ins = [_stage(t) for t in input_tensors]
-        self._gloo.allgather(outs, ins, _opts(c10d.AllgatherOptions, opts)).wait()
-        for lst, hlst in zip(output_lists, outs):
-            _copy_back(lst, hlst)
-        return _done(output_lists)
+
+        def job(worker):
+            self._gloo.allgather(outs, ins, _opts(c10d.AllgatherOptions, opts)).wait()
+            _dist_async.copy_back(worker, [t for lst in output_lists for t in lst], [h for lst in outs for h in lst])
+        return self._worker.submit(job, output_lists)
 
     def all_gather_single(self, output, input, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output
-        self._gloo._allgather_base(out, _stage(input), _opts(c10d.AllgatherOptions, opts)).wait()
-        _copy_back([output], [out])
-        return _done([output])
+        inp = _stage(input)
+
+        def job(worker):
+            self._gloo._allgather_base(out, inp, _opts(c10d.AllgatherOptions, opts)).wait()
+            _dist_async.copy_back(worker, [output], [out])
+        return self._worker.submit(job, [output])
 
     _allgather_base = all_gather_single  # the name before torch 2.10
 
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        # Functional collectives (DTensor.full_tensor, FSDP2's state dicts) reach all_gather_into_tensor
+        # through this one from C++; PyProcessGroup forwards it (unlike all_gather_single).
+        works = [self.all_gather_single(out, inp, opts) for out, inp in zip(outputs, inputs)]
+        return self._worker.submit(lambda worker: [w.wait() for w in works], outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # the name before torch 2.10
+
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output
-        self._gloo.alltoall_base(
-            out, _stage(input), output_split_sizes, input_split_sizes, _opts(c10d.AllToAllOptions, opts)
-        ).wait()
-        _copy_back([output], [out])
-        return _done([output])
+        inp = _stage(input)
+
+        def job(worker):
+            self._gloo.alltoall_base(out, inp, output_split_sizes, input_split_sizes,
+                                     _opts(c10d.AllToAllOptions, opts)).wait()
+            _dist_async.copy_back(worker, [output], [out])
+        return self._worker.submit(job, [output])
 
     alltoall_base = all_to_all_single  # the name before torch 2.10
 
@@ -283,23 +393,27 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         if opts is None:
             opts = c10d.GatherOptions()
         outs = [[_host_buffer(t) if _is_ocl(t) else t for t in lst] for lst in output_lists]
-        self._gloo.gather(outs, [_stage(t) for t in input_tensors], _opts(c10d.GatherOptions, opts)).wait()
-        for lst, hlst in zip(output_lists, outs):
-            _copy_back(lst, hlst)
-        return _done(output_lists)
+        ins = [_stage(t) for t in input_tensors]
+
+        def job(worker):
+            self._gloo.gather(outs, ins, _opts(c10d.GatherOptions, opts)).wait()
+            _dist_async.copy_back(worker, [t for lst in output_lists for t in lst], [h for lst in outs for h in lst])
+        return self._worker.submit(job, output_lists)
 
     def scatter(self, output_tensors, input_lists, opts=None):
         if opts is None:
             opts = c10d.ScatterOptions()
         outs = [_host_buffer(t) if _is_ocl(t) else t for t in output_tensors]
         ins = [[_stage(t) for t in lst] for lst in input_lists]
-        self._gloo.scatter(outs, ins, _opts(c10d.ScatterOptions, opts)).wait()
-        _copy_back(output_tensors, outs)
-        return _done(output_tensors)
+
+        def job(worker):
+            self._gloo.scatter(outs, ins, _opts(c10d.ScatterOptions, opts)).wait()
+            _dist_async.copy_back(worker, output_tensors, outs)
+        return self._worker.submit(job, output_tensors)
 
     def barrier(self, opts=None):
-        self._gloo.barrier(_opts(c10d.BarrierOptions, opts)).wait()
-        return _done([])
+        # Queued behind the group's pending collectives, as gloo's barrier is behind its own.
+        return self._worker.submit(lambda worker: self._gloo.barrier(_opts(c10d.BarrierOptions, opts)).wait(), [])
 
     # ---- point to point: asynchronous, see the module comment -------------------------------------
 

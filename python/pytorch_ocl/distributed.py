@@ -21,13 +21,14 @@ our group replaces the whole group (its connections stay open until it is collec
 ours to avoid without patching torch. C++ callers (DDP's Reducer, _broadcast_coalesced) reach us through PyProcessGroup's virtual overrides;
 the public Python API calls our methods by name, including the ones PyProcessGroup does not forward.
 
-Synchronous for this first step: each collective finishes gloo's work and the copy-back before it
-returns an already completed Work. Overlapping communication with computation (what DDP's bucketing is
-for) would need the copy-back to run when gloo's future completes (a gloo-thread callback enqueueing on
-an ocl stream, with an event the caller's stream waits on) and Work.wait() to make the current stream
-wait on that event, as ProcessGroupNCCL does. Point-to-point ops are the exception: isend/irecv pairs
-must be able to be posted before either is waited on, so send/recv return a Work that waits for gloo
-and copies back inside wait().
+Collectives are asynchronous (_dist_async.py): the calling thread enqueues the device->host reads of an
+ocl tensor (chunks of 4 MiB, each with an event) and returns a Work; the group's worker thread runs gloo
+on each chunk as its read completes and enqueues the write back on a side stream, so DDP's bucketed
+all-reduce overlaps the backward pass. The Work completes once the write back has finished on the device;
+wait() blocks the calling thread until then (rather than making the current stream wait on an event: the
+completion is the future DDP's Reducer chains on, read from any thread and stream). Point-to-point ops
+stay direct gloo calls: isend/irecv pairs must be able to be posted before either is waited on, so
+send/recv return a Work that waits for gloo and copies back inside wait().
 """
 import torch
 

@@ -4,6 +4,8 @@
 
 LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
 (attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
+"attnmma=KIND:NW,BKT[:PREFETCH]" (attention_mma.cl's forward: warps, keys per tile, 0/1 register
+prefetch, default 1 for head dims <= 64), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
 operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
 each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
@@ -35,6 +37,7 @@ size_t OV get_num_groups(uint d) { return SREG(nctaid); }
 size_t OV get_global_id(uint d) { return SREG(ctaid) * SREG(ntid) + SREG(tid); }
 void OV barrier(cl_mem_fence_flags f) { __asm__ volatile("bar.sync 0;" ::: "memory"); }
 float OV native_exp(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
+float OV native_exp2(float x) { return __nvvm_ex2_approx_f(x); }
 float OV exp(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
 float OV log(float x) { return __nvvm_lg2_approx_f(x) * 0.69314718f; }
 float OV fmax(float a, float b) { return __builtin_fmaxf(a, b); }
@@ -68,7 +71,24 @@ def gemm_program(spec):
             "BM": bm, "BN": bn, "BK": bk, "WARPS_M": wm, "WARPS_N": wn, "LOCAL_BUFS": bufs,
             "MMA_ASYNC": int(mode.startswith("async")), "KERNEL_NAME": "gemm_tiled"}
     text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    return text + source("gemm") + source("gemm_mma"), "gemm_tiled"
+    return text + source("gemm") + source("mma_common") + source("gemm_mma"), "gemm_tiled"
+
+
+def attn_mma_program(spec, D, DV):
+    """attention_mma.cl as dlprim/src/attention_mma.cpp puts it together (16-byte staging loads)."""
+    parts = spec.split(":")
+    nw, bkt = (int(v) for v in parts[1].split(","))
+    prefetch = int(parts[2]) if len(parts) > 2 else int(max(D, DV) <= 64)
+    k16 = MMA_KINDS[parts[0]] >= 3
+    text = PRELUDE + source("common")
+    text += "#define T float\n#define T4 float4\n"
+    text += ("#define ST ushort\n#define LOAD(p, i) as_float((uint)(p)[i] << 16)\n"
+             "#define STORE(p, i, v) do { (p)[i] = (ushort)(as_uint(v) >> 16); } while (0)\n" if k16 else
+             "#define ST float\n#define LOAD(p, i) ((p)[i])\n#define STORE(p, i, v) do { (p)[i] = (v); } while (0)\n")
+    defs = {"D": D, "DV": DV, "HAS_MASK": 0, "ATTN_NATIVE_EXP": 1, "ATTN_VEC": 0, "MMA_KIND": MMA_KINDS[parts[0]],
+            "MMA_EMULATE": 0, "NW": nw, "BKT": bkt, "VEC_K": 1, "VEC_V": 1, "PREFETCH": prefetch}
+    text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
+    return text + source("attention_common") + source("mma_common") + source("attention_mma"), "attn_fwd_mma"
 
 
 def source(name):
@@ -80,6 +100,8 @@ def program(layout, D, DV):
     kind, _, spec = layout.partition("=")
     if kind == "mma":
         return gemm_program(spec)
+    if kind == "attnmma":
+        return attn_mma_program(spec, D, DV)
     vals = spec.split(",")
     split = vals[-1] == "split"
     nums = [int(v) for v in vals if v != "split"]

@@ -2,6 +2,7 @@
 // use; we answer "overrideable" where the fused kernel (dlprim/attention) can run the call and
 // "math" otherwise (torch's decomposition into native ops, never the CPU). The overrideable op and
 // its backward are the fused forward and the recomputing backward (dropout drawn in the kernels).
+#include "aten/GemmRunner.h"
 #include "aten/RandomLaunch.h"
 #include "core/Errors.h"
 #include "core/Graph.h"
@@ -175,6 +176,7 @@ fused_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
   at::Tensor out = alloc_like_query(q, v.size(3));
   at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(compute_type(q)));
   dlprim::AttnShape s = attn_shape(q, k, v, is_causal, scale, m.defined());
+  s.fp32_math = matmul_fp32_math();  // float32 on a matrix engine: TF32 where matmul may use it
   int device = q.device().index();
   // Dropout: one Philox offset of the device's generator (torch.manual_seed reproduces it); the
   // backward redraws the same mask from (seed, offset), saved as the op's philox outputs.

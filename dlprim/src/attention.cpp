@@ -1,6 +1,8 @@
 // Launches of the fused attention kernels (kernels/attention.cl: row kernels; attention_tiled.cl and
 // attention_bwd_tiled.cl: register tiles): the per-head-dim layouts, their environment overrides and
 // the program text.
+#include "attention_mma.h"
+
 #include <dlprim/attention.h>
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
@@ -411,6 +413,20 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
                        cl_mem lse, uint64_t lse_offset) {
   check(ctx, s, dtype);
   if (s.B * s.Hq * s.L == 0) return;
+  // The matrix engine where the device has the kind (attention_mma.cpp); same arguments and grid shape.
+  const detail::AttnMmaKernel mk = detail::attention_mma_forward(ctx, s, dtype, K, V);
+  if (mk.kernel) {
+    std::lock_guard<std::mutex> lock(*mk.m);
+    KernelArgs args(mk.kernel);
+    add_common(args, s, DType::F32, Q, K, V, M);
+    add_tensor(args, O, nullptr);
+    args.add(lse).add<cl_ulong>(lse_offset);
+    add_dropout(args, s, DType::F32);
+    size_t global[3] = {mk.threads, static_cast<size_t>(ceil_div(s.L, mk.rows)), static_cast<size_t>(s.B * s.Hq)};
+    size_t local[3] = {mk.threads, 1, 1};
+    launch_nd(q, mk.kernel, 3, global, local, "attention_forward_mma");
+    return;
+  }
   Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Forward,
                            vec_ok(dtype, s.D, s.DV, {&Q, &K, &V}));
   std::lock_guard<std::mutex> lock(k.m);

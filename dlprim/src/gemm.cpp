@@ -112,7 +112,7 @@ const std::string& tiled_program(DType dtype, DType c_dtype, const TileConfig& c
     << "\n#define IDX_T " << (idx64 ? "long" : "int") << "\n#define VEC4_A " << vec.a << "\n#define VEC4_B " << vec.b
     << "\n#define VEC4_FULL " << vec.full << "\n";
   if (cfg.mma)
-    s << detail::mma_defines(cfg, mma, "gemm_tiled") << kernel_source("gemm") << kernel_source("gemm_mma");
+    s << detail::mma_defines(cfg, mma, "gemm_tiled") << kernel_source("gemm") << kernel_source("mma_common") << kernel_source("gemm_mma");
   else
     s << detail::tile_defines(cfg, dtype, a_kc, b_nc, "gemm_tiled") << kernel_source("gemm") << kernel_source("gemm_tiled");
   *text = s.str();

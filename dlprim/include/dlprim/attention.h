@@ -2,6 +2,7 @@
 #pragma once
 #include <dlprim/context.h>
 #include <dlprim/dtype.h>
+#include <dlprim/gemm.h>  // Fp32Math
 
 #include <cstdint>
 
@@ -22,6 +23,9 @@ struct AttnShape {
   bool has_mask = false; // additive mask of dtype `dtype`, indexed [b, hq, i, j]
   double dropout = 0;     // probability of dropping a probability; drawn from Philox (seed, offset)
   uint64_t seed = 0, offset = 0;
+  // float32 inputs on a matrix engine (attention_mma.cl): Exact runs 3xTF32 (fp32 accuracy), Tf32 plain
+  // TF32 (torch's float32 matmul precision 'high' / 'medium', as for matmul).
+  Fp32Math fp32_math = Fp32Math::Exact;
 };
 
 // Largest head dim the kernels take (registers per thread grow with it).

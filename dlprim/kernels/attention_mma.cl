@@ -1,0 +1,372 @@
+// Fused attention forward on the matrix engine (flash-attention 2 on mma.sync; mma_common.cl): the same
+// arguments, results (O and the natural-log lse, +inf for a row that sees nothing) and dropout draws as
+// attention_tiled.cl's attn_fwd_tiled, so attention.cpp launches either one and the backward reads either
+// lse. Needs attention_common.cl (and philox.cl with DROPOUT) and mma_common.cl before it. The generator
+// (attention_mma.cpp) defines T (float), ST, LOAD / STORE, D, DV, HAS_MASK, MMA_KIND, MMA_EMULATE, NW (warps
+// per work-group), BKT (keys per tile), VEC_K / VEC_V (16-byte staging loads) and PREFETCH.
+//
+// Warp w owns queries q0 + 16 w .. + 15 (rows gid and gid + 8 of every fragment); the work-group's NW warps
+// share each key tile, staged in local memory. Per tile, S = Q K^T on mma (Q's A fragments stay in registers
+// for the whole loop), the online softmax on S's C fragments (a row's 4 columns live in the 4 lanes of a
+// quad: 2 xor shuffles), then O += P V with P taken straight from S's C fragments as the A operand:
+//   tf32 (m16n8k8): the k slots of a product are free as long as A and B agree, so k-step t pairs slot tig
+//     with key 8 t + 2 tig and slot tig + 4 with key 8 t + 2 tig + 1: a = (c0, c2, c1, c3) of n-tile t, and
+//     B reads V rows 8 t + 2 tig, + 1 (no shuffle, no local round trip);
+//   16-bit (m16n8k16): c of n-tiles 2 t and 2 t + 1 packed in pairs is exactly A's layout (flash-attention
+//     2's trick); B wants key pairs of one column, so V is staged transposed (Vt[dv][key]): 32-bit reads.
+// Scores go to the exp2 domain once (x = s * scale * log2 e): exp2 is one ex2.approx on NVIDIA.
+//
+// Local tiles are padded so that fragment reads hit 32 distinct banks: K[key][d] rows of DK + 4 floats
+// (row stride = 4 mod 8 words: lanes (gid, tig) -> 4 gid + tig mod 8 ...) or, 16-bit, a stride of 8 mod 16
+// words (8-byte reads, half-warps); V[key][dv] rows of DVN + 4 floats (two key rows 2 tig apart: 8 tig +
+// gid); Vt rows of BKT + 8 halves (4 mod 8 words).
+//
+// What should bound it (per warp and 64-key step at D = DV = 64): 16-bit: 64 mma and 64 + 64 32-bit-lane
+// local reads (K 8-byte, Vt 4-byte: ~2 shared wavefronts per mma, the same rate as flash-attention 2's
+// ldmatrix) plus ~40 instructions of softmax per 32 scores per lane; so shared-memory bandwidth and the
+// softmax's instruction issue, not the tensor cores. tf32: twice the mma count (k8) and 2 4-byte reads per
+// B fragment; 3xtf32 3x the mma plus the splits (2 cvt + 1 sub per operand element). Global loads are
+// prefetched one tile ahead in registers (PREFETCH, small heads) or issued before the barrier otherwise.
+
+#if MMA_KIND <= 2
+#define KS 8
+#define UE 4          // elements per 16-byte staging unit
+#define MT uint      // staged bits: fp32 (3xtf32: split when read) or tf32
+#else
+#define KS 16
+#define UE 8
+#define MT ushort
+#endif
+#define NTH (32 * NW)                            // work-items per group
+#define NQ (16 * NW)                             // queries per group
+#define CDIV(a, b) (((a) + (b) - 1) / (b))
+#define DK (CDIV(D, KS) * KS)                    // head dim padded to the mma's k (zeros)
+#define DVN (CDIV(DV, 8) * 8)                    // value dim padded to whole n-tiles
+#define NKT (BKT / 8)                            // score n-tiles per key tile
+#define NO (DVN / 8)                             // output n-tiles
+#define NQK (DK / KS)                            // k-steps of the score product
+#if MMA_KIND <= 2
+#define KLD (DK + 4)
+#define VLD (DVN + 4)
+#define V_ELEMS (BKT * VLD)
+#else
+#define KLD (DK + ((DK / 2) % 16 == 0 ? 16 : 0))
+#define VLD (BKT + 8)                            // Vt[dv][key]
+#define V_ELEMS (DVN * VLD)
+#endif
+#define KUNITS (BKT * DK / UE)                    // 16-byte units of a key tile, of a value tile
+#define VUNITS (BKT * DVN / UE)
+#define KPT CDIV(KUNITS, NTH)
+#define VPT CDIV(VUNITS, NTH)
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
+
+// The stored bits of element i of a [rows x dim] operand (float: its fp32 bits; 16-bit: its storage bits).
+#define RAW(p, i) (((__global const MT*)(p))[i])
+
+// The 16-byte unit of row `row`, dims d .. d + UE - 1 (zeros past rows / dim), as uint4. VEC: whole units
+// (dim % UE == 0, unit-strided 16-byte aligned rows: one load at a clamped address).
+inline uint4 attn_mma_unit(__global const ST* src, ulong off, dl_attn_strides s, int bb, int hh, int row, int rows,
+                           int d, int dim, int vec) {
+  const int rc = min(row, rows - 1);
+  if (vec) {
+    const long i = (long)off + (long)bb * s.b + (long)hh * s.h + (long)rc * s.l + min(d, dim - UE);
+    const uint4 v = *(__global const uint4*)((__global const MT*)src + i);
+    return (row < rows && d < dim) ? v : (uint4)0;
+  }
+  uint w[4] = {0, 0, 0, 0};
+  _Pragma("unroll") for (int j = 0; j < UE; ++j) {
+    const int e = d + j;
+    const MT x = (row < rows && e < dim) ? RAW(src, (long)off + AT(s, bb, hh, rc, min(e, dim - 1))) : (MT)0;
+#if UE == 8
+    w[j / 2] |= (uint)x << (16 * (j % 2));
+#else
+    w[j] = x;
+#endif
+  }
+  return (uint4)(w[0], w[1], w[2], w[3]);
+}
+
+// Staging positions of unit v of this work-item: keys row-major (consecutive work-items read consecutive
+// 16 bytes of a row); values key-fast (16-bit: consecutive work-items write adjacent keys of Vt's rows).
+#define K_ROW(v) ((tid + (v) * NTH) / (DK / UE))
+#define K_D(v) (((tid + (v) * NTH) % (DK / UE)) * UE)
+#if MMA_KIND <= 2
+#define V_ROW(v) ((tid + (v) * NTH) / (DVN / UE))
+#define V_D(v) (((tid + (v) * NTH) % (DVN / UE)) * UE)
+#else
+#define V_ROW(v) ((tid + (v) * NTH) % BKT)
+#define V_D(v) (((tid + (v) * NTH) / BKT) * UE)
+#endif
+#define FETCH_TILE(j0)                                                                                     \
+  do {                                                                                                      \
+    _Pragma("unroll") for (int v = 0; v < KPT; ++v) kr[v] = (tid + v * NTH < KUNITS)                         \
+        ? attn_mma_unit(K, ko, ks, bb, hk, (j0) + K_ROW(v), S, K_D(v), D, VEC_K) : (uint4)0;                 \
+    _Pragma("unroll") for (int v = 0; v < VPT; ++v) vr[v] = (tid + v * NTH < VUNITS)                         \
+        ? attn_mma_unit(V, vo, vs, bb, hk, (j0) + V_ROW(v), S, V_D(v), DV, VEC_V) : (uint4)0;                \
+  } while (0)
+#if MMA_KIND == 1
+#define STAGE(u) ((uint4)(mma_tf32(as_float((u).x)), mma_tf32(as_float((u).y)), mma_tf32(as_float((u).z)), mma_tf32(as_float((u).w))))
+#else
+#define STAGE(u) (u)
+#endif
+#if MMA_KIND <= 2
+#define COMMIT_V(v) *(__local uint4*)(Vs + V_ROW(v) * VLD + V_D(v)) = STAGE(vr[v])
+#else
+#define COMMIT_V(v)                                                                 \
+  do {                                                                              \
+    const uint w_[4] = {vr[v].x, vr[v].y, vr[v].z, vr[v].w};                         \
+    _Pragma("unroll") for (int j = 0; j < UE; ++j)                                   \
+      Vs[(V_D(v) + j) * VLD + V_ROW(v)] = (ushort)(w_[j / 2] >> (16 * (j % 2)));     \
+  } while (0)
+#endif
+#define COMMIT_TILE()                                                                                  \
+  do {                                                                                                  \
+    _Pragma("unroll") for (int v = 0; v < KPT; ++v) if (tid + v * NTH < KUNITS)                          \
+      *(__local uint4*)(Ks + K_ROW(v) * KLD + K_D(v)) = STAGE(kr[v]);                                    \
+    _Pragma("unroll") for (int v = 0; v < VPT; ++v) if (tid + v * NTH < VUNITS) COMMIT_V(v);            \
+  } while (0)
+
+// Max / sum over the 4 lanes of a quad (the lanes holding one fragment row).
+#if MMA_EMULATE
+#define QUAD_XOR(x, m, OP)                                   \
+  do {                                                       \
+    emu_regs[tid] = as_uint(x);                              \
+    barrier(CLK_LOCAL_MEM_FENCE);                            \
+    x = OP(x, as_float(emu_regs[tid ^ (m)]));                \
+    barrier(CLK_LOCAL_MEM_FENCE);                            \
+  } while (0)
+#else
+inline float attn_shfl_xor(float x, int m) {
+  float r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(x), "r"(m));
+  return r;
+}
+#define QUAD_XOR(x, m, OP) x = OP(x, attn_shfl_xor(x, m))
+#endif
+#define ADD_(a, b) ((a) + (b))
+#define QUAD_REDUCE(x, OP) \
+  QUAD_XOR(x, 1, OP);      \
+  QUAD_XOR(x, 2, OP)
+
+// Two probabilities as a 16-bit operand register (lo: the lower k slot), rounded to nearest even.
+#if MMA_KIND == 3
+#if MMA_EMULATE
+#define PACK_P(lo, hi) ((uint)dl_float_to_bf16(lo) | ((uint)dl_float_to_bf16(hi) << 16))
+#else
+inline uint attn_pack_p(float lo, float hi) {
+  uint r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+#define PACK_P(lo, hi) attn_pack_p(lo, hi)
+#endif
+#elif MMA_KIND == 4
+#if MMA_EMULATE
+inline uint attn_pack_p(float lo, float hi) {
+  ushort h[2];
+  vstore_half_rte(lo, 0, (__private half*)h);
+  vstore_half_rte(hi, 1, (__private half*)h);
+  return (uint)h[0] | ((uint)h[1] << 16);
+}
+#else
+inline uint attn_pack_p(float lo, float hi) {
+  uint r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+#endif
+#define PACK_P(lo, hi) attn_pack_p(lo, hi)
+#endif
+
+// d += a b for the kind: 3xtf32 splits both operands (big, small) and adds the three significant products.
+// Q's split is redone in every tile on purpose: hoisted out of the key loop (which the compiler does for a
+// loop-invariant value) it would hold Q's small parts in D / 2 more registers and spill; the volatile
+// move makes each tile's copy of the fragment opaque.
+#if MMA_KIND == 2
+#if MMA_EMULATE
+#define OPAQUE(x) (x)
+#else
+inline uint attn_opaque(uint x) {
+  uint r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+}
+#define OPAQUE(x) attn_opaque(x)
+#endif
+#define MMA_X(d, a, b)                                                                          \
+  do {                                                                                          \
+    uint ab_[4], as_[4], bb_[2], bs_[2];                                                        \
+    _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) {                                          \
+      const uint2 p_ = mma_split(as_float(OPAQUE((a)[e_])));                                    \
+      ab_[e_] = p_.x, as_[e_] = p_.y;                                                           \
+    }                                                                                           \
+    _Pragma("unroll") for (int e_ = 0; e_ < 2; ++e_) {                                          \
+      const uint2 p_ = mma_split(as_float((b)[e_]));                                            \
+      bb_[e_] = p_.x, bs_[e_] = p_.y;                                                           \
+    }                                                                                           \
+    MMA(d, as_, bb_);                                                                           \
+    MMA(d, ab_, bs_);                                                                           \
+    MMA(d, ab_, bb_);                                                                           \
+  } while (0)
+#else
+#define MMA_X(d, a, b) MMA(d, a, b)
+#endif
+
+// Grid: (NTH, ceil(L / NQ), B * Hq); key/value head = query head / G.
+__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
+    ATTN_COMMON_PARAMS, __global ST* O, ulong oo, dl_attn_strides os, __global T* LSE, ulong lo ATTN_DROP_DECL) {
+  __local MT Ks[BKT * KLD] __attribute__((aligned(16)));
+  __local MT Vs[V_ELEMS] __attribute__((aligned(16)));
+#if MMA_EMULATE
+  __local uint emu_regs[NTH * 6];
+#endif
+  const int tid = get_local_id(0), lane = tid % 32, gid = lane / 4, tig = lane % 4, warp = tid / 32;
+  const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
+  const int q0 = ATTN_QBLOCK(causal) * NQ;
+  const int r_lo = q0 + warp * 16 + gid, r_hi = r_lo + 8;  // this lane's two fragment rows
+  const float c = scale * LOG2E;
+
+  // Q's A fragments, for the whole loop (tf32: rounded; 3xtf32: fp32, split at each use; 16-bit: stored
+  // d 4 tig .. 4 tig + 3 in k slots (2 tig, 2 tig + 1, 2 tig + 8, 2 tig + 9), matching K's 8-byte reads).
+  uint qf[NQK][4];
+  {
+    const int rl = min(r_lo, L - 1), rh = min(r_hi, L - 1);
+#define QBITS(r, rc, d) (((r) < L && (d) < D) ? RAW(Q, (long)qo + AT(qs, bb, h, rc, d)) : (MT)0)
+    _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+#if MMA_KIND <= 2
+      const int d0 = t * 8 + tig, d1 = d0 + 4;
+      qf[t][0] = QBITS(r_lo, rl, d0), qf[t][1] = QBITS(r_hi, rh, d0);
+      qf[t][2] = QBITS(r_lo, rl, d1), qf[t][3] = QBITS(r_hi, rh, d1);
+#if MMA_KIND == 1
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) qf[t][e] = mma_tf32(as_float(qf[t][e]));
+#endif
+#else
+      const int d0 = t * 16 + 4 * tig;
+      qf[t][0] = (uint)QBITS(r_lo, rl, d0) | ((uint)QBITS(r_lo, rl, d0 + 1) << 16);
+      qf[t][1] = (uint)QBITS(r_hi, rh, d0) | ((uint)QBITS(r_hi, rh, d0 + 1) << 16);
+      qf[t][2] = (uint)QBITS(r_lo, rl, d0 + 2) | ((uint)QBITS(r_lo, rl, d0 + 3) << 16);
+      qf[t][3] = (uint)QBITS(r_hi, rh, d0 + 2) | ((uint)QBITS(r_hi, rh, d0 + 3) << 16);
+#endif
+    }
+#undef QBITS
+  }
+
+  float o[NO][4];
+  _Pragma("unroll") for (int n = 0; n < NO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
+  float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0, l_hi = 0;  // l: this lane's partial sums
+  const int last_row = min(L, q0 + NQ) - 1;
+  const int s_end = causal ? min(S, last_row + 1) : S;
+  uint4 kr[KPT], vr[VPT];
+#if PREFETCH
+  if (s_end > 0) FETCH_TILE(0);
+#endif
+  for (int j0 = 0; j0 < s_end; j0 += BKT) {
+#if !PREFETCH
+    FETCH_TILE(j0);  // in flight while slower warps finish the previous tile
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    COMMIT_TILE();
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if PREFETCH
+    if (j0 + BKT < s_end) FETCH_TILE(j0 + BKT);  // lands during this tile's products
+#endif
+    // S = Q K^T
+    float s[NKT][4];
+    _Pragma("unroll") for (int n = 0; n < NKT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
+    _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+        __local const MT* kp = Ks + (n * 8 + gid) * KLD + t * KS;
+        uint b[2];
+#if MMA_KIND <= 2
+        b[0] = kp[tig], b[1] = kp[tig + 4];
+#else
+        const uint2 w = *(__local const uint2*)(kp + 4 * tig);
+        b[0] = w.x, b[1] = w.y;
+#endif
+        MMA_X(s[n], qf[t], b);
+      }
+    }
+    // Scale, mask (exp2 domain) and the tile's row maxima.
+    float mx_lo = -INFINITY, mx_hi = -INFINITY;
+    _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+        const int i = e < 2 ? r_lo : r_hi, j = j0 + n * 8 + 2 * tig + (e & 1);
+        float x = s[n][e] * c;
+        if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
+#if HAS_MASK
+        else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+#endif
+        s[n][e] = x;
+        if (e < 2) mx_lo = fmax(mx_lo, x);
+        else mx_hi = fmax(mx_hi, x);
+      }
+    }
+    QUAD_REDUCE(mx_lo, fmax);
+    QUAD_REDUCE(mx_hi, fmax);
+    const float mn_lo = fmax(m_lo, mx_lo), mn_hi = fmax(m_hi, mx_hi);
+    // mn == -inf: nothing visible in the row yet (o, l still 0); m == -inf gives alpha 0.
+    const float a_lo = mn_lo == -INFINITY ? 1.0f : native_exp2(m_lo - mn_lo);
+    const float a_hi = mn_hi == -INFINITY ? 1.0f : native_exp2(m_hi - mn_hi);
+    const float sub_lo = mn_lo == -INFINITY ? 0.0f : mn_lo, sub_hi = mn_hi == -INFINITY ? 0.0f : mn_hi;
+    m_lo = mn_lo, m_hi = mn_hi;
+    l_lo *= a_lo, l_hi *= a_hi;
+    _Pragma("unroll") for (int n = 0; n < NO; ++n) o[n][0] *= a_lo, o[n][1] *= a_lo, o[n][2] *= a_hi, o[n][3] *= a_hi;
+    _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+#ifdef DROPOUT
+      uint4 w_lo, w_hi;  // one Philox group holds both columns of a lane (2 tig is even)
+      const int jd = j0 + n * 8 + 2 * tig;
+      const ulong S4 = (ulong)((S + 3) & ~3);
+      w_lo = dl_philox(seed, ((ulong)((ulong)bh * L + r_lo) * S4 + jd) >> 2, offset);
+      w_hi = dl_philox(seed, ((ulong)((ulong)bh * L + r_hi) * S4 + jd) >> 2, offset);
+#endif
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+        const float p = native_exp2(s[n][e] - (e < 2 ? sub_lo : sub_hi));  // exp2(-inf) = 0: masked keys
+        if (e < 2) l_lo += p;  // the softmax's sum is over every key; dropout scales what reaches o
+        else l_hi += p;
+#ifdef DROPOUT
+        s[n][e] = p * ATTN_Z(e < 2 ? w_lo : w_hi, (jd + (e & 1)) & 3);
+#else
+        s[n][e] = p;
+#endif
+      }
+    }
+    // O += P V
+#if MMA_KIND <= 2
+    _Pragma("unroll") for (int t = 0; t < NKT; ++t) {
+      uint a[4] = {as_uint(s[t][0]), as_uint(s[t][2]), as_uint(s[t][1]), as_uint(s[t][3])};
+#if MMA_KIND == 1
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e]));
+#endif
+      _Pragma("unroll") for (int n = 0; n < NO; ++n) {
+        __local const MT* vp = Vs + (t * 8 + 2 * tig) * VLD + n * 8 + gid;
+        uint b[2] = {vp[0], vp[VLD]};
+        MMA_X(o[n], a, b);
+      }
+    }
+#else
+    _Pragma("unroll") for (int t = 0; t < NKT / 2; ++t) {
+      uint a[4] = {PACK_P(s[2 * t][0], s[2 * t][1]), PACK_P(s[2 * t][2], s[2 * t][3]),
+                   PACK_P(s[2 * t + 1][0], s[2 * t + 1][1]), PACK_P(s[2 * t + 1][2], s[2 * t + 1][3])};
+      _Pragma("unroll") for (int n = 0; n < NO; ++n) {
+        __local const MT* vp = Vs + (n * 8 + gid) * VLD + t * 16 + 2 * tig;
+        uint b[2] = {*(__local const uint*)vp, *(__local const uint*)(vp + 8)};
+        MMA_X(o[n], a, b);
+      }
+    }
+#endif
+  }
+  QUAD_REDUCE(l_lo, ADD_);
+  QUAD_REDUCE(l_hi, ADD_);
+  const float inv_lo = l_lo > 0 ? 1.0f / l_lo : 0.0f, inv_hi = l_hi > 0 ? 1.0f / l_hi : 0.0f;
+  _Pragma("unroll") for (int n = 0; n < NO; ++n) {
+    _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+      const int i = e < 2 ? r_lo : r_hi, col = n * 8 + 2 * tig + (e & 1);
+      if (i < L && col < DV) STORE(O, (long)oo + AT(os, bb, h, i, col), o[n][e] * (e < 2 ? inv_lo : inv_hi));
+    }
+  }
+  if (tig == 0) {
+    if (r_lo < L) LSE[lo + (ulong)bh * L + r_lo] = l_lo > 0 ? m_lo * LN2 + log(l_lo) : (T)INFINITY;
+    if (r_hi < L) LSE[lo + (ulong)bh * L + r_hi] = l_hi > 0 ? m_hi * LN2 + log(l_hi) : (T)INFINITY;
+  }
+}

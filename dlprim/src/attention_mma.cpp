@@ -1,0 +1,133 @@
+// Host side of the matrix-engine attention forward (kernels/attention_mma.cl): the calls it takes, its
+// work-group shape and program text. attention.cpp sets the arguments (those of attn_fwd_tiled) and launches.
+#include "attention_mma.h"
+
+#include "gemm_internal.h"
+
+#include <dlprim/embedded.h>
+#include <dlprim/int_math.h>
+#include <dlprim/program_cache.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+namespace dlprim {
+namespace detail {
+
+namespace {
+
+struct MmaLayout {
+  int nw = 4;            // warps per work-group (16 queries each)
+  int bkt = 32;          // keys per staged tile
+  int prefetch = 0;      // the next tile's global loads held in registers across the products
+};
+
+bool is16(MmaKind k) { return k == MmaKind::Bf16 || k == MmaKind::Fp16; }
+
+// Local bytes of attention_mma.cl's tiles (its KLD / VLD paddings) and the emulation's registers.
+uint64_t local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV) {
+  const bool h = is16(m.kind);
+  const int64_t ks = h ? 16 : 8, dk = ceil_div(D, ks) * ks, dvn = ceil_div(DV, 8) * 8;
+  const int64_t kld = h ? dk + ((dk / 2) % 16 == 0 ? 16 : 0) : dk + 4;
+  const int64_t v = h ? dvn * (l.bkt + 8) : static_cast<int64_t>(l.bkt) * (dvn + 4);
+  return static_cast<uint64_t>(l.bkt * kld + v) * (h ? 2 : 4) + (m.emulate ? 32 * l.nw * 6 * 4 : 0);
+}
+
+// PYTORCH_OCL_ATTN_MMA: "0" keeps the FMA kernels; "NW,BKT,PREFETCH" sets warps per work-group, keys per
+// tile and the register prefetch (0/1) (layout experiments). Default 4 warps (64 queries), 32-key tiles
+// (16 for fp32 heads over 64), prefetch for heads up to 64 except 3xtf32. Chosen by register estimates
+// (scripts/ptx_registers.py attnmma=...: under 255 without spills), not yet by timings.
+bool layout_for(const Context& ctx, MmaChoice m, int64_t D, int64_t DV, MmaLayout& l) {
+  const char* env = std::getenv("PYTORCH_OCL_ATTN_MMA");
+  if (env && (!std::strcmp(env, "0") || !std::strcmp(env, "off"))) return false;
+  const bool wide = std::max(D, DV) > 64;
+  l.bkt = wide && !is16(m.kind) ? 16 : 32;
+  l.prefetch = !wide && m.kind != MmaKind::Tf32x3;
+  if (env) {
+    MmaLayout e;
+    char extra = 0;
+    if (std::sscanf(env, "%d,%d,%d%c", &e.nw, &e.bkt, &e.prefetch, &extra) == 3 && e.nw >= 1 && e.nw <= 16 &&
+        e.bkt >= 16 && e.bkt % 16 == 0 && e.bkt <= 128)
+      l = e;
+  }
+  if (static_cast<uint64_t>(32 * l.nw) > ctx.info().max_work_group_size) return false;
+  const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+  while (l.bkt > 16 && local_bytes(l, m, D, DV) > limit) l.bkt /= 2;
+  return local_bytes(l, m, D, DV) <= limit;
+}
+
+// Whether a [B, H, rows, dim] operand's rows are whole aligned 16-byte units (unit stride, offsets and
+// strides multiples of the unit).
+bool vec16(const AttnTensor& t, int64_t dim, int unit) {
+  return dim % unit == 0 && t.sd == 1 && t.sl % unit == 0 && t.sh % unit == 0 && t.sb % unit == 0 &&
+         t.offset % unit == 0;
+}
+
+std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const MmaLayout& l, bool mask,
+                         bool dropout, bool vk, bool vv, bool prefetch) {
+  std::ostringstream s;
+  s << kernel_source("common");
+  if (dropout) s << kernel_source("philox") << "#define DROPOUT 1\n";
+  s << "#define T float\n#define T4 float4\n#define ST " << storage_cl_type(dtype) << "\n"
+    << "#define LOAD(p, i) (" << convert_expr(dtype, DType::F32, load_expr(dtype, "(p)", "(i)")) << ")\n"
+    << "#define STORE(p, i, v) do { " << store_stmt(dtype, "(p)", "(i)", convert_expr(DType::F32, dtype, "(v)"))
+    << " } while (0)\n"
+    << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0)
+    << "\n#define ATTN_NATIVE_EXP 1\n#define ATTN_VEC 0\n"
+    << "#define MMA_KIND " << static_cast<int>(m.kind) << "\n#define MMA_EMULATE " << (m.emulate ? 1 : 0)
+    << "\n#define NW " << l.nw << "\n#define BKT " << l.bkt << "\n#define VEC_K " << vk << "\n#define VEC_V " << vv
+    << "\n#define PREFETCH " << prefetch << "\n";
+  s << kernel_source("attention_common") << kernel_source("mma_common") << kernel_source("attention_mma");
+  return s.str();
+}
+
+struct Entry {
+  std::mutex m;
+  cl_kernel k = nullptr;
+};
+
+} // namespace
+
+AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
+                                    const AttnTensor& V) {
+  AttnMmaKernel r;
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return r;
+  if (s.D > 128 || s.DV > 128 || s.D < 1 || s.DV < 1) return r;  // registers: Q and O fragments live in them
+  const MmaChoice m = mma_choice(ctx, dtype, s.fp32_math == Fp32Math::Tf32 ? Fp32Math::Tf32 : Fp32Math::Exact);
+  if (!m) return r;
+  MmaLayout l;
+  if (!layout_for(ctx, m, s.D, s.DV, l)) return r;
+  const int unit = is16(m.kind) ? 8 : 4;
+  const bool vk = vec16(K, s.D, unit), vv = vec16(V, s.DV, unit);
+  const bool prefetch = l.prefetch != 0;
+  static std::mutex map_mutex;
+  static std::map<std::tuple<cl_context, int, int, int64_t, int64_t, int, int, int, std::string>, Entry> cache;
+  Entry* e;
+  {
+    std::lock_guard<std::mutex> lock(map_mutex);
+    e = &cache[std::make_tuple(ctx.context(), static_cast<int>(dtype), static_cast<int>(m.kind) + 8 * m.emulate,
+                               s.D, s.DV, l.nw * 1000 + l.bkt,
+                               (s.has_mask ? 1 : 0) | (s.dropout > 0 ? 2 : 0) | (vk ? 4 : 0) | (vv ? 8 : 0),
+                               prefetch ? 1 : 0, std::string())];
+  }
+  {
+    std::lock_guard<std::mutex> lock(e->m);
+    if (!e->k)
+      e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vk, vv, prefetch)),
+                           "attn_fwd_mma");
+  }
+  r.kernel = e->k;
+  r.m = &e->m;
+  r.threads = static_cast<size_t>(32 * l.nw);
+  r.rows = 16 * l.nw;
+  return r;
+}
+
+} // namespace detail
+} // namespace dlprim

@@ -1,0 +1,148 @@
+"""The matrix-engine attention forward (dlprim/kernels/attention_mma.cl) against float64 CPU references.
+
+PYTORCH_OCL_MMA=emulate runs the kernel with each mma.sync (and each quad shuffle) replaced by a local-memory
+emulation of the same fragment layouts, so PoCL in CI tests every line; on an NVIDIA device
+PYTORCH_OCL_MMA_TEST=native runs the same tests on the real instruction. Each call asserts that the mma
+kernel ran (the profiler's launch names). Kinds: float32 at torch's default 'highest' matmul precision is
+3xTF32 (fp32 tolerance), at 'high' plain TF32 (operands rounded to 10 mantissa bits: a looser bound), 16-bit
+m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward (FMA kernels) reads the
+forward's lse, so gradients are checked too. Small shapes: the emulation is slow.
+"""
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pytorch_ocl
+
+NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
+MMA_LAUNCH = "attention_forward_mma"
+TOL = {"3xtf32": 2e-5, "tf32": 4e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
+
+
+@pytest.fixture(autouse=True)
+def _engine(monkeypatch):
+    monkeypatch.delenv("PYTORCH_OCL_ATTN_MMA", raising=False)
+    monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
+    if NATIVE:
+        monkeypatch.delenv("PYTORCH_OCL_MMA", raising=False)
+    else:
+        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
+    yield
+    torch.set_float32_matmul_precision("highest")
+
+
+def dtype_of(kind):
+    if kind in ("3xtf32", "tf32"):
+        torch.set_float32_matmul_precision("highest" if kind == "3xtf32" else "high")
+        return torch.float32
+    return kind
+
+
+def launches(fn):
+    with pytorch_ocl.profiler.profile() as prof:
+        out = fn()
+    return out, [r[0] for r in prof.records]
+
+
+def make(B, Hq, Hk, L, S, D, Dv, transposed=False, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if transposed:  # [B, L, H, D].transpose(1, 2), as transformers passes them
+        return (torch.randn(B, L, Hq, D, generator=g).transpose(1, 2), torch.randn(B, S, Hk, D, generator=g).transpose(1, 2),
+                torch.randn(B, S, Hk, Dv, generator=g).transpose(1, 2))
+    return (torch.randn(B, Hq, L, D, generator=g), torch.randn(B, Hk, S, D, generator=g),
+            torch.randn(B, Hk, S, Dv, generator=g))
+
+
+def check(ref, got, tol, what):
+    ref, got = ref.double(), got.detach().cpu().double()
+    assert ref.shape == got.shape, (what, ref.shape, got.shape)
+    if ref.numel():
+        scale = max(ref.abs().max().item(), 1.0)
+        err = (ref - got).abs().max().item()
+        assert err <= tol * scale, f"{what}: max error {err:.3e} (scale {scale:.2f}, tol {tol * scale:.2e})"
+
+
+def run(kind, q, k, v, grad=False, mma=True, **kw):
+    """The device's SDPA (checking that the mma forward ran, or did not) against float64 on the CPU."""
+    dtype = dtype_of(kind)
+    tol = TOL[kind]
+    dev = [t.to(dtype).to("ocl").requires_grad_(grad) for t in (q, k, v)]
+    ref = [t.to(dtype).double().requires_grad_(grad) for t in (q, k, v)]
+    kw_dev = {a: (b.to("ocl") if isinstance(b, torch.Tensor) else b) for a, b in kw.items()}
+    if isinstance(kw.get("attn_mask"), torch.Tensor) and kw["attn_mask"].is_floating_point():
+        kw_dev["attn_mask"] = kw["attn_mask"].to(dtype).to("ocl")
+        kw["attn_mask"] = kw["attn_mask"].to(dtype).double()
+    gqa = q.shape[1] != k.shape[1]
+    out, names = launches(lambda: F.scaled_dot_product_attention(*dev, enable_gqa=gqa, **kw_dev))
+    assert (MMA_LAUNCH in names) == mma, names
+    o_ref = F.scaled_dot_product_attention(*ref, enable_gqa=gqa, **kw)
+    check(o_ref, out, tol, "out")
+    if grad:
+        g = torch.linspace(-1, 1, o_ref.numel(), dtype=torch.float64).reshape(o_ref.shape)
+        g_ref = torch.autograd.grad(o_ref, ref, g)
+        g_dev = torch.autograd.grad(out, dev, g.to(dtype).to("ocl"))
+        for name, a, b in zip("qkv", g_ref, g_dev):
+            check(a, b, 2 * tol, "grad " + name)  # through the forward's lse and output
+    return out
+
+
+# (kind, B, Hq, Hk, L, S, D, Dv, causal, transposed): tails (L, S not multiples of the 64-query / 32-key
+# tiles), L < S and L > S (causal is top-left aligned, as torch's is_causal), GQA, D 64 / 128 / 80 / 96 /
+# odd 24 (scalar staging), Dv != D, the transformers layout.
+GRID = [
+    ("3xtf32", 1, 2, 2, 37, 45, 64, 64, False, False),
+    ("3xtf32", 1, 4, 2, 70, 33, 80, 48, True, False),
+    ("3xtf32", 1, 1, 1, 20, 50, 128, 128, True, True),
+    ("tf32", 2, 2, 1, 30, 40, 96, 96, False, True),
+    (torch.bfloat16, 1, 2, 2, 65, 47, 64, 64, True, True),
+    (torch.bfloat16, 1, 3, 1, 9, 70, 24, 40, False, False),
+    (torch.float16, 1, 2, 1, 40, 20, 128, 64, True, False),
+    (torch.float16, 2, 1, 1, 17, 33, 64, 80, False, True),
+]
+
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: "-".join(str(x).replace("torch.", "") for x in c))
+def test_forward_grid(case):
+    kind, B, Hq, Hk, L, S, D, Dv, causal, transposed = case
+    run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), is_causal=causal, scale=0.3 if D == 80 else None)
+
+
+@pytest.mark.parametrize("kind", ["3xtf32", torch.bfloat16])
+def test_backward_reads_the_mma_lse(kind):
+    run(kind, *make(1, 4, 2, 33, 41, 64, 32), grad=True, is_causal=True)
+
+
+@pytest.mark.parametrize("kind", ["3xtf32", torch.float16])
+def test_masks(kind):
+    q, k, v = make(2, 2, 2, 19, 37, 32, 32)
+    keep = torch.rand(19, 37, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[3] = False  # a row that sees nothing: zeros (lse +inf), as torch's math
+    run(kind, q, k, v, attn_mask=keep)
+    bias = torch.randn(2, 1, 19, 37, generator=torch.Generator().manual_seed(2))
+    run(kind, q, k, v, attn_mask=bias)
+
+
+def test_dropout_draws_the_fma_kernels_mask(monkeypatch):
+    q, k, v = (t.to("ocl") for t in make(1, 2, 2, 21, 30, 32, 32))
+    outs = []
+    for env in (None, "0"):
+        if env:
+            monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", env)
+        torch.manual_seed(7)
+        out, names = launches(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
+        assert (MMA_LAUNCH in names) == (env is None), names
+        outs.append(out.cpu())
+    check(outs[1], outs[0], TOL["3xtf32"], "dropout out")
+
+
+def test_zero_sizes_and_fallbacks(monkeypatch):
+    for shape in [(0, 2, 2, 5, 7, 16, 16), (1, 2, 2, 0, 7, 16, 16)]:
+        q, k, v = make(*shape)
+        out = F.scaled_dot_product_attention(q.to("ocl"), k.to("ocl"), v.to("ocl"))
+        assert out.shape == q.shape[:-1] + (16,)
+    # Head dims over 128 stay on the FMA kernels; PYTORCH_OCL_ATTN_MMA=0 keeps them everywhere.
+    run("3xtf32", *make(1, 1, 1, 9, 9, 144, 16), mma=False)
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "0")
+    run(torch.bfloat16, *make(1, 1, 1, 9, 9, 16, 16), mma=False)

@@ -5,7 +5,7 @@
 LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
 (attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
 "attnmma=KIND:NW,BKT[:PREFETCH]" (attention_mma.cl's forward: warps, keys per tile, 0/1 register
-prefetch, default 1 for head dims <= 64), or a matrix-engine GEMM config
+prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
 operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
 each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
@@ -78,7 +78,7 @@ def attn_mma_program(spec, D, DV):
     """attention_mma.cl as dlprim/src/attention_mma.cpp puts it together (16-byte staging loads)."""
     parts = spec.split(":")
     nw, bkt = (int(v) for v in parts[1].split(","))
-    prefetch = int(parts[2]) if len(parts) > 2 else int(max(D, DV) <= 64)
+    prefetch = int(parts[2]) if len(parts) > 2 else int(max(D, DV) <= 64 and parts[0] != "3xtf32")
     k16 = MMA_KINDS[parts[0]] >= 3
     text = PRELUDE + source("common")
     text += "#define T float\n#define T4 float4\n"

@@ -179,10 +179,12 @@ inline uint attn_pack_p(float lo, float hi) {
 #define PACK_P(lo, hi) attn_pack_p(lo, hi)
 #endif
 
-// d += a b for the kind: 3xtf32 splits both operands (big, small) and adds the three significant products.
-// Q's split is redone in every tile on purpose: hoisted out of the key loop (which the compiler does for a
-// loop-invariant value) it would hold Q's small parts in D / 2 more registers and spill; the volatile
-// move makes each tile's copy of the fragment opaque.
+// d += a b for the kind. 3xtf32 splits both operands into big + small tf32 parts and adds the three
+// significant products: A's parts (ab, as) once per k-step (SPLIT_A), B's at each product. Q's split is
+// redone in every tile on purpose: a compiler that hoisted it out of the key loop (it is loop-invariant)
+// would hold Q's small parts in D / 2 more registers (D 128: past 255); OPAQUE (a volatile move, one per
+// element and tile) keeps it in the loop.
+#define NOOP(x) (x)
 #if MMA_KIND == 2
 #if MMA_EMULATE
 #define OPAQUE(x) (x)
@@ -194,23 +196,25 @@ inline uint attn_opaque(uint x) {
 }
 #define OPAQUE(x) attn_opaque(x)
 #endif
-#define MMA_X(d, a, b)                                                                          \
-  do {                                                                                          \
-    uint ab_[4], as_[4], bb_[2], bs_[2];                                                        \
-    _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) {                                          \
-      const uint2 p_ = mma_split(as_float(OPAQUE((a)[e_])));                                    \
-      ab_[e_] = p_.x, as_[e_] = p_.y;                                                           \
-    }                                                                                           \
-    _Pragma("unroll") for (int e_ = 0; e_ < 2; ++e_) {                                          \
-      const uint2 p_ = mma_split(as_float((b)[e_]));                                            \
-      bb_[e_] = p_.x, bs_[e_] = p_.y;                                                           \
-    }                                                                                           \
-    MMA(d, as_, bb_);                                                                           \
-    MMA(d, ab_, bs_);                                                                           \
-    MMA(d, ab_, bb_);                                                                           \
+#define SPLIT_A(ab, as, a, X)                                  \
+  _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) {           \
+    const uint2 p_ = mma_split(as_float(X((a)[e_])));          \
+    ab[e_] = p_.x, as[e_] = p_.y;                              \
+  }
+#define MMA_X(d, ab, as, b)                                    \
+  do {                                                         \
+    uint bb_[2], bs_[2];                                       \
+    _Pragma("unroll") for (int e_ = 0; e_ < 2; ++e_) {         \
+      const uint2 p_ = mma_split(as_float((b)[e_]));           \
+      bb_[e_] = p_.x, bs_[e_] = p_.y;                          \
+    }                                                          \
+    MMA(d, as, bb_);                                           \
+    MMA(d, ab, bs_);                                           \
+    MMA(d, ab, bb_);                                           \
   } while (0)
 #else
-#define MMA_X(d, a, b) MMA(d, a, b)
+#define SPLIT_A(ab, as, a, X) _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) ab[e_] = (a)[e_];
+#define MMA_X(d, ab, as, b) MMA(d, ab, b)
 #endif
 
 // Grid: (NTH, ceil(L / NQ), B * Hq); key/value head = query head / G.
@@ -275,6 +279,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     float s[NKT][4];
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
     _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+      uint qa[4], qsm[4];
+      SPLIT_A(qa, qsm, qf[t], OPAQUE);
       _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
         __local const MT* kp = Ks + (n * 8 + gid) * KLD + t * KS;
         uint b[2];
@@ -284,19 +290,24 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
         const uint2 w = *(__local const uint2*)(kp + 4 * tig);
         b[0] = w.x, b[1] = w.y;
 #endif
-        MMA_X(s[n], qf[t], b);
+        MMA_X(s[n], qa, qsm, b);
       }
     }
-    // Scale, mask (exp2 domain) and the tile's row maxima.
+    // Scale, mask (exp2 domain) and the tile's row maxima. Only tiles at an edge of this warp's block (the
+    // last keys, queries past L, the causal diagonal) test each score: a warp-uniform branch.
     float mx_lo = -INFINITY, mx_hi = -INFINITY;
+    const int w0 = q0 + warp * 16;
+    const bool edge = HAS_MASK || j0 + BKT > S || w0 + 16 > L || (causal && j0 + BKT - 1 > w0);
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const int i = e < 2 ? r_lo : r_hi, j = j0 + n * 8 + 2 * tig + (e & 1);
         float x = s[n][e] * c;
-        if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
+        if (edge) {
+          if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
 #if HAS_MASK
-        else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+          else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
 #endif
+        }
         s[n][e] = x;
         if (e < 2) mx_lo = fmax(mx_lo, x);
         else mx_hi = fmax(mx_hi, x);
@@ -338,10 +349,12 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
 #if MMA_KIND == 1
       _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e]));
 #endif
+      uint pa[4], psm[4];
+      SPLIT_A(pa, psm, a, NOOP);
       _Pragma("unroll") for (int n = 0; n < NO; ++n) {
         __local const MT* vp = Vs + (t * 8 + 2 * tig) * VLD + n * 8 + gid;
         uint b[2] = {vp[0], vp[VLD]};
-        MMA_X(o[n], a, b);
+        MMA_X(o[n], pa, psm, b);
       }
     }
 #else
@@ -351,7 +364,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
       _Pragma("unroll") for (int n = 0; n < NO; ++n) {
         __local const MT* vp = Vs + (n * 8 + gid) * VLD + t * 16 + 2 * tig;
         uint b[2] = {*(__local const uint*)vp, *(__local const uint*)(vp + 8)};
-        MMA_X(o[n], a, b);
+        MMA(o[n], a, b);
       }
     }
 #endif

@@ -3,7 +3,8 @@
 PYTORCH_OCL_MMA=emulate runs the kernel with each mma.sync (and each quad shuffle) replaced by a local-memory
 emulation of the same fragment layouts, so PoCL in CI tests every line; on an NVIDIA device
 PYTORCH_OCL_MMA_TEST=native runs the same tests on the real instruction. Each call asserts that the mma
-kernel ran (the profiler's launch names). Kinds: float32 at torch's default 'highest' matmul precision is
+kernel ran (the profiler's launch names), and so does the backward's dq pass on the engine
+(attention_mma_bwd.cl) where it runs. Kinds: float32 at torch's default 'highest' matmul precision is
 3xTF32 (fp32 tolerance), at 'high' plain TF32 (operands rounded to 10 mantissa bits: a looser bound), 16-bit
 m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward (FMA kernels) reads the
 forward's lse, so gradients are checked too. Small shapes: the emulation is slow.
@@ -18,6 +19,7 @@ import pytorch_ocl
 
 NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
 MMA_LAUNCH = "attention_forward_mma"
+DQ_LAUNCH = "attention_backward_dq_mma"
 TOL = {"3xtf32": 2e-5, "tf32": 4e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
@@ -64,7 +66,7 @@ def check(ref, got, tol, what):
         assert err <= tol * scale, f"{what}: max error {err:.3e} (scale {scale:.2f}, tol {tol * scale:.2e})"
 
 
-def run(kind, q, k, v, grad=False, mma=True, **kw):
+def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
     """The device's SDPA (checking that the mma forward ran, or did not) against float64 on the CPU."""
     dtype = dtype_of(kind)
     tol = TOL[kind]
@@ -82,7 +84,8 @@ def run(kind, q, k, v, grad=False, mma=True, **kw):
     if grad:
         g = torch.linspace(-1, 1, o_ref.numel(), dtype=torch.float64).reshape(o_ref.shape)
         g_ref = torch.autograd.grad(o_ref, ref, g)
-        g_dev = torch.autograd.grad(out, dev, g.to(dtype).to("ocl"))
+        g_dev, names = launches(lambda: torch.autograd.grad(out, dev, g.to(dtype).to("ocl")))
+        assert (DQ_LAUNCH in names) == dq_mma, names
         for name, a, b in zip("qkv", g_ref, g_dev):
             check(a, b, 2 * tol, "grad " + name)  # through the forward's lse and output
     return out
@@ -109,9 +112,24 @@ def test_forward_grid(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), is_causal=causal, scale=0.3 if D == 80 else None)
 
 
-@pytest.mark.parametrize("kind", ["3xtf32", torch.bfloat16])
-def test_backward_reads_the_mma_lse(kind):
-    run(kind, *make(1, 4, 2, 33, 41, 64, 32), grad=True, is_causal=True)
+# The backward: dq on the matrix engine (attention_mma_bwd.cl: fp32 kinds up to head dim 64, 16-bit up to 128),
+# dk / dv on the FMA kernels, both from the mma forward's lse.
+BWD = [
+    ("3xtf32", 1, 4, 2, 33, 41, 64, 32, True, False),
+    ("tf32", 1, 2, 2, 20, 17, 40, 56, False, True),
+    (torch.bfloat16, 1, 2, 1, 33, 41, 128, 96, True, False),
+    (torch.float16, 2, 1, 1, 18, 30, 32, 24, False, True),
+]
+
+
+@pytest.mark.parametrize("case", BWD, ids=lambda c: "-".join(str(x).replace("torch.", "") for x in c))
+def test_backward(case):
+    kind, B, Hq, Hk, L, S, D, Dv, causal, transposed = case
+    run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), grad=True, is_causal=causal)
+
+
+def test_backward_wide_fp32_dq_stays_on_fma():
+    run("3xtf32", *make(1, 1, 1, 17, 20, 96, 32), grad=True, dq_mma=False)
 
 
 @pytest.mark.parametrize("kind", ["3xtf32", torch.float16])
@@ -119,22 +137,26 @@ def test_masks(kind):
     q, k, v = make(2, 2, 2, 19, 37, 32, 32)
     keep = torch.rand(19, 37, generator=torch.Generator().manual_seed(1)) > 0.3
     keep[3] = False  # a row that sees nothing: zeros (lse +inf), as torch's math
-    run(kind, q, k, v, attn_mask=keep)
+    run(kind, q, k, v, attn_mask=keep, grad=True)
     bias = torch.randn(2, 1, 19, 37, generator=torch.Generator().manual_seed(2))
     run(kind, q, k, v, attn_mask=bias)
 
 
 def test_dropout_draws_the_fma_kernels_mask(monkeypatch):
-    q, k, v = (t.to("ocl") for t in make(1, 2, 2, 21, 30, 32, 32))
-    outs = []
+    q, k, v = make(1, 2, 2, 21, 30, 32, 32)
+    res = []
     for env in (None, "0"):
         if env:
             monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", env)
+        ts = [t.to("ocl").requires_grad_() for t in (q, k, v)]
         torch.manual_seed(7)
-        out, names = launches(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3))
+        out, names = launches(lambda: F.scaled_dot_product_attention(*ts, dropout_p=0.3))
         assert (MMA_LAUNCH in names) == (env is None), names
-        outs.append(out.cpu())
-    check(outs[1], outs[0], TOL["3xtf32"], "dropout out")
+        grads, names = launches(lambda: torch.autograd.grad(out, ts, torch.ones_like(out)))
+        assert (DQ_LAUNCH in names) == (env is None), names
+        res.append([out.cpu()] + [g.cpu() for g in grads])
+    for name, a, b in zip(["out", "dq", "dk", "dv"], res[1], res[0]):
+        check(a, b, TOL["3xtf32"], "dropout " + name)
 
 
 def test_zero_sizes_and_fallbacks(monkeypatch):

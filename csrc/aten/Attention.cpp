@@ -245,6 +245,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
   at::Tensor gk = at::empty_like(k);
   at::Tensor gv = at::empty_like(v);
   dlprim::AttnShape s = attn_shape(q, k, v, is_causal, scale, m.defined());
+  s.fp32_math = matmul_fp32_math();
   if (dropout_p > 0) {
     s.dropout = dropout_p;
     s.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());  // CPU scalars: no device sync

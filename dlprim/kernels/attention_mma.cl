@@ -217,6 +217,7 @@ inline uint attn_opaque(uint x) {
 #define MMA_X(d, ab, as, b) MMA(d, ab, b)
 #endif
 
+#ifndef ATTN_MMA_DQ  // the backward's dq pass (attention_mma_bwd.cl) uses the definitions above
 // Grid: (NTH, ceil(L / NQ), B * Hq); key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     ATTN_COMMON_PARAMS, __global ST* O, ulong oo, dl_attn_strides os, __global T* LSE, ulong lo ATTN_DROP_DECL) {
@@ -383,3 +384,4 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     if (r_hi < L) LSE[lo + (ulong)bh * L + r_hi] = l_hi > 0 ? m_hi * LN2 + log(l_hi) : (T)INFINITY;
   }
 }
+#endif

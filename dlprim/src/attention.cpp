@@ -465,7 +465,21 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
   const Layout& l = k.layout;
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
   DType compute = compute_dtype(dtype);
-  if (s.B * s.Hq * s.L > 0 && dQ.mem) {
+  // The dq pass on the matrix engine where it runs (attention_mma.cpp); dk/dv stay on the FMA kernels.
+  const detail::AttnMmaKernel mq = s.B * s.Hq * s.L > 0 && dQ.mem ? detail::attention_mma_backward_dq(ctx, s, dtype, K, V)
+                                                                   : detail::AttnMmaKernel();
+  if (mq.kernel) {
+    std::lock_guard<std::mutex> mlock(*mq.m);
+    KernelArgs args(mq.kernel);
+    add_common(args, s, compute, Q, K, V, M);
+    add_tensor(args, dO, nullptr);
+    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
+    add_tensor(args, dQ, nullptr);
+    add_dropout(args, s, compute);
+    size_t global[3] = {mq.threads, static_cast<size_t>(ceil_div(s.L, mq.rows)), static_cast<size_t>(s.B * s.Hq)};
+    size_t local[3] = {mq.threads, 1, 1};
+    launch_nd(q, mq.kernel, 3, global, local, "attention_backward_dq_mma");
+  } else if (s.B * s.Hq * s.L > 0 && dQ.mem) {
     KernelArgs args(k.a);
     add_common(args, s, compute, Q, K, V, M);
     add_tensor(args, dO, nullptr);

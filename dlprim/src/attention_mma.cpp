@@ -70,7 +70,7 @@ bool vec16(const AttnTensor& t, int64_t dim, int unit) {
 }
 
 std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const MmaLayout& l, bool mask,
-                         bool dropout, bool vk, bool vv, bool prefetch) {
+                         bool dropout, bool vk, bool vv, bool prefetch, bool dq) {
   std::ostringstream s;
   s << kernel_source("common");
   if (dropout) s << kernel_source("philox") << "#define DROPOUT 1\n";
@@ -83,7 +83,9 @@ std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const 
     << "#define MMA_KIND " << static_cast<int>(m.kind) << "\n#define MMA_EMULATE " << (m.emulate ? 1 : 0)
     << "\n#define NW " << l.nw << "\n#define BKT " << l.bkt << "\n#define VEC_K " << vk << "\n#define VEC_V " << vv
     << "\n#define PREFETCH " << prefetch << "\n";
-  s << kernel_source("attention_common") << kernel_source("mma_common") << kernel_source("attention_mma");
+  s << kernel_source("attention_common") << kernel_source("mma_common");
+  if (dq) s << "#define ATTN_MMA_DQ 1\n" << kernel_source("attention_mma") << kernel_source("attention_mma_bwd");
+  else s << kernel_source("attention_mma");
   return s.str();
 }
 
@@ -92,10 +94,9 @@ struct Entry {
   cl_kernel k = nullptr;
 };
 
-} // namespace
-
-AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
-                                    const AttnTensor& V) {
+// The forward (dq false) or the backward's dq pass (attention_mma_bwd.cl) for s, or no kernel.
+AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K, const AttnTensor& V,
+                         bool dq) {
   AttnMmaKernel r;
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return r;
   if (s.D > 128 || s.DV > 128 || s.D < 1 || s.DV < 1) return r;  // registers: Q and O fragments live in them
@@ -103,30 +104,51 @@ AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DTyp
   if (!m) return r;
   MmaLayout l;
   if (!layout_for(ctx, m, s.D, s.DV, l)) return r;
+  if (dq) {
+    // Registers (scripts/ptx_registers.py attnmmadq=...): Q, dO and dq fragments; fp32 kinds spill past
+    // head dim 64 (the FMA kernels keep those), 16-bit past 64 unless the key tile is 16.
+    const bool wide = std::max(s.D, s.DV) > 64;
+    if (wide && !is16(m.kind)) return r;
+    if (!std::getenv("PYTORCH_OCL_ATTN_MMA")) l.bkt = wide || !is16(m.kind) ? 16 : 32;
+    l.prefetch = 0;
+  }
   const int unit = is16(m.kind) ? 8 : 4;
   const bool vk = vec16(K, s.D, unit), vv = vec16(V, s.DV, unit);
   const bool prefetch = l.prefetch != 0;
   static std::mutex map_mutex;
-  static std::map<std::tuple<cl_context, int, int, int64_t, int64_t, int, int, int, std::string>, Entry> cache;
+  static std::map<std::tuple<cl_context, int, int, int64_t, int64_t, int, int, int, bool>, Entry> cache;
   Entry* e;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
     e = &cache[std::make_tuple(ctx.context(), static_cast<int>(dtype), static_cast<int>(m.kind) + 8 * m.emulate,
                                s.D, s.DV, l.nw * 1000 + l.bkt,
                                (s.has_mask ? 1 : 0) | (s.dropout > 0 ? 2 : 0) | (vk ? 4 : 0) | (vv ? 8 : 0),
-                               prefetch ? 1 : 0, std::string())];
+                               prefetch ? 1 : 0, dq)];
   }
   {
     std::lock_guard<std::mutex> lock(e->m);
     if (!e->k)
-      e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vk, vv, prefetch)),
-                           "attn_fwd_mma");
+      e->k = create_kernel(
+          ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vk, vv, prefetch, dq)),
+          dq ? "attn_bwd_dq_mma" : "attn_fwd_mma");
   }
   r.kernel = e->k;
   r.m = &e->m;
   r.threads = static_cast<size_t>(32 * l.nw);
   r.rows = 16 * l.nw;
   return r;
+}
+
+} // namespace
+
+AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
+                                    const AttnTensor& V) {
+  return mma_kernel(ctx, s, dtype, K, V, false);
+}
+
+AttnMmaKernel attention_mma_backward_dq(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
+                                        const AttnTensor& V) {
+  return mma_kernel(ctx, s, dtype, K, V, true);
 }
 
 } // namespace detail

@@ -19,5 +19,10 @@ struct AttnMmaKernel {
 AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
                                     const AttnTensor& V);
 
+// The backward's dq pass on the matrix engine (kernels/attention_mma_bwd.cl; attn_bwd_dq_tiled's arguments),
+// where the kind and the head dims allow it (fp32 kinds up to 64, 16-bit up to 128).
+AttnMmaKernel attention_mma_backward_dq(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
+                                        const AttnTensor& V);
+
 } // namespace detail
 } // namespace dlprim

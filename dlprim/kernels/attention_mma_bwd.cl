@@ -1,0 +1,189 @@
+// The attention backward's dq pass on the matrix engine (after attention_mma.cl with ATTN_MMA_DQ defined):
+// attention_tiled.cl's attn_bwd_dq_tiled on mma.sync, same arguments and grid shape,
+//   dq_i = scale * sum_j P_ij (Z_ij dP_ij - delta_i) k_j,  P_ij = exp(s_ij - lse_i) recomputed, dP = dO V^T.
+// Warp w owns queries q0 + 16 w .. + 15 as in the forward: Q's and dO's A fragments stay in registers; per key
+// tile S = Q K^T and dP = dO V^T (K and V staged [key][dim], read as B fragments like the forward's K), dS in
+// the C fragments, then dq += dS K with dS as the A operand the way the forward feeds P (tf32: k slots paired
+// with keys 2 tig, 2 tig + 1; 16-bit: packed pairs) and K as B: tf32 reads the same K tile by key rows (its
+// stride is 4 mod 8 words, conflict-free both ways); 16-bit reads a transposed copy Kt[d][key].
+
+#define DVK (CDIV(DV, KS) * KS)                   // value dim padded to the mma's k (dP's product)
+#define NDK (DVK / KS)
+#define DN (CDIV(D, 8) * 8)                       // dq's n-tiles
+#define NDQ (DN / 8)
+#if MMA_KIND <= 2
+#define VKLD (DVK + 4)
+#define KTLD 0
+#else
+#define VKLD (DVK + ((DVK / 2) % 16 == 0 ? 16 : 0))
+#define KTLD (BKT + 8)
+#endif
+#define VKUNITS (BKT * DVK / UE)
+#define VKPT CDIV(VKUNITS, NTH)
+#define VK_ROW(v) ((tid + (v) * NTH) / (DVK / UE))
+#define VK_D(v) (((tid + (v) * NTH) % (DVK / UE)) * UE)
+
+// Grid: (NTH, ceil(L / NQ), B * Hq).
+__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
+    ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos, __global const T* LSE, ulong lo,
+    __global const T* DELTA, ulong dlo, __global ST* DQ, ulong dqo, dl_attn_strides dqs ATTN_DROP_DECL) {
+  __local MT Ks[BKT * KLD] __attribute__((aligned(16)));
+  __local MT Vk[BKT * VKLD] __attribute__((aligned(16)));
+#if MMA_KIND >= 3
+  __local MT Kt[DN * KTLD] __attribute__((aligned(16)));
+#endif
+#if MMA_EMULATE
+  __local uint emu_regs[NTH * 6];
+#endif
+  const int tid = get_local_id(0), lane = tid % 32, gid = lane / 4, tig = lane % 4, warp = tid / 32;
+  const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
+  const int q0 = ATTN_QBLOCK(causal) * NQ;
+  const int r_lo = q0 + warp * 16 + gid, r_hi = r_lo + 8;
+  const float c = scale * LOG2E;
+  const int rl = min(r_lo, L - 1), rh = min(r_hi, L - 1);
+
+  // A fragments of Q (over D) and dO (over DV), in the forward's slot order.
+  uint qf[NQK][4], df[NDK][4];
+#define BITS(P, po, ps, r, rc, d, dim) (((r) < L && (d) < (dim)) ? RAW(P, (long)po + AT(ps, bb, h, rc, d)) : (MT)0)
+#if MMA_KIND <= 2
+#define A_FRAG(f, P, po, ps, t, dim)                                                                  \
+  f[0] = BITS(P, po, ps, r_lo, rl, (t) * 8 + tig, dim), f[1] = BITS(P, po, ps, r_hi, rh, (t) * 8 + tig, dim), \
+  f[2] = BITS(P, po, ps, r_lo, rl, (t) * 8 + tig + 4, dim), f[3] = BITS(P, po, ps, r_hi, rh, (t) * 8 + tig + 4, dim)
+#else
+#define PAIR_AT(P, po, ps, r, rc, d, dim) \
+  ((uint)BITS(P, po, ps, r, rc, d, dim) | ((uint)BITS(P, po, ps, r, rc, (d) + 1, dim) << 16))
+#define A_FRAG(f, P, po, ps, t, dim)                                                                          \
+  f[0] = PAIR_AT(P, po, ps, r_lo, rl, (t) * 16 + 4 * tig, dim), f[1] = PAIR_AT(P, po, ps, r_hi, rh, (t) * 16 + 4 * tig, dim), \
+  f[2] = PAIR_AT(P, po, ps, r_lo, rl, (t) * 16 + 4 * tig + 2, dim), f[3] = PAIR_AT(P, po, ps, r_hi, rh, (t) * 16 + 4 * tig + 2, dim)
+#endif
+  _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+    A_FRAG(qf[t], Q, qo, qs, t, D);
+#if MMA_KIND == 1
+    _Pragma("unroll") for (int e = 0; e < 4; ++e) qf[t][e] = mma_tf32(as_float(qf[t][e]));
+#endif
+  }
+  _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
+    A_FRAG(df[t], DO, doo, dos, t, DV);
+#if MMA_KIND == 1
+    _Pragma("unroll") for (int e = 0; e < 4; ++e) df[t][e] = mma_tf32(as_float(df[t][e]));
+#endif
+  }
+  // lse in the exp2 domain (+inf: a row that saw nothing, P = 0), delta.
+  const float l2_lo = r_lo < L ? LSE[lo + (ulong)bh * L + r_lo] * LOG2E : INFINITY;
+  const float l2_hi = r_hi < L ? LSE[lo + (ulong)bh * L + r_hi] * LOG2E : INFINITY;
+  const float dl_lo = r_lo < L ? DELTA[dlo + (ulong)bh * L + r_lo] : 0.0f;
+  const float dl_hi = r_hi < L ? DELTA[dlo + (ulong)bh * L + r_hi] : 0.0f;
+
+  float dq[NDQ][4];
+  _Pragma("unroll") for (int n = 0; n < NDQ; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0;
+  const int last_row = min(L, q0 + NQ) - 1;
+  const int s_end = causal ? min(S, last_row + 1) : S;
+  for (int j0 = 0; j0 < s_end; j0 += BKT) {
+    uint4 kr[KPT], vr[VKPT];
+    _Pragma("unroll") for (int v = 0; v < KPT; ++v) kr[v] = (tid + v * NTH < KUNITS)
+        ? attn_mma_unit(K, ko, ks, bb, hk, j0 + K_ROW(v), S, K_D(v), D, VEC_K) : (uint4)0;
+    _Pragma("unroll") for (int v = 0; v < VKPT; ++v) vr[v] = (tid + v * NTH < VKUNITS)
+        ? attn_mma_unit(V, vo, vs, bb, hk, j0 + VK_ROW(v), S, VK_D(v), DV, VEC_V) : (uint4)0;
+    barrier(CLK_LOCAL_MEM_FENCE);  // the previous tile's reads are done
+    _Pragma("unroll") for (int v = 0; v < KPT; ++v) if (tid + v * NTH < KUNITS) {
+      *(__local uint4*)(Ks + K_ROW(v) * KLD + K_D(v)) = STAGE(kr[v]);
+#if MMA_KIND >= 3
+      const uint w_[4] = {kr[v].x, kr[v].y, kr[v].z, kr[v].w};
+      _Pragma("unroll") for (int j = 0; j < UE; ++j) if (K_D(v) + j < DN)
+        Kt[(K_D(v) + j) * KTLD + K_ROW(v)] = (ushort)(w_[j / 2] >> (16 * (j % 2)));
+#endif
+    }
+    _Pragma("unroll") for (int v = 0; v < VKPT; ++v) if (tid + v * NTH < VKUNITS)
+      *(__local uint4*)(Vk + VK_ROW(v) * VKLD + VK_D(v)) = STAGE(vr[v]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    // S = Q K^T and dP = dO V^T
+    float s[NKT][4], dp[NKT][4];
+    _Pragma("unroll") for (int n = 0; n < NKT; ++n)
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
+#define ROW_B(b, tile, ld, key, k0)                                  \
+  do {                                                               \
+    __local const MT* p_ = (tile) + (key) * (ld) + (k0);             \
+    if (MMA_KIND <= 2) {                                             \
+      b[0] = p_[tig], b[1] = p_[tig + 4];                            \
+    } else {                                                         \
+      const uint2 w_ = *(__local const uint2*)(p_ + 4 * tig);        \
+      b[0] = w_.x, b[1] = w_.y;                                      \
+    }                                                                \
+  } while (0)
+    _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+      uint qa[4], qsm[4];
+      SPLIT_A(qa, qsm, qf[t], OPAQUE);
+      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+        uint b[2];
+        ROW_B(b, Ks, KLD, n * 8 + gid, t * KS);
+        MMA_X(s[n], qa, qsm, b);
+      }
+    }
+    _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
+      uint da[4], dsm[4];
+      SPLIT_A(da, dsm, df[t], OPAQUE);
+      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+        uint b[2];
+        ROW_B(b, Vk, VKLD, n * 8 + gid, t * KS);
+        MMA_X(dp[n], da, dsm, b);
+      }
+    }
+    // dS = P (Z dP - delta), 0 where masked.
+    _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+      const int jd = j0 + n * 8 + 2 * tig;
+#ifdef DROPOUT
+      const ulong S4 = (ulong)((S + 3) & ~3);
+      const uint4 w_lo = dl_philox(seed, ((ulong)((ulong)bh * L + r_lo) * S4 + jd) >> 2, offset);
+      const uint4 w_hi = dl_philox(seed, ((ulong)((ulong)bh * L + r_hi) * S4 + jd) >> 2, offset);
+#endif
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+        const int i = e < 2 ? r_lo : r_hi, j = jd + (e & 1);
+        float x = s[n][e] * c;
+        if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
+#if HAS_MASK
+        else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+#endif
+        const float p = native_exp2(x - (e < 2 ? l2_lo : l2_hi));
+#ifdef DROPOUT
+        const float z = ATTN_Z(e < 2 ? w_lo : w_hi, j & 3);
+#else
+        const float z = 1.0f;
+#endif
+        s[n][e] = p * (z * dp[n][e] - (e < 2 ? dl_lo : dl_hi));
+      }
+    }
+    // dq += dS K
+#if MMA_KIND <= 2
+    _Pragma("unroll") for (int t = 0; t < NKT; ++t) {
+      uint a[4] = {as_uint(s[t][0]), as_uint(s[t][2]), as_uint(s[t][1]), as_uint(s[t][3])};
+#if MMA_KIND == 1
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e]));
+#endif
+      uint pa[4], psm[4];
+      SPLIT_A(pa, psm, a, NOOP);
+      _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+        __local const MT* kp = Ks + (t * 8 + 2 * tig) * KLD + n * 8 + gid;
+        uint b[2] = {kp[0], kp[KLD]};
+        MMA_X(dq[n], pa, psm, b);
+      }
+    }
+#else
+    _Pragma("unroll") for (int t = 0; t < NKT / 2; ++t) {
+      uint a[4] = {PACK_P(s[2 * t][0], s[2 * t][1]), PACK_P(s[2 * t][2], s[2 * t][3]),
+                   PACK_P(s[2 * t + 1][0], s[2 * t + 1][1]), PACK_P(s[2 * t + 1][2], s[2 * t + 1][3])};
+      _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+        __local const MT* kp = Kt + (n * 8 + gid) * KTLD + t * 16 + 2 * tig;
+        uint b[2] = {*(__local const uint*)kp, *(__local const uint*)(kp + 8)};
+        MMA(dq[n], a, b);
+      }
+    }
+#endif
+  }
+  _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+    _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+      const int i = e < 2 ? r_lo : r_hi, col = n * 8 + 2 * tig + (e & 1);
+      if (i < L && col < D) STORE(DQ, (long)dqo + AT(dqs, bb, h, i, col), dq[n][e] * scale);
+    }
+  }
+}

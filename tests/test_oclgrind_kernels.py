@@ -347,11 +347,11 @@ def test_fused_attention(case, monkeypatch):
         monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", "8,8,4,2" if case == "tiled_streamed" else "0")
         q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)
         check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
-    elif case == "mma":  # the matrix-engine forward, emulated (attention_mma.cl): one-warp groups, 16-key tiles
-        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")  # prefetched, a mask, GQA, D not a multiple of 8
+    elif case == "mma":  # the matrix-engine forward and dq pass, emulated (attention_mma*.cl): one-warp groups
+        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")  # 16-key tiles, prefetch, a mask, GQA, D not a multiple of 8
         monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1,16,1")
-        q, k, v = rand(1, 4, 20, 6, grad=True), rand(1, 2, 21, 6, grad=True), rand(1, 2, 21, 5, grad=True)
-        mask = torch.rand(20, 21) > 0.3
+        q, k, v = rand(1, 2, 18, 6, grad=True), rand(1, 1, 19, 6, grad=True), rand(1, 1, 19, 5, grad=True)
+        mask = torch.rand(18, 19) > 0.3
         check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
               q, k, v, mask)
     elif case == "causal":

@@ -4,8 +4,8 @@
 
 LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
 (attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
-"attnmma=KIND:NW,BKT[:PREFETCH]" or "attnmmadq=KIND:NW,BKT" (attention_mma.cl's forward or
-attention_mma_bwd.cl's dq pass: warps, keys per tile, 0/1 register
+"attnmma=KIND:NW,BKT[:PREFETCH]", "attnmmadq=KIND:NW,BKT" or "attnmmadkdv=KIND:NW,BKT" (attention_mma.cl's
+forward, attention_mma_bwd.cl's dq or dk/dv pass: warps, keys per tile, 0/1 register
 prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
 operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
@@ -75,7 +75,7 @@ def gemm_program(spec):
     return text + source("gemm") + source("mma_common") + source("gemm_mma"), "gemm_tiled"
 
 
-def attn_mma_program(spec, D, DV, dq=False):
+def attn_mma_program(spec, D, DV, bwd=""):
     """attention_mma.cl as dlprim/src/attention_mma.cpp puts it together (16-byte staging loads)."""
     parts = spec.split(":")
     nw, bkt = (int(v) for v in parts[1].split(","))
@@ -87,11 +87,12 @@ def attn_mma_program(spec, D, DV, dq=False):
              "#define STORE(p, i, v) do { (p)[i] = (ushort)(as_uint(v) >> 16); } while (0)\n" if k16 else
              "#define ST float\n#define LOAD(p, i) ((p)[i])\n#define STORE(p, i, v) do { (p)[i] = (v); } while (0)\n")
     defs = {"D": D, "DV": DV, "HAS_MASK": 0, "ATTN_NATIVE_EXP": 1, "ATTN_VEC": 0, "MMA_KIND": MMA_KINDS[parts[0]],
-            "MMA_EMULATE": 0, "NW": nw, "BKT": bkt, "VEC_K": 1, "VEC_V": 1, "PREFETCH": prefetch}
+            "MMA_EMULATE": 0, "NW": nw, "BKT": bkt, "VEC_K": 1, "VEC_V": 1, "VEC_Q": 1, "VEC_DO": 1, "PREFETCH": prefetch}
     text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
     text += source("attention_common") + source("mma_common")
-    if dq:
-        return text + "#define ATTN_MMA_DQ 1\n" + source("attention_mma") + source("attention_mma_bwd"), "attn_bwd_dq_mma"
+    if bwd:
+        return (text + "#define ATTN_MMA_DQ 1\n" + source("attention_mma") + source("attention_mma_bwd"),
+                "attn_bwd_" + bwd + "_mma")
     return text + source("attention_mma"), "attn_fwd_mma"
 
 
@@ -104,8 +105,8 @@ def program(layout, D, DV):
     kind, _, spec = layout.partition("=")
     if kind == "mma":
         return gemm_program(spec)
-    if kind in ("attnmma", "attnmmadq"):
-        return attn_mma_program(spec, D, DV, kind == "attnmmadq")
+    if kind in ("attnmma", "attnmmadq", "attnmmadkdv"):
+        return attn_mma_program(spec, D, DV, kind[7:])
     vals = spec.split(",")
     split = vals[-1] == "split"
     nums = [int(v) for v in vals if v != "split"]

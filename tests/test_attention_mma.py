@@ -3,8 +3,8 @@
 PYTORCH_OCL_MMA=emulate runs the kernel with each mma.sync (and each quad shuffle) replaced by a local-memory
 emulation of the same fragment layouts, so PoCL in CI tests every line; on an NVIDIA device
 PYTORCH_OCL_MMA_TEST=native runs the same tests on the real instruction. Each call asserts that the mma
-kernel ran (the profiler's launch names), and so does the backward's dq pass on the engine
-(attention_mma_bwd.cl) where it runs. Kinds: float32 at torch's default 'highest' matmul precision is
+kernel ran (the profiler's launch names), and that the backward's dq and dk/dv passes run on the engine
+(attention_mma_bwd.cl) where they should. Kinds: float32 at torch's default 'highest' matmul precision is
 3xTF32 (fp32 tolerance), at 'high' plain TF32 (operands rounded to 10 mantissa bits: a looser bound), 16-bit
 m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward (FMA kernels) reads the
 forward's lse, so gradients are checked too. Small shapes: the emulation is slow.
@@ -20,6 +20,7 @@ import pytorch_ocl
 NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
 MMA_LAUNCH = "attention_forward_mma"
 DQ_LAUNCH = "attention_backward_dq_mma"
+DKDV_LAUNCH = "attention_backward_dkdv_mma"
 TOL = {"3xtf32": 2e-5, "tf32": 4e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
@@ -86,6 +87,8 @@ def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
         g_ref = torch.autograd.grad(o_ref, ref, g)
         g_dev, names = launches(lambda: torch.autograd.grad(out, dev, g.to(dtype).to("ocl")))
         assert (DQ_LAUNCH in names) == dq_mma, names
+        # the dk/dv pass runs on the engine for head dims up to 64
+        assert (DKDV_LAUNCH in names) == (dq_mma and max(q.shape[-1], v.shape[-1]) <= 64), names
         for name, a, b in zip("qkv", g_ref, g_dev):
             check(a, b, 2 * tol, "grad " + name)  # through the forward's lse and output
     return out
@@ -112,8 +115,8 @@ def test_forward_grid(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), is_causal=causal, scale=0.3 if D == 80 else None)
 
 
-# The backward: dq on the matrix engine (attention_mma_bwd.cl: fp32 kinds up to head dim 64, 16-bit up to 128),
-# dk / dv on the FMA kernels, both from the mma forward's lse.
+# The backward on the matrix engine (attention_mma_bwd.cl), from the mma forward's lse: the dq pass for fp32
+# kinds up to head dim 64 and 16-bit up to 128, the dk/dv pass up to 64; the FMA kernels beyond.
 BWD = [
     ("3xtf32", 1, 4, 2, 33, 41, 64, 32, True, False),
     ("tf32", 1, 2, 2, 20, 17, 40, 56, False, True),
@@ -153,7 +156,7 @@ def test_dropout_draws_the_fma_kernels_mask(monkeypatch):
         out, names = launches(lambda: F.scaled_dot_product_attention(*ts, dropout_p=0.3))
         assert (MMA_LAUNCH in names) == (env is None), names
         grads, names = launches(lambda: torch.autograd.grad(out, ts, torch.ones_like(out)))
-        assert (DQ_LAUNCH in names) == (env is None), names
+        assert (DQ_LAUNCH in names) == (env is None) and (DKDV_LAUNCH in names) == (env is None), names
         res.append([out.cpu()] + [g.cpu() for g in grads])
     for name, a, b in zip(["out", "dq", "dk", "dv"], res[1], res[0]):
         check(a, b, TOL["3xtf32"], "dropout " + name)

@@ -187,3 +187,193 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
     }
   }
 }
+
+// The dk / dv pass (attn_bwd_dkdv_tiled's arguments and grid: (NTH, ceil(S / NQ), B * Hk)): warp w owns keys
+// k0 + 16 w .. + 15, whose K and V A fragments stay in registers; for every query head of the key head's
+// group and every BKT-query tile (Q and dO staged [query][dim], 16-bit also transposed; lse and delta in
+// local memory), S^T = K Q^T and dP^T = V dO^T on the engine, then
+//   dv += (Z P)^T dO,  dk += scale * dS^T Q,  dS^T = P^T (Z dP^T - delta),
+// with P^T and dS^T fed from their C fragments as the forward feeds P.
+#define KA_FRAG(f, P, po, ps, hh, t, dim)                                                                       \
+  do {                                                                                                         \
+    const int kl_ = min(k_lo, S - 1), kh_ = min(k_hi, S - 1);                                                  \
+    _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) {                                                         \
+      const int r_ = (e_ & 1) ? k_hi : k_lo, rc_ = (e_ & 1) ? kh_ : kl_;                                       \
+      KA_ELEM(f, e_, P, po, ps, hh, r_, rc_, t, dim);                                                          \
+    }                                                                                                          \
+  } while (0)
+#define KBITS(P, po, ps, hh, r, rc, d, dim) (((r) < S && (d) < (dim)) ? RAW(P, (long)po + AT(ps, bb, hh, rc, d)) : (MT)0)
+#if MMA_KIND <= 2
+#define KA_ELEM(f, e, P, po, ps, hh, r, rc, t, dim) f[e] = KBITS(P, po, ps, hh, r, rc, (t) * 8 + tig + 4 * ((e) >> 1), dim)
+#else
+#define KA_ELEM(f, e, P, po, ps, hh, r, rc, t, dim)                              \
+  f[e] = (uint)KBITS(P, po, ps, hh, r, rc, (t) * 16 + 4 * tig + 2 * ((e) >> 1), dim) | \
+         ((uint)KBITS(P, po, ps, hh, r, rc, (t) * 16 + 4 * tig + 2 * ((e) >> 1) + 1, dim) << 16)
+#endif
+
+__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma(
+    ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos, __global const T* LSE, ulong lo,
+    __global const T* DELTA, ulong dlo, __global ST* dKp, ulong dko, dl_attn_strides dks, __global ST* dVp,
+    ulong dvo, dl_attn_strides dvs ATTN_DROP_DECL) {
+  __local MT Qs[BKT * KLD] __attribute__((aligned(16)));
+  __local MT Os[BKT * VKLD] __attribute__((aligned(16)));
+#if MMA_KIND >= 3
+  __local MT Qt[DN * KTLD] __attribute__((aligned(16)));
+  __local MT Ot[DVN * KTLD] __attribute__((aligned(16)));
+#endif
+  __local float lse_s[BKT], del_s[BKT];
+#if MMA_EMULATE
+  __local uint emu_regs[NTH * 6];
+#endif
+  const int tid = get_local_id(0), lane = tid % 32, gid = lane / 4, tig = lane % 4, warp = tid / 32;
+  const int Hk = Hq / G, bhk = get_group_id(2), bb = bhk / Hk, hk = bhk - bb * Hk;
+  const int k0 = get_group_id(1) * NQ;
+  const int k_lo = k0 + warp * 16 + gid, k_hi = k_lo + 8;  // this lane's two fragment rows (keys)
+  const float c = scale * LOG2E;
+  // A fragments of K (over D) and V (over DV); register e of a fragment: row (e & 1 ? k_hi : k_lo).
+  uint kf[NQK][4], vf[NDK][4];
+  _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+    KA_FRAG(kf[t], K, ko, ks, hk, t, D);
+#if MMA_KIND == 1
+    _Pragma("unroll") for (int e = 0; e < 4; ++e) kf[t][e] = mma_tf32(as_float(kf[t][e]));
+#endif
+  }
+  _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
+    KA_FRAG(vf[t], V, vo, vs, hk, t, DV);
+#if MMA_KIND == 1
+    _Pragma("unroll") for (int e = 0; e < 4; ++e) vf[t][e] = mma_tf32(as_float(vf[t][e]));
+#endif
+  }
+  float dk[NDQ][4], dv[NO][4];
+  _Pragma("unroll") for (int n = 0; n < NDQ; ++n) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0;
+  _Pragma("unroll") for (int n = 0; n < NO; ++n) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0;
+  const int i_start = causal ? k0 / BKT * BKT : 0;  // earlier queries see none of these keys
+  for (int g = 0; g < G; ++g) {
+    const int h = hk * G + g, bh = bb * Hq + h;
+    for (int i0 = i_start; i0 < L; i0 += BKT) {
+      uint4 qr[KPT], dr[VKPT];
+      _Pragma("unroll") for (int v = 0; v < KPT; ++v) qr[v] = (tid + v * NTH < KUNITS)
+          ? attn_mma_unit(Q, qo, qs, bb, h, i0 + K_ROW(v), L, K_D(v), D, VEC_Q) : (uint4)0;
+      _Pragma("unroll") for (int v = 0; v < VKPT; ++v) dr[v] = (tid + v * NTH < VKUNITS)
+          ? attn_mma_unit(DO, doo, dos, bb, h, i0 + VK_ROW(v), L, VK_D(v), DV, VEC_DO) : (uint4)0;
+      barrier(CLK_LOCAL_MEM_FENCE);  // the previous tile's reads are done
+      _Pragma("unroll") for (int v = 0; v < KPT; ++v) if (tid + v * NTH < KUNITS) {
+        *(__local uint4*)(Qs + K_ROW(v) * KLD + K_D(v)) = STAGE(qr[v]);
+#if MMA_KIND >= 3
+        const uint w_[4] = {qr[v].x, qr[v].y, qr[v].z, qr[v].w};
+        _Pragma("unroll") for (int j = 0; j < UE; ++j) if (K_D(v) + j < DN)
+          Qt[(K_D(v) + j) * KTLD + K_ROW(v)] = (ushort)(w_[j / 2] >> (16 * (j % 2)));
+#endif
+      }
+      _Pragma("unroll") for (int v = 0; v < VKPT; ++v) if (tid + v * NTH < VKUNITS) {
+        *(__local uint4*)(Os + VK_ROW(v) * VKLD + VK_D(v)) = STAGE(dr[v]);
+#if MMA_KIND >= 3
+        const uint w_[4] = {dr[v].x, dr[v].y, dr[v].z, dr[v].w};
+        _Pragma("unroll") for (int j = 0; j < UE; ++j) if (VK_D(v) + j < DVN)
+          Ot[(VK_D(v) + j) * KTLD + VK_ROW(v)] = (ushort)(w_[j / 2] >> (16 * (j % 2)));
+#endif
+      }
+      if (tid < BKT) {
+        const int i = i0 + tid;
+        lse_s[tid] = i < L ? LSE[lo + (ulong)bh * L + i] * LOG2E : INFINITY;
+        del_s[tid] = i < L ? DELTA[dlo + (ulong)bh * L + i] : 0.0f;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+
+      // S^T = K Q^T, dP^T = V dO^T (columns: the tile's queries)
+      float s[NKT][4], dp[NKT][4];
+      _Pragma("unroll") for (int n = 0; n < NKT; ++n)
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
+      _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
+        uint ka[4], ksm[4];
+        SPLIT_A(ka, ksm, kf[t], OPAQUE);
+        _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+          uint b[2];
+          ROW_B(b, Qs, KLD, n * 8 + gid, t * KS);
+          MMA_X(s[n], ka, ksm, b);
+        }
+      }
+      _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
+        uint va[4], vsm[4];
+        SPLIT_A(va, vsm, vf[t], OPAQUE);
+        _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+          uint b[2];
+          ROW_B(b, Os, VKLD, n * 8 + gid, t * KS);
+          MMA_X(dp[n], va, vsm, b);
+        }
+      }
+      // P^T (Z applied: s) and dS^T (dp); 0 where masked.
+      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+          const int j = (e < 2) ? k_lo : k_hi, ci = n * 8 + 2 * tig + (e & 1), i = i0 + ci;
+          float x = s[n][e] * c;
+          if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
+#if HAS_MASK
+          else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+#endif
+          const float p = native_exp2(x - lse_s[ci]);
+#ifdef DROPOUT
+          const ulong col = (ulong)((ulong)bh * L + i) * (ulong)((S + 3) & ~3) + j;
+          const float z = ATTN_Z(dl_philox(seed, col >> 2, offset), (int)(col & 3));
+#else
+          const float z = 1.0f;
+#endif
+          s[n][e] = p * z;
+          dp[n][e] = p * (z * dp[n][e] - del_s[ci]);
+        }
+      }
+      // dv += (Z P)^T dO, dk += dS^T Q
+#if MMA_KIND <= 2
+      _Pragma("unroll") for (int t = 0; t < NKT; ++t) {
+        uint a[4] = {as_uint(s[t][0]), as_uint(s[t][2]), as_uint(s[t][1]), as_uint(s[t][3])};
+        uint a2[4] = {as_uint(dp[t][0]), as_uint(dp[t][2]), as_uint(dp[t][1]), as_uint(dp[t][3])};
+#if MMA_KIND == 1
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e])), a2[e] = mma_tf32(as_float(a2[e]));
+#endif
+        uint pa[4], psm[4], da[4], dsm[4];
+        SPLIT_A(pa, psm, a, NOOP);
+        SPLIT_A(da, dsm, a2, NOOP);
+        _Pragma("unroll") for (int n = 0; n < NO; ++n) {
+          __local const MT* op = Os + (t * 8 + 2 * tig) * VKLD + n * 8 + gid;
+          uint b[2] = {op[0], op[VKLD]};
+          MMA_X(dv[n], pa, psm, b);
+        }
+        _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+          __local const MT* qp = Qs + (t * 8 + 2 * tig) * KLD + n * 8 + gid;
+          uint b[2] = {qp[0], qp[KLD]};
+          MMA_X(dk[n], da, dsm, b);
+        }
+      }
+#else
+      _Pragma("unroll") for (int t = 0; t < NKT / 2; ++t) {
+        uint a[4] = {PACK_P(s[2 * t][0], s[2 * t][1]), PACK_P(s[2 * t][2], s[2 * t][3]),
+                     PACK_P(s[2 * t + 1][0], s[2 * t + 1][1]), PACK_P(s[2 * t + 1][2], s[2 * t + 1][3])};
+        uint a2[4] = {PACK_P(dp[2 * t][0], dp[2 * t][1]), PACK_P(dp[2 * t][2], dp[2 * t][3]),
+                      PACK_P(dp[2 * t + 1][0], dp[2 * t + 1][1]), PACK_P(dp[2 * t + 1][2], dp[2 * t + 1][3])};
+        _Pragma("unroll") for (int n = 0; n < NO; ++n) {
+          __local const MT* op = Ot + (n * 8 + gid) * KTLD + t * 16 + 2 * tig;
+          uint b[2] = {*(__local const uint*)op, *(__local const uint*)(op + 8)};
+          MMA(dv[n], a, b);
+        }
+        _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+          __local const MT* qp = Qt + (n * 8 + gid) * KTLD + t * 16 + 2 * tig;
+          uint b[2] = {*(__local const uint*)qp, *(__local const uint*)(qp + 8)};
+          MMA(dk[n], a2, b);
+        }
+      }
+#endif
+    }
+  }
+  _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+    const int j = e < 2 ? k_lo : k_hi;
+    if (j >= S) continue;
+    _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+      const int col = n * 8 + 2 * tig + (e & 1);
+      if (col < D) STORE(dKp, (long)dko + AT(dks, bb, hk, j, col), dk[n][e] * scale);
+    }
+    _Pragma("unroll") for (int n = 0; n < NO; ++n) {
+      const int col = n * 8 + 2 * tig + (e & 1);
+      if (col < DV) STORE(dVp, (long)dvo + AT(dvs, bb, hk, j, col), dv[n][e]);
+    }
+  }
+}

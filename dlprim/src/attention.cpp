@@ -414,7 +414,7 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
   check(ctx, s, dtype);
   if (s.B * s.Hq * s.L == 0) return;
   // The matrix engine where the device has the kind (attention_mma.cpp); same arguments and grid shape.
-  const detail::AttnMmaKernel mk = detail::attention_mma_forward(ctx, s, dtype, K, V);
+  const detail::AttnMmaKernel mk = detail::attention_mma_forward(ctx, s, dtype, Q, K, V);
   if (mk.kernel) {
     std::lock_guard<std::mutex> lock(*mk.m);
     KernelArgs args(mk.kernel);
@@ -449,8 +449,12 @@ void attention_prepare_backward(const Context& ctx, const AttnShape& s, DType dt
   const int64_t D = s.D, DV = s.DV;
   const bool vec = vec_ok(dtype, D, DV, {&Q, &K, &V});
   const bool mask = s.has_mask, dropout = s.dropout > 0;
-  build_in_background([&ctx, dtype, D, DV, mask, dropout, vec] {
-    kernels_for(ctx, dtype, D, DV, mask, dropout, Pass::Backward, vec);
+  // The matrix-engine passes (the gradient taken to be laid out like Q), and the FMA kernels only where one
+  // of them does not run.
+  build_in_background([&ctx, s, dtype, Q, K, V, D, DV, mask, dropout, vec] {
+    const bool dq = detail::attention_mma_backward(ctx, s, dtype, Q, K, V, Q, false).kernel != nullptr;
+    const bool kv = detail::attention_mma_backward(ctx, s, dtype, Q, K, V, Q, true).kernel != nullptr;
+    if (!dq || !kv) kernels_for(ctx, dtype, D, DV, mask, dropout, Pass::Backward, vec);
   });
 }
 
@@ -459,33 +463,45 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV) {
   check(ctx, s, dtype);
+  const DType compute = compute_dtype(dtype);
+  const bool want_dq = s.B * s.Hq * s.L > 0 && dQ.mem, want_kv = s.B * s.Hk * s.S > 0 && dK.mem && dV.mem;
+  auto add_args = [&](KernelArgs& args, bool kv) {  // the dq / dk-dv passes' arguments, any kernel
+    add_common(args, s, compute, Q, K, V, M);
+    add_tensor(args, dO, nullptr);
+    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
+    if (kv) {
+      add_tensor(args, dK, nullptr);
+      add_tensor(args, dV, nullptr);
+    } else {
+      add_tensor(args, dQ, nullptr);
+    }
+    add_dropout(args, s, compute);
+  };
+  // Each pass on the matrix engine where it runs (attention_mma.cpp), else on the FMA kernels (built only then).
+  const detail::AttnMmaKernel mq = want_dq ? detail::attention_mma_backward(ctx, s, dtype, Q, K, V, dO, false)
+                                           : detail::AttnMmaKernel();
+  const detail::AttnMmaKernel mkv = want_kv ? detail::attention_mma_backward(ctx, s, dtype, Q, K, V, dO, true)
+                                            : detail::AttnMmaKernel();
+  for (const detail::AttnMmaKernel* m : {&mq, &mkv}) {
+    if (!m->kernel) continue;
+    const bool kv = m == &mkv;
+    std::lock_guard<std::mutex> lock(*m->m);
+    KernelArgs args(m->kernel);
+    add_args(args, kv);
+    size_t global[3] = {m->threads, static_cast<size_t>(ceil_div(kv ? s.S : s.L, m->rows)),
+                        static_cast<size_t>(s.B * (kv ? s.Hk : s.Hq))};
+    size_t local[3] = {m->threads, 1, 1};
+    launch_nd(q, m->kernel, 3, global, local, kv ? "attention_backward_dkdv_mma" : "attention_backward_dq_mma");
+  }
+  if ((!want_dq || mq.kernel) && (!want_kv || mkv.kernel)) return;
   Kernels& k = kernels_for(ctx, dtype, s.D, s.DV, s.has_mask, s.dropout > 0, Pass::Backward,
                            vec_ok(dtype, s.D, s.DV, {&Q, &K, &V, &dO}));
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   size_t nt = static_cast<size_t>(l.br) * l.tpr;
-  DType compute = compute_dtype(dtype);
-  // The dq pass on the matrix engine where it runs (attention_mma.cpp); dk/dv stay on the FMA kernels.
-  const detail::AttnMmaKernel mq = s.B * s.Hq * s.L > 0 && dQ.mem ? detail::attention_mma_backward_dq(ctx, s, dtype, K, V)
-                                                                   : detail::AttnMmaKernel();
-  if (mq.kernel) {
-    std::lock_guard<std::mutex> mlock(*mq.m);
-    KernelArgs args(mq.kernel);
-    add_common(args, s, compute, Q, K, V, M);
-    add_tensor(args, dO, nullptr);
-    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
-    add_tensor(args, dQ, nullptr);
-    add_dropout(args, s, compute);
-    size_t global[3] = {mq.threads, static_cast<size_t>(ceil_div(s.L, mq.rows)), static_cast<size_t>(s.B * s.Hq)};
-    size_t local[3] = {mq.threads, 1, 1};
-    launch_nd(q, mq.kernel, 3, global, local, "attention_backward_dq_mma");
-  } else if (s.B * s.Hq * s.L > 0 && dQ.mem) {
+  if (want_dq && !mq.kernel) {
     KernelArgs args(k.a);
-    add_common(args, s, compute, Q, K, V, M);
-    add_tensor(args, dO, nullptr);
-    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
-    add_tensor(args, dQ, nullptr);
-    add_dropout(args, s, compute_dtype(dtype));
+    add_args(args, false);
     const Layout& t = k.dq_layout;
     const size_t dq_nt = t.bq ? static_cast<size_t>(t.bq / 4 * t.ntc) : nt;
     const int64_t dq_rows = t.bq ? t.bq : l.br;
@@ -493,14 +509,9 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     size_t dq_local[3] = {dq_nt, 1, 1};
     launch_nd(q, k.a, 3, global, dq_local, t.bq ? "attention_backward_dq_tiled" : "attention_backward_dq");
   }
-  if (s.B * s.Hk * s.S > 0 && dK.mem && dV.mem) {
+  if (want_kv && !mkv.kernel) {
     KernelArgs args(k.b);
-    add_common(args, s, compute, Q, K, V, M);
-    add_tensor(args, dO, nullptr);
-    args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
-    add_tensor(args, dK, nullptr);
-    add_tensor(args, dV, nullptr);
-    add_dropout(args, s, compute_dtype(dtype));
+    add_args(args, true);
     const Layout& t = k.dkdv_layout;
     const size_t kv_nt = t.bq ? static_cast<size_t>(t.bk / 4 * t.ntc) : nt;
     const int64_t kv_rows = t.bq ? t.bk : l.br;

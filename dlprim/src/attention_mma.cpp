@@ -70,7 +70,7 @@ bool vec16(const AttnTensor& t, int64_t dim, int unit) {
 }
 
 std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const MmaLayout& l, bool mask,
-                         bool dropout, bool vk, bool vv, bool prefetch, bool dq) {
+                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd) {
   std::ostringstream s;
   s << kernel_source("common");
   if (dropout) s << kernel_source("philox") << "#define DROPOUT 1\n";
@@ -81,10 +81,10 @@ std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const 
     << "#define D " << D << "\n#define DV " << DV << "\n#define HAS_MASK " << (mask ? 1 : 0)
     << "\n#define ATTN_NATIVE_EXP 1\n#define ATTN_VEC 0\n"
     << "#define MMA_KIND " << static_cast<int>(m.kind) << "\n#define MMA_EMULATE " << (m.emulate ? 1 : 0)
-    << "\n#define NW " << l.nw << "\n#define BKT " << l.bkt << "\n#define VEC_K " << vk << "\n#define VEC_V " << vv
-    << "\n#define PREFETCH " << prefetch << "\n";
+    << "\n#define NW " << l.nw << "\n#define BKT " << l.bkt << "\n#define VEC_K " << vec[0] << "\n#define VEC_V " << vec[1]
+    << "\n#define VEC_Q " << vec[2] << "\n#define VEC_DO " << vec[3] << "\n#define PREFETCH " << prefetch << "\n";
   s << kernel_source("attention_common") << kernel_source("mma_common");
-  if (dq) s << "#define ATTN_MMA_DQ 1\n" << kernel_source("attention_mma") << kernel_source("attention_mma_bwd");
+  if (bwd) s << "#define ATTN_MMA_DQ 1\n" << kernel_source("attention_mma") << kernel_source("attention_mma_bwd");
   else s << kernel_source("attention_mma");
   return s.str();
 }
@@ -94,9 +94,21 @@ struct Entry {
   cl_kernel k = nullptr;
 };
 
-// The forward (dq false) or the backward's dq pass (attention_mma_bwd.cl) for s, or no kernel.
-AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K, const AttnTensor& V,
-                         bool dq) {
+enum class Pass { Fwd = 0, Dq = 1, DkDv = 2 };
+
+// Local bytes of the backward passes (attention_mma_bwd.cl: two staged [row][dim] tiles, 16-bit transposed
+// copies, the dk/dv pass's lse and delta).
+uint64_t bwd_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV) {
+  const bool h = is16(m.kind);
+  const int64_t ks = h ? 16 : 8, dk = ceil_div(D, ks) * ks, dvk = ceil_div(DV, ks) * ks;
+  const int64_t rows = h ? dk + dvk + 32 : dk + dvk + 8;  // the paddings, at most
+  const int64_t t = h ? (ceil_div(D, 8) + ceil_div(DV, 8)) * 8 * (l.bkt + 8) : 0;
+  return static_cast<uint64_t>(l.bkt * rows + t) * (h ? 2 : 4) + 8 * l.bkt + (m.emulate ? 32 * l.nw * 6 * 4 : 0);
+}
+
+// The forward or a backward pass (attention_mma_bwd.cl) for s, or no kernel.
+AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q, const AttnTensor& K,
+                         const AttnTensor& V, const AttnTensor* dO, Pass pass) {
   AttnMmaKernel r;
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) return r;
   if (s.D > 128 || s.DV > 128 || s.D < 1 || s.DV < 1) return r;  // registers: Q and O fragments live in them
@@ -104,33 +116,38 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   if (!m) return r;
   MmaLayout l;
   if (!layout_for(ctx, m, s.D, s.DV, l)) return r;
-  if (dq) {
-    // Registers (scripts/ptx_registers.py attnmmadq=...): Q, dO and dq fragments; fp32 kinds spill past
-    // head dim 64 (the FMA kernels keep those), 16-bit past 64 unless the key tile is 16.
+  if (pass != Pass::Fwd) {
+    // Registers (scripts/ptx_registers.py attnmmadq=... / attnmmadkdv=...), without spills: dq (Q, dO and dq
+    // fragments) for heads up to 64 on 16-key tiles (16-bit: 32), 16-bit up to 128 on 16-key tiles; dk/dv
+    // (K, V, dk and dv fragments) up to 64 on 16-query tiles. The FMA kernels take the rest.
     const bool wide = std::max(s.D, s.DV) > 64;
-    if (wide && !is16(m.kind)) return r;
-    if (!std::getenv("PYTORCH_OCL_ATTN_MMA")) l.bkt = wide || !is16(m.kind) ? 16 : 32;
+    if (wide && (!is16(m.kind) || pass == Pass::DkDv)) return r;
+    if (!std::getenv("PYTORCH_OCL_ATTN_MMA")) l.bkt = wide || !is16(m.kind) || pass == Pass::DkDv ? 16 : 32;
     l.prefetch = 0;
+    const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+    if (bwd_local_bytes(l, m, s.D, s.DV) > limit) return r;
   }
   const int unit = is16(m.kind) ? 8 : 4;
-  const bool vk = vec16(K, s.D, unit), vv = vec16(V, s.DV, unit);
+  const bool vec[4] = {vec16(K, s.D, unit), vec16(V, s.DV, unit), vec16(Q, s.D, unit), dO && vec16(*dO, s.DV, unit)};
   const bool prefetch = l.prefetch != 0;
   static std::mutex map_mutex;
-  static std::map<std::tuple<cl_context, int, int, int64_t, int64_t, int, int, int, bool>, Entry> cache;
+  static std::map<std::tuple<cl_context, int, int, int64_t, int64_t, int, int, int, int>, Entry> cache;
   Entry* e;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
     e = &cache[std::make_tuple(ctx.context(), static_cast<int>(dtype), static_cast<int>(m.kind) + 8 * m.emulate,
                                s.D, s.DV, l.nw * 1000 + l.bkt,
-                               (s.has_mask ? 1 : 0) | (s.dropout > 0 ? 2 : 0) | (vk ? 4 : 0) | (vv ? 8 : 0),
-                               prefetch ? 1 : 0, dq)];
+                               (s.has_mask ? 1 : 0) | (s.dropout > 0 ? 2 : 0) | (vec[0] ? 4 : 0) | (vec[1] ? 8 : 0) |
+                                   (vec[2] ? 16 : 0) | (vec[3] ? 32 : 0),
+                               prefetch ? 1 : 0, static_cast<int>(pass))];
   }
   {
     std::lock_guard<std::mutex> lock(e->m);
+    static const char* names[] = {"attn_fwd_mma", "attn_bwd_dq_mma", "attn_bwd_dkdv_mma"};
     if (!e->k)
-      e->k = create_kernel(
-          ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vk, vv, prefetch, dq)),
-          dq ? "attn_bwd_dq_mma" : "attn_fwd_mma");
+      e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vec, prefetch,
+                                                    pass != Pass::Fwd)),
+                           names[static_cast<int>(pass)]);
   }
   r.kernel = e->k;
   r.m = &e->m;
@@ -141,14 +158,14 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
 
 } // namespace
 
-AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
-                                    const AttnTensor& V) {
-  return mma_kernel(ctx, s, dtype, K, V, false);
+AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                                    const AttnTensor& K, const AttnTensor& V) {
+  return mma_kernel(ctx, s, dtype, Q, K, V, nullptr, Pass::Fwd);
 }
 
-AttnMmaKernel attention_mma_backward_dq(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& K,
-                                        const AttnTensor& V) {
-  return mma_kernel(ctx, s, dtype, K, V, true);
+AttnMmaKernel attention_mma_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                                     const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, bool dkdv) {
+  return mma_kernel(ctx, s, dtype, Q, K, V, &dO, dkdv ? Pass::DkDv : Pass::Dq);
 }
 
 } // namespace detail

@@ -23,6 +23,7 @@
 #   cl_mem; the caching allocator's shared segments would hide a read past a tensor's end).
 # - Kernel binaries go to a fresh cache directory (PYTORCH_OCL_CACHE_DIR), strict mode is on, and
 #   GEMM/conv autotuning is off (the tests force every tile config and conv algorithm themselves).
+# - PYTORCH_OCL_BUILD_THREADS=1: no background or parallel program builds (Oclgrind is not thread-safe).
 # - Two pytest workers (pytest-xdist; PYTEST_WORKERS=1 for one process): an Oclgrind process
 #   interprets on one core. Each process writes its own Oclgrind log (OCLGRIND_LOG).
 set -euo pipefail
@@ -54,6 +55,9 @@ mkdir -p "$LOG_DIR"
 export OCLGRIND_LOG="$LOG_DIR/main.log"  # reports only (Oclgrind prints nothing else there)
 export PYTORCH_OCL_CACHE_DIR="$WORK/cache" PYTORCH_OCL_STRICT=1 PYTORCH_OCL_AUTOTUNE=0 PYTORCH_OCL_ALLOC_EXACT=1
 export PYTORCH_OCL_EXTRA_BUILD_OPTIONS="-cl-opt-disable"
+# Programs build on the calling thread: Oclgrind's OpenCL runtime is not thread-safe (jrprice/Oclgrind#28,
+# #202), and a background build (attention_prepare_backward's) overlapping kernels segfaulted 2 runs in 3.
+export PYTORCH_OCL_BUILD_THREADS=1
 unset PYTORCH_OCL_GEMM_CONFIG PYTORCH_OCL_CONV_IMPLICIT PYTORCH_OCL_CONV_WINOGRAD PYTORCH_OCL_TUNE \
       PYTORCH_OCL_DEVICES POCL_DEVICES
 

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/WrapDimMinimal.h>
 #include <dlprim/scan.h>
@@ -96,6 +97,15 @@ at::Tensor& cumsum_like(const dlprim::ReduceOp& op, const at::Tensor& self, int6
   if (dtype)
     TORCH_CHECK(out.scalar_type() == *dtype, name, ": Expected out tensor to have dtype ", *dtype, ", but got ",
                 out.scalar_type(), " instead");
+  if (out.is_complex() && &op == &k_cumsum) {  // a running sum of each component
+    at::native::resize_output(out, self.sizes());
+    if (self.dim() == 0) return out.copy_(self);  // nothing to scan (and parts' only dim is (re, im))
+    at::Tensor parts = at::view_as_real(self.to(out.scalar_type()).resolve_conj());
+    at::Tensor out_parts = at::view_as_real(out);
+    run_scan(op, parts, c10::maybe_wrap_dim(dim, self.dim()), {out_parts}, sum_acc_type(out_parts.scalar_type()),
+             name);
+    return out;
+  }
   run_scan(op, self, dim, {out}, sum_acc_type(out.scalar_type()), name);
   return out;
 }

@@ -115,3 +115,20 @@ def test_complex_matmul_shapes_and_out():
     close(z.cpu(), a @ b)
     with pytest.raises(RuntimeError):
         torch.mm(ao, bo.to(torch.complex128) if FP64 else bo.real)
+
+
+def test_complex64_scatters_move_bits():
+    """Non-accumulating scatters move complex64 elements as 64-bit integers; accumulating ones refuse."""
+    x = torch.randn(4, 5, dtype=torch.complex64)
+    src = torch.randn(4, 5, dtype=torch.complex64)
+    idx = torch.tensor([[0, 1, 2, 3, 4]] * 4).remainder(4)
+    xo = x.to("ocl")
+    close = torch.testing.assert_close
+    close(xo.scatter(0, idx.to("ocl"), src.to("ocl")).cpu(), x.scatter(0, idx, src))
+    close(xo.index_put((torch.tensor([2, 0]).to("ocl"),), src[:2].to("ocl")).cpu(),
+          x.index_put((torch.tensor([2, 0]),), src[:2]))
+    close(xo.put(torch.tensor([7, 1]).to("ocl"), src[0, :2].to("ocl")).cpu(), x.put(torch.tensor([7, 1]), src[0, :2]))
+    close(xo.conj().flip(1).cpu(), x.conj().flip(1))
+    close(torch.triu(xo.conj(), 1).cpu(), torch.triu(x.conj(), 1))
+    with pytest.raises(TypeError, match="scatter_add"):
+        xo.scatter_add(0, idx.to("ocl"), src.to("ocl"))

@@ -26,9 +26,10 @@ FAMILIES = {
     "matmul": """mm bmm addmm addmv mv dot vdot addr addbmm baddbmm matmul einsum inner tensordot
         nn.functional.linear linalg.multi_dot linalg.vecdot""",
     "reduce": "prod var std var_mean std_mean linalg.vector_norm norm dist any all count_nonzero cumsum cumprod",
-    # complex64 elements moved as 64-bit integers (gathers, scatters, flips, triangles, pads)
+    # complex64 elements moved as 64-bit integers (gathers, scatters, flips, triangles, pads);
+    # accumulating scatters on the real and imaginary parts
     "move": """flip rot90 tril triu index_select gather take masked_select __getitem__ take_along_dim combinations
-        nn.functional.pad""",
+        nn.functional.pad index_add scatter_add index_put""",
 }
 # Variants that need other families (norm.nuc: the SVD; pad.circular is a cat of slices, no pad kernel).
 SKIP = {"norm.nuc", "nn.functional.pad.circular", "nn.functional.pad.constant"}
@@ -117,8 +118,9 @@ def test_complex_matmul_shapes_and_out():
         torch.mm(ao, bo.to(torch.complex128) if FP64 else bo.real)
 
 
-def test_complex64_scatters_move_bits():
-    """Non-accumulating scatters move complex64 elements as 64-bit integers; accumulating ones refuse."""
+def test_complex_scatters():
+    """Non-accumulating scatters move complex64 elements as 64-bit integers; accumulating ones add the
+    real and imaginary parts separately."""
     x = torch.randn(4, 5, dtype=torch.complex64)
     src = torch.randn(4, 5, dtype=torch.complex64)
     idx = torch.tensor([[0, 1, 2, 3, 4]] * 4).remainder(4)
@@ -130,5 +132,9 @@ def test_complex64_scatters_move_bits():
     close(xo.put(torch.tensor([7, 1]).to("ocl"), src[0, :2].to("ocl")).cpu(), x.put(torch.tensor([7, 1]), src[0, :2]))
     close(xo.conj().flip(1).cpu(), x.conj().flip(1))
     close(torch.triu(xo.conj(), 1).cpu(), torch.triu(x.conj(), 1))
-    with pytest.raises(TypeError, match="scatter_add"):
-        xo.scatter_add(0, idx.to("ocl"), src.to("ocl"))
+    close(xo.scatter_add(0, idx.to("ocl"), src.to("ocl")).cpu(), x.scatter_add(0, idx, src))
+    i2 = torch.tensor([2, 0, 2])
+    close(xo.index_add(0, i2.to("ocl"), src[:3].conj().to("ocl"), alpha=2 - 1j).cpu(),
+          x.index_add(0, i2, src[:3].conj(), alpha=2 - 1j))
+    close(xo.index_put((i2.to("ocl"),), src[:3].to("ocl"), accumulate=True).cpu(),
+          x.index_put((i2,), src[:3], accumulate=True))

@@ -1,8 +1,8 @@
-// Complex pointwise ops on the components of their operands (see ComplexOps.h): the complex forms
-// of the table rows add/sub/mul/div/neg/reciprocal/abs/sgn, and the complex-only ops
-// conj_physical, complex, polar and angle. Written for this backend: each body is the textbook
-// formula on (re, im) pairs, division as in c10::complex (Smith's scaling, so |b| near the
-// float range does not overflow).
+// Complex pointwise ops on the components of their operands (see ComplexOps.h): k_rows gives the
+// complex form of a pointwise-table row (arithmetic, exp/log/trig/hyperbolic and inverses, pow,
+// logical ops, where/masked_fill/lerp/addcmul/addcdiv, activation backwards), plus the
+// complex-only ops conj_physical, complex, polar and angle. Written for this backend: the bodies
+// call kernels/complex.cl's float2/double2 helpers (Smith's division, Kahan's tanh, ...).
 #include "aten/ComplexOps.h"
 #include "aten/Launch.h"
 #include "core/TensorUtils.h"

@@ -68,6 +68,16 @@ def test_pointwise_forms():
     check(lambda x, y: torch.addcmul(x, x, y, value=0.5).clamp(-1, 1), rand(11), rand(11))
 
 
+def test_complex():
+    """The complex rows (components + kernels/complex.cl), the complex GEMM and a complex64 gather."""
+    z = torch.randn(5, 7, dtype=torch.complex64)
+    w = torch.randn(7, 3, dtype=torch.complex64)
+    check(lambda z: torch.tanh(z).sqrt() + torch.pow(z, 1.5 - 0.5j) / z.conj().exp(), z, backward=False)
+    check(lambda z, w: torch.addmm(z[:, :3], z, w, alpha=1j), z, w, backward=False)
+    check(lambda z: torch.where(z.real > 0, z, z.flip(0)).index_select(1, torch.tensor([6, 0, 3])), z,
+          backward=False)
+
+
 def test_pointwise_dtypes_and_inplace():
     i = torch.randint(-50, 50, (13,), dtype=torch.int64)
     check(lambda i: (i * 3 + 7) // 5 % 4, i)

@@ -2,6 +2,7 @@
 // scalars) and bw0..bw2 (grad_output, self + scalars) wrapper templates, and the activations
 // with their own signature (relu, hardtanh, hardswish, gelu, elu/leaky_relu backward,
 // log_sigmoid, prelu, glu).
+#include "aten/ComplexOps.h"
 #include "aten/PointwiseTable.h"
 #include "core/TensorUtils.h"
 
@@ -33,6 +34,7 @@ void check_fits(const at::Tensor& self, std::initializer_list<c10::Scalar> param
 }
 
 at::Tensor run_act(PwId id, const at::Tensor& self, const Params& params, const at::Tensor& out) {
+  if (self.is_complex() && params.empty() && pw_has_complex(id)) return pw_complex_unary(id, out, self);
   pw_check_dtype(id, self.scalar_type());
   at::TensorIterator iter;
   iter.build_borrowing_unary_op(out, self);
@@ -43,6 +45,10 @@ at::Tensor run_act(PwId id, const at::Tensor& self, const Params& params, const 
 at::Tensor run_bw(PwId id, const at::Tensor& grad, const at::Tensor& self, const Params& params,
                   const at::Tensor& grad_input) {
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  if (pw_is_complex(iter.common_dtype()) && params.empty() && pw_has_complex(id)) {
+    pw_complex_binary(id, iter);
+    return pw_result(grad_input, iter);
+  }
   pw_check_dtype(id, iter.common_dtype());
   pw_launch(id, iter, params);
   return pw_result(grad_input, iter);

@@ -1,12 +1,14 @@
 // Complex arithmetic on ocl: complex tensors are computed on their components. A complex operand
 // becomes two strided float operands (the real and imaginary slices of its view_as_real), a real
-// operand becomes (itself, 0), and one small table of elementwise bodies over those components
-// (ComplexPointwise.cpp) gives the complex forms of the pointwise rows: no complex type in the
-// kernel generator, no copies.
+// operand becomes (itself, 0), and one table of elementwise bodies over those components
+// (ComplexPointwise.cpp, with the complex math of kernels/complex.cl on float2/double2 values)
+// gives the complex forms of the pointwise rows: the real kernel generator runs them, no copies.
 #pragma once
 #include "aten/PointwiseTable.h"
 
 #include <ATen/core/Tensor.h>
+
+#include <vector>
 
 namespace pytorch_ocl {
 
@@ -19,6 +21,12 @@ at::Tensor pw_complex_unary(PwId id, const at::Tensor& out, const at::Tensor& se
 // The complex form of binary row `id` over a built iterator whose common dtype is complex (the
 // iterator did broadcasting, promotion checks and allocated the output); alpha for add/sub.
 void pw_complex_binary(PwId id, at::TensorIteratorBase& iter, const c10::Scalar& alpha = 1);
+
+// Runs complex row `id` over `ins` (broadcast to `out`, which the caller sized; complex, or
+// real/bool for the predicates) computing in complex dtype `compute`; `param` is the row's
+// complex parameter (alpha, value) where it has one.
+void pw_complex_launch(PwId id, const at::Tensor& out, const std::vector<at::Tensor>& ins, c10::ScalarType compute,
+                       const c10::Scalar& param = 1);
 
 // True when a runner must take the complex path for its operands' common dtype.
 inline bool pw_is_complex(c10::ScalarType t) { return c10::isComplexType(t); }

@@ -1,11 +1,13 @@
-// Complex pointwise ops on the components of their operands (see ComplexOps.h): the complex forms
-// of the table rows add/sub/mul/div/neg/reciprocal/abs/sgn, and the complex-only ops
-// conj_physical, complex, polar and angle. Written for this backend: each body is the textbook
-// formula on (re, im) pairs, division as in c10::complex (Smith's scaling, so |b| near the
-// float range does not overflow).
+// Complex pointwise ops on the components of their operands (see ComplexOps.h): k_rows gives the
+// complex form of a pointwise-table row (arithmetic, exp/log/trig/hyperbolic and inverses, pow,
+// logical ops, where/masked_fill/lerp/addcmul/addcdiv, activation backwards), plus the
+// complex-only ops conj_physical, complex, polar and angle. Written for this backend: the bodies
+// call kernels/complex.cl's float2/double2 helpers (Smith's division, Kahan's tanh, ...).
 #include "aten/ComplexOps.h"
 #include "aten/Launch.h"
 #include "core/TensorUtils.h"
+
+#include <dlprim/embedded.h>
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
@@ -26,39 +28,98 @@ namespace pytorch_ocl {
 
 namespace {
 
-// Bodies over operands A and B as (A_RE, A_IM), (B_RE, B_IM) and outputs (y0, y1) = (re, im) of a
-// complex result (y0 alone for a real one); w0, w1 = alpha (re, im) where an op takes alpha.
-// Each use picks a variant (see variant()) binding A and B to two tensor inputs (complex), one
-// input and a literal 0 (real), or two params (a CPU scalar), so nothing is loaded for nothing.
+// Bodies over operands A, B, C as (A_RE, A_IM), ... and outputs (y0, y1) = (re, im) of a
+// complex result (y0 alone for a real or bool one); w0, w1 = a complex param (alpha, value)
+// where an op takes one. Each use picks a variant (see variant()) binding an operand to two
+// tensor inputs (complex), one input and a literal 0 (real), or two params (a CPU scalar), so
+// nothing is loaded for nothing. The math is kernels/complex.cl's (dl_c = float2 / double2);
+// A, B, C are the operands as dl_c.
 struct CxOp {
   const char* name;
   const char* body;
   int n_outputs, n_operands, n_params;
 };
-const CxOp k_neg{"cx_neg", "y0 = -A_RE; y1 = -A_IM;", 2, 1, 0};
+#define CX_FN(fn) "dl_c r = " fn "(A); y0 = r.x; y1 = r.y;"
+#define CX_ROW(id, body, outs, operands, params) {PW_##id, {"cx_" #id, body, outs, operands, params}}
+struct CxRow {
+  PwId id;
+  CxOp op;
+};
+const CxRow k_rows[] = {
+    CX_ROW(neg, "y0 = -A_RE; y1 = -A_IM;", 2, 1, 0),
+    CX_ROW(abs, "y0 = hypot(A_RE, A_IM);", 1, 1, 0),
+    CX_ROW(sgn, "dl_t r = hypot(A_RE, A_IM); y0 = r == 0 ? 0 : A_RE / r; y1 = r == 0 ? 0 : A_IM / r;", 2, 1, 0),
+    CX_ROW(reciprocal, "dl_c r = dl_cdiv(DL_C(1, 0), A); y0 = r.x; y1 = r.y;", 2, 1, 0),
+    CX_ROW(exp, CX_FN("dl_cexp"), 2, 1, 0),
+    CX_ROW(exp2, "dl_c r = dl_cexp(A * DL_LN2); y0 = r.x; y1 = r.y;", 2, 1, 0),
+    CX_ROW(expm1, CX_FN("dl_cexpm1"), 2, 1, 0),
+    CX_ROW(log, CX_FN("dl_clog"), 2, 1, 0),
+    CX_ROW(log2, "dl_c r = dl_clog(A) / DL_LN2; y0 = r.x; y1 = r.y;", 2, 1, 0),
+    CX_ROW(log10, "dl_c r = dl_clog(A) / DL_LN10; y0 = r.x; y1 = r.y;", 2, 1, 0),
+    CX_ROW(log1p, CX_FN("dl_clog1p"), 2, 1, 0),
+    CX_ROW(sqrt, CX_FN("dl_csqrt"), 2, 1, 0),
+    CX_ROW(rsqrt, CX_FN("dl_crsqrt"), 2, 1, 0),
+    CX_ROW(sin, CX_FN("dl_csin"), 2, 1, 0),
+    CX_ROW(cos, CX_FN("dl_ccos"), 2, 1, 0),
+    CX_ROW(tan, CX_FN("dl_ctan"), 2, 1, 0),
+    CX_ROW(asin, CX_FN("dl_casin"), 2, 1, 0),
+    CX_ROW(acos, CX_FN("dl_cacos"), 2, 1, 0),
+    CX_ROW(atan, CX_FN("dl_catan"), 2, 1, 0),
+    CX_ROW(sinh, CX_FN("dl_csinh"), 2, 1, 0),
+    CX_ROW(cosh, CX_FN("dl_ccosh"), 2, 1, 0),
+    CX_ROW(tanh, CX_FN("dl_ctanh"), 2, 1, 0),
+    CX_ROW(asinh, CX_FN("dl_casinh"), 2, 1, 0),
+    CX_ROW(acosh, CX_FN("dl_cacosh"), 2, 1, 0),
+    CX_ROW(atanh, CX_FN("dl_catanh"), 2, 1, 0),
+    CX_ROW(sigmoid, CX_FN("dl_csigmoid"), 2, 1, 0),
+    CX_ROW(sinc, CX_FN("dl_csinc"), 2, 1, 0),
+    CX_ROW(silu, "dl_c r = dl_cmul(A, dl_csigmoid(A)); y0 = r.x; y1 = r.y;", 2, 1, 0),
+    // backward rules of the complex activations (ATen's): grad * conj(d output / d input)
+    CX_ROW(tanh_backward, "dl_c d = DL_C(1, 0) - dl_cmul(B, B); dl_c r = dl_cmul(A, DL_C(d.x, -d.y)); y0 = r.x; y1 = r.y;",
+           2, 2, 0),
+    CX_ROW(sigmoid_backward, "dl_c d = dl_cmul(DL_C(1, 0) - B, B); dl_c r = dl_cmul(A, DL_C(d.x, -d.y));"
+                             " y0 = r.x; y1 = r.y;", 2, 2, 0),
+    CX_ROW(silu_backward, "dl_c s = dl_csigmoid(B); dl_c d = dl_cmul(s, DL_C(1, 0) + dl_cmul(B, DL_C(1, 0) - s));"
+                          " dl_c r = dl_cmul(A, DL_C(d.x, -d.y)); y0 = r.x; y1 = r.y;", 2, 2, 0),
+    CX_ROW(isnan, "y0 = isnan(A_RE) || isnan(A_IM);", 1, 1, 0),
+    CX_ROW(logical_not, "y0 = A_RE == 0 && A_IM == 0;", 1, 1, 0),
+    // Real alpha keeps a + b exact when b holds infinities (complex alpha would make 0 * inf):
+    // add/sub/rsub take the complex form (w1 != 0) only for a complex alpha.
+    CX_ROW(add, "if (w1 == 0) { y0 = A_RE + w0 * B_RE; y1 = A_IM + w0 * B_IM; }"
+                " else { dl_c r = A + dl_cmul(DL_C(w0, w1), B); y0 = r.x; y1 = r.y; }", 2, 2, 2),
+    CX_ROW(sub, "if (w1 == 0) { y0 = A_RE - w0 * B_RE; y1 = A_IM - w0 * B_IM; }"
+                " else { dl_c r = A - dl_cmul(DL_C(w0, w1), B); y0 = r.x; y1 = r.y; }", 2, 2, 2),
+    CX_ROW(rsub, "if (w1 == 0) { y0 = B_RE - w0 * A_RE; y1 = B_IM - w0 * A_IM; }"
+                 " else { dl_c r = B - dl_cmul(DL_C(w0, w1), A); y0 = r.x; y1 = r.y; }", 2, 2, 2),
+    CX_ROW(mul, "y0 = A_RE * B_RE - A_IM * B_IM; y1 = A_RE * B_IM + A_IM * B_RE;", 2, 2, 0),
+    CX_ROW(div, "dl_c r = dl_cdiv(A, B); y0 = r.x; y1 = r.y;", 2, 2, 0),
+    CX_ROW(pow, "dl_c r = dl_cpow(A, B); y0 = r.x; y1 = r.y;", 2, 2, 0),
+    CX_ROW(eq, "y0 = A_RE == B_RE && A_IM == B_IM;", 1, 2, 0),
+    CX_ROW(ne, "y0 = A_RE != B_RE || A_IM != B_IM;", 1, 2, 0),
+    CX_ROW(logical_and, "y0 = (A_RE != 0 || A_IM != 0) && (B_RE != 0 || B_IM != 0);", 1, 2, 0),
+    CX_ROW(logical_or, "y0 = (A_RE != 0 || A_IM != 0) || (B_RE != 0 || B_IM != 0);", 1, 2, 0),
+    CX_ROW(logical_xor, "y0 = (A_RE != 0 || A_IM != 0) != (B_RE != 0 || B_IM != 0);", 1, 2, 0),
+    // where(cond, a, b) and masked_fill(self, mask, value): the condition is a real operand
+    CX_ROW(where, "y0 = A_RE != 0 ? B_RE : C_RE; y1 = A_RE != 0 ? B_IM : C_IM;", 2, 3, 0),
+    CX_ROW(masked_fill, "y0 = B_RE != 0 ? C_RE : A_RE; y1 = B_RE != 0 ? C_IM : A_IM;", 2, 3, 0),
+    // lerp as the CPU: from the nearer end by |weight| < 0.5
+    CX_ROW(lerp, "dl_c d = B - A; dl_c r = dl_cabs(C) < (dl_t)0.5 ? A + dl_cmul(C, d) : B - dl_cmul(d, DL_C(1, 0) - C);"
+                 " y0 = r.x; y1 = r.y;", 2, 3, 0),
+    CX_ROW(addcmul, "dl_c r = A + dl_cmul(dl_cmul(DL_C(w0, w1), B), C); y0 = r.x; y1 = r.y;", 2, 3, 2),
+    CX_ROW(addcdiv, "dl_c r = A + dl_cdiv(dl_cmul(DL_C(w0, w1), B), C); y0 = r.x; y1 = r.y;", 2, 3, 2),
+};
+#undef CX_FN
+#undef CX_ROW
 const CxOp k_conj{"cx_conj", "y0 = A_RE; y1 = -A_IM;", 2, 1, 0};
-const CxOp k_abs{"cx_abs", "y0 = hypot(A_RE, A_IM);", 1, 1, 0};
 const CxOp k_angle{"cx_angle", "y0 = atan2(A_IM, A_RE);", 1, 1, 0};
-const CxOp k_sgn{"cx_sgn", "dl_t r = hypot(A_RE, A_IM); y0 = r == 0 ? 0 : A_RE / r; y1 = r == 0 ? 0 : A_IM / r;", 2, 1, 0};
-// Real alpha keeps a + b exact when b holds infinities (complex alpha would make 0 * inf).
-const CxOp k_add{"cx_add", "y0 = A_RE + w0 * B_RE; y1 = A_IM + w0 * B_IM;", 2, 2, 2};
-const CxOp k_add_c{"cx_add_c", "y0 = A_RE + (w0 * B_RE - w1 * B_IM); y1 = A_IM + (w0 * B_IM + w1 * B_RE);", 2, 2, 2};
-const CxOp k_sub{"cx_sub", "y0 = A_RE - w0 * B_RE; y1 = A_IM - w0 * B_IM;", 2, 2, 2};
-const CxOp k_sub_c{"cx_sub_c", "y0 = A_RE - (w0 * B_RE - w1 * B_IM); y1 = A_IM - (w0 * B_IM + w1 * B_RE);", 2, 2, 2};
-const CxOp k_mul{"cx_mul", "y0 = A_RE * B_RE - A_IM * B_IM; y1 = A_RE * B_IM + A_IM * B_RE;", 2, 2, 0};
-#define DL_CX_DIV(a, b, c, d)                                                                    \
-  "dl_t a = " a ", b = " b ", c = " c ", d = " d ";\n"                                          \
-  "if (fabs(c) >= fabs(d)) {\n"                                                                \
-  "  if (c == 0 && d == 0) { y0 = a / fabs(c); y1 = b / fabs(d); }\n"                           \
-  "  else { dl_t r = d / c; dl_t s = 1 / (c + d * r); y0 = (a + b * r) * s; y1 = (b - a * r) * s; }\n" \
-  "} else { dl_t r = c / d; dl_t s = 1 / (d + c * r); y0 = (a * r + b) * s; y1 = (b * r - a) * s; }"
-const CxOp k_div{"cx_div", DL_CX_DIV("A_RE", "A_IM", "B_RE", "B_IM"), 2, 2, 0};
-const CxOp k_reciprocal{"cx_reciprocal", DL_CX_DIV("1", "0", "A_RE", "A_IM"), 2, 1, 0};
-#undef DL_CX_DIV
-const CxOp k_eq{"cx_eq", "y0 = A_RE == B_RE && A_IM == B_IM;", 1, 2, 0};
-const CxOp k_ne{"cx_ne", "y0 = A_RE != B_RE || A_IM != B_IM;", 1, 2, 0};
 const CxOp k_complex{"cx_complex", "y0 = A_RE; y1 = B_RE;", 2, 2, 0};
 const CxOp k_polar{"cx_polar", "y0 = A_RE * cos(B_RE); y1 = A_RE * sin(B_RE);", 2, 2, 0};
+
+const CxOp* row_op(PwId id) {
+  for (const CxRow& r : k_rows)
+    if (r.id == id) return &r.op;
+  return nullptr;
+}
 
 c10::ScalarType real_type(c10::ScalarType t) { return c10::isComplexType(t) ? c10::toRealValueType(t) : t; }
 
@@ -72,7 +133,7 @@ const dlprim::ElementwiseOp& variant(const CxOp& op, const std::string& kinds) {
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = made[{&op, kinds}];
   if (slot) return *slot;
-  std::string prelude;
+  std::string prelude = dlprim::kernel_source("complex");
   int x = 0, w = op.n_params;
   for (size_t k = 0; k < kinds.size(); ++k) {
     std::string re = std::string("#define ") + char('A' + k) + "_RE ", im = std::string("#define ") + char('A' + k) + "_IM ";
@@ -85,6 +146,7 @@ const dlprim::ElementwiseOp& variant(const CxOp& op, const std::string& kinds) {
       prelude += re + "w" + std::to_string(w) + "\n" + im + "w" + std::to_string(w + 1) + "\n";
       w += 2;
     }
+    prelude += std::string("#define ") + char('A' + k) + " DL_C(" + char('A' + k) + "_RE, " + char('A' + k) + "_IM)\n";
   }
   slot = std::make_unique<dlprim::ElementwiseOp>(
       dlprim::ElementwiseOp{std::string(op.name) + "_" + kinds, op.body, prelude, op.n_outputs, x, w});
@@ -135,16 +197,6 @@ void launch_components(const CxOp& op, const at::Tensor& out, const std::vector<
   launch_elementwise(variant(op, kinds), iter, real_type(compute), params);
 }
 
-const CxOp* unary_op(PwId id) {
-  switch (id) {
-    case PW_neg: return &k_neg;
-    case PW_abs: return &k_abs;
-    case PW_sgn: return &k_sgn;
-    case PW_reciprocal: return &k_reciprocal;
-    default: return nullptr;
-  }
-}
-
 // Allocates (undefined) or checks and resizes `out` for a result of `dtype` shaped like `self`.
 at::Tensor unary_result(const at::Tensor& out, const at::Tensor& self, c10::ScalarType dtype, const char* name) {
   if (!out.defined()) return at::empty_like(self, self.options().dtype(dtype));
@@ -171,45 +223,39 @@ at::Tensor run_unary(const CxOp& op, const at::Tensor& out, const at::Tensor& se
 
 } // namespace
 
-bool pw_has_complex(PwId id) {
-  return unary_op(id) != nullptr || id == PW_add || id == PW_sub || id == PW_mul || id == PW_div || id == PW_eq ||
-         id == PW_ne;
-}
+bool pw_has_complex(PwId id) { return row_op(id) != nullptr; }
 
 at::Tensor pw_complex_unary(PwId id, const at::Tensor& out, const at::Tensor& self) {
-  const CxOp* op = unary_op(id);
-  TORCH_CHECK(op != nullptr, pw_row(id).op.name, ": complex inputs are not supported on ocl");
-  c10::ScalarType dtype = id == PW_abs ? c10::toRealValueType(self.scalar_type()) : self.scalar_type();
+  const CxOp* op = row_op(id);
+  TORCH_CHECK(op != nullptr && op->n_operands == 1, pw_row(id).op.name, ": complex inputs are not supported on ocl");
+  c10::ScalarType dtype = op->n_outputs == 2 ? self.scalar_type()
+                          : id == PW_abs    ? c10::toRealValueType(self.scalar_type())
+                                            : c10::kBool;
   return run_unary(*op, out, self, dtype);
 }
 
-void pw_complex_binary(PwId id, at::TensorIteratorBase& iter, const c10::Scalar& alpha) {
+void pw_complex_launch(PwId id, const at::Tensor& out, const std::vector<at::Tensor>& ins, c10::ScalarType compute,
+                       const c10::Scalar& param) {
+  const CxOp* op = row_op(id);
+  TORCH_CHECK(op != nullptr && op->n_operands == static_cast<int>(ins.size()), pw_row(id).op.name,
+              ": complex inputs are not supported on ocl");
   std::vector<dlprim::Scalar> params;
-  const CxOp* op = nullptr;
-  if (id == PW_add || id == PW_sub) {
-    c10::complex<double> a = alpha.toComplexDouble();
-    bool cplx = a.imag() != 0;
-    op = id == PW_add ? (cplx ? &k_add_c : &k_add) : (cplx ? &k_sub_c : &k_sub);
+  if (op->n_params == 2) {
+    c10::complex<double> a = param.toComplexDouble();
     params = {dlprim::Scalar::floating(a.real()), dlprim::Scalar::floating(a.imag())};
-  } else if (id == PW_mul) {
-    op = &k_mul;
-  } else if (id == PW_eq || id == PW_ne) {  // a bool result, written directly
-    launch_components(id == PW_eq ? k_eq : k_ne, iter.output(), {iter.input(0), iter.input(1)},
-                      iter.common_dtype());
-    return;
-  } else {
-    TORCH_CHECK(id == PW_div, pw_row(id).op.name, ": complex inputs are not supported on ocl");
-    op = &k_div;
   }
-  at::Tensor out = iter.output();
-  c10::ScalarType compute = iter.common_dtype();
-  if (out.scalar_type() != compute) {  // e.g. a complex128 out of complex64 inputs
+  bool complex_out = op->n_outputs == 2;
+  if (complex_out && out.scalar_type() != compute) {  // e.g. a complex128 out of complex64 inputs
     at::Tensor tmp = at::empty(out.sizes(), out.options().dtype(compute));
-    launch_components(*op, tmp, {iter.input(0), iter.input(1)}, compute, params);
+    launch_components(*op, tmp, ins, compute, params);
     out.copy_(tmp);
     return;
   }
-  launch_components(*op, out, {iter.input(0), iter.input(1)}, compute, params);
+  launch_components(*op, out, ins, compute, params);
+}
+
+void pw_complex_binary(PwId id, at::TensorIteratorBase& iter, const c10::Scalar& alpha) {
+  pw_complex_launch(id, iter.output(), {iter.input(0), iter.input(1)}, iter.common_dtype(), alpha);
 }
 
 namespace {

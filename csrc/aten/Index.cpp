@@ -12,6 +12,9 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_unique2.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/where.h>
@@ -158,6 +161,14 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   c10::DeviceGuard guard(self.device());
   Advanced a = make_advanced(self, indices, "index_put_");
   at::Tensor v = on_device(values, self);
+  if (accumulate && self.is_complex()) {  // the real and imaginary parts accumulate separately
+    TORCH_CHECK(!self.is_conj(), "index_put_: a conjugate view as the destination is not supported on ocl");
+    at::Tensor vr = v.resolve_conj();
+    at::Tensor re = at::real(self), im = at::imag(self);
+    index_put_impl_(re, indices, at::real(vr), true, false);
+    index_put_impl_(im, indices, at::imag(vr), true, false);
+    return self;
+  }
   TORCH_CHECK(at::is_expandable_to(v.sizes(), a.result_shape), "shape mismatch: value tensor of shape ", v.sizes(),
               " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(a.result_shape));
   int64_t rows = c10::multiply_integers(a.row_shape);
@@ -246,6 +257,17 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
 
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                           const c10::Scalar& alpha, at::Tensor& out) {
+  if (self.is_complex() && source.scalar_type() == self.scalar_type()) {
+    // Sums of complex values: the real and imaginary parts accumulate separately (strided views of out).
+    TORCH_CHECK(!out.is_conj(), "index_add: a conjugate view as the result is not supported on ocl");
+    at::native::resize_output(out, self.sizes());
+    if (!out.is_same(self)) out.copy_(self);
+    at::Tensor src = at::mul(source, alpha).resolve_conj();
+    at::Tensor re = at::real(out), im = at::imag(out);
+    index_add_out(re, dim, index, at::real(src), 1, re);
+    index_add_out(im, dim, index, at::imag(src), 1, im);
+    return out;
+  }
   dlprim::IndexReduce mode = dlprim::IndexReduce::Sum;
   index_update(self, dim, index, source, out, &mode, true, alpha.toDouble(), false, "index_add");
   return out;

@@ -213,14 +213,24 @@ const at::Tensor& KeyBuilder::finish() {
   TORCH_CHECK_INDEX(false, op_, ": index out of range");
 }
 
+// Gathers and scatters only move elements: a complex64 element moves as the 64-bit integer of
+// its bits (the kernels have no complex type; conjugate views are resolved first).
+namespace {
+at::Tensor as_bits(const at::Tensor& t) {
+  return t.scalar_type() == c10::kComplexFloat ? t.resolve_conj().view(c10::kLong) : t;
+}
+} // namespace
+
 void keyed_gather(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys, int64_t rows,
                   const at::Tensor& dense, const char* op) {
-  run_keyed(Kind::Gather, big, inner_dims, keys, rows, dense, nullptr, op);
+  TORCH_CHECK(!dense.is_conj(), op, ": a conjugate view as the result is not supported on ocl");
+  run_keyed(Kind::Gather, as_bits(big), inner_dims, keys, rows, as_bits(dense), nullptr, op);
 }
 
 void keyed_scatter(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys,
                    int64_t rows, const at::Tensor& dense, const char* op) {
-  run_keyed(Kind::Scatter, big, inner_dims, keys, rows, dense, nullptr, op);
+  TORCH_CHECK(!big.is_conj(), op, ": a conjugate view as the destination is not supported on ocl");
+  run_keyed(Kind::Scatter, as_bits(big), inner_dims, keys, rows, as_bits(dense), nullptr, op);
 }
 
 void keyed_reduce(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys, int64_t rows,

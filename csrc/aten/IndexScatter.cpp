@@ -7,6 +7,8 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/real.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -111,6 +113,17 @@ at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const 
 
 at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                             at::Tensor& out) {
+  if (self.is_complex() && src.scalar_type() == self.scalar_type()) {
+    // Sums of complex values: the real and imaginary parts accumulate separately (strided views of out).
+    TORCH_CHECK(!out.is_conj(), "scatter_add: a conjugate view as the result is not supported on ocl");
+    at::native::resize_output(out, self.sizes());
+    if (!out.is_same(self)) out.copy_(self);
+    at::Tensor s = src.resolve_conj();
+    at::Tensor re = at::real(out), im = at::imag(out);
+    scatter_add_out(re, dim, index, at::real(s), re);
+    scatter_add_out(im, dim, index, at::imag(s), im);
+    return out;
+  }
   dlprim::IndexReduce mode = dlprim::IndexReduce::Sum;
   scatter_impl(self, dim, index, src, &mode, true, out, "scatter_add");
   return out;

@@ -2,6 +2,7 @@
 // addr. Every one is a dlprim GEMM on 3-D views ([batch, rows, cols]); vectors are matrices
 // with one row or column, so no operand is copied unless it has no unit stride. matmul,
 // linear, outer, inner and einsum decompose above us into these (CompositeImplicitAutograd).
+#include "aten/ComplexGemm.h"
 #include "aten/GemmRunner.h"
 #include "core/TensorUtils.h"
 
@@ -27,8 +28,21 @@ void check_inputs(const char* op, const at::Tensor& out, std::initializer_list<c
   }
   TORCH_CHECK(out.scalar_type() == t, op, ": expected out tensor to have dtype ", t, ", but got ", out.scalar_type(),
               " instead");
-  TORCH_CHECK_TYPE(c10::isFloatingType(t), op, ": dtype ", t,
+  TORCH_CHECK_TYPE(c10::isFloatingType(t) || (c10::isComplexType(t) && t != c10::kComplexHalf), op, ": dtype ", t,
                    " is not supported on the ocl device (matrix products take floating types)");
+}
+
+// Runs `c` with alpha and beta (beta applies only where c.d is set), or for complex operands
+// its complex form on the real GEMM (ComplexGemm.cpp).
+void run(GemmCall& c, const c10::Scalar& alpha, const c10::Scalar& beta) {
+  if (c.out.is_complex()) {
+    complex_gemm(c.op, c.a, c.b, c.out, c.d.defined() ? &c.d : nullptr, beta, alpha, c.sum_batches,
+                 c.alpha_zero_skips);
+    return;
+  }
+  c.alpha = alpha.toDouble();
+  c.beta = c.d.defined() ? beta.toDouble() : 0.0;
+  run_gemm(c);
 }
 
 // [M, K] -> [1, M, K]
@@ -45,10 +59,9 @@ void gemm2d(const char* op, const at::Tensor& a, const at::Tensor& b, const at::
   c.b = as3(b);
   c.out = as3(out);
   if (self) c.d = as3(self->expand({out.size(0), out.size(1)}));
-  c.alpha = alpha.toDouble();
-  c.beta = self ? beta.toDouble() : 0.0;
   c.act = act;
-  run_gemm(c);
+  TORCH_CHECK(!out.is_complex() || act == dlprim::Activation::None, op, ": complex operands are not supported");
+  run(c, alpha, beta);
 }
 
 void check_mm_shapes(const char* op, const at::Tensor& m1, const at::Tensor& m2) {
@@ -103,12 +116,9 @@ void run_batched(const char* op, const at::Tensor& b1, const at::Tensor& b2, con
   c.b = b2;
   c.out = sum_batches ? as3(out) : out;
   if (self) c.d = sum_batches ? as3(self->expand({b1.size(1), b2.size(2)})) : self->expand(out.sizes());
-  c.alpha = alpha.toDouble();
-  c.beta = self ? beta.toDouble() : 0.0;
   c.sum_batches = sum_batches;
   c.alpha_zero_skips = sum_batches;  // ATen's baddbmm evaluates 0 * (b1 @ b2); addbmm does not
-  if (sum_batches && b1.size(0) == 0) c.alpha = 0;  // an empty sum
-  run_gemm(c);
+  run(c, sum_batches && b1.size(0) == 0 ? c10::Scalar(0) : alpha, beta);  // an empty sum
 }
 
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
@@ -162,10 +172,8 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
   c.a = as3(mat);
   c.b = column3(vec);
   c.out = column3(out);
-  if (beta.toDouble() != 0) c.d = column3(self.expand({mat.size(0)}));
-  c.alpha = alpha.toDouble();
-  c.beta = beta.toDouble();
-  run_gemm(c);
+  if (beta.toComplexDouble() != c10::complex<double>(0, 0)) c.d = column3(self.expand({mat.size(0)}));
+  run(c, alpha, beta);
   return out;
 }
 
@@ -182,13 +190,13 @@ at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& ot
   c.a = row3(self);
   c.b = column3(other);
   c.out = out.view({1, 1, 1});
-  run_gemm(c);
+  run(c, 1, 0);
   return out;
 }
 
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("dot", self, other); }
-// Real dtypes only (complex is rejected by the dtype check), so no conjugation is needed.
-at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("vdot", self, other); }
+// vdot conjugates its first operand (a conjugate view; the complex GEMM resolves it).
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("vdot", self.conj(), other); }
 
 at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
                      const c10::Scalar& alpha, at::Tensor& out) {
@@ -201,10 +209,8 @@ at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::T
   c.a = column3(vec1);
   c.b = row3(vec2);
   c.out = as3(out);
-  if (beta.toDouble() != 0) c.d = as3(self.expand({vec1.size(0), vec2.size(0)}));
-  c.alpha = alpha.toDouble();
-  c.beta = beta.toDouble();
-  run_gemm(c);
+  if (beta.toComplexDouble() != c10::complex<double>(0, 0)) c.d = as3(self.expand({vec1.size(0), vec2.size(0)}));
+  run(c, alpha, beta);
   return out;
 }
 

@@ -72,6 +72,10 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const c10::Scal
   at::native::sub_check(self, other);
   at::Tensor out;
   auto iter = at::TensorIterator::borrowing_binary_op(out, self, other);
+  if (pw_is_complex(iter.common_dtype())) {
+    pw_complex_binary(PW_rsub, iter, alpha);
+    return iter.output();
+  }
   pw_check_dtype(PW_rsub, iter.common_dtype());
   at::native::alpha_check(iter.common_dtype(), alpha);
   pw_launch(PW_rsub, iter, {to_dlprim_scalar(alpha)});

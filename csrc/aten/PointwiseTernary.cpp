@@ -1,5 +1,6 @@
 // Ternary rows of the pointwise table: where, lerp, addcmul, addcdiv, the clamp family and
 // masked_fill_. Scalar operands become CPU scalar operands of the iterator (passed by value).
+#include "aten/ComplexOps.h"
 #include "aten/PointwiseTable.h"
 #include "core/TensorUtils.h"
 
@@ -8,6 +9,8 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/result_type.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 
 #include <optional>
 
@@ -23,6 +26,11 @@ at::Tensor run_where(const at::Tensor& cond, const at::Tensor& self, const at::T
   c10::ScalarType result = at::result_type(self, other);
   if (!out.defined()) out = at::empty({0}, self.options().dtype(result).device(cond.device()));
   TORCH_CHECK(out.scalar_type() == result, "Expected out type to be ", result, " but got ", out.scalar_type());
+  if (pw_is_complex(result)) {  // the components launcher takes any number of CPU scalars
+    at::native::resize_output(out, at::infer_size(cond.sizes(), at::infer_size(self.sizes(), other.sizes())));
+    pw_complex_launch(PW_where, out, {cond, self, other}, result);
+    return out;
+  }
   pw_check_dtype(PW_where, result);
   // An iterator takes at most one CPU scalar operand: put a second one on the device.
   auto is_cpu_scalar = [](const at::Tensor& t) { return t.device().is_cpu() && t.dim() == 0; };
@@ -56,6 +64,12 @@ at::Tensor lerp_tensor_run(const at::Tensor& out, const at::Tensor& self, const 
   TORCH_CHECK(self.dtype() == end.dtype(), "expected dtype ", self.dtype(), " for `end` but got dtype ", end.dtype());
   TORCH_CHECK(self.dtype() == weight.dtype() || weight.dim() == 0, "expected dtype ", self.dtype(),
               " for `weight` but got dtype ", weight.dtype());
+  if (self.is_complex()) {
+    at::Tensor dst = out.defined() ? out : at::empty({0}, self.options());
+    at::native::resize_output(dst, at::infer_size(self.sizes(), at::infer_size(end.sizes(), weight.sizes())));
+    pw_complex_launch(PW_lerp, dst, {self, end, weight}, self.scalar_type());
+    return out.defined() ? at::Tensor() : dst;
+  }
   pw_check_dtype(PW_lerp, self.scalar_type());
   // The operands' dtypes may differ (a CPU scalar weight), so the iterator cannot allocate.
   at::Tensor allocated;
@@ -80,6 +94,11 @@ at::Tensor addcmul_run(const at::Tensor& out, const at::Tensor& self, const at::
                        const c10::Scalar& value) {
   at::TensorIterator iter;
   iter.build_ternary_op(out, self, t1, t2);
+  if (pw_is_complex(iter.common_dtype())) {
+    pw_complex_launch(PW_addcmul, iter.output(), {iter.input(0), iter.input(1), iter.input(2)}, iter.common_dtype(),
+                      value);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(PW_addcmul, iter.common_dtype());
   pw_launch(PW_addcmul, iter, {to_dlprim_scalar(value)});
   return pw_result(out, iter);
@@ -95,6 +114,11 @@ at::Tensor addcdiv_run(const at::Tensor& out, const at::Tensor& self, const at::
               "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
   at::TensorIterator iter;
   iter.build_ternary_op(out, self, t1, t2);
+  if (pw_is_complex(iter.common_dtype())) {
+    pw_complex_launch(PW_addcdiv, iter.output(), {iter.input(0), iter.input(1), iter.input(2)}, iter.common_dtype(),
+                      value);
+    return pw_result(out, iter);
+  }
   pw_check_dtype(PW_addcdiv, iter.common_dtype());
   pw_launch(PW_addcdiv, iter, {to_dlprim_scalar(value)});
   return pw_result(out, iter);
@@ -175,8 +199,12 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
               mask.scalar_type());
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  pw_check_dtype(PW_masked_fill, self.scalar_type());
   if (self.numel() == 0) return self;
+  if (self.is_complex()) {
+    pw_complex_launch(PW_masked_fill, self, {self, mask, value}, self.scalar_type());
+    return self;
+  }
+  pw_check_dtype(PW_masked_fill, self.scalar_type());
   auto iter = at::TensorIteratorConfig()
                   .allow_cpu_scalars(true)
                   .set_check_mem_overlap(false)

@@ -54,9 +54,17 @@ at::Tensor unary_bool_run(const at::Tensor& out, const at::Tensor& self) {
   return run_unary_bool(Id, self, out);
 }
 
-at::Tensor isnan(const at::Tensor& self) { return run_unary_bool(PW_isnan, self, at::Tensor()); }
+at::Tensor isnan(const at::Tensor& self) {
+  if (self.is_complex()) return pw_complex_unary(PW_isnan, at::Tensor(), self);
+  return run_unary_bool(PW_isnan, self, at::Tensor());
+}
 
 at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.is_complex() && !out.is_complex()) {
+    at::native::resize_output(out, self.sizes());
+    pw_complex_launch(PW_logical_not, out, {self}, self.scalar_type());
+    return out;
+  }
   pw_check_dtype(PW_logical_not, self.scalar_type());
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
   pw_launch(PW_logical_not, iter, self.scalar_type(), {});

@@ -6,6 +6,11 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/count_nonzero.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
@@ -42,8 +47,16 @@ void check_out_dtype(const at::Tensor& out, c10::ScalarType expected, const char
 
 // Sums of complex tensors: the same reduction over the view_as_real of input and output, whose
 // trailing (re, im) dim is never reduced.
+at::Tensor complex_prod(const at::Tensor& self, const DimMask& mask, bool keepdim);
+
 at::Tensor& complex_sum_like(const dlprim::ReduceOp& op, const at::Tensor& self, const DimMask& mask, bool keepdim,
                              at::Tensor& out, const char* name) {
+  if (&op == &k_prod && out.is_complex()) {
+    at::Tensor p = complex_prod(self.to(out.scalar_type()), mask, keepdim);
+    at::native::resize_output(out, p.sizes());
+    out.copy_(p);
+    return out;
+  }
   TORCH_CHECK(self.is_complex() && out.is_complex() && (&op == &k_sum || &op == &k_mean), name, ": ",
               self.scalar_type(), " input with ", out.scalar_type(), " output is not supported on ocl");
   DimMask m = mask;
@@ -53,6 +66,37 @@ at::Tensor& complex_sum_like(const dlprim::ReduceOp& op, const at::Tensor& self,
   c10::ScalarType acc = sum_acc_type(out_parts.scalar_type());
   launch_reduction(op, at::view_as_real(self.resolve_conj()), m, keepdim, {out_parts}, acc, {0, 0}, name);
   return out;
+}
+
+// The product of complex values over the dims of `mask`: the reduced dims moved last and
+// flattened, then halved by pairwise complex multiplications (ceil(log2 n) launches of the
+// complex mul row) until one value is left.
+at::Tensor complex_prod(const at::Tensor& self, const DimMask& mask, bool keepdim) {
+  std::vector<int64_t> keep, red, kept_sizes, out_sizes;
+  int64_t n = 1;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (mask[d]) {
+      red.push_back(d);
+      n *= self.size(d);
+      if (keepdim) out_sizes.push_back(1);
+    } else {
+      keep.push_back(d);
+      kept_sizes.push_back(self.size(d));
+      out_sizes.push_back(self.size(d));
+    }
+  }
+  std::vector<int64_t> order = keep;
+  order.insert(order.end(), red.begin(), red.end());
+  std::vector<int64_t> flat = kept_sizes;
+  flat.push_back(n);
+  at::Tensor x = self.resolve_conj().permute(order).reshape(flat);
+  if (n == 0) return at::ones(out_sizes, self.options());
+  while (x.size(-1) > 1) {
+    int64_t len = x.size(-1), half = len / 2;
+    at::Tensor y = at::mul(x.narrow(-1, 0, half), x.narrow(-1, half, half));
+    x = len % 2 ? at::cat({y, x.narrow(-1, len - 1, 1)}, -1) : y;
+  }
+  return x.reshape(out_sizes);
 }
 
 // Shared by the sum-like ops: the result dtype is `dtype`, or that of an out already
@@ -117,6 +161,7 @@ at::Tensor& logical_out(const dlprim::ReduceOp& op, const at::Tensor& self, cons
                         at::Tensor& out, const char* name) {
   c10::ScalarType expected = self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool;
   check_out_dtype(out, expected, name);
+  if (self.is_complex()) return logical_out(op, at::ne(self, 0), mask, keepdim, out, name);
   // x is compared with 0 in the input's own type (float stays float).
   c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
   launch_reduction(op, self, mask, keepdim, {out}, acc, {0, 0}, name);
@@ -161,6 +206,7 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
 }
 
 at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
+  if (self.is_complex()) return at::count_nonzero(at::ne(self, 0), dims);
   at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
   c10::ScalarType acc = c10::isFloatingType(self.scalar_type()) ? sum_acc_type(self.scalar_type()) : c10::kLong;
   launch_reduction(k_count_nonzero, self, reduction_mask(dims, self.dim()), false, {out}, acc, {0, 0},

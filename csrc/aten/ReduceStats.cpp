@@ -4,7 +4,15 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/var.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
@@ -58,9 +66,24 @@ double correction_of(const std::optional<c10::Scalar>& correction) {
   return correction ? correction->toDouble() : 1.0;
 }
 
+// The variance of complex values: var(re) + var(im) (|z - mean|^2 averaged), a real result.
+at::Tensor complex_var(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                       const std::optional<c10::Scalar>& correction, bool keepdim) {
+  TORCH_CHECK(self.device().type() == kOcl, "var: expected an ocl tensor");
+  at::Tensor z = self.resolve_conj();
+  return at::add(at::var(at::real(z), dim, correction, keepdim), at::var(at::imag(z), dim, correction, keepdim));
+}
+
 at::Tensor& var_std_out(const dlprim::ReduceOp& op, const at::Tensor& self, at::OptionalIntArrayRef dim,
                         const std::optional<c10::Scalar>& correction, bool keepdim, at::Tensor& out,
                         const char* name) {
+  if (self.is_complex()) {
+    at::Tensor v = complex_var(self, dim, correction, keepdim);
+    if (&op == &k_std) v = at::sqrt(v);
+    at::native::resize_output(out, v.sizes());
+    out.copy_(v);
+    return out;
+  }
   check_var_input(self, name);
   launch_reduction(op, self, reduction_mask(dim, self.dim()), keepdim, {out}, stat_acc(self.scalar_type()),
                    {correction_of(correction), 0}, name);
@@ -77,12 +100,12 @@ at::Tensor& std_out(const at::Tensor& self, at::OptionalIntArrayRef dim, const s
 }
 at::Tensor var(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
                bool keepdim) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
   return var_out(self, dim, correction, keepdim, out);
 }
 at::Tensor std_(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
                 bool keepdim) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
   return std_out(self, dim, correction, keepdim, out);
 }
 
@@ -90,6 +113,10 @@ std::tuple<at::Tensor, at::Tensor> stat_mean(const dlprim::ReduceOp& op, const a
                                              at::OptionalIntArrayRef dim,
                                              const std::optional<c10::Scalar>& correction, bool keepdim,
                                              const char* name) {
+  if (self.is_complex()) {
+    at::Tensor v = complex_var(self, dim, correction, keepdim);
+    return {&op == &k_std_mean ? at::sqrt(v) : v, at::mean(self, dim, keepdim)};
+  }
   check_var_input(self, name);
   at::Tensor v = at::empty({0}, self.options()), m = at::empty({0}, self.options());
   launch_reduction(op, self, reduction_mask(dim, self.dim()), keepdim, {v, m}, stat_acc(self.scalar_type()),
@@ -123,6 +150,13 @@ const dlprim::ReduceOp k_norm_p{"norm_p", {"T s"}, "a->s = 0;", "a->s += pow(fab
 at::Tensor& vector_norm_impl(const at::Tensor& self, double ord, at::OptionalIntArrayRef dim, bool keepdim,
                              std::optional<c10::ScalarType> dtype, at::Tensor& out, const char* name) {
   check_ocl(self, name, "self");
+  if (self.is_complex()) {  // the norm of the magnitudes, a real result
+    TORCH_CHECK(!dtype || c10::isComplexType(*dtype), name, ": dtype should be complex for complex input, got ",
+                *dtype);
+    return vector_norm_impl(at::abs(self), ord, dim, keepdim,
+                            dtype ? std::optional<c10::ScalarType>(c10::toRealValueType(*dtype)) : std::nullopt, out,
+                            name);
+  }
   TORCH_CHECK(c10::isFloatingType(self.scalar_type()), name,
               ": Expected a floating point or complex tensor as input. Got ", self.scalar_type());
   c10::ScalarType result = dtype.value_or(self.scalar_type());

@@ -8,7 +8,10 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/WrapDimMinimal.h>
 #include <dlprim/scan.h>
@@ -96,6 +99,26 @@ at::Tensor& cumsum_like(const dlprim::ReduceOp& op, const at::Tensor& self, int6
   if (dtype)
     TORCH_CHECK(out.scalar_type() == *dtype, name, ": Expected out tensor to have dtype ", *dtype, ", but got ",
                 out.scalar_type(), " instead");
+  if (out.is_complex() && &op == &k_cumsum) {  // a running sum of each component
+    at::native::resize_output(out, self.sizes());
+    if (self.dim() == 0) return out.copy_(self);  // nothing to scan (and parts' only dim is (re, im))
+    at::Tensor parts = at::view_as_real(self.to(out.scalar_type()).resolve_conj());
+    at::Tensor out_parts = at::view_as_real(out);
+    run_scan(op, parts, c10::maybe_wrap_dim(dim, self.dim()), {out_parts}, sum_acc_type(out_parts.scalar_type()),
+             name);
+    return out;
+  }
+  if (out.is_complex() && &op == &k_cumprod) {
+    // Hillis-Steele: after the step with shift s every element holds the product of the s * 2
+    // values ending at it; ceil(log2 n) launches of the complex mul row.
+    at::native::resize_output(out, self.sizes());
+    int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+    at::Tensor x = self.to(out.scalar_type()).resolve_conj();
+    int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    for (int64_t s = 1; s < n; s *= 2)
+      x = at::cat({x.narrow(d, 0, s), at::mul(x.narrow(d, s, n - s), x.narrow(d, 0, n - s))}, d);
+    return out.copy_(x);
+  }
   run_scan(op, self, dim, {out}, sum_acc_type(out.scalar_type()), name);
   return out;
 }

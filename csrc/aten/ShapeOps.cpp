@@ -13,6 +13,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/flip.h>
 #include <ATen/ops/roll.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
@@ -33,6 +34,11 @@ at::Tensor& triangle_out(const at::Tensor& self, int64_t diagonal, at::Tensor& o
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), name, ": expected out to have dtype ", self.scalar_type(),
               " but got ", out.scalar_type());
   at::native::resize_output(out, self.sizes());
+  if (self.scalar_type() == c10::kComplexFloat) {  // moved as 64-bit integers: 0 is complex 0
+    at::Tensor bits = out.view(c10::kLong);
+    triangle_out<Op>(self.resolve_conj().view(c10::kLong), diagonal, bits);
+    return out;
+  }
   dlprim::PositionalParams params;
   params.k[0] = diagonal;
   launch_positional(*Op, self.scalar_type(), out, &self, 2, params);
@@ -96,6 +102,8 @@ at::Tensor& cat_out(const at::ITensorListRef& tensor_list, int64_t dim, at::Tens
 // dims with negated strides from their last element.
 at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
   check_ocl(self, "flip", "self");
+  if (self.scalar_type() == c10::kComplexFloat)  // moved as the 64-bit integers of its bits
+    return at::flip(self.resolve_conj().view(c10::kLong), dims).view(c10::kComplexFloat);
   const int64_t ndim = self.dim();
   auto flipped = at::dim_list_to_bitset(dims, ndim);
   at::Tensor out = at::empty_like(self, c10::MemoryFormat::Preserve);

@@ -1,0 +1,140 @@
+"""op_db samples of the complex families against the CPU, strict mode: the complex rows of the
+pointwise table (ComplexPointwise.cpp + kernels/complex.cl), the matrix products on the real
+GEMM (ComplexGemm.cpp), the reductions (prod, var/std, norms, any/all, cumsum/cumprod) and the
+ops that only move complex64 elements (gathers, flips, triangles, pads), in
+complex64 (and complex128 where the device has fp64), on the samples as given and on
+non-contiguous (transposed) copies, with input gradients through autograd's complex rules for a
+few ops per family."""
+import os
+
+os.environ.setdefault("PYTORCH_OCL_STRICT", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import pytorch_ocl  # noqa: E402,F401
+from opinfo_compare import _check_sample, opinfos_named  # noqa: E402
+
+FP64 = torch.ocl.get_device_properties(0).fp64
+DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
+
+FAMILIES = {
+    "unary": """exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh
+        atanh sigmoid sinc reciprocal square isnan logical_not nn.functional.tanhshrink nn.functional.silu""",
+    "binary": "pow __rpow__ rsub __rsub__ logical_and logical_or logical_xor float_power",
+    "ternary": "where masked_fill addcmul addcdiv lerp",
+    "matmul": """mm bmm addmm addmv mv dot vdot addr addbmm baddbmm matmul einsum inner tensordot
+        nn.functional.linear linalg.multi_dot linalg.vecdot""",
+    "reduce": "prod var std var_mean std_mean linalg.vector_norm norm dist any all count_nonzero cumsum cumprod",
+    # complex64 elements moved as 64-bit integers (gathers, scatters, flips, triangles, pads);
+    # accumulating scatters on the real and imaginary parts
+    "move": """flip rot90 tril triu index_select gather take masked_select __getitem__ take_along_dim combinations
+        nn.functional.pad index_add scatter_add index_put""",
+}
+# Variants that need other families (norm.nuc: the SVD; pad.circular is a cat of slices, no pad kernel).
+SKIP = {"norm.nuc", "nn.functional.pad.circular", "nn.functional.pad.constant"}
+# Ops whose gradients are checked too (complex64): one or two per kind of backward formula.
+GRAD_OPS = {"exp", "log", "sqrt", "tanh", "asin", "pow", "where", "addcdiv", "mm", "addmm", "vdot", "prod", "var",
+            "linalg.vector_norm", "cumsum"}
+# complex128 runs the same bodies in double: one or two ops per kind of body (each op and dtype
+# is a program to build, about a second on PoCL).
+FP64_OPS = {"exp", "log", "sqrt", "tanh", "atanh", "acos", "pow", "where", "addcdiv", "mm", "addmm", "bmm", "prod", "var",
+            "cumsum", "cumprod", "linalg.vector_norm"}
+MAX_SAMPLES = 2
+# float_power computes in complex128: only where the device has fp64.
+NEEDS_FP64 = {"float_power"}
+
+
+def _cases():
+    names = {n: fam for fam, ns in FAMILIES.items() for n in ns.split()}
+    out = []
+    for op in opinfos_named(set(names)):
+        if f"{op.name}.{op.variant_test_name}" in SKIP:
+            continue
+        for dt in DTYPES:
+            if dt == torch.complex128 and op.name not in FP64_OPS:
+                continue
+            if dt in op.supported_dtypes("cpu") and (FP64 or op.name not in NEEDS_FP64):
+                out.append(pytest.param(op, dt, id=f"{names[op.name]}-{op.name}.{op.variant_test_name}-{dt}"))
+    return out
+
+
+def _transposed(t):
+    """A non-contiguous copy of `t` with its values (the last two dims stored transposed)."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2:
+        return t
+    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
+
+
+@pytest.mark.parametrize("op,dtype", _cases())
+def test_complex_opinfo(op, dtype):
+    grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
+    failures = []
+    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
+        if i >= MAX_SAMPLES:
+            break
+        for variant in ("as given", "non-contiguous"):
+            s = sample if variant == "as given" else sample.transform(_transposed)
+            try:
+                assert _check_sample(op, s, True, grad, {torch.complex64: dict(rtol=2e-5, atol=2e-5)})
+            except Exception as e:  # noqa: BLE001 - collected and reported
+                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_math_corners(dtype):
+    """Zeros, axes, large and small magnitudes, infinities and NaN through the complex math."""
+    vals = [0, 1, -1, 1j, -1j, 0.5 + 0.5j, -2 - 3j, 1e-6 + 1e-6j, 30 + 1j, -30 - 1j, 3 + 40j, 1e20 + 1e20j,
+            float("inf"), complex(float("nan"), 0)]
+    x = torch.tensor(vals, dtype=dtype)
+    xo = x.to("ocl")
+    for fn in (torch.exp, torch.log, torch.sqrt, torch.tanh, torch.sin, torch.cosh, torch.asinh, torch.atanh,
+               torch.acos, torch.sigmoid, torch.reciprocal, torch.expm1, torch.log1p):
+        got, exp = fn(xo).cpu(), fn(x)
+        finite = torch.isfinite(exp) & (exp.abs() < 1e15) & (x.abs() < 1e15)
+        torch.testing.assert_close(got[finite], exp[finite], rtol=1e-5, atol=1e-5, msg=lambda m: f"{fn.__name__}: {m}")
+    torch.testing.assert_close(torch.pow(xo, 2.5).cpu()[:10], torch.pow(x, 2.5)[:10], rtol=1e-5, atol=1e-5)
+    assert torch.equal(torch.pow(xo, 0).cpu(), torch.ones_like(x))
+
+
+def test_complex_matmul_shapes_and_out():
+    """Transposed / conjugated operands, alpha and beta complex, out= of another layout, zero-size."""
+    a, b = torch.randn(5, 7, dtype=torch.complex64), torch.randn(7, 3, dtype=torch.complex64)
+    c = torch.randn(5, 3, dtype=torch.complex64)
+    ao, bo, co = a.to("ocl"), b.to("ocl"), c.to("ocl")
+    close = torch.testing.assert_close
+    close((ao.conj() @ bo).cpu(), a.conj() @ b)
+    close((ao.t().t() @ bo.t().contiguous().t()).cpu(), a @ b)
+    close(torch.addmm(co, ao, bo, beta=0.5 - 1j, alpha=2j).cpu(), torch.addmm(c, a, b, beta=0.5 - 1j, alpha=2j),
+          rtol=1e-5, atol=1e-5)
+    out = torch.empty(3, 5, dtype=torch.complex64, device="ocl").t()
+    torch.mm(ao, bo, out=out)
+    close(out.cpu(), a @ b)
+    close(torch.mm(ao[:, :0], bo[:0]).cpu(), torch.zeros(5, 3, dtype=torch.complex64))
+    z = torch.addmm(co, ao, bo, beta=0)
+    close(z.cpu(), a @ b)
+    with pytest.raises(RuntimeError):
+        torch.mm(ao, bo.to(torch.complex128) if FP64 else bo.real)
+
+
+def test_complex_scatters():
+    """Non-accumulating scatters move complex64 elements as 64-bit integers; accumulating ones add the
+    real and imaginary parts separately."""
+    x = torch.randn(4, 5, dtype=torch.complex64)
+    src = torch.randn(4, 5, dtype=torch.complex64)
+    idx = torch.tensor([[0, 1, 2, 3, 4]] * 4).remainder(4)
+    xo = x.to("ocl")
+    close = torch.testing.assert_close
+    close(xo.scatter(0, idx.to("ocl"), src.to("ocl")).cpu(), x.scatter(0, idx, src))
+    close(xo.index_put((torch.tensor([2, 0]).to("ocl"),), src[:2].to("ocl")).cpu(),
+          x.index_put((torch.tensor([2, 0]),), src[:2]))
+    close(xo.put(torch.tensor([7, 1]).to("ocl"), src[0, :2].to("ocl")).cpu(), x.put(torch.tensor([7, 1]), src[0, :2]))
+    close(xo.conj().flip(1).cpu(), x.conj().flip(1))
+    close(torch.triu(xo.conj(), 1).cpu(), torch.triu(x.conj(), 1))
+    close(xo.scatter_add(0, idx.to("ocl"), src.to("ocl")).cpu(), x.scatter_add(0, idx, src))
+    i2 = torch.tensor([2, 0, 2])
+    close(xo.index_add(0, i2.to("ocl"), src[:3].conj().to("ocl"), alpha=2 - 1j).cpu(),
+          x.index_add(0, i2, src[:3].conj(), alpha=2 - 1j))
+    close(xo.index_put((i2.to("ocl"),), src[:3].to("ocl"), accumulate=True).cpu(),
+          x.index_put((i2,), src[:3], accumulate=True))

@@ -18,6 +18,8 @@
 #   bash scripts/gpu_session.sh ddp2         # (2-GPU kind) resnet50 DDP images/s on one GPU and on two
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
+#   bash scripts/gpu_session.sh attn_mma      # attention on mma.sync: native tests, SDPA vs CUDA with it on / off
+#   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -126,6 +128,11 @@ case "${1:-validate}" in
     ;;
   cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
+    ;;
+  attn_mma)  # attention on mma.sync: its tests on the real instruction, then SDPA vs CUDA with it on (and off)
+    PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py
+    PYTORCH_OCL_ATTN_MMA=1 run transformer_mma 180 python3 benchmarks/transformer.py --ref cuda --out "$out/transformer_mma.md"
+    run transformer_fma 120 python3 benchmarks/transformer.py --ref none --out "$out/transformer_fma.md"
     ;;
   decode_bf16)  # decode step vs CUDA (eager, graphs), random tuning reaching every conv path, CNNs under bf16 autocast
     run decode_graphs 90 python3 benchmarks/graphs.py --ref cuda

@@ -45,9 +45,10 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
     merge_info(info, part, k0);
     if (k1 == n) break;
     at::Tensor a21 = block(a, k1, n, k0, k1);
-    trsm_kernel(a11, a21.mT(), /*lower=*/true, false, false, op);  // L21 L11^T = A21
+    // L21 L11^H = A21 is conj(L11) L21^T = A21^T: a solve with conj(L11) on A21's transpose.
+    trsm_kernel(a11, a21.mT(), /*lower=*/true, false, false, op, /*conj=*/true);
     at::Tensor a22 = block(a, k1, n, k1, n);
-    a22.sub_(at::matmul(a21, a21.mT()));
+    a22.sub_(at::matmul(a21, a21.mH()));
   }
   a.copy_(a.tril());  // the kernel zeroes the upper part of the diagonal blocks only
 }
@@ -73,21 +74,24 @@ void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor&
   }
 }
 
-void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op) {
+void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op,
+                  bool conj) {
   const int64_t n = x.size(-2);
+  conj = conj && x.is_complex();
+  auto op_a = [&](const at::Tensor& b) { return conj ? b.conj() : b; };  // the GEMM resolves the view
   if (lower) {
     for (int64_t k0 = 0; k0 < n; k0 += nb) {
       const int64_t k1 = std::min(n, k0 + nb);
       at::Tensor xk = x.narrow(-2, k0, k1 - k0);
-      trsm_kernel(block(a, k0, k1, k0, k1), xk, true, false, unit, op);
-      if (k1 < n) x.narrow(-2, k1, n - k1).sub_(at::matmul(block(a, k1, n, k0, k1), xk));
+      trsm_kernel(block(a, k0, k1, k0, k1), xk, true, false, unit, op, conj);
+      if (k1 < n) x.narrow(-2, k1, n - k1).sub_(at::matmul(op_a(block(a, k1, n, k0, k1)), xk));
     }
   } else {
     for (int64_t k1 = n; k1 > 0; k1 -= nb) {
       const int64_t k0 = std::max<int64_t>(0, k1 - nb);
       at::Tensor xk = x.narrow(-2, k0, k1 - k0);
-      trsm_kernel(block(a, k0, k1, k0, k1), xk, false, false, unit, op);
-      if (k0 > 0) x.narrow(-2, 0, k0).sub_(at::matmul(block(a, 0, k0, k0, k1), xk));
+      trsm_kernel(block(a, k0, k1, k0, k1), xk, false, false, unit, op, conj);
+      if (k0 > 0) x.narrow(-2, 0, k0).sub_(at::matmul(op_a(block(a, 0, k0, k0, k1)), xk));
     }
   }
 }

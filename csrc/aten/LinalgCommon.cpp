@@ -27,10 +27,12 @@ int64_t block_size() {
   return pick >= 0 ? kChoices[pick] : 64;
 }
 
-void check_dtype(const at::Tensor& t, const char* op) {
+void check_dtype(const at::Tensor& t, const char* op, bool complex_ok) {
   c10::ScalarType s = t.scalar_type();
+  if (complex_ok && (s == c10::kComplexFloat || s == c10::kComplexDouble)) return;
   TORCH_CHECK_NOT_IMPLEMENTED(s == c10::kFloat || s == c10::kDouble, op, ": dtype ", s,
-                              " is not supported on ocl (float32 and float64 only)");
+                              " is not supported on ocl (float32 and float64",
+                              complex_ok ? ", complex64 and complex128" : "", " only)");
 }
 
 int64_t batch_count(const at::Tensor& t, int64_t matrix_dims) {
@@ -63,8 +65,10 @@ int64_t batch_stride(const at::Tensor& t, int64_t matrix_dims) {
 bool flat_batches(const at::Tensor& t, int64_t matrix_dims) { return batch_stride(t, matrix_dims) >= 0; }
 
 at::Tensor flat(const at::Tensor& t) {
-  if (flat_batches(t)) return t;
-  return at::native::cloneBatchedColumnMajor(t);
+  // The kernels read memory: a conjugate (or negative) view's values exist only once resolved.
+  at::Tensor r = t.resolve_conj().resolve_neg();
+  if (flat_batches(r)) return r;
+  return at::native::cloneBatchedColumnMajor(r);
 }
 
 at::Tensor work_for(const at::Tensor& out, const at::Tensor& avoid) {
@@ -78,7 +82,8 @@ at::Tensor work_for(const at::Tensor& out, const at::Tensor& avoid) {
 void copy_into(const at::Tensor& dst, const at::Tensor& src) {
   bool same = dst.is_alias_of(src) && dst.storage_offset() == src.storage_offset() &&
               dst.sizes().equals(src.sizes()) && (dst.numel() <= 1 || dst.strides().equals(src.strides())) &&
-              dst.scalar_type() == src.scalar_type();
+              dst.scalar_type() == src.scalar_type() && dst.is_conj() == src.is_conj() &&
+              dst.is_neg() == src.is_neg();
   if (!same) dst.copy_(src);
 }
 
@@ -87,6 +92,7 @@ void write_back(const at::Tensor& out, const at::Tensor& work) { copy_into(out, 
 dlprim::MatrixRef matrix_ref(const at::Tensor& t) {
   int64_t bs = batch_stride(t, 2);
   TORCH_INTERNAL_ASSERT(bs >= 0, "linalg: matrices not one stride apart");
+  TORCH_INTERNAL_ASSERT(!t.is_conj() && !t.is_neg(), "linalg: a conjugate or negative view reached a kernel");
   BufferRef b = buffer_of(t);
   dlprim::MatrixRef r;
   r.mem = b.mem;
@@ -122,6 +128,12 @@ namespace {
 
 dlprim::DType dtype_of(const at::Tensor& t, const char* op) { return to_dlprim(t.scalar_type(), op); }
 
+// The kernels' element type: complex64/128 as their real part's dtype, flagged complex.
+dlprim::LinalgType ltype_of(const at::Tensor& t, const char* op) {
+  if (t.is_complex()) return {to_dlprim(c10::toRealValueType(t.scalar_type()), op), true};
+  return dtype_of(t, op);
+}
+
 cl_command_queue queue_of(const at::Tensor& t) { return current_queue(t.device().index()); }
 
 // info as a contiguous int32 vector of the batch (info or a work copy, given back by `done`).
@@ -144,7 +156,7 @@ void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, co
   dlprim::MatrixRef m = matrix_ref(a);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
-  OCL_DLPRIM_CALL(op, dlprim::cholesky(context(device), q, dtype_of(a, op), batch_count(a), a.size(-1),
+  OCL_DLPRIM_CALL(op, dlprim::cholesky(context(device), q, ltype_of(a, op), batch_count(a), a.size(-1),
                                        upper ? m.transposed() : m, ib.ref()));
   note_enqueued(q);
   ib.done();
@@ -154,19 +166,21 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
   InfoBuffer ib(info);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
-  OCL_DLPRIM_CALL(op, dlprim::lu_factor(context(device), q, dtype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
+  OCL_DLPRIM_CALL(op, dlprim::lu_factor(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
                                         matrix_ref(a), int_ref(pivots), ib.ref()));
   note_enqueued(q);
   ib.done();
 }
 
-void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
+void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
+                 bool conj) {
   dlprim::MatrixRef ar = matrix_ref(a);
   if (transpose) ar = ar.transposed();
   int device = x.device().index();
   cl_command_queue q = queue_of(x);
-  OCL_DLPRIM_CALL(op, dlprim::triangular_solve(context(device), q, dtype_of(x, op), batch_count(x), x.size(-2),
-                                               x.size(-1), ar, matrix_ref(x), lower != transpose, unit));
+  OCL_DLPRIM_CALL(op, dlprim::triangular_solve(context(device), q, ltype_of(x, op), batch_count(x), x.size(-2),
+                                               x.size(-1), ar, matrix_ref(x), lower != transpose, unit,
+                                               conj && x.is_complex()));
   note_enqueued(q);
 }
 
@@ -188,19 +202,20 @@ void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
   }
 }
 
-void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op) {
+void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
+          bool conj) {
   int64_t nb = block_size();
   if (x.size(-2) > nb) {
-    blocked_trsm(transpose ? a.mT() : a, x, lower != transpose, unit, nb, op);
+    blocked_trsm(transpose ? a.mT() : a, x, lower != transpose, unit, nb, op, conj);
   } else {
-    trsm_kernel(a, x, lower, transpose, unit, op);
+    trsm_kernel(a, x, lower, transpose, unit, op, conj);
   }
 }
 
 void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op) {
   int device = x.device().index();
   cl_command_queue q = queue_of(x);
-  OCL_DLPRIM_CALL(op, dlprim::apply_pivots(context(device), q, dtype_of(x, op), batch_count(x), x.size(-2),
+  OCL_DLPRIM_CALL(op, dlprim::apply_pivots(context(device), q, ltype_of(x, op), batch_count(x), x.size(-2),
                                            x.size(-1), matrix_ref(x), int_ref(pivots), pivots.size(-1), reverse));
   note_enqueued(q);
 }
@@ -226,9 +241,9 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
     laswp(x, pivots, false, op);
     trsm(LU, x, /*lower=*/true, false, /*unit=*/true, op);
     trsm(LU, x, /*lower=*/false, false, false, op);
-  } else {  // A^T = U^T L^T P^T: x <- P L^-T U^-T x
-    trsm(LU, x, /*lower=*/false, true, false, op);
-    trsm(LU, x, /*lower=*/true, true, /*unit=*/true, op);
+  } else {  // A^H = U^H L^H P^T: x <- P L^-H U^-H x (A^T for real)
+    trsm(LU, x, /*lower=*/false, true, false, op, /*conj=*/true);
+    trsm(LU, x, /*lower=*/true, true, /*unit=*/true, op, /*conj=*/true);
     laswp(x, pivots, true, op);
   }
 }

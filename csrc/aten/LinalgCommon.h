@@ -1,14 +1,16 @@
 // Shared plumbing of the linalg wrappers (LinalgFactor.cpp, LinalgSolve.cpp): torch tensors of
 // batched matrices as dlprim::MatrixRef, work buffers for outputs the kernels cannot write in
-// place, and the dlprim calls with the op's name in their errors. float32 and float64 only.
+// place, and the dlprim calls with the op's name in their errors. float32 and float64; the LU,
+// Cholesky and triangular-solve kernels also complex64 and complex128 (`complex_ok`).
+// Conjugate and negative views are resolved before a kernel sees them (it reads raw memory).
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <dlprim/linalg.h>
 
 namespace pytorch_ocl::linalg {
 
-// Raises naming `op` unless t is float32/float64 (complex and low precision are not implemented).
-void check_dtype(const at::Tensor& t, const char* op);
+// Raises naming `op` unless t is float32/float64, or complex64/complex128 when `complex_ok`.
+void check_dtype(const at::Tensor& t, const char* op, bool complex_ok = false);
 
 // Product of the batch dims (all but the last `matrix_dims`).
 int64_t batch_count(const at::Tensor& t, int64_t matrix_dims = 2);
@@ -16,7 +18,8 @@ int64_t batch_count(const at::Tensor& t, int64_t matrix_dims = 2);
 // True when the matrices of t (batch dims then two matrix dims) sit one stride apart.
 bool flat_batches(const at::Tensor& t, int64_t matrix_dims = 2);
 
-// t itself when its batches are flat, else a batched column-major copy.
+// t itself when its batches are flat (and it is no conjugate or negative view), else a batched
+// column-major copy.
 at::Tensor flat(const at::Tensor& t);
 
 // A buffer the kernels can write in place with out's values (out itself when its batches are
@@ -42,24 +45,29 @@ int64_t block_size();
 // block_size().
 void cholesky_lower(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
 void lu_factor(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
-// x <- op(A)^-1 x with op(A) = A, or A^T (transpose); lower/unit describe A itself.
-void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op);
+// x <- op(A)^-1 x with op(A) = A, or A^T (transpose), conjugated too when conj (A^H with
+// transpose); lower/unit describe A itself.
+void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
+          bool conj = false);
 void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op);
 
 // One kernel launch each, whatever the size (one work-group per matrix).
 void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
 void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
-void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op);
+void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
+                 bool conj = false);
 
-// The blocked forms (LinalgBlocked.cpp): lower Cholesky of a (a view: pass a.mT() for upper),
-// getrf, and x <- A^-1 x for triangular A (lower or upper as given, a view).
+// The blocked forms (LinalgBlocked.cpp): lower Cholesky of a (a view: pass a.mT() for upper:
+// the lower factor of A^T is U^T, complex too), getrf, and x <- A^-1 x for triangular A (lower or
+// upper as given, a view; conj: conj(A)).
 void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op);
 void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op);
-void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op);
+void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op,
+                  bool conj = false);
 // int64 (batch..., m) permutation of the pivots (see dlprim::pivots_to_permutation).
 at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op);
 
-// LU solve on flat x (n x nrhs, batch of LU's): x <- A^-1 x or A^-T x (adjoint).
+// LU solve on flat x (n x nrhs, batch of LU's): x <- A^-1 x or A^-H x (adjoint).
 void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& x, bool adjoint,
                        const char* op);
 

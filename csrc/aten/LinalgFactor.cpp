@@ -42,7 +42,7 @@ std::tuple<at::Tensor&, at::Tensor&> cholesky_ex_out(const at::Tensor& A, bool u
   at::native::squareCheckInputs(A, op);
   at::native::checkFloatingOrComplex(A, op);
   check_ocl(A, op, "A");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   TORCH_CHECK(L.scalar_type() == A.scalar_type(), op, ": Expected L to have dtype ", A.scalar_type(), " but got ",
               L.scalar_type());
   at::native::resize_output(L, A.sizes());
@@ -85,7 +85,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> lu_factor_ex_out(const at::Ten
               " instead");
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on ocl");
   check_ocl(A, op, "A");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   const int64_t m = A.size(-2), n = A.size(-1);
   at::native::resize_output(LU, A.sizes());
   std::vector<int64_t> piv_shape = batch_shape(A, 1);

@@ -56,7 +56,7 @@ at::Tensor& solve_triangular_out(const at::Tensor& A, const at::Tensor& B, bool 
   check_same_dtype(A, B, op, "A", "B");
   check_ocl(A, op, "A");
   check_ocl(B, op, "B");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   auto [B_shape, A_shape] = at::native::_linalg_broadcast_batch_dims(B, A);
   at::native::resize_output(out, B_shape);
   if (out.numel() == 0) return out;
@@ -84,7 +84,7 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& B, c
               " dimensions instead");
   at::native::linearSolveCheckInputs(B, A, op);
   check_ocl(A, op, "A");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   auto [B_shape, A_shape] = at::native::_linalg_broadcast_batch_dims(B, A);
   at::native::resize_output(X, B_shape);
   at::native::resize_output(M, A_shape);
@@ -98,16 +98,17 @@ std::tuple<at::Tensor&, at::Tensor&> triangular_solve_out(const at::Tensor& B, c
   return {X, M};
 }
 
-// (L L^T)^-1 B (upper: (U^T U)^-1 B) into x, in place; A flat with x's batch.
+// (L L^H)^-1 B (upper: (U^H U)^-1 B) into x, in place; A flat with x's batch. The transposed
+// solve is the adjoint one (conjugated for complex).
 void cholesky_solve_in_place(const at::Tensor& A, const at::Tensor& x, bool upper, const char* op) {
-  trsm(A, x, !upper, upper, false, op);   // L y = b, or U^T y = b
-  trsm(A, x, !upper, !upper, false, op);  // L^T x = y, or U x = y
+  trsm(A, x, !upper, upper, false, op, /*conj=*/upper);    // L y = b, or U^H y = b
+  trsm(A, x, !upper, !upper, false, op, /*conj=*/!upper);  // L^H x = y, or U x = y
 }
 
 at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& A, bool upper) {
   const char* op = "cholesky_solve";
   check_ocl(A, op, "A");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   c10::DeviceGuard guard(A.device());
   at::Tensor x = at::native::cloneBatchedColumnMajor(B);
   if (x.numel() > 0) cholesky_solve_in_place(flat(A), x, upper, op);
@@ -121,7 +122,7 @@ at::Tensor& cholesky_inverse_out(const at::Tensor& A, bool upper, at::Tensor& ou
   TORCH_CHECK(out.scalar_type() == A.scalar_type(), op, ": Expected result to have dtype ", A.scalar_type(),
               " but got ", out.scalar_type());
   check_ocl(A, op, "A");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   at::native::resize_output(out, A.sizes());
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(A.device());
@@ -157,45 +158,48 @@ at::Tensor& lu_solve_out(const at::Tensor& LU, const at::Tensor& pivots, const a
   check_ocl(LU, op, "LU");
   check_ocl(B, op, "B");
   check_ocl(pivots, op, "pivots");
-  check_dtype(LU, op);
+  check_dtype(LU, op, /*complex_ok=*/true);
   std::vector<int64_t> B_shape = std::get<0>(at::native::_linalg_broadcast_batch_dims(B, LU));
   at::native::resize_output(out, B_shape);
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(LU.device());
   const int64_t n = LU.size(-1);
   std::vector<int64_t> batch = batch_of(B_shape, 2);
-  // X A = B is A^T X^T = B^T: solve for X^T with the other adjoint.
+  // X A = B is A^H X^H = B^H: solve for X^H with the other adjoint (X A^H = B: A X^H = B^H), in
+  // the transposed slot of the result, whose values are then conjugated back (real: no-op).
   at::Tensor work = work_for(out, LU);
   at::Tensor x = left ? work : work.mT();
-  copy_into(x, left ? B.expand(B_shape) : B.expand(B_shape).mT());
+  copy_into(x, left ? B.expand(B_shape) : B.expand(B_shape).mH());
   at::Tensor lu = flat(LU.expand(with_matrix(batch, n, n)));
   std::vector<int64_t> piv_shape = batch;
   piv_shape.push_back(n);
   at::Tensor piv = pivots.expand(piv_shape);
   if (!flat_batches(piv, 1) || (n > 1 && piv.stride(-1) != 1)) piv = piv.contiguous();
   lu_solve_in_place(lu, piv, x, left ? adjoint : !adjoint, op);
+  if (!left && work.is_complex()) work.conj_physical_();
   write_back(out, work);
   return out;
 }
 
 // Whether this torch's CPU kernel of `op` (_linalg_solve_ex or _linalg_det) factors A^T instead of
-// A when A is contiguous (an optimisation some torch versions have and others dropped). The saved
-// LU must be the one the version's backward formula expects, so we ask the CPU once: A = [[1, 0],
-// [2, 1]] pivots row 2 first, A^T row 1.
-bool cpu_uses_transpose(bool det) {
-  auto probe = [](bool d) {
+// A when A is contiguous (an optimisation some torch versions have and others dropped, and that
+// solve never takes for complex A, where A^T is no adjoint). The saved LU must be the one the
+// version's backward formula expects, so we ask the CPU once per (op, real or complex): A =
+// [[1, 0], [2, 1]] pivots row 2 first, A^T row 1.
+bool cpu_uses_transpose(bool det, bool complex) {
+  auto probe = [](bool d, bool c) {
     try {
-      at::Tensor A = at::tensor({1.0, 0.0, 2.0, 1.0}, at::kDouble).view({2, 2});
+      c10::ScalarType t = c ? c10::kComplexDouble : c10::kDouble;
+      at::Tensor A = at::tensor({1.0, 0.0, 2.0, 1.0}, at::kDouble).view({2, 2}).to(t);
       at::Tensor piv = d ? std::get<2>(at::_linalg_det(A))
-                         : std::get<2>(at::_linalg_solve_ex(A, at::ones({2, 1}, at::kDouble)));
+                         : std::get<2>(at::_linalg_solve_ex(A, at::ones({2, 1}, A.options())));
       return piv[0].item<int>() == 1;
     } catch (const c10::Error&) {  // a torch without LAPACK: nothing saved by the CPU to agree with
       return false;
     }
   };
-  static const bool solve_t = probe(false);
-  static const bool det_t = probe(true);
-  return det ? det_t : solve_t;
+  static const bool table[2][2] = {{probe(false, false), probe(false, true)}, {probe(true, false), probe(true, true)}};
+  return table[det ? 1 : 0][complex ? 1 : 0];
 }
 
 std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(const at::Tensor& A,
@@ -219,7 +223,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> solve_ex_out(cons
   at::native::resize_output(result, B_shape);
   c10::DeviceGuard guard(A.device());
   // The CPU's steps: LU of A (or of A^T for a contiguous A where this torch does so), then lu_solve.
-  const bool use_A_T = A.is_contiguous() && cpu_uses_transpose(false);
+  const bool use_A_T = A.is_contiguous() && cpu_uses_transpose(false, A.is_complex());
   at::linalg_lu_factor_ex_outf(use_A_T ? A.mT() : A, /*pivot=*/true, /*check_errors=*/false, LU, pivots, info);
   if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
   at::Tensor result_ = vector_case ? result.unsqueeze(-1) : result;
@@ -253,7 +257,7 @@ at::Tensor pivots_sign(const at::Tensor& pivots) {
 // does so, so the LU and pivots saved for the backward are the ones its formula expects.
 void det_lu(const at::Tensor& A, at::Tensor& LU, at::Tensor& pivots) {
   at::Tensor info = at::empty({0}, A.options().dtype(c10::kInt));
-  at::linalg_lu_factor_ex_outf(A.is_contiguous() && cpu_uses_transpose(true) ? A.mT() : A, true, false, LU, pivots,
+  at::linalg_lu_factor_ex_outf(A.is_contiguous() && cpu_uses_transpose(true, A.is_complex()) ? A.mT() : A, true, false, LU, pivots,
                                info);
 }
 

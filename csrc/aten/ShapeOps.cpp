@@ -15,6 +15,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/flip.h>
 #include <ATen/ops/roll.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -37,6 +38,11 @@ at::Tensor& triangle_out(const at::Tensor& self, int64_t diagonal, at::Tensor& o
   if (self.scalar_type() == c10::kComplexFloat) {  // moved as 64-bit integers: 0 is complex 0
     at::Tensor bits = out.view(c10::kLong);
     triangle_out<Op>(self.resolve_conj().view(c10::kLong), diagonal, bits);
+    return out;
+  }
+  if (self.scalar_type() == c10::kComplexDouble) {  // no 128-bit integer: the two double planes (re, im)
+    at::Tensor planes = at::view_as_real(out).movedim(-1, 0);
+    triangle_out<Op>(at::view_as_real(self.resolve_conj()).movedim(-1, 0), diagonal, planes);
     return out;
   }
   dlprim::PositionalParams params;

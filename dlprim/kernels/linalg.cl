@@ -6,12 +6,15 @@
 // with barriers, so a whole factorization is one launch whatever n is. The matrix stays in global
 // memory (barrier(CLK_GLOBAL_MEM_FENCE) orders a group's own global accesses), so any n fits.
 // Every matrix is (offset, batch stride, row stride, column stride) in elements: transposes and
-// torch's column-major outputs are just strides. The generator (linalg.cpp) prepends T and EPS.
+// torch's column-major outputs are just strides. The generator (linalg.cpp) prepends T (the
+// element), R (its real part), EPS and the arithmetic on T that differs between real and complex
+// elements: MUL, DIV, CONJ, ABS1 (|re| + |im|), IS_ZERO, RE, TO_T (a real as T). Sums and
+// differences of T and T * real are plain operators on float2 / double2 too.
 
 #define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
 
-// Lower Cholesky A = L L^T of each matrix, in place, reading only the lower triangle; the strict
-// upper triangle is zeroed. info[b] = k > 0 when the leading minor of order k is not positive
+// Lower Cholesky A = L L^H of each matrix, in place, reading only the lower triangle (the
+// diagonal's real part, as potrf); the strict upper triangle is zeroed. info[b] = k > 0 when the leading minor of order k is not positive
 // definite (potrf's convention: the factorization stops there).
 __kernel void linalg_cholesky(__global T* a, ulong a_o, long bs, long rs, long cs, long n, __global int* info,
                               ulong info_o) {
@@ -20,26 +23,26 @@ __kernel void linalg_cholesky(__global T* a, ulong a_o, long bs, long rs, long c
   __global T* A = a + a_o + b * bs;
   int bad = 0;
   for (long k = 0; k < n; ++k) {
-    T d = AT(A, k, k);
+    R d = RE(AT(A, k, k));
     barrier(CLK_GLOBAL_MEM_FENCE);  // every item has read d before item 0 overwrites it
     if (!(d > 0)) {                 // the same d in every item: the whole group leaves together
       bad = (int)(k + 1);
       break;
     }
-    T s = sqrt(d);
-    if (lid == 0) AT(A, k, k) = s;
+    R s = sqrt(d);
+    if (lid == 0) AT(A, k, k) = TO_T(s);
     for (long i = k + 1 + lid; i < n; i += L) AT(A, i, k) /= s;
     barrier(CLK_GLOBAL_MEM_FENCE);
     const long m = n - k - 1;
     for (long t = lid; t < m * m; t += L) {
       long i = k + 1 + t / m, j = k + 1 + t % m;
-      if (j <= i) AT(A, i, j) -= AT(A, i, k) * AT(A, j, k);
+      if (j <= i) AT(A, i, j) -= MUL(AT(A, i, k), CONJ(AT(A, j, k)));
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
   for (long t = lid; t < n * n; t += L) {
     long i = t / n, j = t % n;
-    if (j > i) AT(A, i, j) = 0;
+    if (j > i) AT(A, i, j) = TO_T(0);
   }
   if (lid == 0) info[info_o + b] = bad;
 }
@@ -47,10 +50,11 @@ __kernel void linalg_cholesky(__global T* a, ulong a_o, long bs, long rs, long c
 // LU factorization with partial pivoting of each m x n matrix, in place (getrf): unit lower L
 // below the diagonal, U on and above it, 1-based pivots piv[b][k] (row k was swapped with row
 // piv - 1 at step k), info[b] = k > 0 for the first exactly zero pivot U[k-1][k-1] (the
-// factorization goes on, as LAPACK's). The pivot is the first row of largest |value| (idamax).
-// lv/li: local scratch of one T and one long per work-item (a power of two of them).
+// factorization goes on, as LAPACK's). The pivot is the first row of largest ABS1 (i?amax: |x|
+// for real, |re| + |im| for complex, as izamax/icamax). lv/li: local scratch of one R and one
+// long per work-item (a power of two of them).
 __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n, __global int* piv,
-                        ulong piv_o, long piv_bs, __global int* info, ulong info_o, __local T* lv,
+                        ulong piv_o, long piv_bs, __global int* info, ulong info_o, __local R* lv,
                         __local long* li) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
@@ -59,10 +63,10 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
   const long kmax = min(m, n);
   int bad = 0;
   for (long k = 0; k < kmax; ++k) {
-    T best = -1;
+    R best = -1;
     long bi = k;
     for (long i = k + lid; i < m; i += L) {
-      T v = fabs(AT(A, i, k));
+      R v = ABS1(AT(A, i, k));
       if (v > best) {  // strict: the first of equal values in this item's rows (they ascend)
         best = v;
         bi = i;
@@ -73,7 +77,7 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int s = L >> 1; s > 0; s >>= 1) {
       if (lid < s) {
-        T o = lv[lid + s];
+        R o = lv[lid + s];
         long oi = li[lid + s];
         if (o > lv[lid] || (o == lv[lid] && oi < li[lid])) {
           lv[lid] = o;
@@ -86,7 +90,7 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
     const T pv = AT(A, p, k);
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // p and pv read before the swap and the next search
     if (lid == 0) P[k] = (int)(p + 1);
-    if (pv == 0 && bad == 0) bad = (int)(k + 1);
+    if (IS_ZERO(pv) && bad == 0) bad = (int)(k + 1);
     if (p != k) {
       for (long j = lid; j < n; j += L) {
         T t = AT(A, k, j);
@@ -95,13 +99,13 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
       }
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
-    if (pv != 0)
-      for (long i = k + 1 + lid; i < m; i += L) AT(A, i, k) /= pv;
+    if (!IS_ZERO(pv))
+      for (long i = k + 1 + lid; i < m; i += L) AT(A, i, k) = DIV(AT(A, i, k), pv);
     barrier(CLK_GLOBAL_MEM_FENCE);
     const long rows = m - k - 1, cols = n - k - 1;
     for (long t = lid; t < rows * cols; t += L) {
       long i = k + 1 + t / cols, j = k + 1 + t % cols;
-      AT(A, i, j) -= AT(A, i, k) * AT(A, k, j);
+      AT(A, i, j) -= MUL(AT(A, i, k), AT(A, k, j));
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
@@ -109,10 +113,12 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
 }
 
 // Solves A X = B in place of B (n x nrhs) for triangular A (n x n): lower -> forward
-// substitution, upper -> backward; unit: the diagonal is taken as ones and not read.
+// substitution, upper -> backward; unit: the diagonal is taken as ones and not read; conj: A's
+// elements are read conjugated (A^H with transposed strides: the adjoint solves).
 // A: (a_bs, a_rs, a_cs); X: (x_bs, x_rs, x_cs).
 __kernel void linalg_trsm(__global const T* a, ulong a_o, long a_bs, long a_rs, long a_cs, __global T* x,
-                          ulong x_o, long x_bs, long x_rs, long x_cs, long n, long nrhs, int lower, int unit) {
+                          ulong x_o, long x_bs, long x_rs, long x_cs, long n, long nrhs, int lower, int unit,
+                          int conj) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global const T* A = a + a_o + b * a_bs;
@@ -120,15 +126,17 @@ __kernel void linalg_trsm(__global const T* a, ulong a_o, long a_bs, long a_rs, 
   for (long t = 0; t < n; ++t) {
     const long k = lower ? t : n - 1 - t;
     if (!unit) {
-      const T d = A[k * a_rs + k * a_cs];
-      for (long j = lid; j < nrhs; j += L) X[k * x_rs + j * x_cs] /= d;
+      const T d0 = A[k * a_rs + k * a_cs];
+      const T d = conj ? CONJ(d0) : d0;
+      for (long j = lid; j < nrhs; j += L) X[k * x_rs + j * x_cs] = DIV(X[k * x_rs + j * x_cs], d);
       barrier(CLK_GLOBAL_MEM_FENCE);
     }
     const long rows = n - 1 - t;  // the rows still to solve: after k (lower) or before it (upper)
     for (long q = lid; q < rows * nrhs; q += L) {
       long r = q / nrhs, j = q % nrhs;
       long i = lower ? k + 1 + r : r;
-      X[i * x_rs + j * x_cs] -= A[i * a_rs + k * a_cs] * X[k * x_rs + j * x_cs];
+      const T aik = A[i * a_rs + k * a_cs];
+      X[i * x_rs + j * x_cs] -= MUL(conj ? CONJ(aik) : aik, X[k * x_rs + j * x_cs]);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }

@@ -35,7 +35,34 @@ struct Kernel {
   }
 };
 
-Kernel kernel(const Context& ctx, DType t, const char* file, const char* name) {
+// The type prelude of the kernels: T the element, R its real part, and the arithmetic that
+// differs between real and complex elements (linalg.cl uses only these on T values).
+std::string prelude(LinalgType lt) {
+  const bool d = lt.real == DType::F64;
+  std::string r = d ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define R double\n#define EPS DBL_EPSILON\n"
+                    : "#define R float\n#define EPS FLT_EPSILON\n";
+  if (!lt.complex)
+    return r + "#define T R\n#define MUL(a, b) ((a) * (b))\n#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n"
+               "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n#define TO_T(r) ((T)(r))\n";
+  r += d ? "#define T double2\n" : "#define T float2\n";
+  // Smith's division as complex.cl's (scales by the larger part of b: no overflow near the range).
+  return r + "#define MUL(a, b) cmul_(a, b)\n#define DIV(a, b) cdiv_(a, b)\n#define CONJ(a) ((T)((a).x, -(a).y))\n"
+             "#define ABS1(a) (fabs((a).x) + fabs((a).y))\n#define IS_ZERO(a) ((a).x == 0 && (a).y == 0)\n"
+             "#define RE(a) ((a).x)\n#define TO_T(r) ((T)((R)(r), (R)0))\n"
+             "inline T cmul_(T a, T b) { return (T)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }\n"
+             "inline T cdiv_(T a, T b) {\n"
+             "  if (fabs(b.x) >= fabs(b.y)) {\n"
+             "    if (b.x == 0) return (T)(a.x / (R)0, a.y / (R)0);\n"
+             "    R q = b.y / b.x, s = 1 / (b.x + b.y * q);\n"
+             "    return (T)((a.x + a.y * q) * s, (a.y - a.x * q) * s);\n"
+             "  }\n"
+             "  R q = b.x / b.y, s = 1 / (b.y + b.x * q);\n"
+             "  return (T)((a.x * q + a.y) * s, (a.y * q - a.x) * s);\n"
+             "}\n";
+}
+
+Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name) {
+  const DType t = lt.real;
   if (t != DType::F32 && t != DType::F64) throw Error(std::string("linalg: unsupported dtype ") + dtype_name(t));
   if (t == DType::F64 && !ctx.info().fp64)
     throw Error("linalg: device '" + ctx.info().name + "' does not support float64");
@@ -44,16 +71,11 @@ Kernel kernel(const Context& ctx, DType t, const char* file, const char* name) {
   Program* p;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t), std::string(file))];
+    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t) * 2 + (lt.complex ? 1 : 0), std::string(file))];
   }
   Kernel k;
   k.lock = std::unique_lock<std::mutex>(p->m);
-  if (!p->prog) {
-    std::string src = t == DType::F64
-                          ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define T double\n#define EPS DBL_EPSILON\n"
-                          : "#define T float\n#define EPS FLT_EPSILON\n";
-    p->prog = ctx.program(src + kernel_source(file));
-  }
+  if (!p->prog) p->prog = ctx.program(prelude(lt) + kernel_source(file));
   auto it = p->kernels.find(name);
   if (it == p->kernels.end()) {
     cl_kernel kk = create_kernel(p->prog, name);
@@ -81,7 +103,7 @@ void add_ints(KernelArgs& a, const IntVecRef& v, bool with_stride) {
 
 } // namespace
 
-void cholesky(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
               const IntVecRef& info) {
   if (batch == 0) return;
   Kernel k = kernel(ctx, t, "linalg", "linalg_cholesky");
@@ -93,7 +115,7 @@ void cholesky(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, i
   launch_1d(q, k.k, batch * g, g);
 }
 
-void lu_factor(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
   if (batch == 0) return;
   Kernel k = kernel(ctx, t, "linalg", "linalg_lu");
@@ -103,23 +125,23 @@ void lu_factor(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, 
   args.add<cl_long>(m).add<cl_long>(n);
   add_ints(args, pivots, true);
   add_ints(args, info, false);
-  args.add_local(g * dtype_size(t)).add_local(g * sizeof(cl_long));
+  args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_long));  // |pivot| candidates: real
   launch_1d(q, k.k, batch * g, g);
 }
 
-void triangular_solve(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
-                      const MatrixRef& a, const MatrixRef& x, bool lower, bool unit) {
+void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
+                      const MatrixRef& a, const MatrixRef& x, bool lower, bool unit, bool conj) {
   if (batch == 0 || n == 0 || nrhs == 0) return;
   Kernel k = kernel(ctx, t, "linalg", "linalg_trsm");
   KernelArgs args(k.k);
   add_matrix(args, a);
   add_matrix(args, x);
-  args.add<cl_long>(n).add<cl_long>(nrhs).add<cl_int>(lower ? 1 : 0).add<cl_int>(unit ? 1 : 0);
+  args.add<cl_long>(n).add<cl_long>(nrhs).add<cl_int>(lower ? 1 : 0).add<cl_int>(unit ? 1 : 0).add<cl_int>(conj ? 1 : 0);
   size_t g = k.group_for(n * nrhs / 2);
   launch_1d(q, k.k, batch * g, g);
 }
 
-void apply_pivots(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
+void apply_pivots(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
                   const MatrixRef& x, const IntVecRef& pivots, int64_t kk, bool reverse) {
   if (batch == 0 || n == 0 || nrhs == 0 || kk == 0) return;
   Kernel k = kernel(ctx, t, "linalg", "linalg_laswp");

@@ -20,6 +20,17 @@ struct MatrixRef {
   MatrixRef transposed() const { return {mem, offset, batch_stride, col_stride, row_stride}; }
 };
 
+// The element type of a call: real `real`, or complex (float2 / double2) with parts of `real`
+// when `complex`. Converts from a DType so real callers pass the dtype as before. The complex
+// kernels are the real ones with their products, quotients, conjugates and pivot magnitudes
+// spelled as macros (kernels/linalg.cl), and the complex offsets and strides are in complex
+// elements as torch's are.
+struct LinalgType {
+  DType real = DType::F32;
+  bool complex = false;
+  LinalgType(DType t, bool c = false) : real(t), complex(c) {}  // NOLINT: implicit on purpose
+};
+
 // int32 vectors (pivots, info): element b's vector at mem + offset + b * batch_stride.
 struct IntVecRef {
   cl_mem mem = nullptr;
@@ -29,23 +40,26 @@ struct IntVecRef {
 
 // In place: the lower triangle of each n x n matrix becomes its Cholesky factor L (only the lower
 // triangle is read; the strict upper one is zeroed); info[b] = potrf's info (k > 0: the leading
-// minor of order k is not positive definite). info is a contiguous int32 vector of `batch`.
-void cholesky(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+// minor of order k is not positive definite; complex: the Hermitian L L^H, the diagonal's real
+// part read as potrf does). info is a contiguous int32 vector of `batch`.
+void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
               const IntVecRef& info);
 
 // In place: getrf of each m x n matrix (unit lower L and U packed), 1-based pivots (min(m, n)
-// of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero).
-void lu_factor(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+// of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero). The pivot is the first row of
+// largest |re| + |im| (LAPACK's i?amax: |x| for real, cabs1 for complex).
+void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info);
 
 // In place of x (n x nrhs): x <- A^-1 x for triangular A (lower or upper; unit: ones on the
-// diagonal, not read). A and x must not overlap.
-void triangular_solve(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
-                      const MatrixRef& a, const MatrixRef& x, bool lower, bool unit);
+// diagonal, not read); conj: A's elements are read conjugated (with a transposed A: A^H, the
+// adjoint solves of complex LU and Cholesky). A and x must not overlap.
+void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
+                      const MatrixRef& a, const MatrixRef& x, bool lower, bool unit, bool conj = false);
 
 // In place of x (n x nrhs): getrf's k row interchanges in order (reverse false: x <- P^T x) or
 // backwards (x <- P x). Interchanges naming a row outside [0, n) are skipped.
-void apply_pivots(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nrhs,
+void apply_pivots(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
                   const MatrixRef& x, const IntVecRef& pivots, int64_t k, bool reverse);
 
 // perm (int64, batch x m contiguous at perm_mem + perm_offset): the row order getrf's k

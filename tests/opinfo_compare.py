@@ -75,8 +75,9 @@ def _check_tie_free_indices(op_name, sample, o, r, ref_values):
     assert_close(x.gather(dim, o.cpu()), expected, equal_nan=True, rtol=0, atol=0)
 
 
-def _check_sample(op, sample, compare, grad, tol=None):
-    """Raises when ocl disagrees with the CPU on one sample; returns False when nothing ran on ocl."""
+def _check_sample(op, sample, compare, grad, tol=None, grad_tol=None):
+    """Raises when ocl disagrees with the CPU on one sample; returns False when nothing ran on ocl.
+    `grad_tol`: {dtype: dict(rtol=, atol=)} for the input gradients (default: torch's)."""
     from torch.utils._pytree import tree_map
     args = tree_map(_to_ocl, (sample.input, sample.args, _factory_kwargs(sample.kwargs)))
     if grad:
@@ -119,7 +120,7 @@ def _check_sample(op, sample, compare, grad, tol=None):
                                      allow_unused=True)
             for x, y in zip(go, gc):
                 if y is not None:
-                    assert_close(x.cpu(), y, equal_nan=True)
+                    assert_close(x.cpu(), y, equal_nan=True, **((grad_tol or {}).get(y.dtype, {})))
     return True
 
 

@@ -113,7 +113,7 @@ dlprim::IntVecRef int_ref(const at::Tensor& t) {
 }
 
 dlprim::MatrixRef vec_ref(const at::Tensor& t) {
-  TORCH_INTERNAL_ASSERT(t.is_contiguous());
+  TORCH_INTERNAL_ASSERT(t.is_contiguous() && !t.is_conj() && !t.is_neg());
   BufferRef b = buffer_of(t);
   dlprim::MatrixRef r;
   r.mem = b.mem;
@@ -251,7 +251,7 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
   int device = work.device().index();
   cl_command_queue q = queue_of(work);
-  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, dtype_of(work, op), batch_count(work),
+  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work),
                                     work.size(-2), work.size(-1), matrix_ref(work), vec_ref(tau)));
   note_enqueued(q);
 }
@@ -259,7 +259,7 @@ void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* o
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op) {
   int device = out.device().index();
   cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, dtype_of(out, op),
+  OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, ltype_of(out, op),
                                                   batch_count(out), out.size(-2), out.size(-1), tau.size(-1),
                                                   matrix_ref(v), vec_ref(tau), matrix_ref(out)));
   note_enqueued(q);

@@ -1,5 +1,6 @@
 // Householder QR on dlprim's linalg_qr kernels: geqrf, linalg_householder_product (orgqr) and
-// linalg_qr (reduced / complete / r), ormqr, LAPACK's conventions so R, tau and Q match the CPU's.
+// linalg_qr (reduced / complete / r), ormqr, LAPACK's conventions so R, tau and Q match the CPU's,
+// real and complex.
 #include "aten/LinalgCommon.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -26,7 +27,7 @@ std::tuple<at::Tensor&, at::Tensor&> geqrf_out(const at::Tensor& A, at::Tensor& 
   const char* op = "geqrf";
   TORCH_CHECK(A.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
   check_ocl(A, op, "input");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   const int64_t m = A.size(-2), n = A.size(-1);
   at::native::resize_output(QR, A.sizes());
   std::vector<int64_t> tau_shape(A.sizes().begin(), A.sizes().end() - 2);
@@ -63,12 +64,12 @@ at::Tensor& householder_product_out(const at::Tensor& A, const at::Tensor& tau, 
               " does not match input dtype ", A.scalar_type());
   check_ocl(A, op, "input");
   check_ocl(tau, op, "tau");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   at::native::resize_output(out, A.sizes());
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(A.device());
   at::Tensor work = work_for(out, A);
-  orgqr_into(flat(A), tau.contiguous(), work, op);
+  orgqr_into(flat(A), tau.resolve_conj().contiguous(), work, op);
   write_back(out, work);
   return out;
 }
@@ -85,7 +86,7 @@ std::tuple<at::Tensor&, at::Tensor&> qr_out(const at::Tensor& A, c10::string_vie
   at::native::checkFloatingOrComplex(A, op);
   auto [compute_q, reduced] = at::native::_parse_qr_mode(mode);
   check_ocl(A, op, "A");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   std::vector<int64_t> shape = A.sizes().vec();
   shape.end()[-1] = reduced ? k : m;
@@ -97,7 +98,7 @@ std::tuple<at::Tensor&, at::Tensor&> qr_out(const at::Tensor& A, c10::string_vie
   c10::DeviceGuard guard(A.device());
   std::vector<int64_t> tau_shape(A.sizes().begin(), A.sizes().end() - 2);
   tau_shape.push_back(k);
-  at::Tensor work = at::native::cloneBatchedColumnMajor(A);
+  at::Tensor work = at::native::cloneBatchedColumnMajor(A.resolve_conj());
   at::Tensor tau = at::empty(tau_shape, A.options());
   if (A.numel() > 0) geqrf_in_place(work, tau, op);
   if (R.numel() > 0) {
@@ -137,15 +138,15 @@ at::Tensor& ormqr_out(const at::Tensor& input, const at::Tensor& tau, const at::
   TORCH_CHECK(input.scalar_type() == other.scalar_type() && input.scalar_type() == tau.scalar_type(), op,
               ": Expected input, tau and other to have the same dtype");
   check_ocl(input, op, "input");
-  check_dtype(input, op);
+  check_dtype(input, op, /*complex_ok=*/true);
   const int64_t m = input.size(-2);
   std::vector<int64_t> qshape(input.sizes().begin(), input.sizes().end() - 2);
   qshape.push_back(m);
   qshape.push_back(m);
   c10::DeviceGuard guard(input.device());
   at::Tensor Q = at::empty(qshape, input.options());
-  if (Q.numel() > 0) orgqr_into(flat(input), tau.contiguous(), Q, op);
-  at::Tensor Qop = transpose ? Q.mT() : Q;
+  if (Q.numel() > 0) orgqr_into(flat(input), tau.resolve_conj().contiguous(), Q, op);
+  at::Tensor Qop = transpose ? Q.mH() : Q;  // transpose: the adjoint for complex (LAPACK's 'C')
   at::Tensor r = left ? at::matmul(Qop, other) : at::matmul(other, Qop);
   at::native::resize_output(out, r.sizes());
   out.copy_(r);

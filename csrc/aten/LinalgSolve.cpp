@@ -110,7 +110,7 @@ at::Tensor cholesky_solve_helper(const at::Tensor& B, const at::Tensor& A, bool 
   check_ocl(A, op, "A");
   check_dtype(A, op, /*complex_ok=*/true);
   c10::DeviceGuard guard(A.device());
-  at::Tensor x = at::native::cloneBatchedColumnMajor(B);
+  at::Tensor x = at::native::cloneBatchedColumnMajor(B.resolve_conj().resolve_neg());
   if (x.numel() > 0) cholesky_solve_in_place(flat(A), x, upper, op);
   return x;
 }

@@ -43,12 +43,13 @@ std::string prelude(LinalgType lt) {
                     : "#define R float\n#define EPS FLT_EPSILON\n";
   if (!lt.complex)
     return r + "#define T R\n#define MUL(a, b) ((a) * (b))\n#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n"
-               "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n#define TO_T(r) ((T)(r))\n";
+               "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n#define IM(a) ((R)0)\n"
+               "#define TO_T(r) ((T)(r))\n";
   r += d ? "#define T double2\n" : "#define T float2\n";
   // Smith's division as complex.cl's (scales by the larger part of b: no overflow near the range).
   return r + "#define MUL(a, b) cmul_(a, b)\n#define DIV(a, b) cdiv_(a, b)\n#define CONJ(a) ((T)((a).x, -(a).y))\n"
              "#define ABS1(a) (fabs((a).x) + fabs((a).y))\n#define IS_ZERO(a) ((a).x == 0 && (a).y == 0)\n"
-             "#define RE(a) ((a).x)\n#define TO_T(r) ((T)((R)(r), (R)0))\n"
+             "#define RE(a) ((a).x)\n#define IM(a) ((a).y)\n#define TO_T(r) ((T)((R)(r), (R)0))\n"
              "inline T cmul_(T a, T b) { return (T)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }\n"
              "inline T cdiv_(T a, T b) {\n"
              "  if (fabs(b.x) >= fabs(b.y)) {\n"
@@ -168,7 +169,7 @@ void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batc
 
 namespace dlprim {
 
-void geqrf(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
+void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
            const MatrixRef& tau) {
   if (batch == 0 || m == 0 || n == 0) return;
   Kernel k = kernel(ctx, t, "linalg_qr", "linalg_geqrf");
@@ -177,11 +178,11 @@ void geqrf(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int6
   add_matrix(args, a);
   args.add<cl_long>(m).add<cl_long>(n);
   add_matrix(args, tau, false);
-  args.add_local(g * dtype_size(t));
+  args.add_local(g * dtype_size(t.real));  // |x|^2 partial sums: real
   launch_1d(q, k.k, batch * g, g);
 }
 
-void householder_product(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t qc,
+void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t qc,
                          int64_t k_refl, const MatrixRef& v, const MatrixRef& tau, const MatrixRef& out) {
   if (batch == 0 || m == 0 || qc == 0) return;
   Kernel k = kernel(ctx, t, "linalg_qr", "linalg_orgqr");

@@ -67,14 +67,14 @@ void apply_pivots(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t
 void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batch, int64_t m, int64_t k,
                            const IntVecRef& pivots, cl_mem perm_mem, uint64_t perm_offset);
 
-// Householder QR in place (LAPACK's geqrf conventions): R on and above the diagonal, reflectors
-// below; tau: min(m, n) values per matrix at tau.mem + tau.offset + b * tau.batch_stride.
-void geqrf(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
+// Householder QR in place (LAPACK's geqrf conventions, complex too: H = I - tau v v^H, R's
+// diagonal real): R on and above the diagonal, reflectors below; tau: min(m, n) values per matrix at tau.mem + tau.offset + b * tau.batch_stride.
+void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
            const MatrixRef& tau);
 
 // out (m x qc, qc <= m) = the first qc columns of the product of the k reflectors in v (m x k,
 // geqrf's layout) and tau: orgqr / linalg.householder_product, and Q of linalg.qr.
-void householder_product(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t qc,
+void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t qc,
                          int64_t k, const MatrixRef& v, const MatrixRef& tau, const MatrixRef& out);
 
 // Symmetric eigenproblem by cyclic Jacobi (kernels/linalg_jacobi.cl): a holds the full symmetric

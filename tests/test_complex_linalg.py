@@ -2,7 +2,8 @@
 lu_unpack, lu_solve, solve, inv, det, slogdet, logdet), triangular solves, Cholesky (cholesky,
 cholesky_solve, cholesky_inverse) and Householder QR (geqrf, householder_product, qr, ormqr)
 run the real kernels of dlprim/kernels/linalg.cl and linalg_qr.cl with complex arithmetic
-(linalg.cpp's prelude). op_db samples in complex64 and complex128 (where
+(linalg.cpp's prelude); eigvalsh and svdvals (and matrix_rank, cond, matrix norms) through the
+real embedding; matrix_exp and matrix_power on those. op_db samples in complex64 and complex128 (where
 the device has fp64), as given and non-contiguous, input gradients through autograd's complex
 rules in complex64; then what the samples do not reach: the blocked paths (matrices larger than
 the block), LAPACK's complex pivots (|re| + |im|), adjoint and right-hand solves, conjugate views
@@ -22,7 +23,8 @@ DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
 OPS = """linalg.lu_factor linalg.lu_factor_ex linalg.lu lu_unpack linalg.lu_solve lu lu_solve linalg.solve
     linalg.solve_ex linalg.inv linalg.inv_ex linalg.det linalg.slogdet logdet linalg.solve_triangular
     triangular_solve linalg.cholesky linalg.cholesky_ex cholesky cholesky_solve cholesky_inverse geqrf
-    linalg.householder_product linalg.qr qr ormqr""".split()
+    linalg.householder_product linalg.qr qr ormqr linalg.eigvalsh linalg.svdvals linalg.matrix_rank linalg.cond
+    linalg.matrix_power matrix_exp""".split()
 # Gradients (complex64): one op per backward formula family.
 GRAD_OPS = {"linalg.lu_factor", "linalg.lu", "linalg.lu_solve", "linalg.solve", "linalg.inv", "linalg.det",
             "linalg.slogdet", "linalg.solve_triangular", "linalg.cholesky", "cholesky_solve", "cholesky_inverse",
@@ -168,3 +170,20 @@ def test_complex_qr(dtype):
         for transpose in (False, True):
             _close(torch.ormqr(QRo, tauo, C.to("ocl"), left=True, transpose=transpose),
                    torch.ormqr(QR, tau, C, left=True, transpose=transpose), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_values_only(dtype):
+    """eigvalsh / svdvals of complex input through the real embedding: repeated values keep their
+    multiplicity, both triangles, wide and batched; eigenvectors of complex input are refused."""
+    Q = torch.linalg.qr(_rand(6, 6, dtype=dtype, seed=5)).Q
+    d = torch.tensor([-2.0, 1, 1, 1, 3, 3], dtype=dtype.to_real()).to(dtype)
+    H = Q @ torch.diag(d) @ Q.mH
+    for uplo in ("L", "U"):
+        _close(torch.linalg.eigvalsh(H.to("ocl"), UPLO=uplo), torch.linalg.eigvalsh(H, UPLO=uplo), dtype)
+    for A in (_rand(4, 7, dtype=dtype, seed=6), _rand(3, 5, 2, dtype=dtype, seed=7), Q @ torch.diag(d) @ Q):
+        _close(torch.linalg.svdvals(A.to("ocl")), torch.linalg.svdvals(A), dtype)
+    with pytest.raises(NotImplementedError, match="linalg.eigh"):
+        torch.linalg.eigh(H.to("ocl"))
+    with pytest.raises(NotImplementedError, match="linalg.svd"):
+        torch.linalg.svd(H.to("ocl"))

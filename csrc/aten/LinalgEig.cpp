@@ -4,6 +4,10 @@
 // completed to an orthonormal basis (zero singular values, full_matrices) by a Householder QR).
 // Singular vectors and eigenvectors are unique only up to sign (and within repeated values):
 // they can differ from the CPU's LAPACK by that, as the CPU's differ between LAPACK builds.
+// Complex input, values only (eigvalsh, svdvals and what builds on them): the real 2n x 2n
+// embedding [[Re, -Im], [Im, Re]] has each eigen/singular value of the complex matrix twice, so
+// the real kernels give them exactly; vectors of complex input are not implemented (the embedding's
+// vectors of a repeated value would mix the pairs).
 #include "aten/LinalgCommon.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -12,7 +16,13 @@
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/_linalg_eigh.h>
+#include <ATen/ops/_linalg_svd.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/diag_embed.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/imag.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/where.h>
@@ -39,12 +49,31 @@ at::Tensor nonfinite_info(const at::Tensor& A, int64_t code) {
   return at::isfinite(A).all(-1).all(-1).logical_not().to(c10::kInt).mul_(code);
 }
 
+// [[Re M, -Im M], [Im M, Re M]] of complex M (..., r, c): real (..., 2r, 2c).
+at::Tensor real_embedding(const at::Tensor& M) {
+  at::Tensor re = at::real(M), im = at::imag(M);
+  return at::cat({at::cat({re, im.neg()}, -1), at::cat({im, re}, -1)}, -2);
+}
+
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
                                               at::Tensor& L, at::Tensor& V) {
   const char* op = "linalg.eigh";
   at::native::squareCheckInputs(A, op);
   at::native::checkUplo(uplo);
   check_ocl(A, op, "A");
+  if (A.is_complex() && !compute_v) {  // eigenvalues: every other one of the real embedding's (pairs)
+    TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kComplexFloat || A.scalar_type() == c10::kComplexDouble,
+                                op, ": dtype ", A.scalar_type(), " is not supported on ocl");
+    const bool lower = uplo[0] == 'L' || uplo[0] == 'l';
+    // The Hermitian matrix of the named triangle, the diagonal's real part (as heevd reads it).
+    at::Tensor tri = lower ? A.tril(-1) : A.triu(1);
+    at::Tensor H = at::add(tri, tri.mH()).add_(at::diag_embed(at::real(A.diagonal(0, -2, -1))));
+    at::Tensor w = std::get<0>(at::_linalg_eigh(real_embedding(H), "L", /*compute_v=*/false));
+    at::native::resize_output(V, {0});
+    at::native::resize_output(L, batch_plus(A, {A.size(-1)}));
+    copy_into(L, w.slice(-1, 0, w.size(-1), 2));
+    return {L, V};
+  }
   check_dtype(A, op);
   const int64_t n = A.size(-1);
   if (compute_v) at::native::resize_output(V, A.sizes());
@@ -84,6 +113,16 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
   TORCH_CHECK(!driver.has_value(),
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend.");
   check_ocl(A, op, "A");
+  if (A.is_complex() && !compute_uv) {  // singular values: every other one of the real embedding's (pairs)
+    TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kComplexFloat || A.scalar_type() == c10::kComplexDouble,
+                                op, ": dtype ", A.scalar_type(), " is not supported on ocl");
+    at::Tensor s2 = std::get<1>(at::_linalg_svd(real_embedding(A.resolve_conj()), false, false));
+    at::native::resize_output(U, {0});
+    at::native::resize_output(Vh, {0});
+    at::native::resize_output(S, batch_plus(A, {std::min(A.size(-2), A.size(-1))}));
+    copy_into(S, s2.slice(-1, 0, s2.size(-1), 2));
+    return {U, S, Vh};
+  }
   check_dtype(A, op);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   if (compute_uv) {

@@ -40,7 +40,7 @@ at::Tensor matrix_exp_pade(const at::Tensor& A) {
   // float16/bfloat16 (the CPU takes them too): computed in float32, where the Padé constants fit.
   if (A.scalar_type() == c10::kHalf || A.scalar_type() == c10::kBFloat16)
     return matrix_exp_pade(A.to(c10::kFloat)).to(A.scalar_type());
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);  // complex: the same products and LU solve
   if (A.numel() == 0) return at::empty(A.sizes(), A.options());
   c10::DeviceGuard guard(A.device());
   const int64_t n = A.size(-1);

@@ -8,6 +8,7 @@
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/view_as_real.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -132,6 +133,14 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
   out.resize_({n, m});
+  if (out.is_complex()) {  // the real plane is the identity, the imaginary plane zero
+    if (out.numel() == 0) return out;
+    at::Tensor planes = at::view_as_real(out);
+    planes.select(-1, 1).zero_();
+    at::Tensor re = planes.select(-1, 0);
+    launch_positional(k_eye, re.scalar_type(), re, nullptr, 2, {});
+    return out;
+  }
   launch_positional(k_eye, out.scalar_type(), out, nullptr, 2, {});
   return out;
 }

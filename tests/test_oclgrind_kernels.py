@@ -78,6 +78,18 @@ def test_complex():
           backward=False)
 
 
+def test_complex_linalg():
+    """linalg.cl and linalg_qr.cl on complex T (float2): LU (pivot search in local memory), the
+    triangular solves (plain and conjugated), laswp, Cholesky and Householder QR."""
+    a = torch.randn(2, 5, 5, dtype=torch.complex64) + 3 * torch.eye(5)
+    b = torch.randn(2, 5, 2, dtype=torch.complex64)
+    check(lambda a: torch.linalg.lu_factor(a).LU, a, backward=False)
+    check(lambda a, b: torch.linalg.solve(a, b), a, b, backward=False)
+    check(lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True), a, b, backward=False)
+    check(lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mH)), a, b, backward=False)
+    check(lambda a: torch.linalg.qr(a[:, :, :3]), a, backward=False)
+
+
 def test_pointwise_dtypes_and_inplace():
     i = torch.randint(-50, 50, (13,), dtype=torch.int64)
     check(lambda i: (i * 3 + 7) // 5 % 4, i)

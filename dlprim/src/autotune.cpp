@@ -117,6 +117,10 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     for (const auto& c : candidates) order.emplace_back(mix64(seed, label + "|" + c), c);
     std::sort(order.begin(), order.end());
     for (const auto& oc : order) {
+      if (order.size() == 1) {  // nothing to draw: taken as tuning would, without a trial run
+        chosen = oc.second;
+        break;
+      }
       double t = -1;
       try {
         t = time_us(oc.second);

@@ -3,6 +3,7 @@
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Stream.h"
+#include "core/SyncDebug.h"
 #include "core/TorchCompat.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -104,6 +105,7 @@ struct OclGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeEvent(void* event) const override {
     if (!event) return;
     cl_event ev = as_event(event);
+    count_wait(g_host_waits.event_waits);
     DLPRIM_CL_CHECK(clWaitForEvents(1, &ev));
   }
   void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {

@@ -1,4 +1,5 @@
 #include "core/Stream.h"
+#include "core/SyncDebug.h"
 
 #include "core/Device.h"
 #include "core/Graph.h"
@@ -146,6 +147,7 @@ bool query_stream(const c10::Stream& stream) {
 void synchronize_stream(const c10::Stream& stream) {
   cl_command_queue q = queue_of(stream);
   check_not_capturing(q, "synchronizing the stream (Stream.synchronize)");
+  count_wait(g_host_waits.finishes);
   DLPRIM_CL_CHECK(clFinish(q));
 }
 
@@ -164,6 +166,7 @@ void synchronize_device(int device) {
       if (e.q) qs.push_back(e.q);
   }
   for (auto q : qs) check_not_capturing(q, "synchronizing the device (torch.ocl.synchronize)");
+  count_wait(g_host_waits.finishes);
   for (auto q : qs) DLPRIM_CL_CHECK(clFinish(q));
 }
 

@@ -5,6 +5,7 @@
 #include "core/Errors.h"
 #include "core/HostAllocator.h"
 #include "core/Storage.h"
+#include "core/DeferredChecks.h"
 #include "core/SyncDebug.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -75,9 +76,14 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
     warn_or_error_on_sync("a blocking copy from ocl to the host");
     count_wait(g_host_waits.reads);
   }
+  // Deferred index checks of this queue are read with the data (one wait): a bad index raises
+  // here, before its result reaches the host; an asynchronous copy leaves them to the wait.
+  const int device = src.device().index();
+  enqueue_check(device, q);
   OCL_CHECK(clEnqueueReadBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, dst, 0, nullptr,
                                 nullptr));
   if (async) clFlush(q);
+  else collect_checks(device, q);
 }
 
 void device_copy(const at::Tensor& dst, const at::Tensor& src);

@@ -2,7 +2,9 @@
 
 #include <dlprim/capture.h>
 
+#include "core/DeferredChecks.h"
 #include "core/Errors.h"
+#include "core/SyncDebug.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
@@ -21,13 +23,6 @@ namespace pytorch_ocl {
 
 namespace {
 
-bool checks_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PYTORCH_OCL_INDEX_CHECK");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
 
 // Row-major dims with size-1 dims dropped and neighbours merged where every operand allows.
 struct Merged {
@@ -166,7 +161,25 @@ KeyBuilder::KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const cha
   int64_t n = for_sort ? static_cast<int64_t>(dlprim::next_pow2(static_cast<uint64_t>(rows_))) : rows_;
   keys_ = for_sort ? at::full({n}, -1, opts) : at::empty({n}, opts);
   if (rows_ == 0) return;
-  flag_ = at::zeros({1}, opts.dtype(c10::kInt));
+  device_ = device.index();
+  queue_ = current_queue(device_);
+  // A capture records the flag's clearing and never reads it: a private zeroed flag, as before.
+  capturing_ = dlprim::capture::any_active() && dlprim::capture::capturing(queue_);
+  if (capturing_) {
+    flag_ = at::zeros({1}, opts.dtype(c10::kInt));
+    flag_ptr_ = dev_ptr(flag_);
+  } else {
+    slot_ = acquire_flag(device_, queue_, index_check_mode() == IndexCheckMode::Off);
+    flag_ptr_ = {slot_.mem, static_cast<uint64_t>(slot_.offset)};
+  }
+}
+
+KeyBuilder::~KeyBuilder() {
+  // An op that failed after its key kernels ran: its slot is still looked at (and freed) later.
+  if (slot_.slot >= 0 && !committed_) {
+    const char* op = op_;
+    commit_flag(device_, queue_, slot_, [op] { TORCH_CHECK_INDEX(false, op, ": index out of range"); });
+  }
 }
 
 void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int64_t dim, bool wrap,
@@ -189,28 +202,38 @@ void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int
   cl_command_queue q = current_queue(device);
   dlprim::StridedOperand io = operand(idx, m.strides[0], op_);
   OCL_DLPRIM_CALL(op_, dlprim::index_keys(context(device), q, m.shape, dev_ptr(keys_), !first_, io, m.strides[1],
-                                          wrap, size, stride, skip.has_value(), skip.value_or(0), dev_ptr(flag_)));
+                                          wrap, size, stride, skip.has_value(), skip.value_or(0), flag_ptr_));
   note_enqueued(q);
   first_ = false;
-  added_.push_back({idx_in, size, dim, wrap});
+  added_.push_back({idx_in, size, dim, wrap, idx_in._version()});
 }
 
 const at::Tensor& KeyBuilder::finish() {
-  if (rows_ == 0 || !checks_enabled()) return keys_;
+  if (rows_ == 0 || capturing_ || slot_.slot < 0) return keys_;
   // Inside a graph capture the flag cannot be read back (nothing has run yet): the bad rows keep their
   // key -1, which the kernels skip, as with PYTORCH_OCL_INDEX_CHECK=0 (CUDA checks with a device assert).
-  if (dlprim::capture::any_active() && dlprim::capture::capturing(current_queue(flag_.device().index())))
-    return keys_;
-  if (flag_.item<int>() == 0) return keys_;
-  // Error path: find the first bad index on the host for the message.
-  for (const Added& a : added_) {
-    at::Tensor cpu = a.idx.to(c10::kCPU, c10::kLong).contiguous();
-    const int64_t* p = cpu.data_ptr<int64_t>();
-    for (int64_t i = 0; i < cpu.numel(); ++i)
-      TORCH_CHECK_INDEX(p[i] >= (a.wrap ? -a.size : 0) && p[i] < a.size, op_, ": index ", p[i],
-                        " is out of bounds for dimension ", a.dim, " with size ", a.size);
+  // Otherwise the flag is looked at where the host next waits for this queue (DeferredChecks.h), or
+  // now with PYTORCH_OCL_INDEX_CHECK=sync. The raiser names the first bad index from the index
+  // tensors, kept alive until then (an index modified in place since gives a message without it).
+  const char* op = op_;
+  commit_flag(device_, queue_, slot_, [op, added = std::move(added_)] {
+    for (const Added& a : added) {
+      if (a.idx._version() != a.version) continue;
+      at::Tensor cpu = a.idx.to(c10::kCPU, c10::kLong).contiguous();
+      const int64_t* p = cpu.data_ptr<int64_t>();
+      for (int64_t i = 0; i < cpu.numel(); ++i)
+        TORCH_CHECK_INDEX(p[i] >= (a.wrap ? -a.size : 0) && p[i] < a.size, op, ": index ", p[i],
+                          " is out of bounds for dimension ", a.dim, " with size ", a.size);
+    }
+    TORCH_CHECK_INDEX(false, op, ": index out of range");
+  });
+  committed_ = true;
+  if (index_check_mode() == IndexCheckMode::Sync) {
+    count_wait(g_host_waits.reads);
+    enqueue_check(device_, queue_);
+    collect_checks(device_, queue_);
   }
-  TORCH_CHECK_INDEX(false, op_, ": index out of range");
+  return keys_;
 }
 
 // Gathers and scatters only move elements: a complex64 element moves as the 64-bit integer of

@@ -3,13 +3,16 @@
 // plus a dense tensor of shape (row dims..., inner dims...) that is gathered from, scattered or
 // reduced into big. See dlprim/index.h.
 //
-// Bounds: the key kernel flags out-of-range indices on the device; the flag is read back (one
-// small blocking read per op, as CUDA's nonzero) before any data kernel runs, so an error is
-// raised at the op, as an IndexError naming the bad index, and leaves every tensor untouched.
-// PYTORCH_OCL_INDEX_CHECK=0 skips the read: bad indices then read zeros / write nothing.
+// Bounds: the key kernel flags out-of-range indices on the device and gives their rows the key
+// -1, which every data kernel skips. The flag is a slot of core/DeferredChecks.h: looked at where
+// the host next waits for the device (item(), .cpu(), synchronize), which raises an IndexError
+// naming the op and the bad index, as CUDA's device-side assert does at its next sync.
+// PYTORCH_OCL_INDEX_CHECK=sync reads it at the op (tensors untouched on error); =0 never.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <dlprim/index.h>
+
+#include "core/DeferredChecks.h"
 
 #include <optional>
 #include <vector>
@@ -21,13 +24,17 @@ public:
   // Keys for the rows of `row_sizes` on `device`; `for_sort` pads the key tensor to a power of
   // two with -1 (the layout index_reduce_rows sorts).
   KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort = false);
+  ~KeyBuilder();
+  KeyBuilder(const KeyBuilder&) = delete;
+  KeyBuilder& operator=(const KeyBuilder&) = delete;
   // keys += pos . coords + idx * stride, idx (int or long) broadcast to the row shape, checked
   // against [0, size) or, with `wrap` (ops that take negative indices), [-size, size) and
   // wrapped; `dim` names it in errors; pos (one stride per row dim) may be empty.
   // Rows whose index equals *skip get key -1 for good.
   void add(const at::Tensor& idx, int64_t size, int64_t stride, int64_t dim, bool wrap, c10::IntArrayRef pos = {},
            std::optional<int64_t> skip = std::nullopt);
-  // Raises for out-of-range indices; returns the (possibly padded) long key tensor.
+  // Registers the bound check (raised now with PYTORCH_OCL_INDEX_CHECK=sync, else at the next
+  // wait); returns the (possibly padded) long key tensor.
   const at::Tensor& finish();
   int64_t rows() const { return rows_; }
 
@@ -36,11 +43,17 @@ private:
     at::Tensor idx;
     int64_t size, dim;
     bool wrap;
+    int64_t version;  // of idx when added: a later in-place change voids the message's index
   };
   const char* op_;
   std::vector<int64_t> row_sizes_;
   int64_t rows_;
-  at::Tensor keys_, flag_;
+  at::Tensor keys_, flag_;  // flag_: only inside a graph capture
+  DeviceFlag slot_;
+  dlprim::DevPtr flag_ptr_{};
+  int device_ = 0;
+  cl_command_queue queue_ = nullptr;
+  bool capturing_ = false, committed_ = false;
   std::vector<Added> added_;
   bool first_ = true;
 };

@@ -3,6 +3,7 @@
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Stream.h"
+#include "core/DeferredChecks.h"
 #include "core/SyncDebug.h"
 #include "core/TorchCompat.h"
 
@@ -107,6 +108,8 @@ struct OclGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     cl_event ev = as_event(event);
     count_wait(g_host_waits.event_waits);
     DLPRIM_CL_CHECK(clWaitForEvents(1, &ev));
+    // Checks read before the event (e.g. with a non_blocking copy to the host) are done now.
+    collect_checks(-1, nullptr);
   }
   void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
     if (event) clReleaseEvent(as_event(event));

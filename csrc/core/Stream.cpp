@@ -1,4 +1,5 @@
 #include "core/Stream.h"
+#include "core/DeferredChecks.h"
 #include "core/SyncDebug.h"
 
 #include "core/Device.h"
@@ -148,7 +149,9 @@ void synchronize_stream(const c10::Stream& stream) {
   cl_command_queue q = queue_of(stream);
   check_not_capturing(q, "synchronizing the stream (Stream.synchronize)");
   count_wait(g_host_waits.finishes);
+  enqueue_check(stream.device_index(), q);
   DLPRIM_CL_CHECK(clFinish(q));
+  collect_checks(stream.device_index(), q);
 }
 
 void synchronize_device(int device) {
@@ -167,7 +170,9 @@ void synchronize_device(int device) {
   }
   for (auto q : qs) check_not_capturing(q, "synchronizing the device (torch.ocl.synchronize)");
   count_wait(g_host_waits.finishes);
+  for (auto q : qs) enqueue_check(device, q);
   for (auto q : qs) DLPRIM_CL_CHECK(clFinish(q));
+  collect_checks(device, nullptr);
 }
 
 } // namespace pytorch_ocl

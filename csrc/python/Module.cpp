@@ -2,6 +2,7 @@
 #include "aten/Fallback.h"
 #include "aten/PointwiseRegistry.h"
 #include "core/Allocator.h"
+#include "core/DeferredChecks.h"
 #include "core/Device.h"
 #include "core/Generator.h"
 #include "core/HostAllocator.h"
@@ -180,6 +181,8 @@ PYBIND11_MODULE(_C, m) {
     c["event_waits"] = g_host_waits.event_waits.load();
     return c;
   });
+  // Index bound checks registered and not yet looked at (core/DeferredChecks.h).
+  m.def("pending_index_checks", &pending_checks);
   m.def("init_device", [](int device) { context(device); });
 
   m.def("default_generator", [](int device) {

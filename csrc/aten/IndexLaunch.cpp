@@ -101,8 +101,15 @@ struct ReduceArgs {
   at::Tensor sorted_rows;
 };
 
+// index_gather_direct's index (the gather then needs no keys).
+struct DirectIndex {
+  dlprim::DevPtr idx, flag;
+  int64_t idx_stride, size, stride;
+};
+
 void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys,
-               int64_t rows, const at::Tensor& dense_in, const ReduceArgs* red, const char* op) {
+               int64_t rows, const at::Tensor& dense_in, const ReduceArgs* red, const char* op,
+               const DirectIndex* direct = nullptr) {
   if (rows == 0) return;
   c10::DeviceGuard guard(big.device());
   const int64_t n_row_dims = dense_in.dim() - static_cast<int64_t>(inner_dims.size());
@@ -125,7 +132,7 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
     at::Tensor big_c = big.contiguous();
     at::Tensor dense_c = kind == Kind::Gather ? at::empty(dense.sizes(), dense.options()) : dense.contiguous();
     TORCH_CHECK(big.is_contiguous() || kind == Kind::Gather || big.dim() <= 25, op, ": unsupported layout");
-    run_keyed(kind, big_c, inner_dims, keys, rows, dense_c, red, op);
+    run_keyed(kind, big_c, inner_dims, keys, rows, dense_c, red, op, direct);
     if (kind == Kind::Gather) dense_in.copy_(dense_c);
     else if (!big.is_same(big_c)) const_cast<at::Tensor&>(big).copy_(big_c);
     return;
@@ -136,12 +143,20 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
   l.dense = operand(dense, m.strides[0], op);
   l.big = operand(big, m.strides[1], op);
   l.dense_row_stride = row_stride;
-  l.keys = dev_ptr(keys);
+  if (keys.defined()) l.keys = dev_ptr(keys);
   int device = big.device().index();
   cl_command_queue q = current_queue(device);
   OCL_TRACE(op, " rows=", rows, " inner=", inner_sizes, " ", big.scalar_type());
   switch (kind) {
-    case Kind::Gather: OCL_DLPRIM_CALL(op, dlprim::index_gather(context(device), q, l)); break;
+    case Kind::Gather:
+      if (direct) {
+        OCL_DLPRIM_CALL(op, dlprim::index_gather_idx(context(device), q, l, direct->idx, direct->idx_stride,
+                                                     direct->size, direct->stride,
+                                                     direct->flag));
+      } else {
+        OCL_DLPRIM_CALL(op, dlprim::index_gather(context(device), q, l));
+      }
+      break;
     case Kind::Scatter: OCL_DLPRIM_CALL(op, dlprim::index_scatter(context(device), q, l)); break;
     case Kind::Reduce:
       OCL_DLPRIM_CALL(op, dlprim::index_reduce(context(device), q, l, dev_ptr(red->sorted_rows), red->mode,
@@ -154,12 +169,12 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
 
 } // namespace
 
-KeyBuilder::KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort)
+KeyBuilder::KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort, bool no_keys)
     : op_(op), row_sizes_(row_sizes.vec()) {
   rows_ = c10::multiply_integers(row_sizes);
   auto opts = at::TensorOptions().device(device).dtype(c10::kLong);
   int64_t n = for_sort ? static_cast<int64_t>(dlprim::next_pow2(static_cast<uint64_t>(rows_))) : rows_;
-  keys_ = for_sort ? at::full({n}, -1, opts) : at::empty({n}, opts);
+  if (!no_keys) keys_ = for_sort ? at::full({n}, -1, opts) : at::empty({n}, opts);
   if (rows_ == 0) return;
   device_ = device.index();
   queue_ = current_queue(device_);
@@ -248,6 +263,21 @@ void keyed_gather(const at::Tensor& big, const std::vector<int64_t>& inner_dims,
                   const at::Tensor& dense, const char* op) {
   TORCH_CHECK(!dense.is_conj(), op, ": a conjugate view as the result is not supported on ocl");
   run_keyed(Kind::Gather, as_bits(big), inner_dims, keys, rows, as_bits(dense), nullptr, op);
+}
+
+void index_gather_direct(const at::Tensor& big, int64_t dim, const at::Tensor& idx, const at::Tensor& dense,
+                         const char* op) {
+  const int64_t n = idx.numel();
+  if (n == 0) return;
+  TORCH_INTERNAL_ASSERT(idx.dim() == 1 && idx.scalar_type() == c10::kLong && idx.device() == big.device());
+  check_ocl(idx, op, "index");
+  KeyBuilder kb(big.device(), {n}, op, false, /*no_keys=*/true);
+  kb.note(idx, big.size(dim), dim);
+  BufferRef ib = buffer_of(idx);
+  DirectIndex d{{ib.mem, ib.offset / 8}, kb.flag(), idx.stride(0), big.size(dim), big.stride(dim)};
+  TORCH_CHECK(!dense.is_conj(), op, ": a conjugate view as the result is not supported on ocl");
+  run_keyed(Kind::Gather, as_bits(big), dims_except(big.dim(), dim), at::Tensor(), n, as_bits(dense), nullptr, op, &d);
+  kb.finish();
 }
 
 void keyed_scatter(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys,

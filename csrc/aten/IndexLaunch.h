@@ -8,6 +8,7 @@
 // the host next waits for the device (item(), .cpu(), synchronize), which raises an IndexError
 // naming the op and the bad index, as CUDA's device-side assert does at its next sync.
 // PYTORCH_OCL_INDEX_CHECK=sync reads it at the op (tensors untouched on error); =0 never.
+// index_select with a long index skips the keys: one kernel reads the index, checks and gathers.
 #pragma once
 #include <ATen/core/Tensor.h>
 #include <dlprim/index.h>
@@ -23,7 +24,9 @@ class KeyBuilder {
 public:
   // Keys for the rows of `row_sizes` on `device`; `for_sort` pads the key tensor to a power of
   // two with -1 (the layout index_reduce_rows sorts).
-  KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort = false);
+  // `no_keys`: no key tensor (index_gather_direct's kernel reads the index itself).
+  KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort = false,
+             bool no_keys = false);
   ~KeyBuilder();
   KeyBuilder(const KeyBuilder&) = delete;
   KeyBuilder& operator=(const KeyBuilder&) = delete;
@@ -37,6 +40,9 @@ public:
   // wait); returns the (possibly padded) long key tensor.
   const at::Tensor& finish();
   int64_t rows() const { return rows_; }
+  // For a kernel that checks `idx` itself against [0, size) and sets flag(): only named in errors.
+  void note(const at::Tensor& idx, int64_t size, int64_t dim) { added_.push_back({idx, size, dim, false, idx._version()}); }
+  dlprim::DevPtr flag() const { return flag_ptr_; }
 
 private:
   struct Added {
@@ -68,6 +74,11 @@ void keyed_scatter(const at::Tensor& big, const std::vector<int64_t>& inner_dims
 // here, in place).
 void keyed_reduce(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys, int64_t rows,
                   const at::Tensor& dense, dlprim::IndexReduce mode, bool include_self, double alpha, const char* op);
+
+// index_select in one launch: dense (shape: index + big's other dims, as keyed_gather's) =
+// big.index_select(dim, idx), idx a 1-D long tensor on big's device; bounds as KeyBuilder's.
+void index_gather_direct(const at::Tensor& big, int64_t dim, const at::Tensor& idx, const at::Tensor& dense,
+                         const char* op);
 
 // The dims of `t` other than `dim`, in order.
 std::vector<int64_t> dims_except(int64_t ndim, int64_t dim);

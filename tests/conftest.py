@@ -109,6 +109,15 @@ def run_py():
 
 
 @pytest.fixture(autouse=True)
+def _no_leaked_index_errors():
+    """An index error left pending by a test (reported at the next wait for the device) fails that test,
+    not whichever test next waits for the device."""
+    yield
+    if pytorch_ocl._C.pending_index_checks():
+        torch.ocl.synchronize()
+
+
+@pytest.fixture(autouse=True)
 def _strict_mode_guard():
     """Every test starts in strict mode and cannot leak a non-strict setting to the next one."""
     pytorch_ocl.set_strict(True)

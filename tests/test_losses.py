@@ -192,6 +192,7 @@ def test_gather_and_masked_select():
     assert torch.equal(torch.gather(ints.to("ocl"), 1, idx.to("ocl")).cpu(), torch.gather(ints, 1, idx))
     with pytest.raises(IndexError, match="out of bounds"):
         torch.gather(x.to("ocl"), 1, torch.full((1, 1, 1), 7, device="ocl"))
+        torch.ocl.synchronize()  # reported at the next wait, as CUDA
     m = torch.rand(4, 1, 6) > 0.5
     for src in (x, x.half(), (x > 0)):
         assert torch.equal(torch.masked_select(src.to("ocl"), m.to("ocl")).cpu(), torch.masked_select(src, m))

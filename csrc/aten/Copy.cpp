@@ -5,6 +5,7 @@
 #include "core/Errors.h"
 #include "core/HostAllocator.h"
 #include "core/Storage.h"
+#include "core/DeferredChecks.h"
 #include "core/SyncDebug.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -50,7 +51,10 @@ void host_to_device_bytes(const at::Tensor& dst, const void* src, size_t nbytes,
   cl_command_queue q = queue_for(dst);
   check_not_capturing(q, "a copy from the host to ocl (torch.tensor(..., device='ocl'), .to('ocl'))");
   bool async = non_blocking && is_pinned(src);
-  if (!async) warn_or_error_on_sync("a blocking copy from the host to ocl");
+  if (!async) {
+    warn_or_error_on_sync("a blocking copy from the host to ocl");
+    count_wait(g_host_waits.writes);
+  }
   cl_event ev = nullptr;
   OCL_CHECK(clEnqueueWriteBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, src, 0, nullptr,
                                  async ? &ev : nullptr));
@@ -68,10 +72,18 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
   check_not_capturing(q, "a copy from ocl to the host (.item(), .cpu(), .tolist(), printing, a data-dependent "
                          "check such as an index bound or nonzero)");
   bool async = non_blocking && is_pinned(dst);
-  if (!async) warn_or_error_on_sync("a blocking copy from ocl to the host");
+  if (!async) {
+    warn_or_error_on_sync("a blocking copy from ocl to the host");
+    count_wait(g_host_waits.reads);
+  }
+  // Deferred index checks of this queue are read with the data (one wait): a bad index raises
+  // here, before its result reaches the host; an asynchronous copy leaves them to the wait.
+  const int device = src.device().index();
+  enqueue_check(device, q);
   OCL_CHECK(clEnqueueReadBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, dst, 0, nullptr,
                                 nullptr));
   if (async) clFlush(q);
+  else collect_checks(device, q);
 }
 
 void device_copy(const at::Tensor& dst, const at::Tensor& src);

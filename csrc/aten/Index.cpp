@@ -58,6 +58,10 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   if (out.numel() == 0) return out;
   c10::DeviceGuard guard(self.device());
   at::Tensor big = as_1d(self);
+  if (index.scalar_type() == c10::kLong && index.device() == self.device()) {  // one launch, no keys
+    index_gather_direct(big, dim, as_1d(index), as_1d(out).movedim(dim, 0), "index_select");
+    return out;
+  }
   at::Tensor keys = dim_keys(big, dim, index, false, false, "index_select");
   keyed_gather(big, dims_except(big.dim(), dim), keys, index.numel(), as_1d(out).movedim(dim, 0), "index_select");
   return out;

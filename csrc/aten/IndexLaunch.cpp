@@ -2,7 +2,9 @@
 
 #include <dlprim/capture.h>
 
+#include "core/DeferredChecks.h"
 #include "core/Errors.h"
+#include "core/SyncDebug.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
@@ -21,13 +23,6 @@ namespace pytorch_ocl {
 
 namespace {
 
-bool checks_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PYTORCH_OCL_INDEX_CHECK");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
 
 // Row-major dims with size-1 dims dropped and neighbours merged where every operand allows.
 struct Merged {
@@ -106,8 +101,15 @@ struct ReduceArgs {
   at::Tensor sorted_rows;
 };
 
+// index_gather_direct's index (the gather then needs no keys).
+struct DirectIndex {
+  dlprim::DevPtr idx, flag;
+  int64_t idx_stride, size, stride;
+};
+
 void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys,
-               int64_t rows, const at::Tensor& dense_in, const ReduceArgs* red, const char* op) {
+               int64_t rows, const at::Tensor& dense_in, const ReduceArgs* red, const char* op,
+               const DirectIndex* direct = nullptr) {
   if (rows == 0) return;
   c10::DeviceGuard guard(big.device());
   const int64_t n_row_dims = dense_in.dim() - static_cast<int64_t>(inner_dims.size());
@@ -130,7 +132,7 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
     at::Tensor big_c = big.contiguous();
     at::Tensor dense_c = kind == Kind::Gather ? at::empty(dense.sizes(), dense.options()) : dense.contiguous();
     TORCH_CHECK(big.is_contiguous() || kind == Kind::Gather || big.dim() <= 25, op, ": unsupported layout");
-    run_keyed(kind, big_c, inner_dims, keys, rows, dense_c, red, op);
+    run_keyed(kind, big_c, inner_dims, keys, rows, dense_c, red, op, direct);
     if (kind == Kind::Gather) dense_in.copy_(dense_c);
     else if (!big.is_same(big_c)) const_cast<at::Tensor&>(big).copy_(big_c);
     return;
@@ -141,12 +143,20 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
   l.dense = operand(dense, m.strides[0], op);
   l.big = operand(big, m.strides[1], op);
   l.dense_row_stride = row_stride;
-  l.keys = dev_ptr(keys);
+  if (keys.defined()) l.keys = dev_ptr(keys);
   int device = big.device().index();
   cl_command_queue q = current_queue(device);
   OCL_TRACE(op, " rows=", rows, " inner=", inner_sizes, " ", big.scalar_type());
   switch (kind) {
-    case Kind::Gather: OCL_DLPRIM_CALL(op, dlprim::index_gather(context(device), q, l)); break;
+    case Kind::Gather:
+      if (direct) {
+        OCL_DLPRIM_CALL(op, dlprim::index_gather_idx(context(device), q, l, direct->idx, direct->idx_stride,
+                                                     direct->size, direct->stride,
+                                                     direct->flag));
+      } else {
+        OCL_DLPRIM_CALL(op, dlprim::index_gather(context(device), q, l));
+      }
+      break;
     case Kind::Scatter: OCL_DLPRIM_CALL(op, dlprim::index_scatter(context(device), q, l)); break;
     case Kind::Reduce:
       OCL_DLPRIM_CALL(op, dlprim::index_reduce(context(device), q, l, dev_ptr(red->sorted_rows), red->mode,
@@ -159,14 +169,32 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
 
 } // namespace
 
-KeyBuilder::KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort)
+KeyBuilder::KeyBuilder(c10::Device device, c10::IntArrayRef row_sizes, const char* op, bool for_sort, bool no_keys)
     : op_(op), row_sizes_(row_sizes.vec()) {
   rows_ = c10::multiply_integers(row_sizes);
   auto opts = at::TensorOptions().device(device).dtype(c10::kLong);
   int64_t n = for_sort ? static_cast<int64_t>(dlprim::next_pow2(static_cast<uint64_t>(rows_))) : rows_;
-  keys_ = for_sort ? at::full({n}, -1, opts) : at::empty({n}, opts);
+  if (!no_keys) keys_ = for_sort ? at::full({n}, -1, opts) : at::empty({n}, opts);
   if (rows_ == 0) return;
-  flag_ = at::zeros({1}, opts.dtype(c10::kInt));
+  device_ = device.index();
+  queue_ = current_queue(device_);
+  // A capture records the flag's clearing and never reads it: a private zeroed flag, as before.
+  capturing_ = dlprim::capture::any_active() && dlprim::capture::capturing(queue_);
+  if (capturing_) {
+    flag_ = at::zeros({1}, opts.dtype(c10::kInt));
+    flag_ptr_ = dev_ptr(flag_);
+  } else {
+    slot_ = acquire_flag(device_, queue_, index_check_mode() == IndexCheckMode::Off);
+    flag_ptr_ = {slot_.mem, static_cast<uint64_t>(slot_.offset)};
+  }
+}
+
+KeyBuilder::~KeyBuilder() {
+  // An op that failed after its key kernels ran: its slot is still looked at (and freed) later.
+  if (slot_.slot >= 0 && !committed_) {
+    const char* op = op_;
+    commit_flag(device_, queue_, slot_, [op] { TORCH_CHECK_INDEX(false, op, ": index out of range"); });
+  }
 }
 
 void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int64_t dim, bool wrap,
@@ -189,28 +217,38 @@ void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int
   cl_command_queue q = current_queue(device);
   dlprim::StridedOperand io = operand(idx, m.strides[0], op_);
   OCL_DLPRIM_CALL(op_, dlprim::index_keys(context(device), q, m.shape, dev_ptr(keys_), !first_, io, m.strides[1],
-                                          wrap, size, stride, skip.has_value(), skip.value_or(0), dev_ptr(flag_)));
+                                          wrap, size, stride, skip.has_value(), skip.value_or(0), flag_ptr_));
   note_enqueued(q);
   first_ = false;
-  added_.push_back({idx_in, size, dim, wrap});
+  added_.push_back({idx_in, size, dim, wrap, idx_in._version()});
 }
 
 const at::Tensor& KeyBuilder::finish() {
-  if (rows_ == 0 || !checks_enabled()) return keys_;
+  if (rows_ == 0 || capturing_ || slot_.slot < 0) return keys_;
   // Inside a graph capture the flag cannot be read back (nothing has run yet): the bad rows keep their
   // key -1, which the kernels skip, as with PYTORCH_OCL_INDEX_CHECK=0 (CUDA checks with a device assert).
-  if (dlprim::capture::any_active() && dlprim::capture::capturing(current_queue(flag_.device().index())))
-    return keys_;
-  if (flag_.item<int>() == 0) return keys_;
-  // Error path: find the first bad index on the host for the message.
-  for (const Added& a : added_) {
-    at::Tensor cpu = a.idx.to(c10::kCPU, c10::kLong).contiguous();
-    const int64_t* p = cpu.data_ptr<int64_t>();
-    for (int64_t i = 0; i < cpu.numel(); ++i)
-      TORCH_CHECK_INDEX(p[i] >= (a.wrap ? -a.size : 0) && p[i] < a.size, op_, ": index ", p[i],
-                        " is out of bounds for dimension ", a.dim, " with size ", a.size);
+  // Otherwise the flag is looked at where the host next waits for this queue (DeferredChecks.h), or
+  // now with PYTORCH_OCL_INDEX_CHECK=sync. The raiser names the first bad index from the index
+  // tensors, kept alive until then (an index modified in place since gives a message without it).
+  const char* op = op_;
+  commit_flag(device_, queue_, slot_, [op, added = std::move(added_)] {
+    for (const Added& a : added) {
+      if (a.idx._version() != a.version) continue;
+      at::Tensor cpu = a.idx.to(c10::kCPU, c10::kLong).contiguous();
+      const int64_t* p = cpu.data_ptr<int64_t>();
+      for (int64_t i = 0; i < cpu.numel(); ++i)
+        TORCH_CHECK_INDEX(p[i] >= (a.wrap ? -a.size : 0) && p[i] < a.size, op, ": index ", p[i],
+                          " is out of bounds for dimension ", a.dim, " with size ", a.size);
+    }
+    TORCH_CHECK_INDEX(false, op, ": index out of range");
+  });
+  committed_ = true;
+  if (index_check_mode() == IndexCheckMode::Sync) {
+    count_wait(g_host_waits.reads);
+    enqueue_check(device_, queue_);
+    collect_checks(device_, queue_);
   }
-  TORCH_CHECK_INDEX(false, op_, ": index out of range");
+  return keys_;
 }
 
 // Gathers and scatters only move elements: a complex64 element moves as the 64-bit integer of
@@ -225,6 +263,21 @@ void keyed_gather(const at::Tensor& big, const std::vector<int64_t>& inner_dims,
                   const at::Tensor& dense, const char* op) {
   TORCH_CHECK(!dense.is_conj(), op, ": a conjugate view as the result is not supported on ocl");
   run_keyed(Kind::Gather, as_bits(big), inner_dims, keys, rows, as_bits(dense), nullptr, op);
+}
+
+void index_gather_direct(const at::Tensor& big, int64_t dim, const at::Tensor& idx, const at::Tensor& dense,
+                         const char* op) {
+  const int64_t n = idx.numel();
+  if (n == 0) return;
+  TORCH_INTERNAL_ASSERT(idx.dim() == 1 && idx.scalar_type() == c10::kLong && idx.device() == big.device());
+  check_ocl(idx, op, "index");
+  KeyBuilder kb(big.device(), {n}, op, false, /*no_keys=*/true);
+  kb.note(idx, big.size(dim), dim);
+  BufferRef ib = buffer_of(idx);
+  DirectIndex d{{ib.mem, ib.offset / 8}, kb.flag(), idx.stride(0), big.size(dim), big.stride(dim)};
+  TORCH_CHECK(!dense.is_conj(), op, ": a conjugate view as the result is not supported on ocl");
+  run_keyed(Kind::Gather, as_bits(big), dims_except(big.dim(), dim), at::Tensor(), n, as_bits(dense), nullptr, op, &d);
+  kb.finish();
 }
 
 void keyed_scatter(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys,

@@ -5,6 +5,8 @@
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
 
+#include <dlprim/cat.h>
+
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
@@ -53,6 +55,59 @@ at::Tensor& triangle_out(const at::Tensor& self, int64_t diagonal, at::Tensor& o
 
 bool is_legacy_empty(const at::Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
 
+// cat of same-dtype inputs without conjugate/negative bits as one launch per 4 inputs (the
+// KV-cache append of decoding is one launch instead of one copy per input).
+bool cat_one_launch(const std::vector<std::reference_wrapper<const at::Tensor>>& tensors, int64_t dim,
+                    const at::Tensor& out) {
+  const int64_t rank = out.dim();
+  if (rank > dlprim::kMaxDims || out.numel() == 0 || out.is_conj() || out.is_neg()) return false;
+  const int64_t bytes = out.itemsize();
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return false;
+  std::vector<const at::Tensor*> parts;
+  for (const at::Tensor& t : tensors) {
+    if (is_legacy_empty(t)) continue;
+    if (t.scalar_type() != out.scalar_type() || t.is_conj() || t.is_neg()) return false;
+    parts.push_back(&t);
+  }
+  const int device = out.device().index();
+  cl_command_queue q = current_queue(device);
+  int64_t pos = 0;
+  size_t i = 0;
+  while (i < parts.size()) {
+    // One launch over the slice of out that the next (up to) kCatMaxInputs non-empty inputs fill.
+    dlprim::CatInput in[dlprim::kCatMaxInputs];
+    int count = 0;
+    const int64_t first = pos;
+    for (; i < parts.size() && count < dlprim::kCatMaxInputs; ++i) {
+      const at::Tensor& t = *parts[i];
+      if (t.size(dim) == 0) continue;
+      BufferRef b = buffer_of(t);
+      in[count].mem = b.mem;
+      in[count].offset = b.offset / bytes;
+      for (int64_t d = 0; d < rank; ++d) in[count].strides[d] = t.stride(d);
+      in[count].start = pos - first;
+      pos += t.size(dim);
+      ++count;
+    }
+    if (count == 0) break;
+    at::Tensor slice = out.narrow(dim, first, pos - first);
+    dlprim::RowMajorShape shape;
+    shape.rank = static_cast<int>(rank);
+    dlprim::StridedOperand o;
+    BufferRef ob = buffer_of(slice);
+    o.mem = ob.mem;
+    o.offset = ob.offset / bytes;
+    for (int64_t d = 0; d < rank; ++d) {
+      shape.sizes[d] = slice.size(d);
+      o.strides[d] = slice.stride(d);
+    }
+    OCL_DLPRIM_CALL("cat", dlprim::cat(context(device), q, static_cast<int>(bytes), shape, static_cast<int>(dim), o,
+                                       in, count));
+    note_enqueued(q);
+  }
+  return true;
+}
+
 at::Tensor& cat_out(const at::ITensorListRef& tensor_list, int64_t dim, at::Tensor& out) {
   auto tensors = tensor_list.materialize();
   TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
@@ -94,6 +149,7 @@ at::Tensor& cat_out(const at::ITensorListRef& tensor_list, int64_t dim, at::Tens
     out.unsafeGetTensorImpl()->empty_tensor_restride(*format);
   if (!ref) return out;
   c10::DeviceGuard guard(out.device());
+  if (cat_one_launch(tensors, dim, out)) return out;
   int64_t offset = 0;
   for (const at::Tensor& t : tensors) {
     if (is_legacy_empty(t)) continue;

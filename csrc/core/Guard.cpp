@@ -3,6 +3,8 @@
 #include "core/Allocator.h"
 #include "core/Device.h"
 #include "core/Stream.h"
+#include "core/DeferredChecks.h"
+#include "core/SyncDebug.h"
 #include "core/TorchCompat.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -104,7 +106,10 @@ struct OclGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeEvent(void* event) const override {
     if (!event) return;
     cl_event ev = as_event(event);
+    count_wait(g_host_waits.event_waits);
     DLPRIM_CL_CHECK(clWaitForEvents(1, &ev));
+    // Checks read before the event (e.g. with a non_blocking copy to the host) are done now.
+    collect_checks(-1, nullptr);
   }
   void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
     if (event) clReleaseEvent(as_event(event));

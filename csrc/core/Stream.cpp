@@ -1,4 +1,6 @@
 #include "core/Stream.h"
+#include "core/DeferredChecks.h"
+#include "core/SyncDebug.h"
 
 #include "core/Device.h"
 #include "core/Graph.h"
@@ -146,7 +148,10 @@ bool query_stream(const c10::Stream& stream) {
 void synchronize_stream(const c10::Stream& stream) {
   cl_command_queue q = queue_of(stream);
   check_not_capturing(q, "synchronizing the stream (Stream.synchronize)");
+  count_wait(g_host_waits.finishes);
+  enqueue_check(stream.device_index(), q);
   DLPRIM_CL_CHECK(clFinish(q));
+  collect_checks(stream.device_index(), q);
 }
 
 void synchronize_device(int device) {
@@ -164,7 +169,10 @@ void synchronize_device(int device) {
       if (e.q) qs.push_back(e.q);
   }
   for (auto q : qs) check_not_capturing(q, "synchronizing the device (torch.ocl.synchronize)");
+  count_wait(g_host_waits.finishes);
+  for (auto q : qs) enqueue_check(device, q);
   for (auto q : qs) DLPRIM_CL_CHECK(clFinish(q));
+  collect_checks(device, nullptr);
 }
 
 } // namespace pytorch_ocl

@@ -2,11 +2,15 @@
 #include "aten/Fallback.h"
 #include "aten/PointwiseRegistry.h"
 #include "core/Allocator.h"
+#include "core/DeferredChecks.h"
 #include "core/Device.h"
 #include "core/Generator.h"
 #include "core/HostAllocator.h"
 #include "core/Stream.h"
 #include "core/SyncDebug.h"
+
+#include <dlprim/profiler.h>
+#include <map>
 #include "python/Bindings.h"
 
 #include <dlprim/matrix_engine.h>
@@ -167,6 +171,18 @@ PYBIND11_MODULE(_C, m) {
   m.def("caching_enabled", &caching_enabled);
   m.def("get_sync_debug_mode", [] { return g_sync_debug_mode.load(); });
   m.def("set_sync_debug_mode", [](int mode) { g_sync_debug_mode.store(mode); });
+  // {launches, blocking reads/writes, finishes, event waits} since the process started.
+  m.def("host_counters", [] {
+    std::map<std::string, uint64_t> c;
+    c["launches"] = dlprim::profiler::g_launches.load();
+    c["blocking_reads"] = g_host_waits.reads.load();
+    c["blocking_writes"] = g_host_waits.writes.load();
+    c["finishes"] = g_host_waits.finishes.load();
+    c["event_waits"] = g_host_waits.event_waits.load();
+    return c;
+  });
+  // Index bound checks registered and not yet looked at (core/DeferredChecks.h).
+  m.def("pending_index_checks", &pending_checks);
   m.def("init_device", [](int device) { context(device); });
 
   m.def("default_generator", [](int device) {

@@ -66,6 +66,24 @@ __kernel void dl_index_gather(ulong n, ulong inner_n, int rank, dl_dims64 shape,
   DL_STORE(dense, dense_off + (long)r * dense_row_s + off_d, v);
 }
 
+// index_select in one launch, without a keys tensor: dense[r, e] = big[idx[r] * stride + e] for
+// long indices in [0, size); an index outside sets *flag (as dl_index_keys) and its row reads 0.
+__kernel void dl_index_gather_idx(ulong n, ulong inner_n, int rank, dl_dims64 shape, __global DL_T* dense,
+                                  ulong dense_off, long dense_row_s, dl_dims64 dense_s, __global const DL_T* big,
+                                  ulong big_off, dl_dims64 big_s, __global const long* idx, ulong idx_off,
+                                  long idx_s, long size, long stride, __global int* flag, ulong flag_off) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  ulong r = i / inner_n, e = i - r * inner_n;
+  long off_d = 0, off_b = 0;
+  DL_UNRAVEL(e, rank, shape, off_d, dense_s, off_b, big_s);
+  long k = idx[idx_off + (long)r * idx_s];
+  int bad = k < 0 || k >= size;
+  if (bad && e == 0) flag[flag_off] = 1;
+  DL_ACC v = bad ? (DL_ACC)0 : DL_LOAD(big, big_off + k * stride + off_b);
+  DL_STORE(dense, dense_off + (long)r * dense_row_s + off_d, v);
+}
+
 // big[key(r) + e] = dense[r, e]: assignment; with duplicate keys one of the writes wins.
 __kernel void dl_index_scatter(ulong n, ulong inner_n, int rank, dl_dims64 shape, __global const DL_T* dense,
                                ulong dense_off, long dense_row_s, dl_dims64 dense_s, __global DL_T* big,

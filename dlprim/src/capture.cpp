@@ -196,12 +196,14 @@ bool record_fill(cl_command_queue q, cl_mem buf, const void* pattern, size_t pat
 void enqueue_copy_buffer(cl_command_queue q, cl_mem src, cl_mem dst, uint64_t src_off, uint64_t dst_off,
                          uint64_t bytes) {
   if (capture::any_active() && capture::record_copy(q, src, dst, src_off, dst_off, bytes)) return;
+  profiler::g_launches.fetch_add(1, std::memory_order_relaxed);
   DLPRIM_CL_CHECK(clEnqueueCopyBuffer(q, src, dst, src_off, dst_off, bytes, 0, nullptr, nullptr));
 }
 
 void enqueue_fill_buffer(cl_command_queue q, cl_mem buf, const void* pattern, size_t pattern_size, uint64_t off,
                          uint64_t bytes) {
   if (capture::any_active() && capture::record_fill(q, buf, pattern, pattern_size, off, bytes)) return;
+  profiler::g_launches.fetch_add(1, std::memory_order_relaxed);
   DLPRIM_CL_CHECK(clEnqueueFillBuffer(q, buf, pattern, pattern_size, off, bytes, 0, nullptr, nullptr));
 }
 

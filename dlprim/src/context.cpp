@@ -63,6 +63,7 @@ void launch_nd_events(cl_command_queue q, cl_kernel k, cl_uint dims, const size_
     if (events) capture::forbid(q, "a timed launch (autotuning)");
     if (capture::record_kernel(q, k, dims, offset, global, local, label)) return;
   }
+  profiler::g_launches.fetch_add(1, std::memory_order_relaxed);
   const bool rec = profiler::recording();
   if (!rec && !events) {
     DLPRIM_CL_CHECK(clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, nullptr, nullptr));

@@ -51,7 +51,7 @@ void add_keyed(KernelArgs& a, const KeyedLaunch& l) {
   add_dims(a, l.dense.strides, l.inner.rank);
   a.add(l.big.mem).add<cl_ulong>(l.big.offset);
   add_dims(a, l.big.strides, l.inner.rank);
-  a.add(l.keys.mem).add<cl_ulong>(l.keys.offset);
+  if (l.keys.mem) a.add(l.keys.mem).add<cl_ulong>(l.keys.offset);
 }
 
 void run_keyed(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, const char* name) {
@@ -87,6 +87,21 @@ void index_keys(const Context& ctx, cl_command_queue q, const RowMajorShape& sha
 
 void index_gather(const Context& ctx, cl_command_queue q, const KeyedLaunch& l) {
   run_keyed(ctx, q, l, "dl_index_gather");
+}
+
+void index_gather_idx(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, DevPtr idx, int64_t idx_stride,
+                      int64_t size, int64_t stride, DevPtr flag) {
+  uint64_t n = l.rows * l.inner.numel();
+  if (n == 0) return;
+  if (l.keys.mem) throw Error("index_gather_idx: takes no keys");
+  TypedKernel k = typed_kernel(ctx, "index", bits_type(l.big.dtype), "dl_index_gather_idx");
+  std::lock_guard<std::mutex> lock(*k.mutex);
+  KernelArgs a(k.kernel);
+  add_keyed(a, l);
+  a.add(idx.mem).add<cl_ulong>(idx.offset).add<cl_long>(idx_stride);
+  a.add<cl_long>(size).add<cl_long>(stride);
+  a.add(flag.mem).add<cl_ulong>(flag.offset);
+  launch_1d(q, k.kernel, n, ctx.work_group_size(256));
 }
 
 void index_scatter(const Context& ctx, cl_command_queue q, const KeyedLaunch& l) {

@@ -205,7 +205,11 @@ Plan make_plan(const Context& ctx, const ReduceOp& op, DType acc, const ReduceSh
     p.TO = static_cast<uint32_t>(std::min<uint64_t>(p.L / p.TR, pow2_ceil(p.n_out)));
   }
   uint64_t tiles = ceil_div(p.n_out, p.TO);
-  if (!p.cols && !p.colv && tiles < target_groups) {
+  // A short reduction stays one launch: when one group's threads load at most 16 times each (GPU
+  // mappings) or one work-item reads at most 4096 elements (CPU), a merge launch costs more than
+  // the loads it spreads (batch-1 decoding: an RMSNorm mean over a few thousand elements).
+  const uint64_t short_r = cpu ? 4096 : static_cast<uint64_t>(p.TR) * step * 16;
+  if (!p.cols && !p.colv && tiles < target_groups && p.R > short_r) {
     uint64_t by_groups = ceil_div(target_groups, tiles);
     uint64_t by_work = std::max<uint64_t>(1, p.R / (static_cast<uint64_t>(p.TR) * min_per_thread));
     p.chunks = std::min(by_groups, by_work);

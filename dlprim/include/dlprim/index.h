@@ -35,6 +35,10 @@ void index_keys(const Context& ctx, cl_command_queue q, const RowMajorShape& sha
 // dense = big[keys] (gather) or big[keys] = dense (scatter, one write wins on duplicates).
 // The operands' dtype only matters through its size: the data is moved as bits.
 void index_gather(const Context& ctx, cl_command_queue q, const KeyedLaunch& l);
+// index_select in one launch: as index_gather with key(r) = idx[r * idx_stride] * stride (a long
+// index checked against [0, size), flagged at `flag` as index_keys does); l.keys unset.
+void index_gather_idx(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, DevPtr idx, int64_t idx_stride,
+                      int64_t size, int64_t stride, DevPtr flag);
 void index_scatter(const Context& ctx, cl_command_queue q, const KeyedLaunch& l);
 
 enum class IndexReduce { Sum = 0, Prod = 1, Mean = 2, Amax = 3, Amin = 4 };

@@ -4,6 +4,7 @@
 #pragma once
 #include <dlprim/cl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ std::vector<KernelRecord> stop();
 bool recording();
 // Called by the launch helpers: keeps `event` (takes ownership) under `label`.
 void record(const std::string& label, cl_event event);
+// Kernel launches (and buffer copies/fills) through the launch helpers since the process started (recorded or not,
+// captured launches excluded): one relaxed increment per launch, read by host-overhead tools.
+inline std::atomic<uint64_t> g_launches{0};
 } // namespace profiler
 
 } // namespace dlprim

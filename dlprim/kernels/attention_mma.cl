@@ -217,6 +217,64 @@ inline uint attn_opaque(uint x) {
 #define MMA_X(d, ab, as, b) MMA(d, ab, b)
 #endif
 
+// The two shapes of product every pass makes, written once:
+// ROWS_PRODUCT: acc[n] += A x (the NKT 8-row blocks of `tile`)^T, A in registers as `nsteps` KS-wide fragments
+// `frags` (Q or dO for S and dP; K or V for their transposes), B read along the rows of `tile` (row length ld).
+#define ROW_B(b, tile, ld, key, k0)                                  \
+  do {                                                               \
+    __local const MT* p_ = (tile) + (key) * (ld) + (k0);             \
+    if (MMA_KIND <= 2) {                                             \
+      b[0] = p_[tig], b[1] = p_[tig + 4];                            \
+    } else {                                                         \
+      const uint2 w_ = *(__local const uint2*)(p_ + 4 * tig);        \
+      b[0] = w_.x, b[1] = w_.y;                                      \
+    }                                                                \
+  } while (0)
+#define ROWS_PRODUCT(acc, frags, nsteps, tile, ld)                   \
+  _Pragma("unroll") for (int t_ = 0; t_ < (nsteps); ++t_) {          \
+    uint fa_[4], fm_[4];                                             \
+    SPLIT_A(fa_, fm_, (frags)[t_], OPAQUE);                          \
+    _Pragma("unroll") for (int n_ = 0; n_ < NKT; ++n_) {             \
+      uint b_[2];                                                    \
+      ROW_B(b_, tile, ld, n_ * 8 + gid, t_ * KS);                    \
+      MMA_X((acc)[n_], fa_, fm_, b_);                                \
+    }                                                                \
+  }
+// C_PRODUCT: acc[n] += C x B for n < nout, C given as the C fragments c[0..NKT) of a 16 x (8 NKT) product (P
+// or dS and their transposes) used directly as A operands (tf32 kinds: k slots paired as the file comment says;
+// 16-bit: packed as flash-attention 2 does). B: the tf32 kinds read `tile` (row length ld) with k along its
+// columns; 16-bit kinds read `tile16` (row length ld16, stored transposed) with k along its rows.
+#if MMA_KIND <= 2
+#if MMA_KIND == 1
+#define TF32_ROUND4(a) _Pragma("unroll") for (int r_ = 0; r_ < 4; ++r_) a[r_] = mma_tf32(as_float(a[r_]));
+#else
+#define TF32_ROUND4(a)
+#endif
+#define C_PRODUCT(acc, nout, c, tile, ld, tile16, ld16)                                                     \
+  _Pragma("unroll") for (int t_ = 0; t_ < NKT; ++t_) {                                                     \
+    uint ca_[4] = {as_uint((c)[t_][0]), as_uint((c)[t_][2]), as_uint((c)[t_][1]), as_uint((c)[t_][3])};    \
+    TF32_ROUND4(ca_)                                                                                       \
+    uint fa_[4], fm_[4];                                                                                   \
+    SPLIT_A(fa_, fm_, ca_, NOOP);                                                                          \
+    _Pragma("unroll") for (int n_ = 0; n_ < (nout); ++n_) {                                                \
+      __local const MT* p_ = (tile) + (t_ * 8 + 2 * tig) * (ld) + n_ * 8 + gid;                            \
+      uint b_[2] = {p_[0], p_[ld]};                                                                        \
+      MMA_X((acc)[n_], fa_, fm_, b_);                                                                      \
+    }                                                                                                      \
+  }
+#else
+#define C_PRODUCT(acc, nout, c, tile, ld, tile16, ld16)                                                     \
+  _Pragma("unroll") for (int t_ = 0; t_ < NKT / 2; ++t_) {                                                 \
+    uint ca_[4] = {PACK_P((c)[2 * t_][0], (c)[2 * t_][1]), PACK_P((c)[2 * t_][2], (c)[2 * t_][3]),         \
+                   PACK_P((c)[2 * t_ + 1][0], (c)[2 * t_ + 1][1]), PACK_P((c)[2 * t_ + 1][2], (c)[2 * t_ + 1][3])}; \
+    _Pragma("unroll") for (int n_ = 0; n_ < (nout); ++n_) {                                                \
+      __local const MT* p_ = (tile16) + (n_ * 8 + gid) * (ld16) + t_ * 16 + 2 * tig;                       \
+      uint b_[2] = {*(__local const uint*)p_, *(__local const uint*)(p_ + 8)};                             \
+      MMA((acc)[n_], ca_, b_);                                                                             \
+    }                                                                                                      \
+  }
+#endif
+
 #ifndef ATTN_MMA_DQ  // the backward's dq pass (attention_mma_bwd.cl) uses the definitions above
 // Grid: (NTH, ceil(L / NQ), B * Hq); key/value head = query head / G.
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
@@ -279,21 +337,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     // S = Q K^T
     float s[NKT][4];
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
-    _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
-      uint qa[4], qsm[4];
-      SPLIT_A(qa, qsm, qf[t], OPAQUE);
-      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
-        __local const MT* kp = Ks + (n * 8 + gid) * KLD + t * KS;
-        uint b[2];
-#if MMA_KIND <= 2
-        b[0] = kp[tig], b[1] = kp[tig + 4];
-#else
-        const uint2 w = *(__local const uint2*)(kp + 4 * tig);
-        b[0] = w.x, b[1] = w.y;
-#endif
-        MMA_X(s[n], qa, qsm, b);
-      }
-    }
+    ROWS_PRODUCT(s, qf, NQK, Ks, KLD);
     // Scale, mask (exp2 domain) and the tile's row maxima. Only tiles at an edge of this warp's block (the
     // last keys, queries past L, the causal diagonal) test each score: a warp-uniform branch.
     float mx_lo = -INFINITY, mx_hi = -INFINITY;
@@ -344,31 +388,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
       }
     }
     // O += P V
-#if MMA_KIND <= 2
-    _Pragma("unroll") for (int t = 0; t < NKT; ++t) {
-      uint a[4] = {as_uint(s[t][0]), as_uint(s[t][2]), as_uint(s[t][1]), as_uint(s[t][3])};
-#if MMA_KIND == 1
-      _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e]));
-#endif
-      uint pa[4], psm[4];
-      SPLIT_A(pa, psm, a, NOOP);
-      _Pragma("unroll") for (int n = 0; n < NO; ++n) {
-        __local const MT* vp = Vs + (t * 8 + 2 * tig) * VLD + n * 8 + gid;
-        uint b[2] = {vp[0], vp[VLD]};
-        MMA_X(o[n], pa, psm, b);
-      }
-    }
-#else
-    _Pragma("unroll") for (int t = 0; t < NKT / 2; ++t) {
-      uint a[4] = {PACK_P(s[2 * t][0], s[2 * t][1]), PACK_P(s[2 * t][2], s[2 * t][3]),
-                   PACK_P(s[2 * t + 1][0], s[2 * t + 1][1]), PACK_P(s[2 * t + 1][2], s[2 * t + 1][3])};
-      _Pragma("unroll") for (int n = 0; n < NO; ++n) {
-        __local const MT* vp = Vs + (n * 8 + gid) * VLD + t * 16 + 2 * tig;
-        uint b[2] = {*(__local const uint*)vp, *(__local const uint*)(vp + 8)};
-        MMA(o[n], a, b);
-      }
-    }
-#endif
+    C_PRODUCT(o, NO, s, Vs, VLD, Vs, VLD);
   }
   QUAD_REDUCE(l_lo, ADD_);
   QUAD_REDUCE(l_hi, ADD_);

@@ -101,34 +101,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
     float s[NKT][4], dp[NKT][4];
     _Pragma("unroll") for (int n = 0; n < NKT; ++n)
       _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
-#define ROW_B(b, tile, ld, key, k0)                                  \
-  do {                                                               \
-    __local const MT* p_ = (tile) + (key) * (ld) + (k0);             \
-    if (MMA_KIND <= 2) {                                             \
-      b[0] = p_[tig], b[1] = p_[tig + 4];                            \
-    } else {                                                         \
-      const uint2 w_ = *(__local const uint2*)(p_ + 4 * tig);        \
-      b[0] = w_.x, b[1] = w_.y;                                      \
-    }                                                                \
-  } while (0)
-    _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
-      uint qa[4], qsm[4];
-      SPLIT_A(qa, qsm, qf[t], OPAQUE);
-      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
-        uint b[2];
-        ROW_B(b, Ks, KLD, n * 8 + gid, t * KS);
-        MMA_X(s[n], qa, qsm, b);
-      }
-    }
-    _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
-      uint da[4], dsm[4];
-      SPLIT_A(da, dsm, df[t], OPAQUE);
-      _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
-        uint b[2];
-        ROW_B(b, Vk, VKLD, n * 8 + gid, t * KS);
-        MMA_X(dp[n], da, dsm, b);
-      }
-    }
+    ROWS_PRODUCT(s, qf, NQK, Ks, KLD);
+    ROWS_PRODUCT(dp, df, NDK, Vk, VKLD);
     // dS = P (Z dP - delta), 0 where masked.
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
       const int jd = j0 + n * 8 + 2 * tig;
@@ -154,31 +128,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
       }
     }
     // dq += dS K
-#if MMA_KIND <= 2
-    _Pragma("unroll") for (int t = 0; t < NKT; ++t) {
-      uint a[4] = {as_uint(s[t][0]), as_uint(s[t][2]), as_uint(s[t][1]), as_uint(s[t][3])};
-#if MMA_KIND == 1
-      _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e]));
-#endif
-      uint pa[4], psm[4];
-      SPLIT_A(pa, psm, a, NOOP);
-      _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
-        __local const MT* kp = Ks + (t * 8 + 2 * tig) * KLD + n * 8 + gid;
-        uint b[2] = {kp[0], kp[KLD]};
-        MMA_X(dq[n], pa, psm, b);
-      }
-    }
-#else
-    _Pragma("unroll") for (int t = 0; t < NKT / 2; ++t) {
-      uint a[4] = {PACK_P(s[2 * t][0], s[2 * t][1]), PACK_P(s[2 * t][2], s[2 * t][3]),
-                   PACK_P(s[2 * t + 1][0], s[2 * t + 1][1]), PACK_P(s[2 * t + 1][2], s[2 * t + 1][3])};
-      _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
-        __local const MT* kp = Kt + (n * 8 + gid) * KTLD + t * 16 + 2 * tig;
-        uint b[2] = {*(__local const uint*)kp, *(__local const uint*)(kp + 8)};
-        MMA(dq[n], a, b);
-      }
-    }
-#endif
+    C_PRODUCT(dq, NDQ, s, Ks, KLD, Kt, KTLD);
   }
   _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
     _Pragma("unroll") for (int e = 0; e < 4; ++e) {
@@ -284,24 +234,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
       float s[NKT][4], dp[NKT][4];
       _Pragma("unroll") for (int n = 0; n < NKT; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
-      _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
-        uint ka[4], ksm[4];
-        SPLIT_A(ka, ksm, kf[t], OPAQUE);
-        _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
-          uint b[2];
-          ROW_B(b, Qs, KLD, n * 8 + gid, t * KS);
-          MMA_X(s[n], ka, ksm, b);
-        }
-      }
-      _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
-        uint va[4], vsm[4];
-        SPLIT_A(va, vsm, vf[t], OPAQUE);
-        _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
-          uint b[2];
-          ROW_B(b, Os, VKLD, n * 8 + gid, t * KS);
-          MMA_X(dp[n], va, vsm, b);
-        }
-      }
+      ROWS_PRODUCT(s, kf, NQK, Qs, KLD);
+      ROWS_PRODUCT(dp, vf, NDK, Os, VKLD);
       // P^T (Z applied: s) and dS^T (dp); 0 where masked.
       _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
@@ -323,45 +257,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
         }
       }
       // dv += (Z P)^T dO, dk += dS^T Q
-#if MMA_KIND <= 2
-      _Pragma("unroll") for (int t = 0; t < NKT; ++t) {
-        uint a[4] = {as_uint(s[t][0]), as_uint(s[t][2]), as_uint(s[t][1]), as_uint(s[t][3])};
-        uint a2[4] = {as_uint(dp[t][0]), as_uint(dp[t][2]), as_uint(dp[t][1]), as_uint(dp[t][3])};
-#if MMA_KIND == 1
-        _Pragma("unroll") for (int e = 0; e < 4; ++e) a[e] = mma_tf32(as_float(a[e])), a2[e] = mma_tf32(as_float(a2[e]));
-#endif
-        uint pa[4], psm[4], da[4], dsm[4];
-        SPLIT_A(pa, psm, a, NOOP);
-        SPLIT_A(da, dsm, a2, NOOP);
-        _Pragma("unroll") for (int n = 0; n < NO; ++n) {
-          __local const MT* op = Os + (t * 8 + 2 * tig) * VKLD + n * 8 + gid;
-          uint b[2] = {op[0], op[VKLD]};
-          MMA_X(dv[n], pa, psm, b);
-        }
-        _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
-          __local const MT* qp = Qs + (t * 8 + 2 * tig) * KLD + n * 8 + gid;
-          uint b[2] = {qp[0], qp[KLD]};
-          MMA_X(dk[n], da, dsm, b);
-        }
-      }
-#else
-      _Pragma("unroll") for (int t = 0; t < NKT / 2; ++t) {
-        uint a[4] = {PACK_P(s[2 * t][0], s[2 * t][1]), PACK_P(s[2 * t][2], s[2 * t][3]),
-                     PACK_P(s[2 * t + 1][0], s[2 * t + 1][1]), PACK_P(s[2 * t + 1][2], s[2 * t + 1][3])};
-        uint a2[4] = {PACK_P(dp[2 * t][0], dp[2 * t][1]), PACK_P(dp[2 * t][2], dp[2 * t][3]),
-                      PACK_P(dp[2 * t + 1][0], dp[2 * t + 1][1]), PACK_P(dp[2 * t + 1][2], dp[2 * t + 1][3])};
-        _Pragma("unroll") for (int n = 0; n < NO; ++n) {
-          __local const MT* op = Ot + (n * 8 + gid) * KTLD + t * 16 + 2 * tig;
-          uint b[2] = {*(__local const uint*)op, *(__local const uint*)(op + 8)};
-          MMA(dv[n], a, b);
-        }
-        _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
-          __local const MT* qp = Qt + (n * 8 + gid) * KTLD + t * 16 + 2 * tig;
-          uint b[2] = {*(__local const uint*)qp, *(__local const uint*)(qp + 8)};
-          MMA(dk[n], a2, b);
-        }
-      }
-#endif
+      C_PRODUCT(dv, NO, s, Os, VKLD, Ot, KTLD);
+      C_PRODUCT(dk, NDQ, dp, Qs, KLD, Qt, KTLD);
     }
   }
   _Pragma("unroll") for (int e = 0; e < 4; ++e) {

@@ -54,6 +54,7 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--out", default="results/attention_layouts.md")
     args = p.parse_args()
+    os.environ["PYTORCH_OCL_ATTN_MMA"] = "0"  # the layouts are the FMA kernels'; the engine would take the calls
     dev = args.device
     rows = ["| B | H | L | D | causal | variable | layout | ms | max abs diff vs default | attention kernels (ms) |",
             "|---|---|---|---|---|---|---|---|---|---|"]

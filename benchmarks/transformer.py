@@ -82,9 +82,9 @@ def run_reference(args, cases):
     if args.ref == "none":
         return None
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(cases), "--ref", args.ref,
-           "--iters", str(args.iters)] + ["--models"] * args.models + ["--quick"] * args.quick
-           + ["--compile"] * args.compile
+    cmd = ([sys.executable, os.path.abspath(__file__), "--child", json.dumps(cases), "--ref", args.ref,
+            "--iters", str(args.iters)] + ["--models"] * args.models + ["--quick"] * args.quick
+           + ["--compile"] * args.compile)
     # stderr goes through: the child's progress bars and any traceback show as they come
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, timeout=1200)
     if proc.returncode != 0:

@@ -131,8 +131,8 @@ case "${1:-validate}" in
     ;;
   attn_mma)  # attention on mma.sync: its tests on the real instruction, then SDPA vs CUDA with it on (and off)
     PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py
-    PYTORCH_OCL_ATTN_MMA=1 run transformer_mma 180 python3 benchmarks/transformer.py --ref cuda --out "$out/transformer_mma.md"
-    run transformer_fma 120 python3 benchmarks/transformer.py --ref none --out "$out/transformer_fma.md"
+    run transformer_mma 180 python3 benchmarks/transformer.py --ref cuda --out "$out/transformer_mma.md"
+    PYTORCH_OCL_ATTN_MMA=0 run transformer_fma 120 python3 benchmarks/transformer.py --ref none --out "$out/transformer_fma.md"
     ;;
   decode_bf16)  # decode step vs CUDA (eager, graphs), random tuning reaching every conv path, CNNs under bf16 autocast
     run decode_graphs 90 python3 benchmarks/graphs.py --ref cuda

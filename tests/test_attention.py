@@ -18,6 +18,16 @@ import torch.nn.functional as F
 import pytorch_ocl
 
 
+def pin_fma(monkeypatch, var, value):
+    """Sets an FMA kernel layout variable (unset for None) and keeps attention off the matrix engine, which
+    would otherwise take these calls on a GPU that has one (test_attention_mma.py tests that path)."""
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "0")
+    if value is None:
+        monkeypatch.delenv(var, raising=False)
+    else:
+        monkeypatch.setenv(var, value)
+
+
 def sdpa_both(q, k, v, grad=True, **kw):
     """(out, grads) on the CPU in float64 and on ocl in the inputs' dtype."""
     res = []
@@ -130,7 +140,7 @@ def test_scale():
 
 @pytest.mark.parametrize("bwd_tiled", ["0", "1"])
 def test_non_contiguous_layouts(bwd_tiled, monkeypatch):
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)  # the row and the register-tiled backward
+    pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)  # the row and the register-tiled backward
     # transformers passes q/k/v as [B, L, H, D] projections transposed to [B, H, L, D]
     g = torch.Generator().manual_seed(6)
     q = torch.randn(2, 13, 4, 16, generator=g, dtype=torch.float64).transpose(1, 2)
@@ -167,7 +177,7 @@ def check_layout_grid(wide_dv):
 
 @pytest.mark.parametrize("layout", FWD_LAYOUTS)
 def test_forward_layouts(layout, monkeypatch):
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", layout)
+    pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_TILED", layout)
     check_layout_grid(wide_dv=128)
 
 
@@ -176,7 +186,7 @@ def test_forward_layouts(layout, monkeypatch):
 # wider heads), on the same grid.
 @pytest.mark.parametrize("layout", ["0", "1", "16,32,4", "8,8,2", "64,32,8"])
 def test_backward_tiled_dq_layouts(layout, monkeypatch):
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", layout)
+    pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", layout)
     q, k, v = check_layout_grid(wide_dv=48)  # the default tile takes head dims up to 64
     run_and_check(q, k, v, dtype=torch.bfloat16, is_causal=True)
 
@@ -185,7 +195,7 @@ def test_backward_tiled_dq_draws_the_same_dropout(monkeypatch):
     q, k, v = (t.double().to("ocl").requires_grad_() for t in qkv(2, 3, 3, 21, 50, 16, 8, seed=11))
     grads = []
     for lay in ("0", "1"):
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", lay)
+        pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", lay)
         torch.manual_seed(5)
         o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
         grads.append(torch.autograd.grad(o.sum(), q)[0].cpu())
@@ -201,7 +211,7 @@ DKDV_LAYOUTS = ["dkdv", "dkdv=12,20,4", "dkdv=5,12,1", "dkdv=16,64,8,split"]
 
 @pytest.mark.parametrize("layout", DKDV_LAYOUTS)
 def test_backward_tiled_dkdv_layouts(layout, monkeypatch):
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", layout)
+    pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", layout)
     q, k, v = check_layout_grid(wide_dv=48)  # the default tile takes head dims up to 64
     for dtype in (torch.float16, torch.bfloat16) if layout == "dkdv" else ():
         run_and_check(q, k, v, dtype=dtype, is_causal=True)
@@ -216,9 +226,9 @@ def test_backward_tiled_selection(value, dq, dkdv, monkeypatch):
     # profiler's launch names; a tile the pass cannot take (BQ not a multiple of NTC) or a value that
     # does not parse leaves it on rows.
     if value is None:
-        monkeypatch.delenv("PYTORCH_OCL_ATTN_BWD_TILED", raising=False)
+        pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", None)
     else:
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", value)
+        pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", value)
     q = torch.randn(1, 2, 9, 8, device="ocl", requires_grad=True)
     with pytorch_ocl.profiler.profile() as prof:
         F.scaled_dot_product_attention(q, q, q).sum().backward()
@@ -230,7 +240,7 @@ def test_backward_tiled_selection(value, dq, dkdv, monkeypatch):
 @pytest.mark.parametrize("bwd_tiled", ["0", "dkdv=8,8,2"])
 def test_backward_non_contiguous_grad_out(bwd_tiled, monkeypatch):
     # the gradient reaches the kernels with its strides ([B, L, H, Dv] transposed, as after an MHA projection)
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
+    pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
     q, k, v = qkv(2, 3, 3, 13, 19, 12, 12, seed=9)
     g = torch.randn(2, 13, 3, 12, dtype=torch.float64).transpose(1, 2)
     grads = []
@@ -252,7 +262,7 @@ def test_backward_tiled_dkdv_draws_the_same_dropout(layout, monkeypatch):
     mask = (torch.rand(21, 50, generator=torch.Generator().manual_seed(2)) > 0.2).to("ocl")
     grads = []
     for lay in ("0", layout):
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", lay)
+        pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", lay)
         for kw in ({"is_causal": True}, {"attn_mask": mask}):
             torch.manual_seed(5)
             o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, enable_gqa=True, **kw)
@@ -270,7 +280,7 @@ def test_forward_layouts_draw_the_same_dropout(layout, monkeypatch):
     outs = []
     for lay in (None, layout):
         if lay is not None:
-            monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", lay)
+            pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_TILED", lay)
         torch.manual_seed(5)
         outs.append(F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True).cpu())
     assert (outs[0] != 0).any()
@@ -411,7 +421,7 @@ def test_bad_input_errors_name_the_op():
 def test_transformer_block_trains_like_cpu(head_dim, bwd_tiled, monkeypatch):
     """A whole training run through the fused kernels (with dropout 0 so the CPU can be compared):
     3 AdamW steps of an embedding + causal encoder layer + head, parameters vs the CPU in float64."""
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
+    pin_fma(monkeypatch, "PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
     torch.manual_seed(0)
     dim = 2 * head_dim
     net = nn.Sequential(nn.Embedding(50, dim),

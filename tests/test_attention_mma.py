@@ -30,7 +30,6 @@ def _engine(monkeypatch):
     monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
     if NATIVE:
         monkeypatch.delenv("PYTORCH_OCL_MMA", raising=False)
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1")  # off on real engines unless asked
     else:
         monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
     yield

@@ -122,6 +122,16 @@ CONFIGS32 = ["mma 128x128x16 w2x4 local2", "mma 128x128x32 w2x4 local", "mma 128
              "mma 128x128x16 w2x4 async2", "mma 128x64x16 w2x2 async3", "mma 64x128x16 w2x2 async3"]
 
 
+def assert_planned(config, m, n, k, dtype=torch.float32):
+    """The forced config is the plan's. Emulated, the engine's scratch (6 words a work-item) sits beside
+    the config's buffers; a device with 48 KiB of local memory (NVIDIA's) cannot hold both for the
+    biggest cp.async configs, which its real instruction runs (PYTORCH_OCL_MMA_TEST=native)."""
+    plan = pytorch_ocl.ops.gemm_plan(m, n, k, dtype=dtype)
+    if config not in plan and not NATIVE and torch.ocl.get_device_properties(0).local_memory < 64 * 2**10:
+        pytest.skip(f"emulated {config} does not fit this device's local memory; run natively")
+    assert config in plan
+
+
 def forced_shape(config):
     """(M, N, K) with tails in every dim; for the cp.async configs with 16-byte aligned rows, so that interior
     steps take the copies and edge steps the plain stores."""
@@ -132,7 +142,7 @@ def forced_shape(config):
 def test_forced_configs_16bit(config, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
     m, n, k = forced_shape(config)
-    assert config in pytorch_ocl.ops.gemm_plan(m, n, k, dtype=torch.bfloat16)
+    assert_planned(config, m, n, k, torch.bfloat16)
     a, b = make((m, k), torch.bfloat16), make((k, n), torch.bfloat16, True)
     check(a.to(DEV) @ b.to(DEV), a, b, torch.bfloat16, "bf16")
 
@@ -142,7 +152,7 @@ def test_forced_configs_tf32(config, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
     torch.set_float32_matmul_precision("high")
     m, n, k = forced_shape(config)
-    assert config in pytorch_ocl.ops.gemm_plan(m, n, k)
+    assert_planned(config, m, n, k)
     a, b = make((m, k), torch.float32, True), make((k, n), torch.float32)
     check(a.to(DEV) @ b.to(DEV), a, b, torch.float32, "tf32")
 
@@ -307,7 +317,7 @@ def test_async_pipeline_every_layout(kind, config, monkeypatch):
     dtype = use_kind(kind, monkeypatch)
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
     m, n, k = forced_shape(config)
-    assert config in pytorch_ocl.ops.gemm_plan(m, n, k, dtype=dtype)
+    assert_planned(config, m, n, k, dtype)
     for ta, tb in itertools.product((False, True), repeat=2):
         a, b = make((m, k), dtype, ta), make((k, n), dtype, tb)
         check(a.to(DEV) @ b.to(DEV), a, b, dtype, kind)

@@ -23,8 +23,14 @@ namespace {
 constexpr int kMaxDevices = 64;
 constexpr unsigned kFlushEvery = 16;
 
+// `uses` counts handings-out of the queue to code that may enqueue on it (current_queue, queue_of);
+// `idle_at` is the count a synchronize or a completed query saw before finding the queue empty. Equal
+// counts mean nothing can have been enqueued since, so query() answers true without a marker (a marker
+// on a busy shared GPU can take longer to retire than query() may block). Overcounting is safe.
 struct Queue {
   cl_command_queue q = nullptr;
+  std::atomic<uint64_t> uses{0};
+  std::atomic<uint64_t> idle_at{~uint64_t(0)};
 };
 
 struct DeviceQueues {
@@ -46,7 +52,7 @@ Queue& queue_entry(int device, c10::StreamId id) {
   std::lock_guard<std::mutex> lock(dq.m);
   if (dq.queues.empty()) {
     dlprim::Context& ctx = context(device);
-    dq.queues.resize(1 + kStreamPoolSize);
+    for (int i = 0; i <= kStreamPoolSize; ++i) dq.queues.emplace_back();  // atomics: no resize
     dq.queues[0].q = ctx.create_queue();
   }
   TORCH_CHECK(id >= 0 && static_cast<size_t>(id) < dq.queues.size(), "ocl: unknown stream id ", id,
@@ -65,7 +71,9 @@ c10::Stream make_stream(int device, c10::StreamId id) {
 } // namespace
 
 cl_command_queue queue_of(const c10::Stream& stream) {
-  return queue_entry(stream.device_index(), stream.id()).q;
+  Queue& e = queue_entry(stream.device_index(), stream.id());
+  e.uses.fetch_add(1, std::memory_order_relaxed);
+  return e.q;
 }
 
 c10::Stream current_stream(int device) {
@@ -107,14 +115,18 @@ cl_command_queue current_queue(int device) {
   // Per-op hot path: remember the last lookup (queues are never destroyed).
   thread_local int last_device = -1;
   thread_local c10::StreamId last_id = -1;
-  thread_local cl_command_queue last_queue = nullptr;
+  thread_local Queue* last_entry = nullptr;
   check_not_forked();
-  if (device == last_device && device >= 0 && t_current[device] == last_id) return last_queue;
-  cl_command_queue q = queue_entry(device, t_current[device]).q;
+  if (device == last_device && device >= 0 && t_current[device] == last_id) {
+    last_entry->uses.fetch_add(1, std::memory_order_relaxed);
+    return last_entry->q;
+  }
+  Queue& e = queue_entry(device, t_current[device]);
   last_device = device;
   last_id = t_current[device];
-  last_queue = q;
-  return q;
+  last_entry = &e;
+  e.uses.fetch_add(1, std::memory_order_relaxed);
+  return e.q;
 }
 
 void note_enqueued(cl_command_queue q) {
@@ -126,8 +138,11 @@ void note_enqueued(cl_command_queue q) {
 void flush(cl_command_queue q) { clFlush(q); }
 
 bool query_stream(const c10::Stream& stream) {
-  cl_command_queue q = queue_of(stream);
+  Queue& e = queue_entry(stream.device_index(), stream.id());
+  cl_command_queue q = e.q;
   check_not_capturing(q, "querying the stream (Stream.query)");
+  uint64_t uses = e.uses.load();
+  if (e.idle_at.load() == uses) return true;
   cl_event ev = nullptr;
   DLPRIM_CL_CHECK(clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev));
   clFlush(q);
@@ -142,15 +157,20 @@ bool query_stream(const c10::Stream& stream) {
     std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < deadline);
   clReleaseEvent(ev);
-  return status == CL_COMPLETE;
+  if (status != CL_COMPLETE) return false;
+  e.idle_at.store(uses);
+  return true;
 }
 
 void synchronize_stream(const c10::Stream& stream) {
-  cl_command_queue q = queue_of(stream);
+  Queue& e = queue_entry(stream.device_index(), stream.id());
+  cl_command_queue q = e.q;
   check_not_capturing(q, "synchronizing the stream (Stream.synchronize)");
   count_wait(g_host_waits.finishes);
   enqueue_check(stream.device_index(), q);
+  uint64_t uses = e.uses.load();
   DLPRIM_CL_CHECK(clFinish(q));
+  e.idle_at.store(uses);
   collect_checks(stream.device_index(), q);
 }
 
@@ -162,16 +182,21 @@ void synchronize_device(int device) {
   }
   if (!has_context(device)) return;
   DeviceQueues& dq = queues_of(device);
-  std::vector<cl_command_queue> qs;
+  std::vector<Queue*> qs;
   {
     std::lock_guard<std::mutex> lock(dq.m);
     for (auto& e : dq.queues)
-      if (e.q) qs.push_back(e.q);
+      if (e.q) qs.push_back(&e);
   }
-  for (auto q : qs) check_not_capturing(q, "synchronizing the device (torch.ocl.synchronize)");
+  for (auto e : qs) check_not_capturing(e->q, "synchronizing the device (torch.ocl.synchronize)");
   count_wait(g_host_waits.finishes);
-  for (auto q : qs) enqueue_check(device, q);
-  for (auto q : qs) DLPRIM_CL_CHECK(clFinish(q));
+  for (auto e : qs) enqueue_check(device, e->q);
+  std::vector<uint64_t> uses;
+  for (auto e : qs) uses.push_back(e->uses.load());
+  for (size_t i = 0; i < qs.size(); ++i) {
+    DLPRIM_CL_CHECK(clFinish(qs[i]->q));
+    qs[i]->idle_at.store(uses[i]);
+  }
   collect_checks(device, nullptr);
 }
 

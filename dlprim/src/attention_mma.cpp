@@ -39,16 +39,15 @@ uint64_t local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV) {
   return static_cast<uint64_t>(l.bkt * kld + v) * (h ? 2 : 4) + (m.emulate ? 32 * l.nw * 6 * 4 : 0);
 }
 
-// PYTORCH_OCL_ATTN_MMA: "0" keeps the FMA kernels; "1" takes the mma kernels on a real engine, where they
-// are off until timed and checked on one (so far they ran only emulated; the emulation always takes them);
-// "NW,BKT,PREFETCH" (also on) sets warps per work-group, keys per
+// PYTORCH_OCL_ATTN_MMA: "0" keeps the FMA kernels; unset or "1" takes the mma kernels wherever the engine
+// gives the dtype's kind (checked and timed on an H100: faster than the FMA kernels in every SDPA case of
+// benchmarks/transformer.py); "NW,BKT,PREFETCH" (also on) sets warps per work-group, keys per
 // tile and the register prefetch (0/1) (layout experiments). Default 4 warps (64 queries), 32-key tiles
 // (16 for fp32 heads over 64), prefetch for heads up to 64 except 3xtf32. Chosen by register estimates
 // (scripts/ptx_registers.py attnmma=...: under 255 without spills), not yet by timings.
 bool layout_for(const Context& ctx, MmaChoice m, int64_t D, int64_t DV, MmaLayout& l) {
   const char* env = std::getenv("PYTORCH_OCL_ATTN_MMA");
   if (env && (!std::strcmp(env, "0") || !std::strcmp(env, "off"))) return false;
-  if (!env && !m.emulate) return false;
   const bool wide = std::max(D, DV) > 64;
   l.bkt = wide && !is16(m.kind) ? 16 : 32;
   l.prefetch = !wide && m.kind != MmaKind::Tf32x3;

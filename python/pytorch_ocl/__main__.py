@@ -15,7 +15,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_TUNE", "random:SEED: every tunable choice random (tests)"),
     ("PYTORCH_OCL_SDPA", "math: scaled_dot_product_attention without the fused kernel"),
     ("PYTORCH_OCL_ATTN_TILED", "BQ,BK,KC,NTC or 0: the attention forward's tile layout"),
-    ("PYTORCH_OCL_ATTN_MMA", "1 or NW,BKT,PREFETCH: fused attention on the matrix engine (off on real engines until verified); 0: FMA"),
+    ("PYTORCH_OCL_ATTN_MMA", "0: fused attention on the FMA kernels, not the matrix engine (default on); NW,BKT,PREFETCH: mma layout"),
     ("PYTORCH_OCL_ATTN_BWD_TILED", "0 (row kernels), 1 (default), BQ,BK,NTC or dq[=BQ,BK,NTC]+dkdv[=BQ,BK,NTC]: the attention backward on register tiles"),
     ("PYTORCH_OCL_RNN", "steps: nn.LSTM/nn.GRU step by step instead of whole layers"),
 )

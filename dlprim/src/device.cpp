@@ -60,6 +60,9 @@ DeviceInfo describe(cl_platform_id p, cl_device_id d) {
   info.mem_base_addr_align_bytes = device_value<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
   info.fp64 = info.has_extension("cl_khr_fp64");
   info.fp16 = info.has_extension("cl_khr_fp16");
+  cl_device_fp_config fp32 = 0;
+  if (clGetDeviceInfo(info.id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp32), &fp32, nullptr) == CL_SUCCESS)
+    info.correct_div_sqrt = (fp32 & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
   return info;
 }
 

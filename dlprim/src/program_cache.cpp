@@ -173,7 +173,15 @@ TaskQueue& background_builder() {
 } // namespace
 
 cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string& source,
-                       const std::string& options) {
+                       const std::string& given_options) {
+  // Float division and sqrt correctly rounded wherever the device offers it: OpenCL otherwise allows
+  // 2.5 / 3 ulp, and NVIDIA's driver then gave results that differed from the CPU's, and between two
+  // processes running the same AdamW step (DDP ranks drifted apart by an ulp).
+  static const std::string kExact = "-cl-fp32-correctly-rounded-divide-sqrt";
+  const std::string options =
+      dev.correct_div_sqrt && given_options.find(kExact) == std::string::npos
+          ? (given_options.empty() ? kExact : kExact + " " + given_options)
+          : given_options;
   Slot* slot = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mutex);

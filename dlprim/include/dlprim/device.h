@@ -19,6 +19,9 @@ struct DeviceInfo {
   size_t max_work_group_size = 0;
   uint32_t mem_base_addr_align_bytes = 0;
   bool fp64 = false, fp16 = false;
+  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: every program is then built with
+  // -cl-fp32-correctly-rounded-divide-sqrt (IEEE float division and sqrt, as CUDA's defaults and the CPU).
+  bool correct_div_sqrt = false;
 
   bool has_extension(const std::string& ext) const;
   // Identifies the compiled-code compatibility domain (for the on-disk binary cache).

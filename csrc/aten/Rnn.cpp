@@ -59,17 +59,16 @@ namespace {
     "dl_t ig = rnn_sigmoid(x0), fg = rnn_sigmoid(x1), cg = tanh(x2), og = rnn_sigmoid(x3);" \
     "dl_t cy = (fg * x4) + (ig * cg);" \
     "y0 = og * tanh(cy); y1 = cy; y2 = ig; y3 = fg; y4 = cg; y5 = og;") \
-  /* x0 o gate, x1 cy, x2 grad_hy, x3 grad_cy -> y0 grad of o, y1 grad of cy in total */ \
-  _(lstm_cell_backward_o, 2, 4, \
-    "dl_t t = tanh(x1);" \
-    "y0 = x2 * t * ((dl_t)1 - x0) * x0;" \
-    "y1 = x2 * x0 * ((dl_t)1 - t * t) + x3;") \
-  /* x0..x2 i, f, g gates, x3 cx, x4 grad of cy -> y0..y2 grads of i, f, g, y3 grad_cx */ \
-  _(lstm_cell_backward_ifg, 4, 5, \
-    "y0 = x4 * x2 * ((dl_t)1 - x0) * x0;" \
-    "y1 = x4 * x3 * ((dl_t)1 - x1) * x1;" \
-    "y2 = x4 * x0 * ((dl_t)1 - x2 * x2);" \
-    "y3 = x4 * x1;") \
+  /* x0..x3 i, f, g, o gates, x4 cy, x5 grad_hy, x6 grad_cy, x7 cx -> y0..y3 grads of i, f, g, o, \
+     y4 grad_cx (one launch per step: the total gradient of cy stays in a register) */ \
+  _(lstm_cell_backward, 5, 8, \
+    "dl_t t = tanh(x4);" \
+    "y3 = x5 * t * ((dl_t)1 - x3) * x3;" \
+    "dl_t dcy = x5 * x3 * ((dl_t)1 - t * t) + x6;" \
+    "y0 = dcy * x2 * ((dl_t)1 - x0) * x0;" \
+    "y1 = dcy * x7 * ((dl_t)1 - x1) * x1;" \
+    "y2 = dcy * x0 * ((dl_t)1 - x2 * x2);" \
+    "y4 = dcy * x1;") \
   /* x0, x1 r, z pre-activations, x2 in, x3 hn, x4 hx[, x5 b_in, x6 b_hn] ->
      y0 hy, y1..y3 workspace r, z, n, y4 workspace hn + b_hn */ \
   _(gru_cell, 5, 7, OCL_GRU_CELL(" + x5", " + x6")) \
@@ -247,13 +246,10 @@ std::tuple<T, T, T> fused_lstm_cell_backward_impl(const Opt& grad_hy_opt, const 
   if (grad_gates.numel() > 0) {
     T ws = workspace.reshape({size[0], 4 * h});  // checkNumel allows any 2-D shape; gates are [B, 4H]
     T gg = grad_gates.view({size[0], 4 * h});
-    // The total gradient of cy: kept in grad_cx (overwritten element for element next) unless
-    // 16-bit storage would round it.
-    T gc = compute == grad_cx.scalar_type() ? grad_cx : at::empty_like(grad_cx, grad_cx.options().dtype(compute));
-    launch(R_lstm_cell_backward_o, {gate(gg, 3, h), gc},
-           {gate(ws, 3, h), cy, ghy ? *ghy : zero(compute), gcy ? *gcy : zero(compute)}, compute);
-    launch(R_lstm_cell_backward_ifg, {gate(gg, 0, h), gate(gg, 1, h), gate(gg, 2, h), grad_cx},
-           {gate(ws, 0, h), gate(ws, 1, h), gate(ws, 2, h), cx, gc}, compute);
+    launch(R_lstm_cell_backward, {gate(gg, 0, h), gate(gg, 1, h), gate(gg, 2, h), gate(gg, 3, h), grad_cx},
+           {gate(ws, 0, h), gate(ws, 1, h), gate(ws, 2, h), gate(ws, 3, h), cy, ghy ? *ghy : zero(compute),
+            gcy ? *gcy : zero(compute), cx},
+           compute);
   }
   T grad_bias = has_bias ? grad_gates.sum(0, /*keepdim=*/false) : T();
   return {grad_gates, grad_cx, grad_bias};

@@ -125,10 +125,11 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
       const T ws = gates.select(0, t), dg = dgates.select(0, t);
       const T c_prev = k == 0 ? c0 : cs.select(0, time_of(k - 1));
       const T dc_in = k == steps - 1 ? (dcn.defined() ? dcn : zero_scalar(st)) : dc;
-      rnn_launch(R_lstm_cell_backward_o, {gate(dg, 3, hidden), dc}, {gate(ws, 3, hidden), cs.select(0, t), dh, dc_in},
+      rnn_launch(R_lstm_cell_backward,
+                 {gate(dg, 0, hidden), gate(dg, 1, hidden), gate(dg, 2, hidden), gate(dg, 3, hidden), dc},
+                 {gate(ws, 0, hidden), gate(ws, 1, hidden), gate(ws, 2, hidden), gate(ws, 3, hidden), cs.select(0, t),
+                  dh, dc_in, c_prev},
                  st);
-      rnn_launch(R_lstm_cell_backward_ifg, {gate(dg, 0, hidden), gate(dg, 1, hidden), gate(dg, 2, hidden), dc},
-                 {gate(ws, 0, hidden), gate(ws, 1, hidden), gate(ws, 2, hidden), c_prev, dc}, st);
       if (k > 0)
         dh = dy.defined() ? at::addmm(dy.select(0, time_of(k - 1)), dg, w_hh) : at::mm(dg, w_hh);
       else

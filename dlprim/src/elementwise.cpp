@@ -21,10 +21,11 @@ namespace {
 struct ProgramKey {
   cl_context ctx;
   const ElementwiseOp* op;
-  uint64_t operands;  // 5 bits per operand: dtype + scalar flag
+  uint64_t operands[2];  // 5 bits per operand: dtype + scalar flag, 12 operands a word
   uint32_t compute;
   bool operator==(const ProgramKey& o) const {
-    return ctx == o.ctx && op == o.op && operands == o.operands && compute == o.compute;
+    return ctx == o.ctx && op == o.op && operands[0] == o.operands[0] && operands[1] == o.operands[1] &&
+           compute == o.compute;
   }
 };
 
@@ -32,7 +33,8 @@ struct ProgramKeyHash {
   size_t operator()(const ProgramKey& k) const {
     size_t h = std::hash<const void*>()(k.ctx);
     h = h * 31 + std::hash<const void*>()(k.op);
-    h = h * 31 + std::hash<uint64_t>()(k.operands);
+    h = h * 31 + std::hash<uint64_t>()(k.operands[0]);
+    h = h * 31 + std::hash<uint64_t>()(k.operands[1]);
     return h * 31 + k.compute;
   }
 };
@@ -429,14 +431,14 @@ bool rows_layout(const EwShape& shape, const std::vector<EwOperand>& outs, const
 // The kernel slots of (op, operand dtypes, compute type) in this context.
 Kernels& kernels_for(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
                      const std::vector<EwOperand>& ins) {
-  ProgramKey key{ctx.context(), &op, 0, static_cast<uint32_t>(compute)};
-  int bit = 0;
+  ProgramKey key{ctx.context(), &op, {0, 0}, static_cast<uint32_t>(compute)};
+  int n = 0;  // 12 operands per word (60 of its bits)
   for (auto* list : {&outs, &ins})
     for (auto& o : *list) {
-      key.operands |= (static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u)) << bit;
-      bit += 5;
+      if (n >= 24) throw Error("elementwise op '" + op.name + "': too many operands");
+      key.operands[n / 12] |= (static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u)) << (5 * (n % 12));
+      ++n;
     }
-  if (bit > 64) throw Error("elementwise op '" + op.name + "': too many operands");
 
   static std::mutex map_mutex;
   static std::unordered_map<ProgramKey, Kernels, ProgramKeyHash> cache;

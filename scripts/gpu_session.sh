@@ -20,6 +20,7 @@
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
 #   bash scripts/gpu_session.sh attn_mma      # attention on mma.sync: native tests, SDPA vs CUDA with it on / off
 #   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
+#   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -141,6 +142,12 @@ case "${1:-validate}" in
     ;;
   cnn_bf16)  # the 8 CNNs under bfloat16 autocast on both devices (torch's defaults otherwise)
     run models_bf16 480 python3 benchmarks/models.py --math bf16 --out "$out/models_bf16.md"
+    ;;
+  recheck)  # the last GPU suite's failures (variant consistency, DDP GPT-2 ranks, stream queries), then the suite
+    PYTORCH_OCL_MMA_TEST=native run recheck 200 python3 -m pytest -q -n 6 -p no:cacheprovider \
+      tests/test_variant_consistency.py tests/test_guard_streams.py tests/test_distributed.py \
+      tests/test_attention_mma.py tests/test_gemm_mma.py tests/test_complex_opinfo.py
+    run tests 330 python3 -m pytest -q -n 14 -p no:cacheprovider tests
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

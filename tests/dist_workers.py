@@ -134,6 +134,13 @@ def collectives(rank, world, port):
     dist.all_to_all_single(o, inp, output_split_sizes=[R + 1] * W, input_split_sizes=in_splits)
     assert o.cpu().tolist() == [100.0 * r + R for r in range(W) for _ in range(R + 1)]
 
+    # all_to_all of lists (gloo has only the flat form): rank r sends j + 1 elements to rank j, into
+    # outputs of R + 1 elements, one of them a strided view
+    outs = [torch.zeros(R + 1, device=DEV) for _ in range(W)]
+    outs[0] = torch.zeros(R + 1, 2, device=DEV)[:, 1]
+    dist.all_to_all(outs, [torch.full((j + 1,), 100.0 * R + j, device=DEV) for j in range(W)])
+    assert [o.cpu().tolist() for o in outs] == [[100.0 * r + R] * (R + 1) for r in range(W)]
+
     # reduce to rank 0: the other ranks' inputs are left alone
     t = _full(R + 1.0)
     dist.reduce(t, dst=0)
@@ -402,6 +409,24 @@ def dead_peer(rank, world, port, result_dir, mode):
     with open(os.path.join(result_dir, f"rank{rank}"), "w") as f:
         f.write(f"{time.monotonic() - start:.2f}\n{outcome}")
     os._exit(0)  # skip destroy_process_group, which would wait for the missing rank
+
+
+# ---- init_process_group(device_id=...) ----------------------------------------------------------------
+
+def bound_device(rank, world, port):
+    _env(rank, world, port)
+    device = torch.device("ocl", rank % torch.ocl.device_count())
+    # Accepted as with cuda:N. torch keeps the binding on the ProcessGroup it made, which a Python
+    # backend's group replaces, so bound_device_id reads None: only eager NCCL-style connection uses it.
+    dist.init_process_group(device_id=device)
+    t = torch.full((3,), rank + 1.0, device=device)
+    dist.all_reduce(t)
+    assert_close(t.cpu(), torch.full((3,), world * (world + 1) / 2))
+    sub = dist.new_group(list(range(world)))  # no splitting: a group of its own
+    dist.all_reduce(t, group=sub)
+    assert_close(t.cpu(), torch.full((3,), world * world * (world + 1) / 2))
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 # ---- device selection from LOCAL_RANK --------------------------------------------------------------

@@ -117,6 +117,11 @@ def test_missing_rank_fails_instead_of_hanging(tmp_path, mode):
             assert float(seconds) >= 4, (seconds, outcome)  # it waited for the 5 s timeout
 
 
+def test_init_with_device_id():
+    """init_process_group(device_id=ocl:N) binds the group as with cuda:N; new_group under it works."""
+    _spawn(dist_workers.bound_device, 2)
+
+
 def test_device_from_local_rank():
     """torch.ocl.set_device(LOCAL_RANK) with two devices (PoCL exposing two pthread devices)."""
     old = {k: os.environ.get(k) for k in ("POCL_DEVICES", "PYTORCH_OCL_DEVICES")}

@@ -207,6 +207,20 @@ def _route_allgather_base():
     _c10d_impls = lib
 
 
+class _OclBackendView:
+    """What `OclGlooProcessGroup._get_backend(ocl)` answers: gloo's methods without its capabilities."""
+
+    supports_splitting = False
+    supports_coalescing = False
+    supports_time_estimate = False
+
+    def __init__(self, gloo):
+        self._gloo = gloo
+
+    def __getattr__(self, name):
+        return getattr(self._gloo, name)
+
+
 class OclGlooProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, world_size, timeout):
         super().__init__(rank, world_size)
@@ -223,6 +237,15 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
     def getBackendName(self):
         return "ocl_gloo"
+
+    def _get_backend(self, device):
+        # torch's Python helpers look a backend up per device, e.g. init_process_group(device_id=ocl:N)
+        # asks whether it supports splitting. The C++ table lists gloo for cpu only (see __init__), so
+        # Python lookups for ocl get a view: no splitting, coalescing or time estimates; the rest
+        # (timeouts, shutdown) is gloo's, which runs every collective's host part.
+        if torch.device(device).type == "ocl":
+            return _OclBackendView(self._gloo)
+        return super()._get_backend(device)
 
     # ---- reductions -------------------------------------------------------------------------------
 
@@ -388,6 +411,25 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         return self._worker.submit(job, [output])
 
     alltoall_base = all_to_all_single  # the name before torch 2.10
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        # gloo has only the flat form: each list packed into one host buffer, split by the tensors' sizes.
+        dtypes = {t.dtype for t in list(output_tensors) + list(input_tensors)}
+        if len(dtypes) != 1:
+            raise ValueError(f"ocl_gloo: all_to_all needs tensors of one dtype, got {sorted(map(str, dtypes))}")
+        dtype = dtypes.pop()
+        in_splits = [t.numel() for t in input_tensors]
+        out_splits = [t.numel() for t in output_tensors]
+        inp = _host_buffer(torch.empty(sum(in_splits), dtype=dtype, device="meta"))
+        for dst, t in zip(inp.split(in_splits), input_tensors):
+            dst.copy_(t.reshape(-1))  # ocl inputs: a blocking read, as _stage's
+        out = _host_buffer(torch.empty(sum(out_splits), dtype=dtype, device="meta"))
+
+        def job(worker):
+            self._gloo.alltoall_base(out, inp, out_splits, in_splits, _opts(c10d.AllToAllOptions, opts)).wait()
+            views = [v.view(t.shape) for v, t in zip(out.split(out_splits), output_tensors)]
+            _dist_async.copy_back(worker, output_tensors, views)
+        return self._worker.submit(job, output_tensors)
 
     def gather(self, output_lists, input_tensors, opts=None):
         if opts is None:

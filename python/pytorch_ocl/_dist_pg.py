@@ -69,6 +69,24 @@ def _stage(t, copy=False):
     return host
 
 
+def _stage_async(t, copy=False):
+    """As _stage, but an ocl tensor's read is only enqueued (non-blocking, into pinned memory, on the
+    caller's current stream, so it sees everything the caller enqueued before): returns (host, ready),
+    ready() waiting for the read on the worker thread. The calling thread (FSDP's all-gathers and
+    reduce-scatters, DDP's hooks) does not wait for the device to catch up."""
+    if not _is_ocl(t):
+        return _stage(t, copy=copy), _ready
+    host = _host_buffer(t)
+    host.copy_(t, non_blocking=True)
+    event = torch.Event(device=t.device)
+    event.record(torch.ocl.current_stream(t.device.index))
+    return host, event.synchronize
+
+
+def _ready():
+    pass
+
+
 def _keep():
     """Where the worker lists the chunk views it hands gloo (weakly; see _staged)."""
     return _staged
@@ -331,9 +349,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             opts = c10d.ReduceScatterOptions()
         red = _Reduction(opts.reduceOp, self.size())
         out = _host_buffer(output) if _is_ocl(output) else output
-        inp = _stage(input, copy=red.modifies_input)
+        inp, ready = _stage_async(input, copy=red.modifies_input)
 
         def job(worker):
+            ready()
             red.before([inp])
             self._gloo._reduce_scatter_base(out, inp, _opts(c10d.ReduceScatterOptions, opts,
                                                              reduceOp=red.gloo_op)).wait()
@@ -374,18 +393,22 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
     def allgather(self, output_lists, input_tensors, opts=None):
         outs = [[_host_buffer(t) if _is_ocl(t) else t for t in lst] for lst in output_lists]
-        ins = [_stage(t) for t in input_tensors]
+        staged = [_stage_async(t) for t in input_tensors]
+        ins = [h for h, _ in staged]
 
         def job(worker):
+            for _, ready in staged:
+                ready()
             self._gloo.allgather(outs, ins, _opts(c10d.AllgatherOptions, opts)).wait()
             _dist_async.copy_back(worker, [t for lst in output_lists for t in lst], [h for lst in outs for h in lst])
         return self._worker.submit(job, output_lists)
 
     def all_gather_single(self, output, input, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output
-        inp = _stage(input)
+        inp, ready = _stage_async(input)
 
         def job(worker):
+            ready()
             self._gloo._allgather_base(out, inp, _opts(c10d.AllgatherOptions, opts)).wait()
             _dist_async.copy_back(worker, [output], [out])
         return self._worker.submit(job, [output])
@@ -402,9 +425,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output
-        inp = _stage(input)
+        inp, ready = _stage_async(input)
 
         def job(worker):
+            ready()
             self._gloo.alltoall_base(out, inp, output_split_sizes, input_split_sizes,
                                      _opts(c10d.AllToAllOptions, opts)).wait()
             _dist_async.copy_back(worker, [output], [out])

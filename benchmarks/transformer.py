@@ -1,10 +1,13 @@
 """Scaled-dot-product attention and whole transformer/RNN models on `ocl` against a reference device, in one run.
 
-    python3 benchmarks/transformer.py [--ref cuda|cpu|none] [--quick] [--models [--compile]] [--out results/transformer.md]
+    python3 benchmarks/transformer.py [--ref cuda|cpu|none] [--quick] [--models [--compile] [--amp bf16|fp16]]
+        [--out results/transformer.md]
 
 --models adds GPT-2 small (training step, batch-1 greedy decode), BERT-base MLM (training step, inference),
 a 2-layer Llama slice (greedy decode at batch 1 and 16) and an LSTM language model (training step): median
 ms or tokens/s, ratio, peak memory, and ocl's first iteration (program builds) apart; see transformer_models.py.
+--amp bf16|fp16 runs the models under torch.autocast in that dtype on both devices (as CUDA users train) and the
+SDPA cases in it.
 
 Per SDPA case (B, H, L, D, causal): median forward and forward+backward time on each device, the
 ratio ref/ocl (> 1: ocl faster) and the peak memory beyond q/k/v/o and their gradients. The
@@ -34,13 +37,15 @@ CASES = [  # B, H, L, D, causal
     (1, 8, 8192, 64, True),
 ]
 QUICK = [(2, 4, 512, 64, True), (1, 4, 1024, 128, False)]
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def measure(device, case, iters):
     B, H, L, D, causal = case
     g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(B, H, L, D, generator=g).to(device).requires_grad_() for _ in range(3))
-    do = torch.randn(B, H, L, D, generator=g).to(device)
+    dt = tm.AMP[0] if tm.AMP else torch.float32
+    q, k, v = (torch.randn(B, H, L, D, generator=g).to(device, dt).requires_grad_() for _ in range(3))
+    do = torch.randn(B, H, L, D, generator=g).to(device, dt)
 
     def fwd():
         with torch.no_grad():
@@ -60,7 +65,7 @@ def measure(device, case, iters):
     mem.reset_peak_memory_stats()
     fwd_bwd()
     common.synchronize(device)
-    tensors = 7 * B * H * L * D * 4  # o, do, and the q/k/v grads beyond the inputs... counted with them
+    tensors = 7 * B * H * L * D * q.element_size()  # o, do, and the q/k/v grads beyond the inputs... counted with them
     extra = max(0, mem.max_memory_allocated() - base - tensors)
     return t_f, t_fb, extra
 
@@ -84,7 +89,7 @@ def run_reference(args, cases):
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     cmd = ([sys.executable, os.path.abspath(__file__), "--child", json.dumps(cases), "--ref", args.ref,
             "--iters", str(args.iters)] + ["--models"] * args.models + ["--quick"] * args.quick
-           + ["--compile"] * args.compile)
+           + ["--compile"] * args.compile + (["--amp", args.amp] if args.amp else []))
     # stderr goes through: the child's progress bars and any traceback show as they come
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, timeout=1200)
     if proc.returncode != 0:
@@ -101,11 +106,16 @@ def main():
     p.add_argument("--models", action="store_true", help="also GPT-2, BERT, a 2-layer Llama and an LSTM LM")
     p.add_argument("--compile", action="store_true",
                    help="with --models: GPT-2 and BERT training steps again under torch.compile, on ocl and the ref")
+    p.add_argument("--amp", choices=["bf16", "fp16"],
+                   help="with --models: torch.autocast in this dtype around the models' forward passes on both "
+                        "devices (the SDPA cases run q/k/v in it)")
     p.add_argument("--out", default="results/transformer.md")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.compile:
         tm.enable_compile()
+    if args.amp:
+        tm.set_amp(AMP_DTYPES[args.amp])
     if args.child:
         return child(args)
     common.import_backend()
@@ -147,7 +157,8 @@ def measure_ocl(args, cases, ref, refs, rows, models, model_lines):
 def write_report(args, rows, refs, models, model_lines):
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
-        f.write(f"# scaled_dot_product_attention, float32: {common.device_description(args.device)} vs {args.ref}\n\n")
+        dtype = args.amp or "float32"
+        f.write(f"# scaled_dot_product_attention, {dtype}: {common.device_description(args.device)} vs {args.ref}\n\n")
         f.write("| B | H | L | D | causal | ocl fwd ms | ocl fwd+bwd ms | ocl extra MiB | ref fwd ms | ref fwd+bwd ms | ref extra MiB | ratio fwd | ratio fwd+bwd |\n")
         f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for (B, H, L, D, causal), got, r in rows:
@@ -155,7 +166,8 @@ def write_report(args, rows, refs, models, model_lines):
             f.write(f"| {B} | {H} | {L} | {D} | {causal} | {got[0]*1e3:.2f} | {got[1]*1e3:.2f} | {got[2]/2**20:.0f} | "
                     f"{rr[0]*1e3:.2f} | {rr[1]*1e3:.2f} | {rr[2]/2**20:.0f} | {rr[0]/got[0]:.2f} | {rr[1]/got[1]:.2f} |\n")
         if models:
-            f.write(f"\n## Models, float32{' (--quick: tiny configs)' if args.quick else ''}\n\n")
+            math_label = f"torch.autocast({args.amp})" if args.amp else "float32"
+            f.write(f"\n## Models, {math_label}{' (--quick: tiny configs)' if args.quick else ''}\n\n")
             f.write("\n".join(tm.table_header(refs) + model_lines) + "\n\n")
             f.write("".join(f"- {n}\n" for n in tm.notes(models, refs)))
     print(f"wrote {args.out}")

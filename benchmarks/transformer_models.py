@@ -15,6 +15,7 @@ Medians of 5 timed iterations after 2 warm-up ones (decode: 3 after 1); the very
 (program builds on ocl) is timed apart. A cuda reference runs twice: TF32 off (the like-for-like fp32
 comparison) and torch's defaults (cuDNN TF32 on, matmul TF32 off).
 """
+import contextlib
 import gc
 import math
 import os
@@ -31,6 +32,18 @@ import common
 NAMES = {"gpt2": "GPT-2 small", "bert": "BERT-base MLM", "llama": "Llama 2-layer", "lstm": "LSTM LM",
          "gpt2_compiled": "GPT-2 small, torch.compile", "bert_compiled": "BERT-base MLM, torch.compile"}
 COMPILED = []  # enable_compile(): the GPT-2 and BERT workloads again under torch.compile (default Inductor)
+
+
+AMP = []  # set_amp(): the dtype torch.autocast runs the models' forward passes in (none: float32)
+
+
+def set_amp(dtype):
+    AMP[:] = [dtype]
+
+
+def _amp(device):
+    """torch.autocast on `device` in the --amp dtype, as a CUDA user writes it; nothing without --amp."""
+    return torch.autocast(torch.device(device).type, dtype=AMP[0]) if AMP else contextlib.nullcontext()
 
 
 def enable_compile():
@@ -152,7 +165,9 @@ def gpt2(device, s, quick, compiled=False):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        fwd(input_ids=ids, labels=ids).loss.backward()
+        with _amp(device):
+            loss = fwd(input_ids=ids, labels=ids).loss
+        loss.backward()
         opt.step()
 
     out = {}
@@ -167,7 +182,7 @@ def gpt2(device, s, quick, compiled=False):
     new = s["new"]
     gen = lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new,  # noqa: E731
                                  min_new_tokens=new, do_sample=False, pad_token_id=0)
-    with torch.no_grad():
+    with torch.no_grad(), _amp(device):
         out["decode_b1"] = new / common.median_time(gen, device, *_iters(quick, decode=True))
     return out
 
@@ -189,11 +204,13 @@ def bert(device, s, quick, compiled=False):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        fwd(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        with _amp(device):
+            loss = fwd(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
         opt.step()
 
     def infer():
-        with torch.no_grad():
+        with torch.no_grad(), _amp(device):
             model(input_ids=ids, attention_mask=mask)
 
     out = {}
@@ -224,7 +241,7 @@ def llama(device, s, quick):
         gen = lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt),  # noqa: E731
                                      max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
         iters, warmup = _iters(quick, decode=True)
-        with torch.no_grad():
+        with torch.no_grad(), _amp(device):
             if i == 0:
                 out["first_s"] = _once(gen, device)
                 warmup = 0
@@ -253,7 +270,9 @@ def lstm(device, s, quick):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+        with _amp(device):
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        loss.backward()
         opt.step()
 
     out = {}

@@ -20,6 +20,7 @@
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
 #   bash scripts/gpu_session.sh attn_mma      # attention on mma.sync: native tests, SDPA vs CUDA with it on / off
 #   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
+#   bash scripts/gpu_session.sh transformer_bf16  # transformer.py --models --amp bf16 vs CUDA autocast
 #   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -142,6 +143,9 @@ case "${1:-validate}" in
     ;;
   cnn_bf16)  # the 8 CNNs under bfloat16 autocast on both devices (torch's defaults otherwise)
     run models_bf16 480 python3 benchmarks/models.py --math bf16 --out "$out/models_bf16.md"
+    ;;
+  transformer_bf16)  # transformer.py --models under bfloat16 autocast on both devices (issue 16's GPT-2 target)
+    run transformer_bf16 420 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
     ;;
   recheck)  # the last GPU suite's failures (variant consistency, DDP GPT-2 ranks, stream queries), then the suite
     PYTORCH_OCL_MMA_TEST=native run recheck 200 python3 -m pytest -q -n 6 -p no:cacheprovider \

@@ -124,15 +124,14 @@ dlprim::MatrixRef vec_ref(const at::Tensor& t) {
   return r;
 }
 
+dlprim::LinalgType ltype_of(const at::Tensor& t, const char* op) {
+  if (t.is_complex()) return {to_dlprim(c10::toRealValueType(t.scalar_type()), op), true};
+  return to_dlprim(t.scalar_type(), op);
+}
+
 namespace {
 
 dlprim::DType dtype_of(const at::Tensor& t, const char* op) { return to_dlprim(t.scalar_type(), op); }
-
-// The kernels' element type: complex64/128 as their real part's dtype, flagged complex.
-dlprim::LinalgType ltype_of(const at::Tensor& t, const char* op) {
-  if (t.is_complex()) return {to_dlprim(c10::toRealValueType(t.scalar_type()), op), true};
-  return dtype_of(t, op);
-}
 
 cl_command_queue queue_of(const at::Tensor& t) { return current_queue(t.device().index()); }
 

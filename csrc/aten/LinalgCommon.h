@@ -1,7 +1,7 @@
 // Shared plumbing of the linalg wrappers (LinalgFactor.cpp, LinalgSolve.cpp): torch tensors of
 // batched matrices as dlprim::MatrixRef, work buffers for outputs the kernels cannot write in
 // place, and the dlprim calls with the op's name in their errors. float32 and float64; the LU,
-// Cholesky and triangular-solve kernels also complex64 and complex128 (`complex_ok`).
+// Cholesky, triangular-solve, QR and Jacobi kernels also complex64 and complex128 (`complex_ok`).
 // Conjugate and negative views are resolved before a kernel sees them (it reads raw memory).
 #pragma once
 #include <ATen/core/Tensor.h>
@@ -11,6 +11,9 @@ namespace pytorch_ocl::linalg {
 
 // Raises naming `op` unless t is float32/float64, or complex64/complex128 when `complex_ok`.
 void check_dtype(const at::Tensor& t, const char* op, bool complex_ok = false);
+
+// The kernels' element type: complex64/128 as their real part's dtype, flagged complex.
+dlprim::LinalgType ltype_of(const at::Tensor& t, const char* op);
 
 // Product of the batch dims (all but the last `matrix_dims`).
 int64_t batch_count(const at::Tensor& t, int64_t matrix_dims = 2);

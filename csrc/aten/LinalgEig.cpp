@@ -2,12 +2,11 @@
 // eigvalsh; cyclic two-sided Jacobi) and _linalg_svd (linalg.svd, svdvals, pinv, matrix_rank,
 // matrix_norm, cond; one-sided Jacobi on the tall orientation of A, whose left vectors are then
 // completed to an orthonormal basis (zero singular values, full_matrices) by a Householder QR).
-// Singular vectors and eigenvectors are unique only up to sign (and within repeated values):
-// they can differ from the CPU's LAPACK by that, as the CPU's differ between LAPACK builds.
-// Complex input, values only (eigvalsh, svdvals and what builds on them): the real 2n x 2n
-// embedding [[Re, -Im], [Im, Re]] has each eigen/singular value of the complex matrix twice, so
-// the real kernels give them exactly; vectors of complex input are not implemented (the embedding's
-// vectors of a repeated value would mix the pairs).
+// float32/float64 and complex64/complex128: the complex kernels are the real ones with complex
+// rotations (the same generator, see linalg_jacobi.cl); eigenvalues and singular values are real.
+// Singular vectors and eigenvectors are unique only up to sign (complex: a unit phase) and within
+// repeated values: they can differ from the CPU's LAPACK by that, as the CPU's differ between
+// LAPACK builds.
 #include "aten/LinalgCommon.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -19,10 +18,8 @@
 #include <ATen/ops/_linalg_eigh.h>
 #include <ATen/ops/_linalg_svd.h>
 #include <ATen/ops/add.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/diag_embed.h>
 #include <ATen/ops/real.h>
-#include <ATen/ops/imag.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/where.h>
@@ -49,41 +46,24 @@ at::Tensor nonfinite_info(const at::Tensor& A, int64_t code) {
   return at::isfinite(A).all(-1).all(-1).logical_not().to(c10::kInt).mul_(code);
 }
 
-// [[Re M, -Im M], [Im M, Re M]] of complex M (..., r, c): real (..., 2r, 2c).
-at::Tensor real_embedding(const at::Tensor& M) {
-  at::Tensor re = at::real(M), im = at::imag(M);
-  return at::cat({at::cat({re, im.neg()}, -1), at::cat({im, re}, -1)}, -2);
-}
-
 std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_view uplo, bool compute_v,
                                               at::Tensor& L, at::Tensor& V) {
   const char* op = "linalg.eigh";
   at::native::squareCheckInputs(A, op);
   at::native::checkUplo(uplo);
   check_ocl(A, op, "A");
-  if (A.is_complex() && !compute_v) {  // eigenvalues: every other one of the real embedding's (pairs)
-    TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kComplexFloat || A.scalar_type() == c10::kComplexDouble,
-                                op, ": dtype ", A.scalar_type(), " is not supported on ocl");
-    const bool lower = uplo[0] == 'L' || uplo[0] == 'l';
-    // The Hermitian matrix of the named triangle, the diagonal's real part (as heevd reads it).
-    at::Tensor tri = lower ? A.tril(-1) : A.triu(1);
-    at::Tensor H = at::add(tri, tri.mH()).add_(at::diag_embed(at::real(A.diagonal(0, -2, -1))));
-    at::Tensor w = std::get<0>(at::_linalg_eigh(real_embedding(H), "L", /*compute_v=*/false));
-    at::native::resize_output(V, {0});
-    at::native::resize_output(L, batch_plus(A, {A.size(-1)}));
-    copy_into(L, w.slice(-1, 0, w.size(-1), 2));
-    return {L, V};
-  }
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   const int64_t n = A.size(-1);
   if (compute_v) at::native::resize_output(V, A.sizes());
   else at::native::resize_output(V, {0});
   at::native::resize_output(L, batch_plus(A, {n}));
   if (A.numel() == 0) return {L, V};
   c10::DeviceGuard guard(A.device());
-  // The full symmetric matrix from the triangle UPLO names (exact: the other half is a copy).
+  // The full symmetric (Hermitian) matrix from the triangle UPLO names, the diagonal's real part
+  // as syevd/heevd read it (exact: the other half is a copy).
   const bool lower = uplo[0] == 'L' || uplo[0] == 'l';
-  at::Tensor sym = lower ? at::add(A.tril(), A.tril(-1).mT()) : at::add(A.triu(), A.triu(1).mT());
+  at::Tensor tri = lower ? A.tril(-1) : A.triu(1);
+  at::Tensor sym = at::add(tri, tri.mH()).add_(at::diag_embed(at::real(A.diagonal(0, -2, -1))));
   // LAPACK fails on non-finite input and the CPU raises: the same LinAlgError (our error code, n - 1,
   // stands in for syevd's).
   at::_linalg_check_errors(nonfinite_info(sym, std::max<int64_t>(1, n - 1)), op, A.dim() == 2);
@@ -95,7 +75,7 @@ std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_v
   dlprim::MatrixRef vref = compute_v ? matrix_ref(vw) : dlprim::MatrixRef();
   int device = A.device().index();
   cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(op, dlprim::eigh_jacobi(context(device), q, to_dlprim(A.scalar_type(), op), batch, n,
+  OCL_DLPRIM_CALL(op, dlprim::eigh_jacobi(context(device), q, ltype_of(A, op), batch, n,
                                           matrix_ref(sym), vec_ref(scratch), vec_ref(rot), vec_ref(w),
                                           compute_v ? &vref : nullptr));
   note_enqueued(q);
@@ -113,17 +93,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
   TORCH_CHECK(!driver.has_value(),
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend.");
   check_ocl(A, op, "A");
-  if (A.is_complex() && !compute_uv) {  // singular values: every other one of the real embedding's (pairs)
-    TORCH_CHECK_NOT_IMPLEMENTED(A.scalar_type() == c10::kComplexFloat || A.scalar_type() == c10::kComplexDouble,
-                                op, ": dtype ", A.scalar_type(), " is not supported on ocl");
-    at::Tensor s2 = std::get<1>(at::_linalg_svd(real_embedding(A.resolve_conj()), false, false));
-    at::native::resize_output(U, {0});
-    at::native::resize_output(Vh, {0});
-    at::native::resize_output(S, batch_plus(A, {std::min(A.size(-2), A.size(-1))}));
-    copy_into(S, s2.slice(-1, 0, s2.size(-1), 2));
-    return {U, S, Vh};
-  }
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   if (compute_uv) {
     at::native::resize_output(U, batch_plus(A, {m, full_matrices ? m : k}));
@@ -138,39 +108,41 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
   c10::DeviceGuard guard(A.device());
   // Non-finite input: the CPU's LinAlgError (LAPACK >= 3.10's gesdd reports info -4 for it).
   if (A.numel() > 0) at::_linalg_check_errors(nonfinite_info(A, -4), op, A.dim() == 2);
-  // The tall orientation T (M x k, M >= k): A = U S Vh, or A^T = U' S Vh' with U = Vh'^T, Vh = U'^T.
+  // The tall orientation T (M x k, M >= k): A = U S Vh, or A^H = U' S Vh' with U = Vh'^H, Vh = U'^H
+  // (cloning resolves a conjugate view).
   const bool tall = m >= n;
   const int64_t M = std::max(m, n);
-  at::Tensor W = at::native::cloneBatchedColumnMajor(tall ? A : A.mT());
-  at::Tensor s = at::empty(batch_plus(A, {k}), A.options());
+  at::Tensor W = at::native::cloneBatchedColumnMajor(tall ? A : A.mH()).resolve_neg();
+  at::Tensor s = at::empty(batch_plus(A, {k}), A.options().dtype(c10::toRealValueType(A.scalar_type())));
   at::Tensor Uw = at::empty(batch_plus(A, {M, k}), A.options());
   at::Tensor Vw = at::empty(batch_plus(A, {k, k}), A.options());
   at::Tensor scratch = at::empty({batch, k * k}, A.options());
   at::Tensor rot = at::empty({batch, k + 1}, A.options());
   int device = A.device().index();
   cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(op, dlprim::svd_jacobi(context(device), q, to_dlprim(A.scalar_type(), op), batch, M, k,
+  OCL_DLPRIM_CALL(op, dlprim::svd_jacobi(context(device), q, ltype_of(A, op), batch, M, k,
                                          matrix_ref(W), vec_ref(scratch), vec_ref(rot), vec_ref(s), matrix_ref(Uw),
                                          matrix_ref(Vw)));
   note_enqueued(q);
   copy_into(S, s);
   if (!compute_uv) return {U, S, Vh};
   // Orthonormal completion of the left vectors: Uw = Q R with R's diagonal +-1 on the nonzero
-  // columns (already orthonormal) and Q's further columns an orthonormal basis of the rest.
+  // columns (already orthonormal; geqrf's R has a real diagonal, complex too) and Q's further
+  // columns an orthonormal basis of the rest.
   const int64_t qc = full_matrices ? M : k;
   at::Tensor tau = at::empty(batch_plus(A, {k}), A.options());
   at::Tensor QR = Uw.clone();
   geqrf_in_place(QR, tau, op);
   at::Tensor Q = at::empty(batch_plus(A, {M, qc}), A.options());
   orgqr_into(QR, tau, Q, op);
-  at::Tensor sign = at::where(QR.diagonal(0, -2, -1).lt(0), -1.0, 1.0).to(A.scalar_type());
+  at::Tensor sign = at::where(at::real(QR.diagonal(0, -2, -1)).lt(0), -1.0, 1.0).to(A.scalar_type());
   Q.narrow(-1, 0, k).mul_(sign.unsqueeze(-2));
   if (tall) {
     U.copy_(Q);
-    Vh.copy_(Vw.mT());
+    Vh.copy_(Vw.mH());
   } else {
     U.copy_(Vw);
-    Vh.copy_(Q.mT());
+    Vh.copy_(Q.mH());
   }
   return {U, S, Vh};
 }

@@ -1,5 +1,5 @@
 // linalg_lstsq on ocl: the least-squares / minimum-norm solution through our SVD (LinalgEig.cpp),
-// X = V diag(1/s_i for s_i > rcond * s_max) U^T B, for every driver. The outputs follow the CPU's
+// X = V diag(1/s_i for s_i > rcond * s_max) U^H B, for every driver, real and complex. The outputs follow the CPU's
 // per-driver contract: rank for gelsy/gelsd/gelss, singular values for gelsd/gelss, residuals
 // (squared 2-norms of A X - B per column) when m > n for gels, and for gelsd/gelss when every
 // matrix has full rank. The default driver is the CPU's (gelsy). For full-rank problems all
@@ -53,7 +53,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   at::native::checkFloatingOrComplex(A, op);
   check_ocl(A, op, "input");
   check_ocl(B, op, "other");
-  check_dtype(A, op);
+  check_dtype(A, op, /*complex_ok=*/true);
   c10::DeviceGuard guard(A.device());
 
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), nrhs = Bm.size(-1);
@@ -67,23 +67,25 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> lstsq_out(
   at::Tensor X, S, r;
   if (k == 0) {
     X = at::zeros(with({n, nrhs}), A.options());
-    S = at::empty(with({0}), A.options());
+    S = at::empty(with({0}), A.options().dtype(c10::toRealValueType(A.scalar_type())));
     r = at::zeros(batch, A.options().dtype(c10::kLong));
   } else {
     auto [U, Sv, Vh] = at::linalg_svd(Ab, /*full_matrices=*/false);
-    const double eps = A.scalar_type() == c10::kDouble ? std::numeric_limits<double>::epsilon()
-                                                       : std::numeric_limits<float>::epsilon();
+    const c10::ScalarType real_t = c10::toRealValueType(A.scalar_type());
+    const double eps = real_t == c10::kDouble ? std::numeric_limits<double>::epsilon()
+                                              : std::numeric_limits<float>::epsilon();
     const double rc = rcond.has_value() && *rcond >= 0 ? *rcond : eps * std::max(m, n);
     at::Tensor keep = Sv.gt(Sv.narrow(-1, 0, 1).mul(rc));
     at::Tensor inv = at::where(keep, Sv.reciprocal(), 0.0);
-    X = at::matmul(Vh.mT(), inv.unsqueeze(-1).mul(at::matmul(U.mT(), Bb)));
+    X = at::matmul(Vh.mH(), inv.unsqueeze(-1).mul(at::matmul(U.mH(), Bb)));
     S = Sv;
     r = keep.sum(-1, /*keepdim=*/false, c10::kLong);
   }
   const bool full_rank_drv = driver == "gelsd" || driver == "gelss";
   bool with_residuals = m > n && driver != "gelsy";
   if (with_residuals && full_rank_drv) with_residuals = r.numel() == 0 || at::all(r.eq(n)).item<bool>();
-  at::Tensor res = with_residuals ? at::matmul(Ab, X).sub(Bb).pow(2).sum(-2) : at::empty({0}, A.options());
+  at::Tensor res = with_residuals ? at::matmul(Ab, X).sub(Bb).abs().pow(2).sum(-2)
+                                  : at::empty({0}, A.options().dtype(c10::toRealValueType(A.scalar_type())));
 
   if (vector_case) X = X.squeeze(-1);
   at::native::resize_output(solution, X.sizes());

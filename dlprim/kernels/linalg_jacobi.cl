@@ -1,5 +1,5 @@
-// Jacobi methods for batches of matrices: the symmetric eigenproblem (two-sided cyclic Jacobi,
-// linalg.eigh) and the SVD (one-sided Hestenes Jacobi, linalg.svd). Our own kernels; Jacobi is
+// Jacobi methods for batches of matrices: the symmetric/Hermitian eigenproblem (two-sided cyclic
+// Jacobi, linalg.eigh) and the SVD (one-sided Hestenes Jacobi, linalg.svd). Our own kernels; Jacobi is
 // chosen over tridiagonalization + QR for its simplicity and its accuracy (small eigenvalues and
 // singular values to high relative accuracy, which matrix_rank/pinv thresholds need).
 //
@@ -8,7 +8,15 @@
 // computed together from the current matrix and applied together (Brent-Luk), rounds separated by
 // barriers. Rotation parameters live in a global scratch (cs: c then s, N/2 of each, N = n rounded
 // up to even; the odd player out pairs with the dummy N - 1 = n and sits the round out).
-// The generator prepends T and EPS (the type's machine epsilon).
+// The generator (linalg.cpp) prepends T (real, or float2/double2 for complex), R (its real part),
+// EPS and the complex-aware arithmetic MUL, CONJ, RE, TO_T, ABS (|a|), ABS2 (|a|^2).
+//
+// One rotation form serves both: J = [[c, sg], [-conj(sg), c]] with c real and |sg|^2 + c^2 = 1
+// (sg = s * a_pq / |a_pq|: the phase of a_pq is folded into the rotation, which then reduces
+// to the real one, sg = s, for real T). A <- J^H A J, V <- V J:
+//   rows    p <- c x - sg y,        q <- conj(sg) x + c y
+//   columns p <- c x - conj(sg) y,  q <- sg x + c y
+// c is stored as T (real part) next to sg in the rot scratch.
 
 #define MAX_SWEEPS 60
 
@@ -26,9 +34,9 @@ inline void rr_pair(long N, long r, long i, long* p, long* q) {
   *q = max(a, b);
 }
 
-// Sum over the work-group of `x` (red: one T per work-item, a power of two of them); every item
+// Sum over the work-group of `x` (red: one R per work-item, a power of two of them); every item
 // gets the result.
-inline T group_sum(T x, __local T* red) {
+inline R group_sum(R x, __local R* red) {
   const int lid = get_local_id(0), L = get_local_size(0);
   red[lid] = x;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -36,18 +44,18 @@ inline T group_sum(T x, __local T* red) {
     if (lid < s) red[lid] += red[lid + s];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  T r = red[0];
+  R r = red[0];
   barrier(CLK_LOCAL_MEM_FENCE);
   return r;
 }
 
 // Eigenvalues (ascending, into w) and, with compute_v, eigenvectors (columns of vout) of the
-// symmetric n x n matrices in a (both triangles filled; destroyed). v: n x n scratch for the
+// symmetric (Hermitian) n x n matrices in a (both triangles filled, real diagonal; destroyed). v: n x n scratch for the
 // unsorted vectors.
 __kernel void linalg_eigh_jacobi(__global T* a, ulong a_o, long a_bs, long rs, long cs, __global T* v, ulong v_o,
-                                 long v_bs, __global T* rot, ulong rot_o, long rot_bs, __global T* w, ulong w_o,
+                                 long v_bs, __global T* rot, ulong rot_o, long rot_bs, __global R* w, ulong w_o,
                                  long w_bs, __global T* vout, ulong vo_o, long vo_bs, long vo_rs, long vo_cs, long n,
-                                 int compute_v, __local T* red) {
+                                 int compute_v, __local R* red) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * a_bs;
@@ -57,14 +65,14 @@ __kernel void linalg_eigh_jacobi(__global T* a, ulong a_o, long a_bs, long rs, l
   __global T* S = C + P;
 #define EA(i, j) A[(long)(i) * rs + (long)(j) * cs]
   if (compute_v)
-    for (long t = lid; t < n * n; t += L) V[t] = (t / n == t % n) ? (T)1 : (T)0;
+    for (long t = lid; t < n * n; t += L) V[t] = TO_T((t / n == t % n) ? 1 : 0);
   barrier(CLK_GLOBAL_MEM_FENCE);
   for (int sweep = 0; sweep < MAX_SWEEPS && n > 1; ++sweep) {
-    T off = 0, all = 0;
+    R off = 0, all = 0;
     for (long t = lid; t < n * n; t += L) {
-      T x = EA(t / n, t % n);
-      all += x * x;
-      if (t / n != t % n) off += x * x;
+      R x2 = ABS2(EA(t / n, t % n));
+      all += x2;
+      if (t / n != t % n) off += x2;
     }
     off = group_sum(off, red);
     all = group_sum(all, red);
@@ -75,54 +83,58 @@ __kernel void linalg_eigh_jacobi(__global T* a, ulong a_o, long a_bs, long rs, l
       for (long i = lid; i < P; i += L) {
         long p, q;
         rr_pair(N, r, i, &p, &q);
-        T c = 1, s = 0;
+        R c = 1;
+        T sg = TO_T(0);
         if (q < n) {
           T apq = EA(p, q);
-          if (apq != 0) {
-            T tau = (EA(q, q) - EA(p, p)) / (2 * apq);
-            T t = (tau >= 0 ? (T)1 : (T)-1) / (fabs(tau) + sqrt(1 + tau * tau));
+          R mag = ABS(apq);
+          if (mag != 0) {
+            R tau = (RE(EA(q, q)) - RE(EA(p, p))) / (2 * mag);
+            R t = (tau >= 0 ? (R)1 : (R)-1) / (fabs(tau) + sqrt(1 + tau * tau));
             c = 1 / sqrt(1 + t * t);
-            s = t * c;
+            sg = (apq / mag) * (t * c);  // apq / mag: exactly +-1 when real
           }
         }
-        C[i] = c;
-        S[i] = s;
+        C[i] = TO_T(c);
+        S[i] = sg;
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (long t = lid; t < P * n; t += L) {  // rows p, q <- J^T A
         long i = t / n, j = t % n, p, q;
         rr_pair(N, r, i, &p, &q);
-        if (q >= n || S[i] == 0) continue;
-        T c = C[i], s = S[i], x = EA(p, j), y = EA(q, j);
-        EA(p, j) = c * x - s * y;
-        EA(q, j) = s * x + c * y;
+        if (q >= n || IS_ZERO(S[i])) continue;
+        R c = RE(C[i]);
+        T sg = S[i], x = EA(p, j), y = EA(q, j);
+        EA(p, j) = c * x - MUL(sg, y);
+        EA(q, j) = MUL(CONJ(sg), x) + c * y;
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (long t = lid; t < P * n; t += L) {  // columns p, q <- A J (and V J)
         long i = t / n, j = t % n, p, q;
         rr_pair(N, r, i, &p, &q);
-        if (q >= n || S[i] == 0) continue;
-        T c = C[i], s = S[i], x = EA(j, p), y = EA(j, q);
-        EA(j, p) = c * x - s * y;
-        EA(j, q) = s * x + c * y;
+        if (q >= n || IS_ZERO(S[i])) continue;
+        R c = RE(C[i]);
+        T sg = S[i], x = EA(j, p), y = EA(j, q);
+        EA(j, p) = c * x - MUL(CONJ(sg), y);
+        EA(j, q) = MUL(sg, x) + c * y;
         if (compute_v) {
           x = V[j * n + p];
           y = V[j * n + q];
-          V[j * n + p] = c * x - s * y;
-          V[j * n + q] = s * x + c * y;
+          V[j * n + p] = c * x - MUL(CONJ(sg), y);
+          V[j * n + q] = MUL(sg, x) + c * y;
         }
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
     }
   }
   // Ascending order; ties keep index order.
-  __global T* W = w + w_o + b * w_bs;
+  __global R* W = w + w_o + b * w_bs;
   __global T* VO = vout + vo_o + b * vo_bs;
   for (long i = lid; i < n; i += L) {
-    T d = EA(i, i);
+    R d = RE(EA(i, i));
     long rank = 0;
     for (long j = 0; j < n; ++j) {
-      T e = EA(j, j);
+      R e = RE(EA(j, j));
       rank += (e < d || (e == d && j < i)) ? 1 : 0;
     }
     W[rank] = d;
@@ -136,10 +148,10 @@ __kernel void linalg_eigh_jacobi(__global T* a, ulong a_o, long a_bs, long rs, l
 // into s, the normalized left vectors into the first n columns of u (a zero column where the
 // singular value is 0), the right vectors as the columns of vout (n x n). v: n x n scratch.
 __kernel void linalg_svd_jacobi(__global T* a, ulong a_o, long a_bs, long rs, long cs, __global T* v, ulong v_o,
-                                long v_bs, __global T* rot, ulong rot_o, long rot_bs, __global T* sv, ulong s_o,
+                                long v_bs, __global T* rot, ulong rot_o, long rot_bs, __global R* sv, ulong s_o,
                                 long s_bs, __global T* u, ulong u_o, long u_bs, long u_rs, long u_cs,
                                 __global T* vout, ulong vo_o, long vo_bs, long vo_rs, long vo_cs, long m, long n,
-                                __local T* red) {
+                                __local R* red) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * a_bs;
@@ -148,50 +160,54 @@ __kernel void linalg_svd_jacobi(__global T* a, ulong a_o, long a_bs, long rs, lo
   const long N = n + (n & 1), P = N / 2;
   __global T* S = C + P;
 #define EA(i, j) A[(long)(i) * rs + (long)(j) * cs]
-  for (long t = lid; t < n * n; t += L) V[t] = (t / n == t % n) ? (T)1 : (T)0;
+  for (long t = lid; t < n * n; t += L) V[t] = TO_T((t / n == t % n) ? 1 : 0);
   barrier(CLK_GLOBAL_MEM_FENCE);
-  const T tol = sqrt((T)m) * EPS;
+  const R tol = sqrt((R)m) * EPS;
   for (int sweep = 0; sweep < MAX_SWEEPS && n > 1; ++sweep) {
-    T rotated = 0;
+    R rotated = 0;
     for (long r = 0; r < N - 1; ++r) {
       for (long i = lid; i < P; i += L) {
         long p, q;
         rr_pair(N, r, i, &p, &q);
-        T c = 1, s = 0;
-        if (q < n) {
-          T al = 0, be = 0, ga = 0;
+        R c = 1;
+        T sg = TO_T(0);
+        if (q < n) {  // the Gram matrix [[al, ga], [conj(ga), be]] of columns p, q
+          R al = 0, be = 0;
+          T ga = TO_T(0);
           for (long k = 0; k < m; ++k) {
             T x = EA(k, p), y = EA(k, q);
-            al += x * x;
-            be += y * y;
-            ga += x * y;
+            al += ABS2(x);
+            be += ABS2(y);
+            ga += MUL(CONJ(x), y);
           }
-          if (fabs(ga) > tol * sqrt(al * be) && ga != 0) {  // dgesvj's test
-            T zeta = (be - al) / (2 * ga);
-            T t = (zeta >= 0 ? (T)1 : (T)-1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+          R mag = ABS(ga);
+          if (mag > tol * sqrt(al * be) && mag != 0) {  // dgesvj's test
+            R zeta = (be - al) / (2 * mag);
+            R t = (zeta >= 0 ? (R)1 : (R)-1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
             c = 1 / sqrt(1 + t * t);
-            s = t * c;
+            sg = (ga / mag) * (t * c);
             rotated = 1;
           }
         }
-        C[i] = c;
-        S[i] = s;
+        C[i] = TO_T(c);
+        S[i] = sg;
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (long t = lid; t < P * (m + n); t += L) {  // columns p, q of A (rows j < m) and V (j >= m)
         long i = t / (m + n), j = t % (m + n), p, q;
         rr_pair(N, r, i, &p, &q);
-        if (q >= n || S[i] == 0) continue;
-        T c = C[i], s = S[i];
+        if (q >= n || IS_ZERO(S[i])) continue;
+        R c = RE(C[i]);
+        T sg = S[i];
         if (j < m) {
           T x = EA(j, p), y = EA(j, q);
-          EA(j, p) = c * x - s * y;
-          EA(j, q) = s * x + c * y;
+          EA(j, p) = c * x - MUL(CONJ(sg), y);
+          EA(j, q) = MUL(sg, x) + c * y;
         } else {
           long k = j - m;
           T x = V[k * n + p], y = V[k * n + q];
-          V[k * n + p] = c * x - s * y;
-          V[k * n + q] = s * x + c * y;
+          V[k * n + p] = c * x - MUL(CONJ(sg), y);
+          V[k * n + q] = MUL(sg, x) + c * y;
         }
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
@@ -200,27 +216,27 @@ __kernel void linalg_svd_jacobi(__global T* a, ulong a_o, long a_bs, long rs, lo
   }
   // Column norms are the singular values: descending, ties in index order. C (N >= n values)
   // takes the sorted values until every item has read the unsorted ones.
-  __global T* SV = sv + s_o + b * s_bs;
+  __global R* SV = sv + s_o + b * s_bs;
   for (long i = lid; i < n; i += L) {
-    T nrm = 0;
-    for (long k = 0; k < m; ++k) nrm += EA(k, i) * EA(k, i);
+    R nrm = 0;
+    for (long k = 0; k < m; ++k) nrm += ABS2(EA(k, i));
     SV[i] = sqrt(nrm);
   }
   barrier(CLK_GLOBAL_MEM_FENCE);
   __global T* U = u + u_o + b * u_bs;
   __global T* VO = vout + vo_o + b * vo_bs;
   for (long i = lid; i < n; i += L) {
-    T d = SV[i];
+    R d = SV[i];
     long rank = 0;
     for (long j = 0; j < n; ++j) {
-      T e = SV[j];
+      R e = SV[j];
       rank += (e > d || (e == d && j < i)) ? 1 : 0;
     }
-    for (long k = 0; k < m; ++k) U[k * u_rs + rank * u_cs] = d > 0 ? EA(k, i) / d : (T)0;
+    for (long k = 0; k < m; ++k) U[k * u_rs + rank * u_cs] = d > 0 ? EA(k, i) / d : TO_T(0);
     for (long k = 0; k < n; ++k) VO[k * vo_rs + rank * vo_cs] = V[k * n + i];
-    C[rank] = d;
+    C[rank] = TO_T(d);
   }
   barrier(CLK_GLOBAL_MEM_FENCE);
-  for (long i = lid; i < n; i += L) SV[i] = C[i];
+  for (long i = lid; i < n; i += L) SV[i] = RE(C[i]);
 #undef EA
 }

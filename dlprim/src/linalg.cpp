@@ -36,7 +36,7 @@ struct Kernel {
 };
 
 // The type prelude of the kernels: T the element, R its real part, and the arithmetic that
-// differs between real and complex elements (linalg.cl uses only these on T values).
+// differs between real and complex elements (linalg*.cl use only these on T values).
 std::string prelude(LinalgType lt) {
   const bool d = lt.real == DType::F64;
   std::string r = d ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define R double\n#define EPS DBL_EPSILON\n"
@@ -44,12 +44,13 @@ std::string prelude(LinalgType lt) {
   if (!lt.complex)
     return r + "#define T R\n#define MUL(a, b) ((a) * (b))\n#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n"
                "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n#define IM(a) ((R)0)\n"
-               "#define TO_T(r) ((T)(r))\n";
+               "#define TO_T(r) ((T)(r))\n#define ABS(a) fabs(a)\n#define ABS2(a) ((a) * (a))\n";
   r += d ? "#define T double2\n" : "#define T float2\n";
   // Smith's division as complex.cl's (scales by the larger part of b: no overflow near the range).
   return r + "#define MUL(a, b) cmul_(a, b)\n#define DIV(a, b) cdiv_(a, b)\n#define CONJ(a) ((T)((a).x, -(a).y))\n"
              "#define ABS1(a) (fabs((a).x) + fabs((a).y))\n#define IS_ZERO(a) ((a).x == 0 && (a).y == 0)\n"
              "#define RE(a) ((a).x)\n#define IM(a) ((a).y)\n#define TO_T(r) ((T)((R)(r), (R)0))\n"
+             "#define ABS(a) hypot((a).x, (a).y)\n#define ABS2(a) ((a).x * (a).x + (a).y * (a).y)\n"
              "inline T cmul_(T a, T b) { return (T)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }\n"
              "inline T cdiv_(T a, T b) {\n"
              "  if (fabs(b.x) >= fabs(b.y)) {\n"
@@ -199,7 +200,7 @@ void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, u
 
 namespace dlprim {
 
-void eigh_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+void eigh_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
                  const MatrixRef& v, const MatrixRef& rot, const MatrixRef& w, const MatrixRef* vectors) {
   if (batch == 0 || n == 0) return;
   Kernel k = kernel(ctx, t, "linalg_jacobi", "linalg_eigh_jacobi");
@@ -210,11 +211,11 @@ void eigh_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch
   add_matrix(args, rot, false);
   add_matrix(args, w, false);
   add_matrix(args, vectors ? *vectors : w);
-  args.add<cl_long>(n).add<cl_int>(vectors ? 1 : 0).add_local(g * dtype_size(t));
+  args.add<cl_long>(n).add<cl_int>(vectors ? 1 : 0).add_local(g * dtype_size(t.real));
   launch_1d(q, k.k, batch * g, g);
 }
 
-void svd_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+void svd_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                 const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
                 const MatrixRef& vectors) {
   if (batch == 0 || n == 0 || m == 0) return;
@@ -227,7 +228,7 @@ void svd_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch,
   add_matrix(args, s, false);
   add_matrix(args, u);
   add_matrix(args, vectors);
-  args.add<cl_long>(m).add<cl_long>(n).add_local(g * dtype_size(t));
+  args.add<cl_long>(m).add<cl_long>(n).add_local(g * dtype_size(t.real));
   launch_1d(q, k.k, batch * g, g);
 }
 

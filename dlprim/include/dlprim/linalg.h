@@ -77,17 +77,18 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
 void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t qc,
                          int64_t k, const MatrixRef& v, const MatrixRef& tau, const MatrixRef& out);
 
-// Symmetric eigenproblem by cyclic Jacobi (kernels/linalg_jacobi.cl): a holds the full symmetric
-// n x n matrices (destroyed); eigenvalues ascending into w (n per matrix, w.batch_stride apart);
+// Symmetric (complex: Hermitian) eigenproblem by cyclic Jacobi (kernels/linalg_jacobi.cl): a holds
+// the full symmetric n x n matrices (destroyed; complex: a real diagonal); eigenvalues ascending
+// into w (real: n per matrix, w.batch_stride apart, in real elements);
 // eigenvectors as the columns of *vectors when given. Scratch: v (n * n per matrix, contiguous,
 // v.batch_stride apart), rot (n + 1 per matrix).
-void eigh_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+void eigh_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
                  const MatrixRef& v, const MatrixRef& rot, const MatrixRef& w, const MatrixRef* vectors);
 
 // One-sided Jacobi SVD of m x n matrices (m >= n) in a (destroyed): singular values descending
-// into s (n per matrix), normalized left vectors into u's first n columns (zero columns for zero
+// into s (real: n per matrix), normalized left vectors into u's first n columns (zero columns for zero
 // singular values), right vectors as the columns of `vectors` (n x n). Scratch as eigh_jacobi.
-void svd_jacobi(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t m, int64_t n,
+void svd_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                 const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
                 const MatrixRef& vectors);
 

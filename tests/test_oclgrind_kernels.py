@@ -79,8 +79,9 @@ def test_complex():
 
 
 def test_complex_linalg():
-    """linalg.cl and linalg_qr.cl on complex T (float2): LU (pivot search in local memory), the
-    triangular solves (plain and conjugated), laswp, Cholesky and Householder QR."""
+    """linalg.cl, linalg_qr.cl and linalg_jacobi.cl on complex T (float2): LU (pivot search in local
+    memory), the triangular solves (plain and conjugated), laswp, Cholesky, Householder QR, and the
+    Jacobi eigh and SVD with complex rotations (vectors compared up to phase: |V|, U @ Vh)."""
     a = torch.randn(2, 5, 5, dtype=torch.complex64) + 3 * torch.eye(5)
     b = torch.randn(2, 5, 2, dtype=torch.complex64)
     check(lambda a: torch.linalg.lu_factor(a).LU, a, backward=False)
@@ -88,6 +89,9 @@ def test_complex_linalg():
     check(lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True), a, b, backward=False)
     check(lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mH)), a, b, backward=False)
     check(lambda a: torch.linalg.qr(a[:, :, :3]), a, backward=False)
+    check(lambda a: (lambda w, V: (w, V.abs()))(*torch.linalg.eigh(a + a.mH)), a, backward=False)
+    check(lambda a: (lambda U, S, Vh: (S, U @ Vh))(*torch.linalg.svd(a[:, :, :3], full_matrices=False)), a,
+          backward=False)
 
 
 def test_pointwise_dtypes_and_inplace():

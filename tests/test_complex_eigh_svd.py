@@ -1,0 +1,219 @@
+"""Complex Hermitian eigh and complex SVD with vectors on ocl (linalg_jacobi.cl with complex
+rotations) and what builds on them, against the CPU, strict mode: op_db samples in complex64 and
+complex128 (where the device has fp64), as given and non-contiguous, the input gradients in
+complex64. Eigen/singular vectors are unique only up to a unit phase per column: the vector
+outputs go through the OpInfo's phase-invariant output_process_fn_grad (|V|, U @ Vh, ...) before
+they are compared, forward and backward, as the CPU's and CUDA's LAPACKs differ there too. Then
+what the samples do not reach: reconstructions and unitarity past one work-group's width,
+repeated eigenvalues, rank-deficient and wide SVDs, conjugate views, UPLO, full_matrices."""
+import os
+
+os.environ.setdefault("PYTORCH_OCL_STRICT", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import pytorch_ocl  # noqa: E402,F401  (registers the device before torch.testing._internal)
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+from torch.testing._internal.common_utils import noncontiguous_like  # noqa: E402
+from opinfo_compare import map_tensors, tensor_leaves  # noqa: E402
+
+DEV = "ocl:0"
+FP64 = torch.ocl.get_device_properties(0).fp64
+DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
+OPS = """linalg.eigh linalg.eigvalsh linalg.svd svd linalg.svdvals linalg.pinv pinverse linalg.matrix_rank
+    linalg.matrix_norm linalg.norm linalg.cond linalg.lstsq svd_lowrank pca_lowrank""".split()
+# Vector outputs compared through output_process_fn_grad (phase-invariant functions of them).
+PHASE_FREE = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank"}
+# Gradients (complex64) for these: the eigh and svd backward formulas and what composes them.
+GRAD_OPS = {"linalg.eigh", "linalg.eigvalsh", "linalg.svd", "svd", "linalg.svdvals", "linalg.pinv", "linalg.cond",
+            "linalg.matrix_norm", "linalg.lstsq"}
+MAX_SAMPLES = 4
+TOL = {torch.complex64: dict(rtol=1e-4, atol=1e-4), torch.complex128: dict(rtol=1e-8, atol=1e-8),
+       torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-8, atol=1e-8)}
+GRAD_TOL = dict(rtol=2e-3, atol=2e-3)
+
+
+def _cases():
+    out = []
+    for op in op_db:
+        if op.name in OPS:
+            for dt in DTYPES:
+                if dt in op.supported_dtypes("cpu"):
+                    out.append(pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}"))
+    return out
+
+
+def _to_dev(obj, noncontig):
+    def move(t):
+        d = t.detach()
+        d = noncontiguous_like(d) if noncontig and d.numel() > 1 else d
+        return d.to(DEV).requires_grad_(t.requires_grad)
+    return map_tensors(obj, move)
+
+
+def _check(op, sample, dtype, noncontig, grad):
+    args, kwargs = (sample.input,) + tuple(sample.args), dict(sample.kwargs)
+    try:
+        expected = op(*args, **kwargs)
+    except Exception as cpu_error:  # noqa: BLE001 - the CPU refuses: ocl must refuse alike
+        with pytest.raises(type(cpu_error)):
+            op(*_to_dev(args, noncontig), **_to_dev(kwargs, noncontig))
+        return
+    dargs, dkwargs = _to_dev(args, noncontig), _to_dev(kwargs, noncontig)
+    actual = op(*dargs, **dkwargs)
+    if op.name in PHASE_FREE:
+        expected, actual = sample.output_process_fn_grad(expected), sample.output_process_fn_grad(actual)
+    outs, douts = tensor_leaves(expected), tensor_leaves(actual)
+    assert all(o.device.type == "ocl" for o in douts)
+    for o, d in zip(outs, douts):
+        assert d.dtype == o.dtype and d.shape == o.shape, (d.dtype, o.dtype, d.shape, o.shape)
+        if o.dtype.is_floating_point or o.dtype.is_complex:
+            torch.testing.assert_close(d.detach().cpu(), o.detach(), equal_nan=True, **TOL[o.dtype])
+        else:
+            torch.testing.assert_close(d.cpu(), o)
+    if not grad:
+        return
+    pairs = [(o, d) for o, d in zip(outs, douts) if o.requires_grad]
+    ins = [t for t in tensor_leaves((args, kwargs)) if t.requires_grad]
+    dins = [t for t in tensor_leaves((dargs, dkwargs)) if t.requires_grad]
+    if not pairs or not ins:
+        return
+    gen = torch.Generator().manual_seed(0)
+    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o, _ in pairs]
+    try:
+        expected_g = torch.autograd.grad([o for o, _ in pairs], ins, gouts, allow_unused=True)
+    except Exception:  # noqa: BLE001 - no CPU gradient to compare with (a torch limitation)
+        return
+    actual_g = torch.autograd.grad([d for _, d in pairs], dins, [g.to(DEV) for g in gouts], allow_unused=True)
+    for a, e in zip(actual_g, expected_g):
+        assert (a is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(a.cpu(), e, equal_nan=True, **GRAD_TOL)
+
+
+@pytest.mark.parametrize("op,dtype", _cases())
+def test_complex_eigh_svd_opinfo(op, dtype):
+    grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
+    failures = []
+    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
+        if i >= MAX_SAMPLES:
+            break
+        for noncontig in (False, True):
+            try:
+                torch.manual_seed(0)  # the lowrank ops draw random projections
+                _check(op, sample, dtype, noncontig, grad and not noncontig)
+            except Exception as e:  # noqa: BLE001 - collected and reported
+                failures.append(f"sample {i} noncontig={noncontig}: {type(e).__name__}: "
+                                f"{str(e).splitlines()[0][:300]}")
+    assert not failures, "\n".join(failures)
+
+
+def _rand(*shape, dtype=torch.complex64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, dtype=dtype, generator=g)
+
+
+def _unitary_err(Q):
+    """max |Q^H Q - I| over the columns of Q."""
+    return (Q.mH @ Q - torch.eye(Q.shape[-1], dtype=Q.dtype)).abs().max().item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [5, 40])
+def test_complex_eigh(dtype, n):
+    """Values equal to the CPU's (ascending), A = V diag(w) V^H and V unitary past one group's width;
+    both triangles (the other one's garbage ignored, the diagonal's imaginary part too, as heevd);
+    a conjugate view as input."""
+    eps = torch.finfo(dtype.to_real()).eps
+    X = _rand(2, n, n, dtype=dtype, seed=n)
+    H = X + X.mH
+    for uplo in ("L", "U"):
+        junk = X if uplo == "L" else X.mH  # the named triangle is H's, the rest arbitrary
+        A = (H.tril() + junk.triu(1)) if uplo == "L" else (H.triu() + junk.tril(-1))
+        A = A + 1j * torch.diag_embed(torch.ones(n, dtype=dtype.to_real()))  # ignored imaginary diagonal
+        w, V = torch.linalg.eigh(A.to(DEV), UPLO=uplo)
+        w, V = w.cpu(), V.cpu()
+        assert w.dtype == dtype.to_real()
+        torch.testing.assert_close(w, torch.linalg.eigvalsh(A, UPLO=uplo), **TOL[dtype.to_real()])
+        scale = H.abs().max().item()
+        assert (V @ torch.diag_embed(w.to(dtype)) @ V.mH - H).abs().max().item() < 50 * n * eps * scale
+        assert _unitary_err(V) < 50 * n * eps
+    wc = torch.linalg.eigvalsh(H.conj())
+    torch.testing.assert_close(torch.linalg.eigvalsh(H.to(DEV).conj()).cpu(), wc, **TOL[dtype.to_real()])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_eigh_repeated(dtype):
+    """A repeated eigenvalue: any unitary basis of its eigenspace will do; the projector onto the
+    eigenspace (phase- and basis-invariant) equals the CPU's."""
+    Q = torch.linalg.qr(_rand(6, 6, dtype=dtype, seed=5)).Q
+    d = torch.tensor([-2.0, 1, 1, 1, 3, 3], dtype=dtype.to_real())
+    H = Q @ torch.diag(d.to(dtype)) @ Q.mH
+    w, V = (t.cpu() for t in torch.linalg.eigh(H.to(DEV)))
+    torch.testing.assert_close(w, d, **TOL[dtype.to_real()])
+    for lo, hi in ((0, 1), (1, 4), (4, 6)):
+        P, Pc = V[:, lo:hi] @ V[:, lo:hi].mH, Q[:, lo:hi] @ Q[:, lo:hi].mH
+        torch.testing.assert_close(P, Pc, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7, 4), (4, 7), (3, 33, 33), (2, 5, 40)])
+def test_complex_svd(dtype, shape):
+    """Tall, wide, batched and past one group's width, full_matrices both ways: S equal to the CPU's
+    (descending), A = U S Vh, U and Vh unitary (full bases too); rank-deficient input: the zero
+    singular values and a unitary completion."""
+    eps = torch.finfo(dtype.to_real()).eps
+    A = _rand(*shape, dtype=dtype, seed=sum(shape))
+    B = A[..., :, :2] @ A[..., :2, :]  # rank 2
+    for M in (A, B):
+        for full in (False, True):
+            U, S, Vh = (t.cpu() for t in torch.linalg.svd(M.to(DEV), full_matrices=full))
+            k = S.shape[-1]
+            torch.testing.assert_close(S, torch.linalg.svdvals(M), **TOL[dtype.to_real()])
+            rec = (U[..., :k] * S.to(dtype).unsqueeze(-2)) @ Vh[..., :k, :]
+            assert (rec - M).abs().max().item() < 50 * max(shape) * eps * M.abs().max().item()
+            assert _unitary_err(U) < 50 * max(shape) * eps
+            assert _unitary_err(Vh.mH) < 50 * max(shape) * eps
+    # a conjugate view and a transposed one
+    torch.testing.assert_close(torch.linalg.svdvals(A.to(DEV).conj().mT).cpu(), torch.linalg.svdvals(A.mH),
+                               **TOL[dtype.to_real()])
+
+
+def test_complex_gradients_phase_invariant():
+    """Gradients of phase-invariant losses of the vectors (|V|, |U|, U @ Vh) and of the values
+    equal the CPU's; a phase-dependent loss raises as on the CPU."""
+    A = _rand(5, 5, seed=11)
+    H = A + A.mH
+    cases = [
+        (lambda a: (lambda w, V: w.sum() + V.abs().sum())(*torch.linalg.eigh(a)), H),
+        (lambda a: torch.linalg.eigvalsh(a).pow(2).sum(), H),
+        (lambda a: (lambda U, S, Vh: (U @ Vh).real.sum() + S.sum() + U.abs().sum())(
+            *torch.linalg.svd(a, full_matrices=False)), A[:, :3]),
+        (lambda a: torch.linalg.svdvals(a).sum(), A[:3]),
+        (lambda a: torch.linalg.pinv(a).abs().sum(), A[:, :4]),
+        (lambda a: torch.linalg.matrix_norm(a, "nuc"), A),
+    ]
+    for fn, x in cases:
+        xc = x.clone().requires_grad_()
+        xo = x.to(DEV).requires_grad_()
+        fn(xc).backward()
+        fn(xo).backward()
+        torch.testing.assert_close(xo.grad.cpu(), xc.grad, rtol=1e-3, atol=1e-3)
+    xo = H.to(DEV).requires_grad_()
+    with pytest.raises(RuntimeError, match="ill-defined"):
+        torch.linalg.eigh(xo)[1].real.sum().backward()
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_complex_lstsq(driver):
+    """Over- and underdetermined complex least squares, every driver's outputs (real residuals and
+    singular values)."""
+    for shape in ((6, 4), (3, 5)):
+        A, B = _rand(*shape, seed=2), _rand(shape[0], 2, seed=3)
+        if driver == "gels" and shape[0] < shape[1]:
+            continue  # the CPU's gels wants full rank; compared on the tall case only
+        r, rc = torch.linalg.lstsq(A.to(DEV), B.to(DEV), driver=driver), torch.linalg.lstsq(A, B, driver=driver)
+        for x, y in zip(r, rc):
+            assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, y.dtype, x.shape, y.shape)
+            torch.testing.assert_close(x.cpu(), y, rtol=1e-4, atol=1e-4)

@@ -22,7 +22,7 @@ DEV = "ocl:0"
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
 OPS = """linalg.eigh linalg.eigvalsh linalg.svd svd linalg.svdvals linalg.pinv pinverse linalg.matrix_rank
-    linalg.matrix_norm linalg.norm linalg.cond linalg.lstsq svd_lowrank pca_lowrank""".split()
+    linalg.matrix_norm linalg.norm norm linalg.cond linalg.lstsq svd_lowrank pca_lowrank""".split()
 # Vector outputs compared through output_process_fn_grad (phase-invariant functions of them).
 PHASE_FREE = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank"}
 # Gradients (complex64) for these: the eigh and svd backward formulas and what composes them.

@@ -217,3 +217,22 @@ def test_complex_lstsq(driver):
         for x, y in zip(r, rc):
             assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, y.dtype, x.shape, y.shape)
             torch.testing.assert_close(x.cpu(), y, rtol=1e-4, atol=1e-4)
+
+
+def test_out_dtypes():
+    """out= of the wrong dtype raises as on the CPU (values are real, vectors A's dtype): the kernels
+    would write the wrong element type into them."""
+    H = _rand(4, 4)
+    H = (H + H.mH).to(DEV)
+    c64, f32 = torch.complex64, torch.float32
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.linalg.eigh(H, out=(torch.empty(0, dtype=c64, device=DEV), torch.empty(0, dtype=c64, device=DEV)))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.linalg.eigh(H, out=(torch.empty(0, dtype=f32, device=DEV), torch.empty(0, dtype=f32, device=DEV)))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.linalg.svdvals(H, out=torch.empty(0, dtype=c64, device=DEV))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.linalg.svdvals(H.real, out=torch.empty(0, dtype=c64, device=DEV))
+    w, V = torch.empty(0, dtype=f32, device=DEV), torch.empty(0, dtype=c64, device=DEV)
+    torch.linalg.eigh(H, out=(w, V))
+    torch.testing.assert_close(w.cpu(), torch.linalg.eigvalsh(H.cpu()), **TOL[f32])

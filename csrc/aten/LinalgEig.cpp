@@ -41,6 +41,13 @@ std::vector<int64_t> batch_plus(const at::Tensor& A, std::initializer_list<int64
   return s;
 }
 
+// The structured wrapper's out= check (we register the out overload directly, past it): the
+// kernels write out's memory as `dtype`.
+void check_out_dtype(const at::Tensor& out, c10::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ", c10::toString(dtype), ", but got ",
+              c10::toString(out.scalar_type()), " instead");
+}
+
 // int32 info per matrix: `code` where the matrix has a non-finite entry, else 0.
 at::Tensor nonfinite_info(const at::Tensor& A, int64_t code) {
   return at::isfinite(A).all(-1).all(-1).logical_not().to(c10::kInt).mul_(code);
@@ -53,6 +60,8 @@ std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_v
   at::native::checkUplo(uplo);
   check_ocl(A, op, "A");
   check_dtype(A, op, /*complex_ok=*/true);
+  check_out_dtype(L, c10::toRealValueType(A.scalar_type()));
+  check_out_dtype(V, A.scalar_type());
   const int64_t n = A.size(-1);
   if (compute_v) at::native::resize_output(V, A.sizes());
   else at::native::resize_output(V, {0});
@@ -94,6 +103,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> svd_out(const at::Tensor& A, b
               "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend.");
   check_ocl(A, op, "A");
   check_dtype(A, op, /*complex_ok=*/true);
+  check_out_dtype(U, A.scalar_type());
+  check_out_dtype(S, c10::toRealValueType(A.scalar_type()));
+  check_out_dtype(Vh, A.scalar_type());
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   if (compute_uv) {
     at::native::resize_output(U, batch_plus(A, {m, full_matrices ? m : k}));

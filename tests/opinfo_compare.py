@@ -48,6 +48,15 @@ def tensor_leaves(obj):
     return out
 
 
+def transposed_copy(t):
+    """A non-contiguous copy of complex matrix `t` with its values (the last two dims stored
+    transposed; `.to` keeps those strides, where it would make a gapped tensor contiguous); other
+    arguments as they are. For `sample.transform`."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2 or not t.is_complex():
+        return t
+    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
+
+
 def _tensors(tree):
     return [t for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
 
@@ -55,6 +64,10 @@ def _tensors(tree):
 # Ops whose index outputs may order ties differently from the CPU (unstable sorts): their
 # indices are checked by gathering the input, not compared.
 TIE_ORDER_FREE = {"sort", "argsort", "msort", "topk"}
+# Ops whose vector outputs are unique only up to a sign (complex: a unit phase) per column: their
+# outputs are compared, and differentiated, through the sample's output_process_fn_grad, which
+# the OpInfos define as sign/phase-invariant functions of them (|V|, U @ Vh, ...).
+PHASE_FREE = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank"}
 
 
 def _sort_dim(op_name, sample):
@@ -94,6 +107,8 @@ def _check_sample(op, sample, compare, grad, tol=None, grad_tol=None):
     out = op(args[0], *args[1], **args[2])
     if isinstance(out, torch.Tensor) and out.device.type == "cpu":
         return False  # a factory sample without a device argument: nothing ran on ocl
+    if op.name in PHASE_FREE:
+        ref, out = sample.output_process_fn_grad(ref), sample.output_process_fn_grad(out)
     outs, refs = _tensors(out), _tensors(ref)
     assert len(outs) == len(refs), f"{len(outs)} outputs, expected {len(refs)}"
     for k, (o, r) in enumerate(zip(outs, refs)):

@@ -3,7 +3,8 @@ rotations) and what builds on them, against the CPU, strict mode: op_db samples 
 complex128 (where the device has fp64), as given and non-contiguous, the input gradients in
 complex64. Eigen/singular vectors are unique only up to a unit phase per column: the vector
 outputs go through the OpInfo's phase-invariant output_process_fn_grad (|V|, U @ Vh, ...) before
-they are compared, forward and backward, as the CPU's and CUDA's LAPACKs differ there too. Then
+they are compared, forward and backward (opinfo_compare.PHASE_FREE), as the CPU's and CUDA's
+LAPACKs differ there too. Then
 what the samples do not reach: reconstructions and unitarity past one work-group's width,
 repeated eigenvalues, rank-deficient and wide SVDs, conjugate views, UPLO, full_matrices."""
 import os
@@ -15,16 +16,13 @@ import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401  (registers the device before torch.testing._internal)
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
-from torch.testing._internal.common_utils import noncontiguous_like  # noqa: E402
-from opinfo_compare import map_tensors, tensor_leaves  # noqa: E402
+from opinfo_compare import _check_sample, transposed_copy  # noqa: E402
 
 DEV = "ocl:0"
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
 OPS = """linalg.eigh linalg.eigvalsh linalg.svd svd linalg.svdvals linalg.pinv pinverse linalg.matrix_rank
     linalg.matrix_norm linalg.norm norm linalg.cond linalg.lstsq svd_lowrank pca_lowrank""".split()
-# Vector outputs compared through output_process_fn_grad (phase-invariant functions of them).
-PHASE_FREE = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank"}
 # Gradients (complex64) for these: the eigh and svd backward formulas and what composes them.
 GRAD_OPS = {"linalg.eigh", "linalg.eigvalsh", "linalg.svd", "svd", "linalg.svdvals", "linalg.pinv", "linalg.cond",
             "linalg.matrix_norm", "linalg.lstsq"}
@@ -44,54 +42,6 @@ def _cases():
     return out
 
 
-def _to_dev(obj, noncontig):
-    def move(t):
-        d = t.detach()
-        d = noncontiguous_like(d) if noncontig and d.numel() > 1 else d
-        return d.to(DEV).requires_grad_(t.requires_grad)
-    return map_tensors(obj, move)
-
-
-def _check(op, sample, dtype, noncontig, grad):
-    args, kwargs = (sample.input,) + tuple(sample.args), dict(sample.kwargs)
-    try:
-        expected = op(*args, **kwargs)
-    except Exception as cpu_error:  # noqa: BLE001 - the CPU refuses: ocl must refuse alike
-        with pytest.raises(type(cpu_error)):
-            op(*_to_dev(args, noncontig), **_to_dev(kwargs, noncontig))
-        return
-    dargs, dkwargs = _to_dev(args, noncontig), _to_dev(kwargs, noncontig)
-    actual = op(*dargs, **dkwargs)
-    if op.name in PHASE_FREE:
-        expected, actual = sample.output_process_fn_grad(expected), sample.output_process_fn_grad(actual)
-    outs, douts = tensor_leaves(expected), tensor_leaves(actual)
-    assert all(o.device.type == "ocl" for o in douts)
-    for o, d in zip(outs, douts):
-        assert d.dtype == o.dtype and d.shape == o.shape, (d.dtype, o.dtype, d.shape, o.shape)
-        if o.dtype.is_floating_point or o.dtype.is_complex:
-            torch.testing.assert_close(d.detach().cpu(), o.detach(), equal_nan=True, **TOL[o.dtype])
-        else:
-            torch.testing.assert_close(d.cpu(), o)
-    if not grad:
-        return
-    pairs = [(o, d) for o, d in zip(outs, douts) if o.requires_grad]
-    ins = [t for t in tensor_leaves((args, kwargs)) if t.requires_grad]
-    dins = [t for t in tensor_leaves((dargs, dkwargs)) if t.requires_grad]
-    if not pairs or not ins:
-        return
-    gen = torch.Generator().manual_seed(0)
-    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o, _ in pairs]
-    try:
-        expected_g = torch.autograd.grad([o for o, _ in pairs], ins, gouts, allow_unused=True)
-    except Exception:  # noqa: BLE001 - no CPU gradient to compare with (a torch limitation)
-        return
-    actual_g = torch.autograd.grad([d for _, d in pairs], dins, [g.to(DEV) for g in gouts], allow_unused=True)
-    for a, e in zip(actual_g, expected_g):
-        assert (a is None) == (e is None)
-        if e is not None:
-            torch.testing.assert_close(a.cpu(), e, equal_nan=True, **GRAD_TOL)
-
-
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_eigh_svd_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
@@ -99,13 +49,13 @@ def test_complex_eigh_svd_opinfo(op, dtype):
     for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
         if i >= MAX_SAMPLES:
             break
-        for noncontig in (False, True):
+        for variant in ("as given", "non-contiguous"):
+            s = sample if variant == "as given" else sample.transform(transposed_copy)
             try:
                 torch.manual_seed(0)  # the lowrank ops draw random projections
-                _check(op, sample, dtype, noncontig, grad and not noncontig)
+                assert _check_sample(op, s, True, grad, TOL, {torch.complex64: GRAD_TOL})
             except Exception as e:  # noqa: BLE001 - collected and reported
-                failures.append(f"sample {i} noncontig={noncontig}: {type(e).__name__}: "
-                                f"{str(e).splitlines()[0][:300]}")
+                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
     assert not failures, "\n".join(failures)
 
 

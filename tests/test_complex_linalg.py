@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import _check_sample, opinfos_named  # noqa: E402
+from opinfo_compare import _check_sample, transposed_copy, opinfos_named  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
@@ -46,13 +46,6 @@ def _cases():
     return out
 
 
-def _transposed(t):
-    """A non-contiguous copy of `t` with its values (the last two dims stored transposed)."""
-    if not isinstance(t, torch.Tensor) or t.dim() < 2 or not t.is_complex():
-        return t
-    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
-
-
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_linalg_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
@@ -61,7 +54,7 @@ def test_complex_linalg_opinfo(op, dtype):
         if i >= MAX_SAMPLES:
             break
         for variant in ("as given", "non-contiguous"):
-            s = sample if variant == "as given" else sample.transform(_transposed)
+            s = sample if variant == "as given" else sample.transform(transposed_copy)
             try:
                 assert _check_sample(op, s, True, grad, TOL, GRAD_TOL.get(op.name))
             except Exception as e:  # noqa: BLE001 - collected and reported

@@ -39,8 +39,8 @@ struct Kernel {
 // differs between real and complex elements (linalg*.cl use only these on T values).
 std::string prelude(LinalgType lt) {
   const bool d = lt.real == DType::F64;
-  std::string r = d ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define R double\n#define EPS DBL_EPSILON\n"
-                    : "#define R float\n#define EPS FLT_EPSILON\n";
+  std::string r = d ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define R double\n#define EPS DBL_EPSILON\n#define SAFMIN DBL_MIN\n"
+                    : "#define R float\n#define EPS FLT_EPSILON\n#define SAFMIN FLT_MIN\n";
   if (!lt.complex)
     return r + "#define T R\n#define MUL(a, b) ((a) * (b))\n#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n"
                "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n#define IM(a) ((R)0)\n"
@@ -229,6 +229,27 @@ void svd_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t b
   add_matrix(args, u);
   add_matrix(args, vectors);
   args.add<cl_long>(m).add<cl_long>(n).add_local(g * dtype_size(t.real));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+} // namespace dlprim
+
+namespace dlprim {
+
+void eig(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
+         const MatrixRef& w, const MatrixRef& z, const MatrixRef& x, const MatrixRef* vectors, const IntVecRef& info) {
+  if (batch == 0 || n == 0) return;
+  Kernel k = kernel(ctx, LinalgType(t, true), "linalg_eig", "linalg_eig");
+  // At least 8 work-items: PoCL's work-group compiler asserts on this kernel with groups of 1 or 2.
+  size_t g = k.group_for(std::max<int64_t>(n, 8));
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, w, false);
+  add_matrix(args, z, false);
+  add_matrix(args, x, false);
+  add_matrix(args, vectors ? *vectors : a);
+  add_ints(args, info, false);
+  args.add<cl_long>(n).add<cl_int>(vectors ? 1 : 0);
   launch_1d(q, k.k, batch * g, g);
 }
 

@@ -508,6 +508,19 @@ def test_linalg():
     check(lambda a: torch.linalg.svdvals(a[:, :7]), a, backward=False)
 
 
+def test_linalg_eig():
+    # linalg_eig.cl (complex T): Hessenberg, shifted QR, back-substitution and normalisation, with
+    # vectors and without (n = 9: a group of 16, n * n elements strided over it).
+    a = rand(2, 9, 9)
+
+    def residual(a):  # order- and phase-free: |A V - V diag(w)| is ~0 on both devices
+        w, v = torch.linalg.eig(a)
+        return (a.to(v.dtype) @ v - v * w.unsqueeze(-2)).abs().amax(), torch.linalg.vector_norm(v, dim=-2)
+
+    check(residual, a, atol=1e-4, backward=False)
+    check(lambda a: torch.linalg.eigvals(a).abs().sort().values, a, atol=1e-4, backward=False)
+
+
 # ------------------------------------------------------------------ torch.compile (Inductor's OpenCL C)
 def test_inductor_generated_kernels(tmp_path, monkeypatch):
     # Pointwise (tail work-group), row reductions with a __local tree (softmax: max, sum, store loops),

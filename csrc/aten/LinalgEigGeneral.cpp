@@ -59,8 +59,10 @@ void eig_into(const at::Tensor& A, at::Tensor& W, at::Tensor* V, const char* api
   // The kernel's working copy: complex, column-major batches (destroyed: becomes the Schur form).
   at::Tensor H = at::native::cloneBatchedColumnMajor(A.resolve_conj().resolve_neg().to(ct));
   at::Tensor w = at::empty({batch, n}, copt);
+  // z: the Schur vectors (vectors only); x: the triangular eigenvectors, or with no vectors just
+  // the Householder vector of the reduction (n), which the kernel keeps in x's first column.
   at::Tensor z = at::empty({batch, V ? n * n : 1}, copt);
-  at::Tensor x = at::empty({batch, V ? n * n : 1}, copt);
+  at::Tensor x = at::empty({batch, V ? n * n : n}, copt);
   at::Tensor vw = V ? at::empty(A.sizes(), copt) : at::Tensor();
   dlprim::MatrixRef vref = V ? matrix_ref(vw) : dlprim::MatrixRef();
   // info per matrix, contiguous (batch dims; one stride apart as the kernel indexes it).

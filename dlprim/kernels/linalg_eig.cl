@@ -103,26 +103,32 @@ __kernel void linalg_eig(__global T* a, ulong a_o, long bs, long rs, long cs, __
     }
   }
   GBAR;
-  // 2. Shifted QR on the active block [l, hi], deflating from the bottom. Every work-item makes the
-  // same decisions from the same global values, so control flow stays uniform.
+  // 2. Shifted QR on the active block [l, hi], deflating from the bottom. Work-item 0 finds the
+  // deflation point and shares it, so the loop bounds (and the barriers in them) are the same on
+  // every work-item; the shift and rotations each computes from the same values (rounding only).
   const long itmax = 30 * max(10L, n);
   const R small = (R)n / EPS * SAFMIN;
   long hi = n - 1, its = 0;
   int failed = 0;
+  __local long l_shared;  // the deflation point, found by work-item 0: decisions stay uniform
   while (hi > 0 && !failed) {
-    long l = hi;
-    for (; l > 0; --l) {
-      const R h = ABS1(AT(A, l, l - 1));
-      R tst = ABS1(AT(A, l - 1, l - 1)) + ABS1(AT(A, l, l));
-      if (tst == 0) {
-        if (l - 2 >= 0) tst += fabs(RE(AT(A, l - 1, l - 2)));
-        if (l + 1 <= hi) tst += fabs(RE(AT(A, l + 1, l)));
+    if (lid == 0) {
+      long l = hi;
+      for (; l > 0; --l) {
+        const R h = ABS1(AT(A, l, l - 1));
+        R tst = ABS1(AT(A, l - 1, l - 1)) + ABS1(AT(A, l, l));
+        if (tst == 0) {
+          if (l - 2 >= 0) tst += fabs(RE(AT(A, l - 1, l - 2)));
+          if (l + 1 <= hi) tst += fabs(RE(AT(A, l + 1, l)));
+        }
+        if (h <= max(small, EPS * tst)) break;
       }
-      if (h <= max(small, EPS * tst)) break;
+      if (l > 0) AT(A, l, l - 1) = TO_T(0);
+      l_shared = l;
     }
-    GBAR;
-    if (l > 0 && lid == 0) AT(A, l, l - 1) = TO_T(0);
-    GBAR;
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    const long l = l_shared;
+    barrier(CLK_LOCAL_MEM_FENCE);  // read by all before work-item 0 writes the next
     const long h0 = hi;
     int sweep = 0;
     if (l == hi) {  // A[hi][hi] is an eigenvalue

@@ -96,7 +96,8 @@ void svd_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t b
 // General (non-symmetric) eigenproblem of complex n x n matrices (kernels/linalg_eig.cl; t is the
 // real part's dtype): a (destroyed) reduced to Hessenberg and Schur form by shifted QR; the
 // eigenvalues into w (n per matrix); with `vectors`, the eigenvectors as its columns (unit 2-norm,
-// largest component real, as zgeev). Scratch z and x: n * n contiguous per matrix. info (int32,
+// largest component real, as zgeev). Scratch z and x: n * n contiguous per matrix (without vectors: z
+// unused, x n per matrix). info (int32,
 // contiguous, zeroed by the caller): i > 0 where QR did not converge (eigenvalues i.. are found).
 void eig(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& a,
          const MatrixRef& w, const MatrixRef& z, const MatrixRef& x, const MatrixRef* vectors, const IntVecRef& info);

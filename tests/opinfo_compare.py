@@ -66,8 +66,9 @@ def _tensors(tree):
 TIE_ORDER_FREE = {"sort", "argsort", "msort", "topk"}
 # Ops whose vector outputs are unique only up to a sign (complex: a unit phase) per column: their
 # outputs are compared, and differentiated, through the sample's output_process_fn_grad, which
-# the OpInfos define as sign/phase-invariant functions of them (|V|, U @ Vh, ...).
-PHASE_FREE = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank"}
+# the OpInfos define as sign/phase-invariant functions of them (|V|, U @ Vh, ...). linalg.eig's
+# (eigenvalues, |V|) also assumes LAPACK's eigenvalue order, which the op_db samples get.
+PHASE_FREE = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank", "linalg.eig"}
 
 
 def _sort_dim(op_name, sample):

@@ -26,7 +26,9 @@ constexpr unsigned kFlushEvery = 16;
 // `uses` counts handings-out of the queue to code that may enqueue on it (current_queue, queue_of);
 // `idle_at` is the count a synchronize or a completed query saw before finding the queue empty. Equal
 // counts mean nothing can have been enqueued since, so query() answers true without a marker (a marker
-// on a busy shared GPU can take longer to retire than query() may block). Overcounting is safe.
+// on a busy shared GPU can take longer to retire than query() may block). Overcounting is safe. Missed:
+// another thread that took the queue before a synchronize and enqueues after it finished (ops enqueue
+// right after taking the queue; a marker poll would race with that thread the same way).
 struct Queue {
   cl_command_queue q = nullptr;
   std::atomic<uint64_t> uses{0};

@@ -7,6 +7,9 @@
 #include "aten/PointwiseTable.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 
 #include <vector>
 
@@ -30,5 +33,16 @@ void pw_complex_launch(PwId id, const at::Tensor& out, const std::vector<at::Ten
 
 // True when a runner must take the complex path for its operands' common dtype.
 inline bool pw_is_complex(c10::ScalarType t) { return c10::isComplexType(t); }
+
+// A complex tensor as its real and imaginary planes, real (2, *z.shape) contiguous, and back:
+// ops that only move or add elements (padding, im2col/col2im) run their real kernels on twice
+// the planes / batch.
+inline at::Tensor complex_planes(const at::Tensor& z) {
+  return at::view_as_real(z.resolve_conj()).movedim(-1, 0).contiguous();
+}
+inline at::Tensor from_complex_planes(const at::Tensor& planes) {
+  at::Tensor moved = planes.movedim(0, -1);  // into fresh strides (contiguous() keeps a zero-size tensor's)
+  return at::view_as_complex(at::empty(moved.sizes(), moved.options()).copy_(moved));
+}
 
 } // namespace pytorch_ocl

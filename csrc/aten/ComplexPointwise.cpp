@@ -94,6 +94,9 @@ const CxRow k_rows[] = {
     CX_ROW(mul, "y0 = A_RE * B_RE - A_IM * B_IM; y1 = A_RE * B_IM + A_IM * B_RE;", 2, 2, 0),
     CX_ROW(div, "dl_c r = dl_cdiv(A, B); y0 = r.x; y1 = r.y;", 2, 2, 0),
     CX_ROW(pow, "dl_c r = dl_cpow(A, B); y0 = r.x; y1 = r.y;", 2, 2, 0),
+    CX_ROW(logaddexp, "dl_c r = dl_clogaddexp(A, B); y0 = r.x; y1 = r.y;", 2, 2, 0),
+    // one component of a x b from (A, B, C, D) = (a[k+1], a[k+2], b[k+1], b[k+2]), as the CPU's
+    CX_ROW(linalg_cross, "dl_c r = dl_cmul(A, D) - dl_cmul(B, C); y0 = r.x; y1 = r.y;", 2, 4, 0),
     CX_ROW(eq, "y0 = A_RE == B_RE && A_IM == B_IM;", 1, 2, 0),
     CX_ROW(ne, "y0 = A_RE != B_RE || A_IM != B_IM;", 1, 2, 0),
     CX_ROW(logical_and, "y0 = (A_RE != 0 || A_IM != 0) && (B_RE != 0 || B_IM != 0);", 1, 2, 0),

@@ -15,6 +15,7 @@
 #include <ATen/ops/imag.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/real.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/where.h>
@@ -194,6 +195,19 @@ at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor
   at::native::resize_output(out, index.sizes());
   if (out.numel() == 0) return out;
   TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
+  if (self.is_complex()) {  // complex64 as 64-bit moves; wider complex one real component at a time
+    if (self.scalar_type() == c10::kComplexFloat) {
+      at::Tensor bits = out.view(c10::kLong);
+      take_out(self.resolve_conj().view(c10::kLong), index, bits);
+      return out;
+    }
+    at::Tensor parts = at::view_as_real(self.resolve_conj()), out_parts = at::view_as_real(out);
+    for (int64_t k = 0; k < 2; ++k) {
+      at::Tensor part = at::empty({0}, parts.options());
+      out_parts.select(-1, k).copy_(take_out(parts.select(-1, k), index, part));
+    }
+    return out;
+  }
   c10::DeviceGuard guard(self.device());
   at::Tensor flat = self.reshape({-1});
   KeyBuilder kb(self.device(), index.sizes(), "take");
@@ -218,6 +232,22 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   at::assert_no_internal_overlap(self);
   if (index.numel() == 0) return self;
   TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  if (self.is_complex()) {
+    // complex64 stores as 64-bit moves (each pair whole); sums, and wider complex, run on each
+    // real component (as the CPU's accumulation, which adds the components independently)
+    at::Tensor src = on_device(source, self).resolve_conj();
+    if (self.scalar_type() == c10::kComplexFloat && !accumulate) {
+      at::Tensor bits = self.view(c10::kLong);
+      put_(bits, index, src.view(c10::kLong), false);
+      return self;
+    }
+    at::Tensor parts = at::view_as_real(self), src_parts = at::view_as_real(src);
+    for (int64_t k = 0; k < 2; ++k) {
+      at::Tensor part = parts.select(-1, k);
+      put_(part, index, src_parts.select(-1, k), accumulate);
+    }
+    return self;
+  }
   c10::DeviceGuard guard(self.device());
   at::Tensor flat = self.is_contiguous() ? self.view({-1}) : self.contiguous().view({-1});
   KeyBuilder kb(self.device(), index.sizes(), "put_", accumulate);

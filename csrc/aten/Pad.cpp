@@ -1,11 +1,14 @@
 // Reflection and replication padding, 1-D / 2-D / 3-D, forward and backward, through the
 // shared pad kernels (the mode is an index mapping). constant_pad_nd and circular padding
-// are composite (empty + fill + copy, and slices + cat) and need nothing here.
+// are composite (empty + fill + copy, and slices + cat) and need nothing here. Complex tensors
+// pad their real and imaginary planes as twice the planes (complex64 forward as 64-bit moves).
 #include "LayerUtils.h"
+#include "aten/ComplexOps.h"
 #include "core/Errors.h"
 #include "core/Trace.h"
 
 #include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <dlprim/pad.h>
 #include <torch/library.h>
@@ -77,6 +80,19 @@ at::Tensor& pad_out(const at::Tensor& self, c10::IntArrayRef padding, at::Tensor
     pad_out<M, K>(self.resolve_conj().view(c10::kLong), padding, bits);
     return out;
   }
+  if (self.is_complex()) {
+    at::Tensor x = complex_planes(self);
+    std::vector<int64_t> shape{2};
+    shape.insert(shape.end(), p.out_shape.begin(), p.out_shape.end());
+    at::Tensor y = at::empty(shape, x.options());
+    int dev = self.device().index();
+    p.planes *= 2;
+    OCL_DLPRIM_CALL(op, dlprim::pad_forward(context(dev), current_queue(dev), to_dlprim(x.scalar_type(), op),
+                                            p.planes, p.g, layer_buf(x), layer_buf(y)));
+    note_enqueued(current_queue(dev));
+    out.copy_(from_complex_planes(y));
+    return out;
+  }
   auto t = to_dlprim(self.scalar_type(), op);
   at::Tensor x = self.contiguous();
   int dev = self.device().index();
@@ -99,6 +115,18 @@ at::Tensor& pad_backward_out(const at::Tensor& grad_output, const at::Tensor& se
               p.out_shape, ", got ", grad_output.sizes());
   c10::DeviceGuard guard(self.device());
   at::native::resize_output(grad_input, self.sizes());
+  if (grad_output.is_complex()) {
+    at::Tensor gy = complex_planes(grad_output);
+    std::vector<int64_t> shape{2};
+    shape.insert(shape.end(), self.sizes().begin(), self.sizes().end());
+    at::Tensor gx = at::empty(shape, gy.options());
+    int dev = self.device().index();
+    OCL_DLPRIM_CALL(op, dlprim::pad_backward(context(dev), current_queue(dev), to_dlprim(gy.scalar_type(), op),
+                                             p.planes * 2, p.g, layer_buf(gy), layer_buf(gx)));
+    note_enqueued(current_queue(dev));
+    grad_input.copy_(from_complex_planes(gx));
+    return grad_input;
+  }
   auto t = floating_dtype(grad_output, op);
   at::Tensor gy = grad_output.contiguous();
   int dev = self.device().index();

@@ -1,7 +1,9 @@
 // im2col / col2im (F.unfold / F.fold, each the other's gradient) on the convolution's patch
 // kernels (dlprim::conv_im2col / conv_col2im, groups 1), with the CPU's argument and shape checks
 // (ATen's own im2col_shape_check / col2im_shape_check) and its batched / unbatched shapes.
-// Floating dtypes; the CPU also takes bool and complex, which raise NotImplementedError here.
+// Floating dtypes, and complex as twice the batch of real planes (both ops only move and add
+// elements); the CPU also takes bool, which raises NotImplementedError here.
+#include "aten/ComplexOps.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
 
@@ -39,11 +41,30 @@ dlprim::ConvTensor image(const at::Tensor& t) {
   return {b.mem, b.offset / t.itemsize(), t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
 }
 
+// A complex (N, ...) batch as real (2N, ...): the planes of the result come back as complex.
+template <class F>
+at::Tensor& on_complex_planes(const at::Tensor& self, bool unbatched, at::Tensor& out, F&& real_op) {
+  at::Tensor x = unbatched ? self.unsqueeze(0) : self;
+  at::Tensor r = real_op(complex_planes(x).flatten(0, 1));
+  std::vector<int64_t> shape{2, x.size(0)};
+  shape.insert(shape.end(), r.sizes().begin() + 1, r.sizes().end());
+  at::Tensor z = from_complex_planes(r.view(shape));
+  if (unbatched) z = z.squeeze(0);
+  at::native::resize_output(out, z.sizes());
+  return out.copy_(z);
+}
+
 at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef dilation,
                        at::IntArrayRef padding, at::IntArrayRef stride, at::Tensor& out) {
   check_ocl(self, "im2col", "self");
   Params p = params(kernel_size, dilation, padding, stride);
   at::native::im2col_shape_check(self, at::Tensor(), p.kh, p.kw, p.dh, p.dw, p.ph, p.pw, p.sh, p.sw);
+  if (self.is_complex())
+    return on_complex_planes(self, self.dim() == 3, out,
+                             [&](const at::Tensor& x) {
+      at::Tensor r = at::empty({0}, x.options());
+      return im2col_out(x, kernel_size, dilation, padding, stride, r);
+    });
   check_dtype(self, "im2col_out_cpu");
   at::Tensor x = self.dim() == 3 ? self.unsqueeze(0) : self;
   dlprim::ConvShape s;
@@ -79,6 +100,11 @@ at::Tensor& col2im_out(const at::Tensor& self, at::IntArrayRef output_size, at::
   Params p = params(kernel_size, dilation, padding, stride);
   int64_t oh = output_size[0], ow = output_size[1];
   at::native::col2im_shape_check(self, at::Tensor(), oh, ow, p.kh, p.kw, p.dh, p.dw, p.ph, p.pw, p.sh, p.sw);
+  if (self.is_complex())
+    return on_complex_planes(self, self.dim() == 2, out, [&](const at::Tensor& x) {
+      at::Tensor r = at::empty({0}, x.options());
+      return col2im_out(x, output_size, kernel_size, dilation, padding, stride, r);
+    });
   check_dtype(self, "col2im_out_cpu");
   at::Tensor cols = self.dim() == 2 ? self.unsqueeze(0) : self;
   dlprim::ConvShape s;

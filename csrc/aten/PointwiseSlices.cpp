@@ -2,6 +2,8 @@
 // of each vector as strided views, so broadcasting and any layout come from TensorIterator) and
 // renorm (per-slice norms by the vector-norm reduction, then the renorm_factor row and a mul),
 // both following the CPU's structured kernels step by step so that results and errors match.
+// Complex: cross runs the complex row once per output component; renorm's norm and factor are real.
+#include "aten/ComplexOps.h"
 #include "aten/PointwiseTable.h"
 #include "core/TensorUtils.h"
 
@@ -29,12 +31,20 @@ at::Tensor& linalg_cross_out(const at::Tensor& input, const at::Tensor& other, i
               " but found ", other.scalar_type());
   TORCH_CHECK(out.scalar_type() == input.scalar_type(), "Expected out tensor to have dtype ",
               input.scalar_type(), ", but got ", out.scalar_type(), " instead");
-  pw_check_dtype(PW_linalg_cross, input.scalar_type());
+  if (!input.is_complex()) pw_check_dtype(PW_linalg_cross, input.scalar_type());
   auto out_size = at::infer_size(input.sizes(), other.sizes());
   at::native::resize_output(out, out_size);
   if (out.numel() == 0) return out;
   dim = c10::maybe_wrap_dim(dim, input.dim());
   at::Tensor a = input.expand(out_size), b = other.expand(out_size);
+  if (input.is_complex()) {  // out[k] = a[k+1] b[k+2] - a[k+2] b[k+1]
+    for (int64_t k = 0; k < 3; ++k)
+      pw_complex_launch(PW_linalg_cross, out.select(dim, k),
+                        {a.select(dim, (k + 1) % 3), a.select(dim, (k + 2) % 3), b.select(dim, (k + 1) % 3),
+                         b.select(dim, (k + 2) % 3)},
+                        input.scalar_type());
+    return out;
+  }
   at::TensorIteratorConfig config;
   config.check_all_same_dtype(true);
   for (int64_t k = 0; k < 3; ++k) config.add_owned_output(out.select(dim, k));
@@ -62,8 +72,8 @@ at::Tensor& renorm_out(const at::Tensor& self, const c10::Scalar& p, int64_t dim
   auto acc = at::toOpMathType(dtype);
   at::Tensor norm = acc != dtype ? at::linalg_vector_norm(self, p.toDouble(), reduce_dims, true, acc)
                                  : at::linalg_vector_norm(self, p.toDouble(), reduce_dims, true);
-  pw_check_dtype(PW_renorm_factor, dtype);
-  at::Tensor factor = acc == dtype ? norm : at::empty(norm.sizes(), self.options());
+  pw_check_dtype(PW_renorm_factor, norm.scalar_type());  // complex self: a real norm and factor
+  at::Tensor factor = acc == dtype || self.is_complex() ? norm : at::empty(norm.sizes(), self.options());
   auto iter = at::TensorIteratorConfig()
                   .add_output(factor)
                   .add_const_input(norm)

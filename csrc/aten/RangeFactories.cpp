@@ -93,6 +93,22 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
   dlprim::PositionalParams params;
   params.k = {steps / 2, steps};
   c10::ScalarType compute = c10::kFloat;
+  if (out.is_complex()) {
+    // The CPU's complex step (e - s) / (steps - 1), then start + step * i (and end - step * (n - 1 - i))
+    // with a real i: each component is the real linspace of that component.
+    at::Tensor planes = at::view_as_real(out);
+    AT_DISPATCH_COMPLEX_TYPES(out.scalar_type(), "linspace_ocl", [&]() {
+      const scalar_t s = start.to<scalar_t>(), e = end.to<scalar_t>();
+      const scalar_t st = (e - s) / static_cast<scalar_t>(steps - 1);
+      for (int k = 0; k < 2; ++k) {
+        auto part = [k](const scalar_t& z) { return Scalar::floating(static_cast<double>(k ? z.imag() : z.real())); };
+        params.f = {part(s), part(st), part(e)};
+        at::Tensor plane = planes.select(-1, k);
+        launch_positional(k_linspace, plane.scalar_type(), plane, nullptr, 0, params);
+      }
+    });
+    return out;
+  }
   AT_DISPATCH_ALL_TYPES_AND2(c10::kHalf, c10::kBFloat16, out.scalar_type(), "linspace_ocl", [&]() {
     // The CPU's types: the step in the output type, in double for integers.
     using step_t = std::conditional_t<std::is_integral_v<scalar_t>, double, scalar_t>;

@@ -7,6 +7,12 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/squeeze.h>
+#include <ATen/ops/sum.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/imag.h>
 #include <ATen/ops/mean.h>
@@ -218,10 +224,27 @@ const dlprim::ReduceOp k_logsumexp{
     "else { a->s = a->s * exp(a->m - b->m) + b->s; a->m = b->m; }",
     "y0 = a->s == 0 ? (T)-INFINITY : a->m + log(a->s);"};
 
+// Complex as the CPU: shifted by the max real part (0 where infinite), log(sum exp(x - m)) + m,
+// on the native complex exp/sum/log.
+void complex_logsumexp(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  if (self.numel() == 0) {
+    at::sum_out(out, at::exp(self), dim, keepdim);
+    out.log_();
+    return;
+  }
+  at::Tensor m = at::amax(at::real(self), dim, true);
+  m.masked_fill_(at::eq(at::abs(m), INFINITY), 0);
+  at::sum_out(out, at::exp(at::sub(self, m)), dim, keepdim);
+  out.log_().add_(keepdim ? m : at::squeeze(m, dim));
+}
+
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "logsumexp(): complex inputs are not supported");
-  TORCH_CHECK(c10::isFloatingType(out.scalar_type()), "logsumexp(): Expected floating point type for result tensor, "
-              "but got: ", out.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(out.scalar_type()) || c10::isComplexType(out.scalar_type()),
+              "logsumexp(): Expected floating point type for result tensor, but got: ", out.scalar_type());
+  if (self.is_complex() || out.is_complex()) {
+    complex_logsumexp(self, dim, keepdim, out);
+    return out;
+  }
   launch_reduction(k_logsumexp, self, reduction_mask(dim, self.dim()), keepdim, {out}, stat_acc(out.scalar_type()),
                    {0, 0}, "logsumexp");
   return out;

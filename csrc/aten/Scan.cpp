@@ -10,6 +10,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/logaddexp.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
@@ -138,6 +139,15 @@ void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indic
 }
 
 at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  if (out.is_complex()) {  // Hillis-Steele steps of the complex logaddexp row (the CPU's pairwise rule)
+    at::native::resize_output(out, self.sizes());
+    int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+    at::Tensor x = self.to(out.scalar_type()).resolve_conj();
+    int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    for (int64_t s = 1; s < n; s *= 2)
+      x = at::cat({x.narrow(d, 0, s), at::logaddexp(x.narrow(d, 0, n - s), x.narrow(d, s, n - s))}, d);
+    return out.copy_(x);
+  }
   TORCH_CHECK(c10::isFloatingType(out.scalar_type()), "logcumsumexp: expected a floating point result, got ",
               out.scalar_type());
   c10::ScalarType acc = out.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat;

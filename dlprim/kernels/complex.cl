@@ -164,3 +164,20 @@ static inline dl_c dl_csinc(dl_c z) {
   dl_c p = DL_C(DL_CPI * z.x, DL_CPI * z.y);
   return dl_cdiv(dl_csin(p), p);
 }
+
+// log(exp(x) + exp(y)) as the CPU's complex logaddexp / logcumsumexp: ordered by real part (a
+// NaN component takes over), log1p(exp(min - max)) + max; equal infinite real parts are -inf
+// (min) or +inf (log of the sum of exponentials).
+static inline dl_c dl_clogaddexp(dl_c x, dl_c y) {
+  dl_c mn, mx;
+  if (isnan(y.x) || isnan(y.y)) { mn = y; mx = y; }
+  else if (isnan(x.x) || isnan(x.y)) { mn = x; mx = x; }
+  else if (x.x < y.x) { mn = x; mx = y; }
+  else { mn = y; mx = x; }
+  if (isnan(mn.x) || isnan(mn.y)) return DL_C(NAN, NAN);
+  if (!isfinite(mn.x) && mn.x == mx.x) {
+    if (mn.x < 0) return mn;
+    return dl_clog(dl_cexp(mn) + dl_cexp(mx));
+  }
+  return dl_clog1p(dl_cexp(mn - mx)) + mx;
+}

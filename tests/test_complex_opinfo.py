@@ -29,17 +29,23 @@ FAMILIES = {
     # complex64 elements moved as 64-bit integers (gathers, scatters, flips, triangles, pads);
     # accumulating scatters on the real and imaginary parts
     "move": """flip rot90 tril triu index_select gather take masked_select __getitem__ take_along_dim combinations
-        nn.functional.pad index_add scatter_add index_put""",
+        nn.functional.pad index_add scatter_add index_put put""",
+    # log-sum-exp family on the complex logaddexp row / exp-sum-log; slice rows; real planes
+    "logexp": "logaddexp logsumexp masked.logsumexp logcumsumexp",
+    "slices": "linalg.cross cross renorm linspace",
+    "planes": "nn.functional.unfold nn.functional.fold stft",
 }
 # Variants that need other families (norm.nuc: the SVD; pad.circular is a cat of slices, no pad kernel).
 SKIP = {"norm.nuc", "nn.functional.pad.circular", "nn.functional.pad.constant"}
 # Ops whose gradients are checked too (complex64): one or two per kind of backward formula.
 GRAD_OPS = {"exp", "log", "sqrt", "tanh", "asin", "pow", "where", "addcdiv", "mm", "addmm", "vdot", "prod", "var",
-            "linalg.vector_norm", "cumsum"}
+            "linalg.vector_norm", "cumsum", "logaddexp", "logsumexp", "linalg.cross", "renorm", "nn.functional.pad",
+            "nn.functional.unfold", "nn.functional.fold", "put"}
 # complex128 runs the same bodies in double: one or two ops per kind of body (each op and dtype
 # is a program to build, about a second on PoCL).
 FP64_OPS = {"exp", "log", "sqrt", "tanh", "atanh", "acos", "pow", "where", "addcdiv", "mm", "addmm", "bmm", "prod", "var",
-            "cumsum", "cumprod", "linalg.vector_norm"}
+            "cumsum", "cumprod", "linalg.vector_norm", "logaddexp", "logcumsumexp", "linalg.cross", "put", "take",
+            "nn.functional.unfold", "nn.functional.pad", "linspace"}
 MAX_SAMPLES = 2
 # float_power computes in complex128: only where the device has fp64.
 NEEDS_FP64 = {"float_power"}
@@ -140,3 +146,70 @@ def test_complex_scatters():
           x.index_add(0, i2, src[:3].conj(), alpha=2 - 1j))
     close(xo.index_put((i2.to("ocl"),), src[:3].to("ocl"), accumulate=True).cpu(),
           x.index_put((i2,), src[:3], accumulate=True))
+
+
+def test_complex_logexp_corners():
+    """logaddexp / logcumsumexp / logsumexp at infinities and NaN (the CPU's special cases), the
+    logcumsumexp gradient against a complex128 reference (op_db's samples reach |x| = 1e4, where the
+    CPU's complex64 gradient is itself off by 2e-3), empty reductions."""
+    inf, nan = float("inf"), float("nan")
+    a = torch.tensor([complex(-inf, 1), complex(inf, 0), complex(inf, 2), complex(nan, 0), 1 + 2j, -3 + 1e-3j])
+    b = torch.tensor([complex(-inf, 3), complex(inf, 0), complex(1, 1), 1 + 1j, complex(0, nan), 40 - 2j])
+    close = torch.testing.assert_close
+    for dt in DTYPES:
+        ao, bo = a.to(dt).to("ocl"), b.to(dt).to("ocl")
+        close(torch.logaddexp(ao, bo).cpu(), torch.logaddexp(a.to(dt), b.to(dt)), equal_nan=True)
+        close(torch.logaddexp(ao.conj(), bo[:1]).cpu(), torch.logaddexp(a.to(dt).conj(), b[:1].to(dt)), equal_nan=True)
+    x = torch.randn(6, 9, dtype=torch.complex64) * 3
+    x[1, 2] = complex(-inf, 0)
+    xo = x.to("ocl")
+    close(torch.logcumsumexp(xo, 1).cpu(), torch.logcumsumexp(x, 1), rtol=2e-5, atol=2e-5)
+    close(torch.logsumexp(xo, (0, 1)).cpu(), torch.logsumexp(x, (0, 1)), rtol=2e-5, atol=2e-5)
+    close(torch.logsumexp(xo.t(), 0, keepdim=True).cpu(), torch.logsumexp(x.t(), 0, keepdim=True), rtol=2e-5, atol=2e-5)
+    e = torch.empty(0, 3, dtype=torch.complex64)
+    close(torch.logsumexp(e.to("ocl"), 0).cpu(), torch.logsumexp(e, 0))
+    xg = torch.randn(5, 7, dtype=torch.complex64).to("ocl").requires_grad_()
+    g = torch.randn(5, 7, dtype=torch.complex64)
+    got = torch.autograd.grad(torch.logcumsumexp(xg, 1), xg, g.to("ocl"))[0].cpu()
+    xd = xg.detach().cpu().to(torch.complex128).requires_grad_()
+    ref = torch.autograd.grad(torch.logcumsumexp(xd, 1), xd, g.to(torch.complex128))[0]
+    close(got, ref.to(torch.complex64), rtol=1e-4, atol=1e-4)
+
+
+def test_complex_planes_and_slices():
+    """Pads (1-3 d, forward and backward), unfold/fold, take/put_(accumulate), cross, renorm, linspace
+    in each complex dtype, on strided and conjugated inputs."""
+    close = torch.testing.assert_close
+    for dt in DTYPES:
+        x = torch.randn(2, 3, 4, 5, 6, dtype=dt)
+        for k, mode in ((1, "reflect"), (2, "replicate"), (3, "reflect"), (3, "replicate")):
+            pad = (2, 1, 1, 0, 0, 2)[: 2 * k]
+            xc = x.clone().requires_grad_()
+            xo = x.to("ocl").requires_grad_()
+            src, srco = xc[(0,) * (3 - k)], xo[(0,) * (3 - k)]  # (k + 2)-d
+            yc, yo = (torch.nn.functional.pad(t.transpose(-1, -2).conj(), pad, mode=mode) for t in (src, srco))
+            close(yo.cpu(), yc)
+            g = torch.randn_like(yc)
+            close(torch.autograd.grad(yo, xo, g.to("ocl"))[0].cpu(), torch.autograd.grad(yc, xc, g)[0])
+        img = torch.randn(3, 5, 6, dtype=dt)
+        cols = torch.nn.functional.unfold(img, (2, 3), padding=1, stride=(1, 2))
+        close(torch.nn.functional.unfold(img.to("ocl").conj(), (2, 3), padding=1, stride=(1, 2)).cpu(), cols.conj())
+        close(torch.nn.functional.fold(cols.to("ocl"), (5, 6), (2, 3), padding=1, stride=(1, 2)).cpu(),
+              torch.nn.functional.fold(cols, (5, 6), (2, 3), padding=1, stride=(1, 2)))
+        t = torch.randn(4, 6, dtype=dt)
+        i = torch.tensor([[0, 3], [5, 7]])
+        close(torch.take(t.to("ocl")[:, ::2], i.to("ocl")).cpu(), torch.take(t[:, ::2], i))
+        ir = torch.tensor([1, 7, 1, 0, 7])
+        v = torch.randn(5, dtype=dt)
+        close(t.to("ocl").put_(ir.to("ocl"), v.to("ocl"), accumulate=True).cpu(), t.clone().put_(ir, v, accumulate=True))
+        tt = t.t()
+        close(tt.to("ocl").put_(ir[1:3].to("ocl"), v[:2].conj().to("ocl")).cpu(), tt.clone().put_(ir[1:3], v[:2].conj()))
+        a, b = torch.randn(4, 3, dtype=dt), torch.randn(1, 3, dtype=dt)
+        close(torch.linalg.cross(a.to("ocl").conj(), b.to("ocl")).cpu(), torch.linalg.cross(a.conj(), b))
+        close(torch.cross(a.t().to("ocl"), a.t().flip(1).to("ocl"), dim=0).cpu(), torch.cross(a.t(), a.t().flip(1), dim=0))
+        r = torch.randn(3, 4, 2, dtype=dt)
+        for p in (1, 2, float("inf")):
+            close(torch.renorm(r.to("ocl"), p, 1, 0.7).cpu(), torch.renorm(r, p, 1, 0.7))
+        for steps in (0, 1, 2, 7):
+            close(torch.linspace(1 - 2j, -3 + 0.5j, steps, dtype=dt, device="ocl").cpu(),
+                  torch.linspace(1 - 2j, -3 + 0.5j, steps, dtype=dt))

@@ -209,7 +209,8 @@ at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor
     return out;
   }
   c10::DeviceGuard guard(self.device());
-  at::Tensor flat = self.reshape({-1});
+  // contiguous: reshape keeps a strided view (a slice with step), whose keys would be dense offsets
+  at::Tensor flat = self.contiguous().view({-1});
   KeyBuilder kb(self.device(), index.sizes(), "take");
   kb.add(on_device(index, self), flat.numel(), 1, 0, true);
   keyed_gather(flat, {}, kb.finish(), kb.rows(), out, "take");

@@ -69,13 +69,18 @@ def test_pointwise_forms():
 
 
 def test_complex():
-    """The complex rows (components + kernels/complex.cl), the complex GEMM and a complex64 gather."""
+    """The complex rows (components + kernels/complex.cl), the complex GEMM, a complex64 gather,
+    a pad on the real planes."""
     z = torch.randn(5, 7, dtype=torch.complex64)
     w = torch.randn(7, 3, dtype=torch.complex64)
     check(lambda z: torch.tanh(z).sqrt() + torch.pow(z, 1.5 - 0.5j) / z.conj().exp(), z, backward=False)
     check(lambda z, w: torch.addmm(z[:, :3], z, w, alpha=1j), z, w, backward=False)
     check(lambda z: torch.where(z.real > 0, z, z.flip(0)).index_select(1, torch.tensor([6, 0, 3])), z,
           backward=False)
+    # the 4-operand cross row, the logaddexp row, a pad backward on the real planes
+    check(lambda z: torch.linalg.cross(z[:, :3], z[:, 4:]) + torch.logaddexp(z[:, :3], z[:, 1:4]), z, backward=False)
+    zg = z.clone().requires_grad_()
+    check(lambda z: F.pad(z, (2, 1), mode="reflect"), zg)
 
 
 def test_complex_linalg():

@@ -149,8 +149,8 @@ def test_complex_scatters():
 
 
 def test_complex_logexp_corners():
-    """logaddexp / logcumsumexp / logsumexp at infinities and NaN (the CPU's special cases), the
-    logcumsumexp gradient against a complex128 reference (op_db's samples reach |x| = 1e4, where the
+    """logaddexp / logcumsumexp / logsumexp at infinities and NaN (the CPU's special cases and the
+    imaginary branch of its sequential scan), the logcumsumexp gradient against a complex128 reference (op_db's samples reach |x| = 1e4, where the
     CPU's complex64 gradient is itself off by 2e-3), empty reductions."""
     inf, nan = float("inf"), float("nan")
     a = torch.tensor([complex(-inf, 1), complex(inf, 0), complex(inf, 2), complex(nan, 0), 1 + 2j, -3 + 1e-3j])
@@ -160,10 +160,15 @@ def test_complex_logexp_corners():
         ao, bo = a.to(dt).to("ocl"), b.to(dt).to("ocl")
         close(torch.logaddexp(ao, bo).cpu(), torch.logaddexp(a.to(dt), b.to(dt)), equal_nan=True)
         close(torch.logaddexp(ao.conj(), bo[:1]).cpu(), torch.logaddexp(a.to(dt).conj(), b[:1].to(dt)), equal_nan=True)
-    x = torch.randn(6, 9, dtype=torch.complex64) * 3
+    # the CPU's sequential scan leaves the principal branch: its imaginary parts, -inf and NaN runs
+    c = torch.tensor([complex(-inf, 2), complex(-inf, 1), 1 + 3j, complex(-inf, 0), 5 - 7j, 5 + 7j, 2 + 9j,
+                      complex(nan, 0), 1 + 1j])
+    close(torch.logcumsumexp(c.to("ocl"), 0).cpu(), torch.logcumsumexp(c, 0), equal_nan=True)
+    x = torch.randn(3, 200, dtype=torch.complex64) * 8
     x[1, 2] = complex(-inf, 0)
     xo = x.to("ocl")
     close(torch.logcumsumexp(xo, 1).cpu(), torch.logcumsumexp(x, 1), rtol=2e-5, atol=2e-5)
+    close(torch.logcumsumexp(xo.t(), 0).cpu(), torch.logcumsumexp(x.t(), 0), rtol=2e-5, atol=2e-5)
     close(torch.logsumexp(xo, (0, 1)).cpu(), torch.logsumexp(x, (0, 1)), rtol=2e-5, atol=2e-5)
     close(torch.logsumexp(xo.t(), 0, keepdim=True).cpu(), torch.logsumexp(x.t(), 0, keepdim=True), rtol=2e-5, atol=2e-5)
     e = torch.empty(0, 3, dtype=torch.complex64)

@@ -2,6 +2,7 @@
 // Each op is one dlprim ReduceOp row run by the scan kernel (merge = earlier ⊕ later).
 #include "aten/ReduceLaunch.h"
 #include "aten/RowsLaunch.h"
+#include "core/Device.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
@@ -9,8 +10,26 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/angle.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/complex.h>
+#include <ATen/ops/cummax.h>
+#include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/gather.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/imag.h>
 #include <ATen/ops/logaddexp.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_or.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
@@ -138,15 +157,42 @@ void cummin_helper(const at::Tensor& self, at::Tensor& values, at::Tensor& indic
   run_scan(k_cummin, self, dim, {values, indices}, sum_acc_type(self.scalar_type()), "cummin");
 }
 
+// The CPU's complex logcumsumexp is sequential, acc = logaddexp(x_i, acc): its imaginary part is the
+// anchor's (x_i where Re x_i >= Re acc, but acc where both are -inf; else acc) plus a principal angle,
+// so it leaves the principal branch along the row. The Hillis-Steele value v is right modulo 2 pi i;
+// the CPU's branch comes back from it: Im out_i = Im x_r + sum_{j = r..i} Arg(exp(v_j - anchor_j)),
+// r the last x anchor (a cumsum, a cummax of the anchor positions and a gather), in double where
+// the device has it (the CPU accumulates complex64 in complex128).
+at::Tensor cpu_branch(const at::Tensor& x, const at::Tensor& v, int64_t d) {
+  int64_t n = x.size(d);
+  at::Tensor prev = at::cat({at::full_like(v.narrow(d, 0, 1), -INFINITY), v.narrow(d, 0, n - 1)}, d);
+  at::Tensor xr = at::real(x), pr = at::real(prev);
+  at::Tensor reset = at::logical_or(at::gt(xr, pr), at::logical_and(at::eq(xr, pr), at::ne(xr, -INFINITY)));
+  bool fp64 = context(x.device().index()).info().fp64;
+  c10::ScalarType acc = fp64 ? c10::kDouble : c10::kFloat;
+  at::Tensor a = at::angle(at::exp(at::sub(v, at::where(reset, x, prev)))).to(acc);
+  a = at::where(at::eq(at::real(v), -INFINITY), 0, a);  // all -inf so far: the -inf anchor stays
+  at::Tensor c = at::cumsum(a, d);
+  at::Tensor offset = at::sub(at::where(reset, at::imag(x).to(acc), 0), at::sub(c, a));
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[d] = n;
+  at::Tensor pos = at::arange(n, x.options().dtype(c10::kLong)).view(shape).expand(x.sizes());
+  at::Tensor r = std::get<0>(at::cummax(at::where(reset, pos, 0), d));
+  at::Tensor im = at::add(at::gather(offset, d, r), c).to(at::real(v).scalar_type());
+  return at::complex(at::real(v).contiguous(), im);
+}
+
 at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
-  if (out.is_complex()) {  // Hillis-Steele steps of the complex logaddexp row (the CPU's pairwise rule)
+  if (out.is_complex()) {  // Hillis-Steele steps of the complex logaddexp row, then the CPU's branch
     at::native::resize_output(out, self.sizes());
     int64_t d = c10::maybe_wrap_dim(dim, self.dim());
     at::Tensor x = self.to(out.scalar_type()).resolve_conj();
-    int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    if (self.dim() == 0 || self.numel() == 0) return out.copy_(x);
+    int64_t n = self.size(d);
+    at::Tensor v = x;
     for (int64_t s = 1; s < n; s *= 2)
-      x = at::cat({x.narrow(d, 0, s), at::logaddexp(x.narrow(d, 0, n - s), x.narrow(d, s, n - s))}, d);
-    return out.copy_(x);
+      v = at::cat({v.narrow(d, 0, s), at::logaddexp(v.narrow(d, 0, n - s), v.narrow(d, s, n - s))}, d);
+    return out.copy_(cpu_branch(x, v, d));
   }
   TORCH_CHECK(c10::isFloatingType(out.scalar_type()), "logcumsumexp: expected a floating point result, got ",
               out.scalar_type());

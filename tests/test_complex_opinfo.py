@@ -212,6 +212,9 @@ def test_complex_planes_and_slices():
         a, b = torch.randn(4, 3, dtype=dt), torch.randn(1, 3, dtype=dt)
         close(torch.linalg.cross(a.to("ocl").conj(), b.to("ocl")).cpu(), torch.linalg.cross(a.conj(), b))
         close(torch.cross(a.t().to("ocl"), a.t().flip(1).to("ocl"), dim=0).cpu(), torch.cross(a.t(), a.t().flip(1), dim=0))
+        ao = a.to("ocl")
+        torch.linalg.cross(ao, b.to("ocl"), out=ao)  # out aliasing an input
+        close(ao.cpu(), torch.linalg.cross(a, b))
         r = torch.randn(3, 4, 2, dtype=dt)
         for p in (1, 2, float("inf")):
             close(torch.renorm(r.to("ocl"), p, 1, 0.7).cpu(), torch.renorm(r, p, 1, 0.7))

@@ -8,6 +8,7 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/OpMathType.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/core/Tensor.h>
@@ -37,12 +38,16 @@ at::Tensor& linalg_cross_out(const at::Tensor& input, const at::Tensor& other, i
   if (out.numel() == 0) return out;
   dim = c10::maybe_wrap_dim(dim, input.dim());
   at::Tensor a = input.expand(out_size), b = other.expand(out_size);
-  if (input.is_complex()) {  // out[k] = a[k+1] b[k+2] - a[k+2] b[k+1]
+  if (input.is_complex()) {  // out[k] = a[k+1] b[k+2] - a[k+2] b[k+1], into a copy where out aliases an input
+    bool alias = at::get_overlap_status(out, input) != at::MemOverlapStatus::No ||
+                 at::get_overlap_status(out, other) != at::MemOverlapStatus::No;
+    at::Tensor dst = alias ? at::empty(out_size, out.options()) : out;
     for (int64_t k = 0; k < 3; ++k)
-      pw_complex_launch(PW_linalg_cross, out.select(dim, k),
+      pw_complex_launch(PW_linalg_cross, dst.select(dim, k),
                         {a.select(dim, (k + 1) % 3), a.select(dim, (k + 2) % 3), b.select(dim, (k + 1) % 3),
                          b.select(dim, (k + 2) % 3)},
                         input.scalar_type());
+    if (alias) out.copy_(dst);
     return out;
   }
   at::TensorIteratorConfig config;

@@ -33,8 +33,7 @@ struct ProgramKeyHash {
   size_t operator()(const ProgramKey& k) const {
     size_t h = std::hash<const void*>()(k.ctx);
     h = h * 31 + std::hash<const void*>()(k.op);
-    h = h * 31 + std::hash<uint64_t>()(k.operands[0]);
-    h = h * 31 + std::hash<uint64_t>()(k.operands[1]);
+    h = (h * 31 + std::hash<uint64_t>()(k.operands[0])) * 31 + std::hash<uint64_t>()(k.operands[1]);
     return h * 31 + k.compute;
   }
 };

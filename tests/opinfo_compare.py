@@ -140,6 +140,25 @@ def _check_sample(op, sample, compare, grad, tol=None, grad_tol=None):
     return True
 
 
+def sample_failures(op, dtype, grad, max_samples, tol, grad_tol=None, transform=transposed_copy, seed=None):
+    """The first `max_samples` op_db samples of `op` in `dtype`, each as given and through `transform`
+    (non-contiguous), checked against the CPU: one message per failing (sample, variant). `seed`: reseeded
+    before each check (ops that draw random numbers, e.g. the lowrank ones)."""
+    failures = []
+    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
+        if i >= max_samples:
+            break
+        for variant in ("as given", "non-contiguous"):
+            s = sample if variant == "as given" else sample.transform(transform)
+            try:
+                if seed is not None:
+                    torch.manual_seed(seed)
+                assert _check_sample(op, s, True, grad, tol, grad_tol)
+            except Exception as e:  # noqa: BLE001 - collected and reported
+                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    return failures
+
+
 def run_opinfo(op, dtypes, compare=True, check_grad=True, max_samples=20, foreign=(), blocked=None, tol=None,
                sample_filter=None):
     """(passed count, [failure messages]) over the samples of `op` in `dtypes`: forward vs the

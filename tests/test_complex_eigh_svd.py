@@ -16,7 +16,7 @@ import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401  (registers the device before torch.testing._internal)
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
-from opinfo_compare import _check_sample, transposed_copy  # noqa: E402
+from opinfo_compare import sample_failures  # noqa: E402
 
 DEV = "ocl:0"
 FP64 = torch.ocl.get_device_properties(0).fp64
@@ -45,17 +45,7 @@ def _cases():
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_eigh_svd_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
-    failures = []
-    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
-        if i >= MAX_SAMPLES:
-            break
-        for variant in ("as given", "non-contiguous"):
-            s = sample if variant == "as given" else sample.transform(transposed_copy)
-            try:
-                torch.manual_seed(0)  # the lowrank ops draw random projections
-                assert _check_sample(op, s, True, grad, TOL, {torch.complex64: GRAD_TOL})
-            except Exception as e:  # noqa: BLE001 - collected and reported
-                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    failures = sample_failures(op, dtype, grad, MAX_SAMPLES, TOL, {torch.complex64: GRAD_TOL}, seed=0)
     assert not failures, "\n".join(failures)
 
 

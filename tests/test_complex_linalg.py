@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import _check_sample, transposed_copy, opinfos_named  # noqa: E402
+from opinfo_compare import opinfos_named, sample_failures  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
@@ -49,16 +49,7 @@ def _cases():
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_linalg_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
-    failures = []
-    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
-        if i >= MAX_SAMPLES:
-            break
-        for variant in ("as given", "non-contiguous"):
-            s = sample if variant == "as given" else sample.transform(transposed_copy)
-            try:
-                assert _check_sample(op, s, True, grad, TOL, GRAD_TOL.get(op.name))
-            except Exception as e:  # noqa: BLE001 - collected and reported
-                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    failures = sample_failures(op, dtype, grad, MAX_SAMPLES, TOL, GRAD_TOL.get(op.name))
     assert not failures, "\n".join(failures)
 
 

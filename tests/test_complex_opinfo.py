@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import _check_sample, opinfos_named  # noqa: E402
+from opinfo_compare import opinfos_named, sample_failures  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
@@ -76,16 +76,8 @@ def _transposed(t):
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
-    failures = []
-    for i, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=grad)):
-        if i >= MAX_SAMPLES:
-            break
-        for variant in ("as given", "non-contiguous"):
-            s = sample if variant == "as given" else sample.transform(_transposed)
-            try:
-                assert _check_sample(op, s, True, grad, {torch.complex64: dict(rtol=2e-5, atol=2e-5)})
-            except Exception as e:  # noqa: BLE001 - collected and reported
-                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    failures = sample_failures(op, dtype, grad, MAX_SAMPLES, {torch.complex64: dict(rtol=2e-5, atol=2e-5)},
+                               transform=_transposed)
     assert not failures, "\n".join(failures)
 
 

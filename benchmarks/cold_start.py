@@ -9,7 +9,8 @@ everything, "warm" is a second process on the same directory. Per run: the first
 of 3 later steps, program builds (and the seconds inside clBuildProgram, summed over the build threads), binaries
 loaded from disk (and their seconds), shape classes timed by the tuner.
 Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
-2 layers, hidden 64, batch 2 x 64, when transformers imports). PYTORCH_OCL_BUILD_THREADS sets the build
+2 layers, hidden 64, batch 2 x 64, when transformers imports), gpt2small (GPT-2 small, batch 8 x 1024).
+With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings. PYTORCH_OCL_BUILD_THREADS sets the build
 threads of the runs (unset: the default).
 """
 import argparse
@@ -31,15 +32,20 @@ def make_step(name, device):
         return wm.resnet18_step(device)
     if name == "gpt":
         return wm.gpt_step(device)
-    if name == "gpt2":
+    if name in ("gpt2", "gpt2small"):
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=1024, attn_implementation="sdpa")
+        if name == "gpt2":
+            cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=1024, attn_implementation="sdpa")
+            shape = (2, 64)
+        else:  # GPT-2 small as transformer.py trains it: 12 layers, hidden 768, batch 8 x 1024
+            cfg = GPT2Config(attn_implementation="sdpa")
+            shape = (8, 1024)
         torch.manual_seed(0)
         model = GPT2LMHeadModel(cfg).to(device).train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = torch.randint(3, 1000, (2, 64), generator=torch.Generator().manual_seed(1)).to(device)
+        ids = torch.randint(3, 1000, shape, generator=torch.Generator().manual_seed(1)).to(device)
 
         def step():
             opt.zero_grad(set_to_none=True)
@@ -56,7 +62,7 @@ def child(name, device):
     common.import_backend()
     import pytorch_ocl
 
-    if name == "gpt2":
+    if name.startswith("gpt2"):
         import transformers  # noqa: F401  (its import, seconds, is not the backend's cold start)
     t0 = time.perf_counter()
     step = make_step(name, device)
@@ -77,6 +83,13 @@ def run(name, device, cache, threads):
                           capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{name}: child failed\n{proc.stderr[-3000:]}")
+    trace = [line for line in proc.stderr.splitlines() if line.startswith("[pytorch_ocl ")]
+    if trace:  # PYTORCH_OCL_TRACE_BUILDS=1: the slowest builds and tunings of this run
+        def seconds(line):
+            return float(line.split("]", 1)[1].split()[0])
+        print(f"{len(trace)} traced builds/tunings, {sum(map(seconds, trace)):.1f} s in all; the slowest:")
+        for line in sorted(trace, key=seconds, reverse=True)[:25]:
+            print("   ", line[:300])
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -22,6 +22,7 @@
 #   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
 #   bash scripts/gpu_session.sh transformer_bf16  # transformer.py --models --amp bf16 vs CUDA autocast
 #   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
+#   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -152,6 +153,12 @@ case "${1:-validate}" in
       tests/test_variant_consistency.py tests/test_guard_streams.py tests/test_distributed.py \
       tests/test_attention_mma.py tests/test_gemm_mma.py tests/test_complex_opinfo.py
     run tests 330 python3 -m pytest -q -n 14 -p no:cacheprovider tests
+    ;;
+  coldtrace)  # the first-step breakdown: GPT-2 small cold then warm, slowest builds and tunings listed; then recheck's tests
+    PYTORCH_OCL_TRACE_BUILDS=1 run cold_gpt2small 330 python3 benchmarks/cold_start.py --nets gpt2small,resnet18
+    PYTORCH_OCL_MMA_TEST=native run recheck 200 python3 -m pytest -q -n 6 -p no:cacheprovider \
+      tests/test_variant_consistency.py tests/test_guard_streams.py tests/test_distributed.py \
+      tests/test_attention_mma.py tests/test_complex_opinfo.py
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -146,7 +148,9 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     chosen.clear();
     // Builds are most of a cold tuning's time and independent: all at once, then the timings
     // one after another (concurrent kernels would spoil them).
+    auto t0 = std::chrono::steady_clock::now();
     if (prepare) parallel_builds(ctx.info(), candidates.size(), [&](size_t i) { prepare(candidates[i]); });
+    auto t1 = std::chrono::steady_clock::now();
     double best = 0;
     for (const auto& c : candidates) {
       double t = -1;
@@ -159,6 +163,12 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
         best = t;
         chosen = c;
       }
+    }
+    if (trace_builds()) {
+      auto t2 = std::chrono::steady_clock::now();
+      fprintf(stderr, "[pytorch_ocl tune] %.3f s builds + %.3f s timing, %zu candidates: %s -> %s\n",
+              std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
+              candidates.size(), label.c_str(), chosen.c_str());
     }
     if (chosen.empty()) {
       chosen = fallback;

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -36,6 +38,19 @@ std::mutex g_mutex;
 std::map<std::tuple<cl_context, std::string, std::string>, std::unique_ptr<Slot>> g_programs;
 std::atomic<uint64_t> g_builds{0}, g_disk_hits{0};
 std::atomic<uint64_t> g_build_ns{0}, g_load_ns{0}, g_binary_ns{0};
+
+std::string first_kernel_name(const std::string& source) {
+  size_t p = source.find("__kernel");
+  if (p == std::string::npos) p = source.find("kernel void");
+  if (p == std::string::npos) return "?";
+  size_t open = source.find('(', p);
+  if (open == std::string::npos) return "?";
+  size_t end = open;
+  while (end > p && source[end - 1] == ' ') --end;
+  size_t begin = end;
+  while (begin > p && (isalnum(static_cast<unsigned char>(source[begin - 1])) || source[begin - 1] == '_')) --begin;
+  return source.substr(begin, end - begin);
+}
 
 uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
   return static_cast<uint64_t>(
@@ -95,8 +110,12 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   DLPRIM_CL_CHECK(err);
   auto t0 = std::chrono::steady_clock::now();
   err = clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr);
-  g_build_ns += ns_since(t0);
+  uint64_t ns = ns_since(t0);
+  g_build_ns += ns;
   ++g_builds;
+  if (trace_builds())
+    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s)\n", ns * 1e-9, first_kernel_name(source).c_str(),
+            source.size(), options.c_str());
   if (err != CL_SUCCESS) {
     std::string log = build_log(prog, dev.id);
     clReleaseProgram(prog);
@@ -270,6 +289,16 @@ void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(s
 
 void build_in_background(std::function<void()> job) {
   if (build_threads() > 1) background_builder().push(std::move(job));
+}
+
+// PYTORCH_OCL_TRACE_BUILDS=1: one stderr line per program built from source (seconds, first kernel,
+// options), so a cold start can be taken apart by program.
+bool trace_builds() {
+  static const bool on = [] {
+    const char* v = std::getenv("PYTORCH_OCL_TRACE_BUILDS");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
 }
 
 void flush_program_cache() {

@@ -49,6 +49,9 @@ void build_in_background(std::function<void()> job);
 // a background thread when build_threads() > 1). Called at exit and before a cache export.
 void flush_program_cache();
 
+// PYTORCH_OCL_TRACE_BUILDS=1: builds and tunings print a line each to stderr (a cold start taken apart).
+bool trace_builds();
+
 CacheStats cache_stats();
 // Where binaries are stored, and whether the disk cache is usable ("" when compiled without SQLite).
 std::string disk_cache_path();

@@ -10,7 +10,9 @@ of 3 later steps, program builds (and the seconds inside clBuildProgram, summed 
 loaded from disk (and their seconds), shape classes timed by the tuner.
 Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
 2 layers, hidden 64, batch 2 x 64, when transformers imports), gpt2small (GPT-2 small, batch 8 x 1024).
-With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings. PYTORCH_OCL_BUILD_THREADS sets the build
+With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings; with
+COLD_START_PROFILE=1 the first step runs under torch.profiler and its busiest ops are printed. "model setup s": making
+the model and moving it to the device; "first step s" is the step alone. PYTORCH_OCL_BUILD_THREADS sets the build
 threads of the runs (unset: the default).
 """
 import argparse
@@ -66,11 +68,22 @@ def child(name, device):
         import transformers  # noqa: F401  (its import, seconds, is not the backend's cold start)
     t0 = time.perf_counter()
     step = make_step(name, device)
-    step()
     common.synchronize(device)
+    setup = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if os.environ.get("COLD_START_PROFILE"):  # where a first step's host time goes, by op (stderr)
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            step()
+            common.synchronize(device)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20), file=sys.stderr)
+    else:
+        step()
+        common.synchronize(device)
     first = time.perf_counter() - t0
     steady = statistics.median(common.time_it(step, device, 3, warmup=0))
-    out = dict(first_s=first, steady_s=steady, **pytorch_ocl.program_cache_stats())
+    out = dict(first_s=first, setup_s=setup, steady_s=steady, **pytorch_ocl.program_cache_stats())
     out["tuned"] = pytorch_ocl.ops.autotune_stats().get("timed", 0)
     print(json.dumps(out))
 
@@ -83,6 +96,8 @@ def run(name, device, cache, threads):
                           capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{name}: child failed\n{proc.stderr[-3000:]}")
+    if os.environ.get("COLD_START_PROFILE"):
+        print("\n".join(line for line in proc.stderr.splitlines() if not line.startswith("[pytorch_ocl ")))
     trace = [line for line in proc.stderr.splitlines() if line.startswith("[pytorch_ocl ")]
     if trace:  # PYTORCH_OCL_TRACE_BUILDS=1: the slowest builds and tunings of this run
         def seconds(line):
@@ -104,15 +119,15 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.device)
-    lines = ["| network | build threads | run | first step s | steady step s | first - steady s | builds | build s (all threads) "
-             "| disk hits | load s | tuned |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| network | build threads | run | model setup s | first step s | steady step s | first - steady s | builds | build s (all threads) "
+             "| disk hits | load s | tuned |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     settings = args.threads.split(",") if args.threads else [os.environ.get("PYTORCH_OCL_BUILD_THREADS", "")]
     for name in args.nets.split(","):
         for threads in settings:  # alternated per network: a shared machine's load hits each setting alike
             with tempfile.TemporaryDirectory(prefix="ocl_cold_") as cache:
                 for label in ("cold", "warm"):
                     r = run(name, args.device, cache, threads)
-                    lines.append(f"| {name} | {threads or 'default'} | {label} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
+                    lines.append(f"| {name} | {threads or 'default'} | {label} | {r['setup_s']:.2f} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
                                  f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['build_seconds']:.1f} | "
                                  f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} |")
                     print(lines[-1], flush=True)

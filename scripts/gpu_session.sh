@@ -22,6 +22,7 @@
 #   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
 #   bash scripts/gpu_session.sh transformer_bf16  # transformer.py --models --amp bf16 vs CUDA autocast
 #   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
+#   bash scripts/gpu_session.sh coldprobe     # GPT-2 small's first step by op; do builds run in parallel processes?
 #   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -159,6 +160,11 @@ case "${1:-validate}" in
     PYTORCH_OCL_MMA_TEST=native run recheck 200 python3 -m pytest -q -n 6 -p no:cacheprovider \
       tests/test_variant_consistency.py tests/test_guard_streams.py tests/test_distributed.py \
       tests/test_attention_mma.py tests/test_complex_opinfo.py
+    ;;
+  coldprobe)  # GPT-2 small's first step profiled by op (cold, warm), then its sources rebuilt in parallel processes
+    rm -rf /tmp/cl_src && mkdir -p /tmp/cl_src
+    COLD_START_PROFILE=1 PYTORCH_OCL_TRACE_BUILDS=/tmp/cl_src run cold_profile 300 python3 benchmarks/cold_start.py --nets gpt2small
+    run build_processes 200 python3 benchmarks/build_processes.py /tmp/cl_src --count 16 --procs 16
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -39,6 +39,20 @@ std::map<std::tuple<cl_context, std::string, std::string>, std::unique_ptr<Slot>
 std::atomic<uint64_t> g_builds{0}, g_disk_hits{0};
 std::atomic<uint64_t> g_build_ns{0}, g_load_ns{0}, g_binary_ns{0};
 
+// PYTORCH_OCL_TRACE_BUILDS=<directory>: each traced source is also written there (build-time experiments
+// with scripts/cl_binary.cpp), the options on its first line as a comment.
+void dump_source(const std::string& source, const std::string& options) {
+  const char* dir = std::getenv("PYTORCH_OCL_TRACE_BUILDS");
+  if (!dir || std::string(dir).find('/') == std::string::npos) return;
+  static std::atomic<int> n{0};
+  std::string path = std::string(dir) + "/" + std::to_string(n++) + ".cl";
+  if (FILE* f = fopen(path.c_str(), "w")) {
+    fprintf(f, "// options: %s\n", options.c_str());
+    fwrite(source.data(), 1, source.size(), f);
+    fclose(f);
+  }
+}
+
 std::string first_kernel_name(const std::string& source) {
   size_t p = source.find("__kernel");
   if (p == std::string::npos) p = source.find("kernel void");
@@ -113,9 +127,11 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   uint64_t ns = ns_since(t0);
   g_build_ns += ns;
   ++g_builds;
-  if (trace_builds())
+  if (trace_builds()) {
     fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s)\n", ns * 1e-9, first_kernel_name(source).c_str(),
             source.size(), options.c_str());
+    dump_source(source, options);
+  }
   if (err != CL_SUCCESS) {
     std::string log = build_log(prog, dev.id);
     clReleaseProgram(prog);

@@ -194,6 +194,7 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["builds"] = s.builds;
     d["disk_hits"] = s.disk_hits;
+    d["worker_builds"] = s.worker_builds;
     d["build_seconds"] = s.build_seconds;
     d["load_seconds"] = s.load_seconds;
     d["binary_seconds"] = s.binary_seconds;

@@ -4,6 +4,7 @@
 // second request for the same program waits for the first build instead of repeating it.
 #include <dlprim/program_cache.h>
 
+#include "build_workers.h"
 #include "disk_cache.h"
 
 #include <algorithm>
@@ -104,6 +105,24 @@ cl_program from_binary(cl_context ctx, const DeviceInfo& dev, const std::vector<
   if (clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
     clReleaseProgram(prog);
     return nullptr;
+  }
+  return prog;
+}
+
+// Built by the calling thread's helper process (inside parallel_builds on NVIDIA), or nullptr.
+cl_program from_worker(cl_context ctx, const DeviceInfo& dev, const std::string& source, const std::string& options) {
+  std::vector<unsigned char> bin;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!detail::remote_build(source, options, &bin)) return nullptr;
+  cl_program prog = from_binary(ctx, dev, bin, options);
+  if (!prog) return nullptr;
+  uint64_t ns = ns_since(t0);
+  g_build_ns += ns;
+  ++g_builds;
+  if (trace_builds()) {
+    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s; in a build process)\n", ns * 1e-9,
+            first_kernel_name(source).c_str(), source.size(), options.c_str());
+    dump_source(source, options);
   }
   return prog;
 }
@@ -242,8 +261,9 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
     }
   }
   if (!prog) {
+    prog = from_worker(ctx, dev, source, options);
     try {
-      prog = from_source(ctx, dev, source, options);
+      if (!prog) prog = from_source(ctx, dev, source, options);
     } catch (const Error& e) {
       slot->error = e.what();
       throw;
@@ -280,9 +300,13 @@ int build_threads(const DeviceInfo& dev) {
 }
 
 void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(size_t)>& fn) {
-  size_t threads = std::min<size_t>(n, static_cast<size_t>(build_threads(dev)));
+  // Where one process's builds serialize, each thread hands its builds to a helper process of its own.
+  int procs = n > 1 ? detail::build_processes(dev) : 0;
+  size_t threads = std::min<size_t>(n, static_cast<size_t>(procs > 0 ? procs : build_threads(dev)));
   std::atomic<size_t> next{0};
   auto work = [&] {
+    std::unique_ptr<detail::WorkerScope> scope;
+    if (procs > 0) scope.reset(new detail::WorkerScope(dev));
     for (size_t i; (i = next++) < n;) {
       try {
         fn(i);
@@ -327,6 +351,7 @@ CacheStats cache_stats() {
   s.builds = g_builds.load();
   s.disk_hits = g_disk_hits.load();
   s.build_seconds = g_build_ns.load() * 1e-9;
+  s.worker_builds = detail::remote_builds();
   s.load_seconds = g_load_ns.load() * 1e-9;
   s.binary_seconds = g_binary_ns.load() * 1e-9;
   return s;

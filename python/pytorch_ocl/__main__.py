@@ -7,6 +7,8 @@ ENV_VARS = (
     ("PYTORCH_OCL_STRICT", "1: CPU fallbacks raise NotImplementedError"),
     ("PYTORCH_OCL_CACHE_DIR", "kernel binary cache directory"),
     ("PYTORCH_OCL_BUILD_THREADS", "threads building programs at once (1: one at a time)"),
+    ("PYTORCH_OCL_BUILD_PROCESSES", "helper processes building tuning candidates at once (default 8 on NVIDIA, 0 elsewhere)"),
+    ("PYTORCH_OCL_TRACE_BUILDS", "1: a stderr line per program build and tuning; a directory: also the sources"),
     ("PYTORCH_OCL_DEVICES", "filter/order devices"),
     ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
     ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),

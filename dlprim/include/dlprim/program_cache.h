@@ -12,6 +12,7 @@ namespace dlprim {
 struct CacheStats {
   uint64_t builds = 0;       // programs compiled from source in this process
   uint64_t disk_hits = 0;    // programs created from binaries stored on disk
+  uint64_t worker_builds = 0; // of `builds`, those compiled by helper processes (parallel_builds on NVIDIA)
   double build_seconds = 0;  // wall time inside those compiles (summed over threads)
   double load_seconds = 0;   // wall time creating programs from stored binaries
   double binary_seconds = 0; // wall time fetching built binaries for the disk cache (PoCL compiles its kernels
@@ -30,7 +31,9 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
 // Runs fn(0) .. fn(n - 1) on up to build_threads() threads (the calling one included) and
 // returns when all are done. For independent program builds: an exception thrown by fn is
 // swallowed (the caller meets the error again when it asks for that program).
-// Devices whose compiler does not build in parallel get one thread unless PYTORCH_OCL_BUILD_THREADS asks for more.
+// Devices whose compiler does not build in parallel get one thread unless PYTORCH_OCL_BUILD_THREADS asks for more;
+// on them (NVIDIA) the threads send their builds to helper processes instead (PYTORCH_OCL_BUILD_PROCESSES,
+// build_workers.h), which do build in parallel.
 void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(size_t)>& fn);
 // PYTORCH_OCL_BUILD_THREADS (1: build on the calling thread only), else the hardware threads, at most 16.
 int build_threads();

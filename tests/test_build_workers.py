@@ -1,0 +1,73 @@
+"""Program builds in helper processes (dlprim/src/build_workers.cpp, the ocl_build_worker executable).
+
+On NVIDIA the tuner's candidate builds go to helper processes (one OpenCL compiler per process builds one
+program at a time there). PoCL builds in threads, so here PYTORCH_OCL_BUILD_PROCESSES forces the workers on,
+each run in a fresh process with an empty kernel cache: results must equal the CPU's, the builds must have
+happened in workers, no worker may outlive the tuning, and every way a worker can fail must end in a build in
+the process itself, with the same result or the same error as without workers.
+"""
+import os
+
+import pytest
+
+import pytorch_ocl
+
+pytestmark = pytest.mark.skipif(
+    not os.access(os.path.join(os.path.dirname(pytorch_ocl._C.__file__), "ocl_build_worker"), os.X_OK),
+    reason="ocl_build_worker is not installed next to the extension")
+
+# A GEMM shape class that tunes (several candidates: parallel_builds), checked against the CPU.
+GEMM = """
+import json, os, subprocess, torch, pytorch_ocl
+a = torch.randn(300, 200); b = torch.randn(200, 100)
+r = (a.to('ocl') @ b.to('ocl')).cpu()
+err = (r - a @ b).abs().max().item()
+kids = subprocess.run(['ps', '--no-headers', '-o', 'comm', '--ppid', str(os.getpid())], capture_output=True,
+                      text=True).stdout.split()
+print(json.dumps(dict(err=err, kids=[k for k in kids if 'ocl_build' in k], **pytorch_ocl.program_cache_stats())))
+"""
+
+
+def run_gemm(run_py, tmp_path, **env):
+    base = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
+            "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None}  # ordinary tuning
+    import json
+    return json.loads(run_py(GEMM, env={**base, **env}).stdout.strip().splitlines()[-1])
+
+
+def test_tuning_builds_in_worker_processes(run_py, tmp_path):
+    r = run_gemm(run_py, tmp_path, PYTORCH_OCL_BUILD_PROCESSES="2")
+    assert r["err"] < 1e-3
+    assert r["worker_builds"] >= 2, r  # the candidates went to the workers
+    assert r["kids"] == [], "a build worker outlived the tuning"
+
+
+def test_default_is_no_workers_on_pocl(run_py, tmp_path):
+    r = run_gemm(run_py, tmp_path, PYTORCH_OCL_BUILD_PROCESSES=None)
+    assert r["err"] < 1e-3 and r["worker_builds"] == 0
+
+
+@pytest.mark.parametrize("worker", ["/nonexistent/ocl_build_worker", "/bin/false"])
+def test_a_missing_or_dead_worker_builds_locally(run_py, tmp_path, worker):
+    """/bin/false starts and exits at once: the parent's writes then fail (no SIGPIPE may kill it)."""
+    r = run_gemm(run_py, tmp_path, PYTORCH_OCL_BUILD_PROCESSES="2", PYTORCH_OCL_BUILD_WORKER=worker)
+    assert r["err"] < 1e-3 and r["worker_builds"] == 0 and r["builds"] >= 2
+
+
+def test_build_error_through_workers_keeps_the_build_log(run_py, tmp_path):
+    code = """
+    import torch, pytorch_ocl
+    good = pytorch_ocl.Kernel("__kernel void ok(__global float* x, ulong xo) { x[xo] = 1; }", "ok")
+    bad = pytorch_ocl.Kernel("__kernel void broken(__global float* x, ulong xo) { x[xo] = undeclared_name; }", "broken")
+    try:
+        pytorch_ocl.build_kernels([good, bad])
+    except RuntimeError as e:
+        print("ERROR", e)
+    x = torch.zeros(1, device="ocl")
+    good(x, global_size=[1])
+    print("GOOD", x.item(), pytorch_ocl.program_cache_stats()["worker_builds"])
+    """
+    out = run_py(code, env={"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
+                            "PYTORCH_OCL_BUILD_PROCESSES": "2"}).stdout
+    assert "1 of 2 kernels failed to build" in out and "broken" in out and "undeclared_name" in out, out
+    assert "GOOD 1.0 1" in out, out  # the good one came from a worker

@@ -155,11 +155,9 @@ case "${1:-validate}" in
       tests/test_attention_mma.py tests/test_gemm_mma.py tests/test_complex_opinfo.py
     run tests 330 python3 -m pytest -q -n 14 -p no:cacheprovider tests
     ;;
-  coldtrace)  # the first-step breakdown: GPT-2 small cold then warm, slowest builds and tunings listed; then recheck's tests
-    PYTORCH_OCL_TRACE_BUILDS=1 run cold_gpt2small 330 python3 benchmarks/cold_start.py --nets gpt2small,resnet18
-    PYTORCH_OCL_MMA_TEST=native run recheck 200 python3 -m pytest -q -n 6 -p no:cacheprovider \
-      tests/test_variant_consistency.py tests/test_guard_streams.py tests/test_distributed.py \
-      tests/test_attention_mma.py tests/test_complex_opinfo.py
+  coldtrace)  # the first-step breakdown: GPT-2 small and resnet18 cold then warm, slowest builds and tunings listed
+    PYTORCH_OCL_TRACE_BUILDS=1 run cold_gpt2small 400 python3 benchmarks/cold_start.py --nets gpt2small,resnet18
+    run build_workers 60 python3 -m pytest -q -p no:cacheprovider tests/test_build_workers.py
     ;;
   coldprobe)  # GPT-2 small's first step profiled by op (cold, warm), then its sources rebuilt in parallel processes
     rm -rf /tmp/cl_src && mkdir -p /tmp/cl_src

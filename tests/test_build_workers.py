@@ -42,9 +42,13 @@ def test_tuning_builds_in_worker_processes(run_py, tmp_path):
     assert r["kids"] == [], "a build worker outlived the tuning"
 
 
-def test_default_is_no_workers_on_pocl(run_py, tmp_path):
+def test_default_workers_on_nvidia_only(run_py, tmp_path):
+    import torch
+
+    nvidia = "NVIDIA" in torch.ocl.get_device_properties(0).vendor
     r = run_gemm(run_py, tmp_path, PYTORCH_OCL_BUILD_PROCESSES=None)
-    assert r["err"] < 1e-3 and r["worker_builds"] == 0
+    assert r["err"] < 1e-3
+    assert (r["worker_builds"] > 0) == nvidia, r
 
 
 @pytest.mark.parametrize("worker", ["/nonexistent/ocl_build_worker", "/bin/false"])

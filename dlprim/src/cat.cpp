@@ -52,12 +52,6 @@ struct Kernel {
   cl_kernel k = nullptr;
 };
 
-void add_dims(KernelArgs& args, const std::array<int64_t, kMaxDims>& v, int rank) {
-  struct { cl_long v[kMaxDims]; } d{};
-  for (int i = 0; i < rank; ++i) d.v[i] = v[i];
-  args.add(d);
-}
-
 } // namespace
 
 void cat(const Context& ctx, cl_command_queue q, int elem_bytes, const RowMajorShape& shape, int dim,

@@ -368,13 +368,6 @@ void add_scalar(KernelArgs& args, DType t, const Scalar& v) {
   }
 }
 
-template <class T>
-void add_dims(KernelArgs& args, const std::array<int64_t, kMaxHostDims>& v, int rank) {
-  struct { T v[kMaxDims]; } d{};
-  for (int i = 0; i < rank; ++i) d.v[i] = static_cast<T>(v[i]);
-  args.add(d);
-}
-
 bool fits_32bit(const EwShape& shape, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
   const int64_t lim = std::numeric_limits<int32_t>::max();
   if (shape.numel() > static_cast<uint64_t>(lim)) return false;

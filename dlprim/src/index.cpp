@@ -8,14 +8,6 @@ namespace dlprim {
 
 namespace {
 
-void add_dims(KernelArgs& a, const std::array<int64_t, kMaxDims>& v, int rank) {
-  struct {
-    cl_long v[kMaxDims];
-  } d{};
-  for (int i = 0; i < rank; ++i) d.v[i] = v[i];
-  a.add(d);
-}
-
 DType bits_type(DType t) {
   switch (dtype_size(t)) {
     case 1: return DType::U8;

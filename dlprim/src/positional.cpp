@@ -48,12 +48,6 @@ struct Kernel {
   cl_kernel k = nullptr;
 };
 
-void add_dims(KernelArgs& args, const std::array<int64_t, kMaxDims>& v, int rank) {
-  struct { cl_long v[kMaxDims]; } d{};
-  for (int i = 0; i < rank; ++i) d.v[i] = v[i];
-  args.add(d);
-}
-
 void add_param(KernelArgs& args, DType t, const Scalar& s) {
   int64_t i = s.is_floating ? static_cast<int64_t>(s.f) : s.i;
   double f = s.is_floating ? s.f : static_cast<double>(s.i);

@@ -155,12 +155,6 @@ void add_math(KernelArgs& args, DType math, double v) {
     args.add<cl_long>(static_cast<cl_long>(v));
 }
 
-void add_dims(KernelArgs& args, const std::array<int64_t, kMaxDims>& v, int rank) {
-  struct { cl_long v[kMaxDims]; } d{};
-  for (int i = 0; i < rank; ++i) d.v[i] = v[i];
-  args.add(d);
-}
-
 } // namespace
 
 void random_generate(const Context& ctx, cl_command_queue q, Distribution dist, const RowMajorShape& shape,

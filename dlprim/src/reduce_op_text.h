@@ -17,17 +17,7 @@ int reduce_vector_width(DType in);
 // op_merge and store_out.
 std::string reduce_op_text(const ReduceOp& op, DType in, DType acc, DType out0, DType out1);
 
-// Kernel-argument packing shared by the reduction and scan launchers: a dims array as the
-// kernels' dl_dims32/dl_dims64 struct, and a real parameter in the accumulation type.
-template <class T>
-inline void add_dims(KernelArgs& a, const std::array<int64_t, kMaxDims>& v) {
-  struct {
-    T v[kMaxDims];
-  } d{};
-  for (int i = 0; i < kMaxDims; ++i) d.v[i] = static_cast<T>(v[i]);
-  a.add(d);
-}
-
+// A real parameter in the accumulation type (dims go through add_dims, elementwise.h).
 inline void add_param(KernelArgs& a, DType acc, double v) {
   if (acc == DType::F64)
     a.add<cl_double>(v);

@@ -80,15 +80,6 @@ RegPlan reg_plan(uint64_t lmax, bool backward, DType compute, const RowsShape& s
   return r;
 }
 
-template <class T>
-void add_dims(KernelArgs& a, const std::array<int64_t, kMaxDims>& v) {
-  struct {
-    T v[kMaxDims];
-  } d{};
-  for (int i = 0; i < kMaxDims; ++i) d.v[i] = static_cast<T>(v[i]);
-  a.add(d);
-}
-
 } // namespace
 
 void softmax(const Context& ctx, cl_command_queue q, SoftmaxKind kind, DType compute, const RowsShape& shape,

@@ -14,6 +14,15 @@ namespace dlprim {
 constexpr int kMaxDims = 8;        // dims a kernel handles in one launch
 constexpr int kMaxHostDims = 25;   // dims a launch description may have (TensorIterator's limit)
 
+// A shape's sizes or strides as one by-value kernel argument: the kernels take `struct { T v[kMaxDims]; }`
+// (one argument instead of eight), the first `rank` entries of `v`, zeros after them.
+template <class T = cl_long, size_t N>
+void add_dims(KernelArgs& args, const std::array<int64_t, N>& v, int rank = kMaxDims) {
+  struct { T v[kMaxDims]; } d{};
+  for (int i = 0; i < rank && i < kMaxDims; ++i) d.v[i] = static_cast<T>(v[i]);
+  args.add(d);
+}
+
 // A value passed by value to the kernel; converted to the op's compute type.
 struct Scalar {
   bool is_floating = false;

@@ -93,6 +93,18 @@ void svd_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t b
                 const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
                 const MatrixRef& vectors);
 
+// Bunch-Kaufman LDL^T (herm and complex: LDL^H) of n x n matrices in place of a (only the lower
+// triangle read; the strict upper one zeroed), as LAPACK's ?sytf2 / ?hetf2 with the lower triangle
+// (kernels/linalg_ldl.cl): L and D packed, LAPACK's 1-based pivots (negative for 2x2 blocks), info
+// (int32, contiguous) k > 0 for the first exactly zero column k.
+void ldl_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
+                bool herm, const IntVecRef& pivots, const IntVecRef& info);
+
+// In place of x (n x nrhs): x <- A^-1 x with A given by ldl_factor's ld and pivots (?sytrs / ?hetrs).
+// ld and x must not overlap.
+void ldl_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
+               const MatrixRef& ld, const IntVecRef& pivots, const MatrixRef& x, bool herm);
+
 // General (non-symmetric) eigenproblem of complex n x n matrices (kernels/linalg_eig.cl; t is the
 // real part's dtype): a (destroyed) reduced to Hessenberg and Schur form by shifted QR; the
 // eigenvalues into w (n per matrix); with `vectors`, the eigenvectors as its columns (unit 2-norm,

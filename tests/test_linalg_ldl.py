@@ -87,6 +87,22 @@ def test_ldl_factor_singular(dtype):
                         torch.zeros(2, 3, 3, dtype=dtype))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_ldl_factor_ties(dtype):
+    """Small-integer matrices: equal magnitudes in the pivot searches (the first one wins, as
+    i?amax) and updates that cancel exactly, which decide info and later pivots only when every
+    product is rounded as LAPACK's (no fused multiply-add: this 3x3 has info 3 on the CPU)."""
+    A = torch.tensor([[0.0, -1.0, 1.0], [-1.0, -2.0, -1.0], [1.0, -1.0, 4.0]], dtype=dtype)
+    assert _check_factor(A).info.item() == 3
+    torch.manual_seed(13)
+    for herm in ([False, True] if dtype.is_complex else [False]):
+        for n in (3, 5, 8):
+            A = torch.randint(-2, 3, (40, n, n)).to(dtype)
+            if dtype.is_complex:
+                A = A + 1j * torch.randint(-2, 3, (40, n, n)).to(dtype)
+            _check_factor(_sym(A, herm), herm)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.complex128] if FP64 else [torch.float32], ids=str)
 def test_ldl_factor_sizes(dtype):
     """Sizes past MKL's block size (its ?lasyf path): the pivots still agree on these matrices."""

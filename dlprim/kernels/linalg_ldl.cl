@@ -9,6 +9,10 @@
 // Pivots use LAPACK's 1-based encoding: piv[k] = p > 0: a 1x1 block, rows/columns k and p-1 were
 // interchanged; piv[k] = piv[k+1] = -p: a 2x2 block at k, k+1, with k+1 and p-1 interchanged.
 
+// No fused multiply-adds: LAPACK's reference order rounds each product (MKL's answer does too: an
+// exactly cancelling update, which decides info and later pivots, stays exactly zero only so).
+#pragma OPENCL FP_CONTRACT OFF
+
 #define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
 
 // (1 + sqrt(17)) / 8 rounded as LAPACK computes it in each precision (no reliance on the

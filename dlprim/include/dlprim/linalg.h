@@ -1,6 +1,7 @@
 // Dense linear algebra on batches of matrices: Cholesky, LU with partial pivoting, triangular
-// solves and getrf's row interchanges (kernels/linalg.cl), Householder QR (linalg_qr.cl), Bunch-Kaufman LDL^T (linalg_ldl.cl), Jacobi
-// eigh and SVD (linalg_jacobi.cl). One work-group per matrix, one launch per call whatever the
+// solves and getrf's row interchanges (kernels/linalg.cl), Householder QR (linalg_qr.cl),
+// Bunch-Kaufman LDL^T (linalg_ldl.cl), Jacobi eigh and SVD (linalg_jacobi.cl). One work-group per
+// matrix, one launch per call whatever the
 // matrix size; float32 and float64 (where the device has fp64) and their complex types
 // (LinalgType). Blocking for large matrices is the caller's (csrc/aten/LinalgBlocked.cpp: these
 // kernels on panels, matmuls between).

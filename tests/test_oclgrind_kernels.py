@@ -99,6 +99,20 @@ def test_complex_linalg():
           backward=False)
 
 
+
+def test_ldl():
+    """linalg_ldl.cl: Bunch-Kaufman with 1x1 and 2x2 blocks and interchanges (symmetric real, Hermitian
+    complex; the pivot decision by one item, the swaps and rank updates by the group), then the
+    per-right-hand-side solve."""
+    for dt, herm in ((torch.float32, False), (torch.complex64, True)):
+        a = torch.randn(2, 5, 5, dtype=dt)
+        a = a + (a.mH if herm else a.mT)
+        a.diagonal(dim1=-2, dim2=-1).mul_(1e-2)
+        b = torch.randn(2, 5, 3, dtype=dt)
+        check(lambda a: torch.linalg.ldl_factor_ex(a, hermitian=herm), a, backward=False)
+        check(lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a, hermitian=herm), b, hermitian=herm),
+              a, b, backward=False)
+
 def test_pointwise_dtypes_and_inplace():
     i = torch.randint(-50, 50, (13,), dtype=torch.int64)
     check(lambda i: (i * 3 + 7) // 5 % 4, i)

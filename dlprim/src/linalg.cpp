@@ -254,3 +254,35 @@ void eig(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_
 }
 
 } // namespace dlprim
+
+namespace dlprim {
+
+void ldl_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
+                bool herm, const IntVecRef& pivots, const IntVecRef& info) {
+  if (batch == 0 || n == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_ldl", "linalg_ldl_factor");
+  size_t g = k.group_for(n * n / 2);
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_long>(n).add<cl_int>(herm && t.complex ? 1 : 0);
+  add_ints(args, pivots, true);
+  add_ints(args, info, false);
+  args.add_local(2 * sizeof(cl_int));  // the pivot decision, shared by the group
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void ldl_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
+               const MatrixRef& ld, const IntVecRef& pivots, const MatrixRef& x, bool herm) {
+  if (batch == 0 || n == 0 || nrhs == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_ldl", "linalg_ldl_solve");
+  KernelArgs args(k.k);
+  add_matrix(args, ld);
+  add_ints(args, pivots, true);
+  add_matrix(args, x);
+  args.add<cl_long>(n).add<cl_long>(nrhs).add<cl_int>(herm && t.complex ? 1 : 0).add<cl_ulong>(batch);
+  const uint64_t items = batch * static_cast<uint64_t>(nrhs);  // one per right-hand side
+  const size_t g = std::min<size_t>(k.max_wg, 64);
+  launch_1d(q, k.k, (items + g - 1) / g * g, g);
+}
+
+} // namespace dlprim

@@ -1,6 +1,7 @@
 // Dense linear algebra on batches of matrices: Cholesky, LU with partial pivoting, triangular
-// solves and getrf's row interchanges (kernels/linalg.cl), Householder QR (linalg_qr.cl), Jacobi
-// eigh and SVD (linalg_jacobi.cl). One work-group per matrix, one launch per call whatever the
+// solves and getrf's row interchanges (kernels/linalg.cl), Householder QR (linalg_qr.cl),
+// Bunch-Kaufman LDL^T (linalg_ldl.cl), Jacobi eigh and SVD (linalg_jacobi.cl). One work-group per
+// matrix, one launch per call whatever the
 // matrix size; float32 and float64 (where the device has fp64) and their complex types
 // (LinalgType). Blocking for large matrices is the caller's (csrc/aten/LinalgBlocked.cpp: these
 // kernels on panels, matmuls between).
@@ -92,6 +93,18 @@ void eigh_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t 
 void svd_jacobi(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                 const MatrixRef& a, const MatrixRef& v, const MatrixRef& rot, const MatrixRef& s, const MatrixRef& u,
                 const MatrixRef& vectors);
+
+// Bunch-Kaufman LDL^T (herm and complex: LDL^H) of n x n matrices in place of a (only the lower
+// triangle read; the strict upper one zeroed), as LAPACK's ?sytf2 / ?hetf2 with the lower triangle
+// (kernels/linalg_ldl.cl): L and D packed, LAPACK's 1-based pivots (negative for 2x2 blocks), info
+// (int32, contiguous) k > 0 for the first exactly zero column k.
+void ldl_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
+                bool herm, const IntVecRef& pivots, const IntVecRef& info);
+
+// In place of x (n x nrhs): x <- A^-1 x with A given by ldl_factor's ld and pivots (?sytrs / ?hetrs).
+// ld and x must not overlap.
+void ldl_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
+               const MatrixRef& ld, const IntVecRef& pivots, const MatrixRef& x, bool herm);
 
 // General (non-symmetric) eigenproblem of complex n x n matrices (kernels/linalg_eig.cl; t is the
 // real part's dtype): a (destroyed) reduced to Hessenberg and Schur form by shifted QR; the

@@ -251,6 +251,7 @@ def collectives(rank, world, port):
         dist.all_reduce(t, group=sub)
         assert_close(t.cpu(), torch.full((4,), 1.0 + W))
 
+    _async_and_strided(R, W)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -275,13 +276,11 @@ def _sentinel_ok(buf):
     assert (buf[:, 1].cpu() == 1).all(), "a collective wrote outside its strided view"
 
 
-def async_and_strided(rank, world, port):
+def _async_and_strided(R, W):
     """Async collectives consumed by a kernel right after wait() (no synchronize) give the right values;
     on 2 ranks wait() returns while kernels queued after the collective still run; reduce, gather,
-    scatter, list all_to_all and list broadcast on strided inputs and outputs in every dtype gloo takes."""
-    _env(rank, world, port)
-    dist.init_process_group(timeout=datetime.timedelta(seconds=60))
-    R, W = rank, world
+    scatter, list all_to_all and list broadcast on strided inputs and outputs in every dtype gloo takes.
+    Part of collectives() (one process start for both)."""
     total = W * (W + 1) // 2
     pg = dist.group.WORLD
 
@@ -379,9 +378,6 @@ def async_and_strided(rank, world, port):
         assert_close(pair[1][1].cpu(), vals(1).to(dtype), msg=msg)
         for bbuf, _ in pair:
             _sentinel_ok(bbuf)
-
-    dist.barrier()
-    dist.destroy_process_group()
 
 
 # ---- DDP -------------------------------------------------------------------------------------------

@@ -62,15 +62,9 @@ def test_backend_registered_for_ocl():
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_collectives(world):
+    """Every collective's values, dtypes and strided tensors; Work.wait() is stream-ordered (consumers right
+    after it see the results, and on 2 ranks it returns while the device is still busy)."""
     _spawn(dist_workers.collectives, world)
-
-
-@pytest.mark.parametrize("world", [2, 3])
-def test_async_waits_and_strided_collectives(world):
-    """Work.wait() is stream-ordered (consumers right after it see the results, and on 2 ranks it returns
-    while the device is still busy); reduce/gather/scatter/all_to_all/list broadcast on strided tensors in
-    every dtype."""
-    _spawn(dist_workers.async_and_strided, world)
 
 
 def test_ddp_matches_single_process():

@@ -168,7 +168,8 @@ class _Reduction:
 
 
 class _RecvWork(dist.Work):
-    """A receive in flight: wait() waits for gloo, then copies the host buffers into the ocl tensors."""
+    """A receive in flight: wait() waits for gloo, then enqueues the copies of the host buffers into the ocl
+    tensors on the current stream (the pinned buffers are kept until those have run)."""
 
     def __init__(self, gloo_work, tensors, hosts):
         super().__init__()
@@ -185,8 +186,8 @@ class _RecvWork(dist.Work):
             self._gloo_work.wait(timeout)
         if not self._copied:
             for t, h in zip(self._tensors, self._hosts):
-                if t is not h:
-                    t.copy_(h)
+                if t is not h:  # enqueued on the current stream, as NCCL's receive is ordered on it
+                    t.copy_(h, non_blocking=True)
             self._copied = True
         return True
 

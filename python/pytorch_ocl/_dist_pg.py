@@ -5,8 +5,9 @@ worker (_dist_async.py): the same collective of an inner ProcessGroupGloo on the
 copy of the results into the ocl tensors (any strides). It returns that job's Work, whose future holds
 the caller's tensors (DDP's Reducer and comm hooks read that future). All-reduce and broadcast of one ocl
 tensor are chunked and pipelined; the other collectives enqueue non-blocking reads of their ocl inputs
-(Reads) that the worker waits for: no collective blocks the calling thread on the device. Point-to-point
-sends still read with a blocking copy (see send). CPU tensors are handed to gloo as they are. See distributed.py for why this is a Python ProcessGroup.
+(Reads) that the worker waits for: no collective blocks the calling thread on the device (point-to-point
+sends still read with a blocking copy, see send). The Work's wait() is stream-ordered (_dist_async.py).
+CPU tensors are handed to gloo as they are. See distributed.py for why this is a Python ProcessGroup.
 """
 import atexit
 import sys

@@ -67,11 +67,15 @@ class AsyncWork(dist.Work):
     def _finish(self, error=None, events=()):
         self._error = error
         self._events = list(events)
-        if error is None:
-            self._future.set_result(self._result)
-        else:
-            self._future.set_exception(error)
-        self._done.set()
+        try:
+            if error is None:
+                self._future.set_result(self._result)
+            else:
+                self._future.set_exception(error)
+        except BaseException as e:  # noqa: BLE001  (a waiter gets it rather than waiting forever)
+            self._error = self._error or e
+        finally:
+            self._done.set()
 
     def host_wait(self, timeout=None):
         """Blocks until the worker has run gloo and enqueued the write back; raises its error."""

@@ -5,9 +5,11 @@ Every body checks its own results (assert / torch.testing.assert_close) and rais
 the parent sees as a failed process. Every rank uses ocl:0 unless LOCAL_RANK selects another device:
 PoCL exposes one device that all processes share.
 """
+import contextlib
 import datetime
 import os
 import time
+import unittest.mock
 import warnings
 
 import torch
@@ -16,6 +18,8 @@ import torch.nn as nn
 from torch.testing import assert_close
 
 import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d backend)
+
+import dist_async_workers
 
 # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; we test the names CUDA code uses.
 warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
@@ -249,6 +253,7 @@ def collectives(rank, world, port):
         dist.all_reduce(t, group=sub)
         assert_close(t.cpu(), torch.full((4,), 1.0 + W))
 
+    dist_async_workers.async_and_strided(R, W)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -326,6 +331,16 @@ def _train_mlp(model, opt, x, y):
         opt.step()
 
 
+@contextlib.contextmanager
+def _cuda_present():
+    """torch.cuda.is_available() answers True inside (unless it does anyway)."""
+    if torch.cuda.is_available():
+        yield
+        return
+    with unittest.mock.patch.object(torch.cuda, "is_available", return_value=True):
+        yield
+
+
 def fsdp(rank, world, port, ckpt_dir, per_rank=2):
     """fully_shard (per layer and the root) with Adam: 5 steps on each rank's share equal single-process
     training on the global batch; the sharded model and optimizer state round-trip through
@@ -360,7 +375,22 @@ def fsdp(rank, world, port, ckpt_dir, per_rank=2):
 
     check("after 5 steps")
     model_sd, optim_sd = get_state_dict(model, opt)
-    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=ckpt_dir)
+    # Saved with README's recipe (a FileSystemWriter without copy-ahead: each tensor read with .cpu()), as
+    # where CUDA is present: there torch's default writer copies ahead only tensors of
+    # _get_available_device_type(), which answers "cuda", and rejects ours ("Tensor must be on CPU").
+    # Without CUDA, torch.cuda.is_available() answers True inside _cuda_present(): the one question about
+    # CUDA that save and load ask (the writer's choice of loader; the recipe's writer chooses the same
+    # either way).
+    with _cuda_present():
+        try:  # the default writer takes the CUDA branch here and fails: why the recipe (this assert fails
+            # the day torch copies every non-cpu tensor, and README's limit can go)
+            dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=ckpt_dir + "-default")
+            default_failed = ""
+        except dcp.api.CheckpointException as e:  # a BaseException carrying every rank's error
+            default_failed = str(e)
+        assert "Tensor must be on CPU" in default_failed or "not compiled with CUDA" in default_failed, default_failed
+        writer = dcp.FileSystemWriter(ckpt_dir, per_thread_copy_ahead=0)
+        dcp.save({"model": model_sd, "optim": optim_sd}, storage_writer=writer)
     # scramble the weights and the optimizer state, then load them back
     with torch.no_grad():
         for p in model.parameters():
@@ -370,7 +400,8 @@ def fsdp(rank, world, port, ckpt_dir, per_rank=2):
             value.zero_() if isinstance(value, torch.Tensor) and value.dim() else None
     model_sd, optim_sd = get_state_dict(model, opt)
     loaded = {"model": model_sd, "optim": optim_sd}
-    dcp.load(loaded, checkpoint_id=ckpt_dir)
+    with _cuda_present():
+        dcp.load(loaded, checkpoint_id=ckpt_dir)
     set_state_dict(model, opt, model_state_dict=loaded["model"], optim_state_dict=loaded["optim"])
     check("after loading")
     _train_mlp(model, opt, x[5:, mine], y[5:, mine])  # Adam's moments came back too

@@ -62,6 +62,8 @@ def test_backend_registered_for_ocl():
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_collectives(world):
+    """Every collective's values, dtypes and strided tensors; Work.wait() is stream-ordered (consumers right
+    after it see the results, and on 2 ranks it returns while the device is still busy)."""
     _spawn(dist_workers.collectives, world)
 
 

@@ -4,7 +4,9 @@ Each method stages ocl tensors into contiguous pinned host buffers and queues th
 worker (_dist_async.py): the same collective of an inner ProcessGroupGloo on the host buffers, then the
 copy of the results into the ocl tensors (any strides). It returns that job's Work, whose future holds
 the caller's tensors (DDP's Reducer and comm hooks read that future). All-reduce and broadcast of one ocl
-tensor are chunked and pipelined; the other collectives stage their inputs with a blocking read first.
+tensor are chunked and pipelined; the other collectives enqueue non-blocking reads of their ocl inputs
+(Reads) that the worker waits for: no collective blocks the calling thread on the device (point-to-point
+sends still read with a blocking copy, see send). The Work's wait() is stream-ordered (_dist_async.py).
 CPU tensors are handed to gloo as they are. See distributed.py for why this is a Python ProcessGroup.
 """
 import atexit
@@ -69,34 +71,48 @@ def _stage(t, copy=False):
     return host
 
 
-def _stage_async(t, copy=False):
-    """As _stage, but an ocl tensor's read is only enqueued (non-blocking, into pinned memory, on the
-    caller's current stream, so it sees everything the caller enqueued before): returns (host, ready),
-    ready() waiting for the read on the worker thread. The calling thread (FSDP's all-gathers and
-    reduce-scatters, DDP's hooks) does not wait for the device to catch up."""
-    if not _is_ocl(t):
-        return _stage(t, copy=copy), _ready
-    host = _host_buffer(t)
-    host.copy_(t, non_blocking=True)
-    event = torch.Event(device=t.device)
-    event.record(torch.ocl.current_stream(t.device.index))
-    return host, event.synchronize
+class Reads:
+    """Host copies of a collective's inputs, read without blocking the calling thread: an ocl tensor's
+    read into pinned memory is only enqueued (on the caller's current stream, so it sees everything the
+    caller enqueued before), followed by an event; wait() waits for those events on the worker thread.
+    The calling thread (FSDP's all-gathers and reduce-scatters, DDP's hooks) does not wait for the device
+    to catch up."""
 
+    def __init__(self):
+        self._events = []
 
-def _ready():
-    pass
+    def stage(self, t, copy=False):
+        """As _stage (a cpu tensor is returned as it is unless `copy`), the read of an ocl one enqueued."""
+        if not _is_ocl(t):
+            return _stage(t, copy=copy)
+        host = _host_buffer(t)
+        host.copy_(t, non_blocking=True)  # strided: a contiguous device copy first, on the same stream
+        self._mark(t)
+        return host
+
+    def pack(self, tensors, dtype):
+        """The tensors' values one after another in one flat host buffer (gloo's all-to-all form)."""
+        sizes = [t.numel() for t in tensors]
+        host = _host_buffer(torch.empty(sum(sizes), dtype=dtype, device="meta"))
+        for dst, t in zip(host.split(sizes), tensors):
+            dst.copy_(t.reshape(-1), non_blocking=_is_ocl(t))
+            if _is_ocl(t):
+                self._mark(t)
+        return host
+
+    def _mark(self, t):
+        event = torch.Event(device=t.device)
+        event.record(torch.ocl.current_stream(t.device.index))
+        self._events.append(event)
+
+    def wait(self):
+        for event in self._events:
+            event.synchronize()
 
 
 def _keep():
     """Where the worker lists the chunk views it hands gloo (weakly; see _staged)."""
     return _staged
-
-
-def _done(result):
-    """A completed Work whose future's value is `result` (a list of tensors, as c10d's own Works)."""
-    fut = torch.futures.Future()
-    fut.set_result(result)
-    return _create_work_from_future(fut)
 
 
 def _opts(cls, opts, **fields):
@@ -153,7 +169,8 @@ class _Reduction:
 
 
 class _RecvWork(dist.Work):
-    """A receive in flight: wait() waits for gloo, then copies the host buffers into the ocl tensors."""
+    """A receive in flight: wait() waits for gloo, then enqueues the copies of the host buffers into the ocl
+    tensors on the current stream (the pinned buffers are kept until those have run)."""
 
     def __init__(self, gloo_work, tensors, hosts):
         super().__init__()
@@ -170,8 +187,8 @@ class _RecvWork(dist.Work):
             self._gloo_work.wait(timeout)
         if not self._copied:
             for t, h in zip(self._tensors, self._hosts):
-                if t is not h:
-                    t.copy_(h)
+                if t is not h:  # enqueued on the current stream, as NCCL's receive is ordered on it
+                    t.copy_(h, non_blocking=True)
             self._copied = True
         return True
 
@@ -303,9 +320,11 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
     def _allreduce_unchunked(self, tensors, opts, opts_class, gloo_fn):
         red = _Reduction(opts.reduceOp, self.size())
-        hosts = [_stage(t, copy=red.modifies_input) for t in tensors]
+        reads = Reads()
+        hosts = [reads.stage(t, copy=red.modifies_input) for t in tensors]
 
         def job(worker):
+            reads.wait()
             red.before(hosts)
             gloo_fn(hosts, _opts(opts_class, opts, reduceOp=red.gloo_op)).wait()
             red.after(hosts)
@@ -319,9 +338,11 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         root = self.rank() == opts.rootRank
         # Non-root ranks stage a copy even of cpu tensors: gloo uses the buffer as scratch, and
         # torch documents the input of a non-root rank as left alone.
-        hosts = [_stage(t, copy=red.modifies_input or not root) for t in tensors]
+        reads = Reads()
+        hosts = [reads.stage(t, copy=red.modifies_input or not root) for t in tensors]
 
         def job(worker):
+            reads.wait()
             red.before(hosts)
             self._gloo.reduce(hosts, _opts(c10d.ReduceOptions, opts, reduceOp=red.gloo_op)).wait()
             if root:
@@ -334,9 +355,11 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             opts = c10d.ReduceScatterOptions()
         red = _Reduction(opts.reduceOp, self.size())
         outs = [_host_buffer(t) if _is_ocl(t) else t for t in output_tensors]
-        ins = [[_stage(t, copy=red.modifies_input) for t in lst] for lst in input_lists]
+        reads = Reads()
+        ins = [[reads.stage(t, copy=red.modifies_input) for t in lst] for lst in input_lists]
 
         def job(worker):
+            reads.wait()
             for lst in ins:
                 red.before(lst)
             self._gloo.reduce_scatter(outs, ins, _opts(c10d.ReduceScatterOptions, opts, reduceOp=red.gloo_op)).wait()
@@ -349,10 +372,11 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             opts = c10d.ReduceScatterOptions()
         red = _Reduction(opts.reduceOp, self.size())
         out = _host_buffer(output) if _is_ocl(output) else output
-        inp, ready = _stage_async(input, copy=red.modifies_input)
+        reads = Reads()
+        inp = reads.stage(input, copy=red.modifies_input)
 
         def job(worker):
-            ready()
+            reads.wait()
             red.before([inp])
             self._gloo._reduce_scatter_base(out, inp, _opts(c10d.ReduceScatterOptions, opts,
                                                              reduceOp=red.gloo_op)).wait()
@@ -366,7 +390,7 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # funcol.reduce_scatter_tensor's path from C++ (PyProcessGroup forwards this one, not the single
         # form): queued one by one, completed by the last one's Work (the worker runs them in order).
         works = [self.reduce_scatter_single(out, inp, opts) for out, inp in zip(outputs, inputs)]
-        return self._worker.submit(lambda worker: [w.wait() for w in works], outputs)
+        return self._worker.submit(lambda worker: [w.host_wait() for w in works], outputs)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # the name before torch 2.10
 
@@ -383,32 +407,37 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return self._worker.submit(
                 lambda worker: st.run(worker, lambda h: self._gloo.broadcast([h], gloo_opts).wait(), keep,
                                       write_back=not root), tensors)
-        hosts = [_stage(t) for t in tensors]
+        # c10d's list form (one tensor per local device): every tensor, the root's others included, gets
+        # the root's tensor number rootTensor; only that one is read, the rest are outputs.
+        src = opts.rootTensor if root else -1
+        reads = Reads()
+        hosts = [reads.stage(t) if i == src or not _is_ocl(t) else _host_buffer(t) for i, t in enumerate(tensors)]
+        back = [i for i in range(len(tensors)) if i != src]
 
         def job(worker):
+            reads.wait()
             self._gloo.broadcast(hosts, gloo_opts).wait()
-            if not root:
-                _dist_async.copy_back(worker, tensors, hosts)
+            _dist_async.copy_back(worker, [tensors[i] for i in back], [hosts[i] for i in back])
         return self._worker.submit(job, tensors)
 
     def allgather(self, output_lists, input_tensors, opts=None):
         outs = [[_host_buffer(t) if _is_ocl(t) else t for t in lst] for lst in output_lists]
-        staged = [_stage_async(t) for t in input_tensors]
-        ins = [h for h, _ in staged]
+        reads = Reads()
+        ins = [reads.stage(t) for t in input_tensors]
 
         def job(worker):
-            for _, ready in staged:
-                ready()
+            reads.wait()
             self._gloo.allgather(outs, ins, _opts(c10d.AllgatherOptions, opts)).wait()
             _dist_async.copy_back(worker, [t for lst in output_lists for t in lst], [h for lst in outs for h in lst])
         return self._worker.submit(job, output_lists)
 
     def all_gather_single(self, output, input, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output
-        inp, ready = _stage_async(input)
+        reads = Reads()
+        inp = reads.stage(input)
 
         def job(worker):
-            ready()
+            reads.wait()
             self._gloo._allgather_base(out, inp, _opts(c10d.AllgatherOptions, opts)).wait()
             _dist_async.copy_back(worker, [output], [out])
         return self._worker.submit(job, [output])
@@ -419,16 +448,17 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # Functional collectives (DTensor.full_tensor, FSDP2's state dicts) reach all_gather_into_tensor
         # through this one from C++; PyProcessGroup forwards it (unlike all_gather_single).
         works = [self.all_gather_single(out, inp, opts) for out, inp in zip(outputs, inputs)]
-        return self._worker.submit(lambda worker: [w.wait() for w in works], outputs)
+        return self._worker.submit(lambda worker: [w.host_wait() for w in works], outputs)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced  # the name before torch 2.10
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         out = _host_buffer(output) if _is_ocl(output) else output
-        inp, ready = _stage_async(input)
+        reads = Reads()
+        inp = reads.stage(input)
 
         def job(worker):
-            ready()
+            reads.wait()
             self._gloo.alltoall_base(out, inp, output_split_sizes, input_split_sizes,
                                      _opts(c10d.AllToAllOptions, opts)).wait()
             _dist_async.copy_back(worker, [output], [out])
@@ -444,12 +474,12 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         dtype = dtypes.pop()
         in_splits = [t.numel() for t in input_tensors]
         out_splits = [t.numel() for t in output_tensors]
-        inp = _host_buffer(torch.empty(sum(in_splits), dtype=dtype, device="meta"))
-        for dst, t in zip(inp.split(in_splits), input_tensors):
-            dst.copy_(t.reshape(-1))  # ocl inputs: a blocking read, as _stage's
+        reads = Reads()
+        inp = reads.pack(input_tensors, dtype)
         out = _host_buffer(torch.empty(sum(out_splits), dtype=dtype, device="meta"))
 
         def job(worker):
+            reads.wait()
             self._gloo.alltoall_base(out, inp, out_splits, in_splits, _opts(c10d.AllToAllOptions, opts)).wait()
             views = [v.view(t.shape) for v, t in zip(out.split(out_splits), output_tensors)]
             _dist_async.copy_back(worker, output_tensors, views)
@@ -459,9 +489,11 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         if opts is None:
             opts = c10d.GatherOptions()
         outs = [[_host_buffer(t) if _is_ocl(t) else t for t in lst] for lst in output_lists]
-        ins = [_stage(t) for t in input_tensors]
+        reads = Reads()
+        ins = [reads.stage(t) for t in input_tensors]
 
         def job(worker):
+            reads.wait()
             self._gloo.gather(outs, ins, _opts(c10d.GatherOptions, opts)).wait()
             _dist_async.copy_back(worker, [t for lst in output_lists for t in lst], [h for lst in outs for h in lst])
         return self._worker.submit(job, output_lists)
@@ -470,9 +502,11 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         if opts is None:
             opts = c10d.ScatterOptions()
         outs = [_host_buffer(t) if _is_ocl(t) else t for t in output_tensors]
-        ins = [[_stage(t) for t in lst] for lst in input_lists]
+        reads = Reads()
+        ins = [[reads.stage(t) for t in lst] for lst in input_lists]
 
         def job(worker):
+            reads.wait()
             self._gloo.scatter(outs, ins, _opts(c10d.ScatterOptions, opts)).wait()
             _dist_async.copy_back(worker, output_tensors, outs)
         return self._worker.submit(job, output_tensors)
@@ -484,7 +518,9 @@ class OclGlooProcessGroup(dist.ProcessGroup):
     # ---- point to point: asynchronous, see the module comment -------------------------------------
 
     def send(self, tensors, dst, tag=0):
-        # The staged copy is complete before gloo sees it, and gloo's Work keeps it alive.
+        # The staged copy is complete before gloo sees it, and gloo's Work keeps it alive. A blocking read
+        # here: a send goes to gloo at once (not through the worker, see the module comment), so nothing
+        # else could wait for a non-blocking one.
         return self._gloo.send([_stage(t) for t in tensors], dst, tag)
 
     def recv(self, tensors, src, tag=0):

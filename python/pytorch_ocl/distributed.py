@@ -21,14 +21,16 @@ our group replaces the whole group (its connections stay open until it is collec
 ours to avoid without patching torch. C++ callers (DDP's Reducer, _broadcast_coalesced) reach us through PyProcessGroup's virtual overrides;
 the public Python API calls our methods by name, including the ones PyProcessGroup does not forward.
 
-Collectives are asynchronous (_dist_async.py): the calling thread enqueues the device->host reads of an
-ocl tensor (chunks of 4 MiB, each with an event) and returns a Work; the group's worker thread runs gloo
-on each chunk as its read completes and enqueues the write back on a side stream, so DDP's bucketed
-all-reduce overlaps the backward pass. The Work completes once the write back has finished on the device;
-wait() blocks the calling thread until then (rather than making the current stream wait on an event: the
-completion is the future DDP's Reducer chains on, read from any thread and stream). Point-to-point ops
-stay direct gloo calls: isend/irecv pairs must be able to be posted before either is waited on, so
-send/recv return a Work that waits for gloo and copies back inside wait().
+Collectives are asynchronous and stream-ordered (_dist_async.py), as NCCL's: the calling thread only
+enqueues non-blocking device->host reads of the ocl inputs (all_reduce and single-tensor broadcast in
+chunks of 4 MiB, each with an event) and returns a Work; the group's worker thread runs gloo as the reads
+complete and enqueues the write back on a side stream, so DDP's bucketed all-reduce overlaps the backward
+pass. The Work's future is device-aware (torch.futures.Future(devices=...)): `wait()` (the Work's, or the
+future's that DDP's Reducer calls) blocks the host only until gloo is done and the write back enqueued,
+then makes the current stream wait on an event recorded after the write back, so later kernels read the
+results without the host waiting for the device. Point-to-point ops stay direct gloo calls: isend/irecv
+pairs must be able to be posted before either is waited on, so send reads with a blocking copy and recv
+returns a Work that waits for gloo and copies back (on the current stream) inside wait().
 """
 import torch
 

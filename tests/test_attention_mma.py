@@ -87,8 +87,8 @@ def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
         g_ref = torch.autograd.grad(o_ref, ref, g)
         g_dev, names = launches(lambda: torch.autograd.grad(out, dev, g.to(dtype).to("ocl")))
         assert (DQ_LAUNCH in names) == dq_mma, names
-        # the dk/dv pass runs on the engine for head dims up to 64
-        assert (DKDV_LAUNCH in names) == (dq_mma and max(q.shape[-1], v.shape[-1]) <= 64), names
+        # the dk/dv pass runs on the engine wherever the dq pass does (head dims up to 128)
+        assert (DKDV_LAUNCH in names) == dq_mma, names
         for name, a, b in zip("qkv", g_ref, g_dev):
             check(a, b, 2 * tol, "grad " + name)  # through the forward's lse and output
     return out
@@ -115,13 +115,20 @@ def test_forward_grid(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), is_causal=causal, scale=0.3 if D == 80 else None)
 
 
-# The backward on the matrix engine (attention_mma_bwd.cl), from the mma forward's lse: the dq pass for fp32
-# kinds up to head dim 64 and 16-bit up to 128, the dk/dv pass up to 64; the FMA kernels beyond.
+# The backward on the matrix engine (attention_mma_bwd.cl), from the mma forward's lse: both passes up to head
+# dim 128; over 64 the dk/dv pass (and the fp32 dq pass) split the head dims over warp pairs (DSPLIT): D 128,
+# 96, 80 (16-bit: 5 k-steps, padded to 6), D != Dv, L != S, GQA, causal and full.
 BWD = [
     ("3xtf32", 1, 4, 2, 33, 41, 64, 32, True, False),
     ("tf32", 1, 2, 2, 20, 17, 40, 56, False, True),
     (torch.bfloat16, 1, 2, 1, 33, 41, 128, 96, True, False),
     (torch.float16, 2, 1, 1, 18, 30, 32, 24, False, True),
+    ("3xtf32", 1, 2, 1, 24, 19, 128, 128, True, False),
+    ("3xtf32", 1, 1, 1, 17, 30, 128, 128, False, True),
+    ("tf32", 1, 1, 1, 21, 13, 96, 80, True, False),
+    (torch.bfloat16, 1, 2, 2, 19, 26, 128, 128, False, True),
+    (torch.float16, 1, 1, 1, 30, 22, 128, 128, True, False),
+    (torch.float16, 1, 2, 1, 14, 25, 80, 80, False, False),
 ]
 
 
@@ -131,18 +138,19 @@ def test_backward(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), grad=True, is_causal=causal)
 
 
-def test_backward_wide_fp32_dq_stays_on_fma():
-    run("3xtf32", *make(1, 1, 1, 17, 20, 96, 32), grad=True, dq_mma=False)
+def test_backward_over_128_stays_on_fma():
+    run("3xtf32", *make(1, 1, 1, 9, 11, 144, 32), grad=True, mma=False, dq_mma=False)
 
 
-@pytest.mark.parametrize("kind", ["3xtf32", torch.float16])
-def test_masks(kind):
-    q, k, v = make(2, 2, 2, 19, 37, 32, 32)
-    keep = torch.rand(19, 37, generator=torch.Generator().manual_seed(1)) > 0.3
+@pytest.mark.parametrize("kind,D", [("3xtf32", 32), (torch.float16, 32), ("3xtf32", 128), (torch.bfloat16, 128)])
+def test_masks(kind, D):
+    B, L, S = (2, 19, 37) if D <= 64 else (1, 13, 21)
+    q, k, v = make(B, 2, 2, L, S, D, D)
+    keep = torch.rand(L, S, generator=torch.Generator().manual_seed(1)) > 0.3
     keep[3] = False  # a row that sees nothing: zeros (lse +inf), as torch's math
     run(kind, q, k, v, attn_mask=keep, grad=True)
-    bias = torch.randn(2, 1, 19, 37, generator=torch.Generator().manual_seed(2))
-    run(kind, q, k, v, attn_mask=bias)
+    bias = torch.randn(B, 1, L, S, generator=torch.Generator().manual_seed(2))
+    run(kind, q, k, v, attn_mask=bias, grad=D > 64)
 
 
 def test_dropout_draws_the_fma_kernels_mask(monkeypatch):

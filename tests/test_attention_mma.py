@@ -1,4 +1,4 @@
-"""The matrix-engine attention forward (dlprim/kernels/attention_mma.cl) against float64 CPU references.
+"""The matrix-engine attention (dlprim/kernels/attention_mma*.cl) against float64 CPU references.
 
 PYTORCH_OCL_MMA=emulate runs the kernel with each mma.sync (and each quad shuffle) replaced by a local-memory
 emulation of the same fragment layouts, so PoCL in CI tests every line; on an NVIDIA device
@@ -6,8 +6,9 @@ PYTORCH_OCL_MMA_TEST=native runs the same tests on the real instruction. Each ca
 kernel ran (the profiler's launch names), and that the backward's dq and dk/dv passes run on the engine
 (attention_mma_bwd.cl) where they should. Kinds: float32 at torch's default 'highest' matmul precision is
 3xTF32 (fp32 tolerance), at 'high' plain TF32 (operands rounded to 10 mantissa bits: a looser bound), 16-bit
-m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward (FMA kernels) reads the
-forward's lse, so gradients are checked too. Small shapes: the emulation is slow.
+m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward reads the forward's lse,
+so gradients are checked too; over head dim 64 its passes split the head dims over warp pairs (DSPLIT). Small
+shapes: the emulation is slow.
 """
 import os
 

@@ -154,8 +154,9 @@ def test_masks(kind, D):
     run(kind, q, k, v, attn_mask=bias, grad=D > 64)
 
 
-def test_dropout_draws_the_fma_kernels_mask(monkeypatch):
-    q, k, v = make(1, 2, 2, 21, 30, 32, 32)
+@pytest.mark.parametrize("D", [32, 128])
+def test_dropout_draws_the_fma_kernels_mask(monkeypatch, D):
+    q, k, v = make(1, 2, 2, 21, 30, D, D) if D <= 64 else make(1, 1, 1, 13, 18, D, D)
     res = []
     for env in (None, "0"):
         if env:
@@ -176,7 +177,10 @@ def test_zero_sizes_and_fallbacks(monkeypatch):
         q, k, v = make(*shape)
         out = F.scaled_dot_product_attention(q.to("ocl"), k.to("ocl"), v.to("ocl"))
         assert out.shape == q.shape[:-1] + (16,)
-    # Head dims over 128 stay on the FMA kernels; PYTORCH_OCL_ATTN_MMA=0 keeps them everywhere.
+    # Head dims over 128 stay on the FMA kernels; PYTORCH_OCL_ATTN_MMA=0 keeps them everywhere; an odd number of
+    # warps cannot pair them for the split backward (heads over 64): its passes stay on the FMA kernels.
     run("3xtf32", *make(1, 1, 1, 9, 9, 144, 16), mma=False)
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1,16,0")
+    run("3xtf32", *make(1, 1, 1, 9, 11, 96, 72), grad=True, dq_mma=False)
     monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "0")
     run(torch.bfloat16, *make(1, 1, 1, 9, 9, 16, 16), mma=False)

@@ -2,13 +2,16 @@
 
     python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
                                             [--bwd-tiled "0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split"]
+                                            [--mma "default;0;8,16,0"] [--dtype bfloat16]
                                             [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
 
 The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
 "0" for the row kernel), PYTORCH_OCL_ATTN_BWD (the backward's row kernels: "ELEMS,BC,THREADS") and
 PYTORCH_OCL_ATTN_BWD_TILED (the backward's passes on register tiles: "1" both, "BQ,BK,NTC" the dq
 pass on that tile, or parts joined by '+': "dq", "dkdv", "dq=BQ,BK,NTC", "dkdv=BQ,BK,NTC[,split]";
-"0" off; see dlprim/src/attention.cpp), read by the library on every call. Prints the median
+"0" off; see dlprim/src/attention.cpp), read by the library on every call; --mma times fwd+bwd under values
+of PYTORCH_OCL_ATTN_MMA (the matrix engine, "default" = unset: on where the device has it; "0" the FMA
+kernels; "NW,BKT,PREFETCH"), the other layouts run with it off. Prints the median
 forward (and forward+backward) ms of each (case, layout) and each value's error against the default
 layout's output, so a faster layout that is wrong shows up, and the device time of each attention
 kernel of one call (pytorch_ocl.profiler, e.g. attention_backward_dkdv_tiled), so the dk/dv pass's
@@ -50,6 +53,8 @@ def main():
     p.add_argument("--bwd", default="", help="backward layouts (fwd+bwd is timed only when given)")
     p.add_argument("--bwd-tiled", default="",
                    help="tiled backward layouts, e.g. '0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split' (fwd+bwd timed)")
+    p.add_argument("--mma", default="", help="PYTORCH_OCL_ATTN_MMA values, fwd+bwd timed (default = unset)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--out", default="results/attention_layouts.md")
@@ -60,8 +65,9 @@ def main():
             "|---|---|---|---|---|---|---|---|---|---|"]
     for B, H, L, D, causal in tqdm(parse(args.cases, 5), desc="cases"):
         g = torch.Generator().manual_seed(0)
-        q, k, v = (torch.randn(B, H, L, D, generator=g).to(dev).requires_grad_() for _ in range(3))
-        do = torch.randn(B, H, L, D, generator=g).to(dev)
+        dt = getattr(torch, args.dtype)
+        q, k, v = (torch.randn(B, H, L, D, generator=g).to(dev, dt).requires_grad_() for _ in range(3))
+        do = torch.randn(B, H, L, D, generator=g).to(dev, dt)
 
         def fwd():
             with torch.no_grad():
@@ -74,6 +80,7 @@ def main():
         jobs = [("PYTORCH_OCL_ATTN_TILED", lay, fwd) for lay in args.fwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD", lay, fwd_bwd) for lay in args.bwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD_TILED", lay, fwd_bwd) for lay in args.bwd_tiled.split(";") if lay]
+        jobs += [("PYTORCH_OCL_ATTN_MMA", lay, fwd_bwd) for lay in args.mma.split(";") if lay]
         ref = {}
         for var, lay, fn in jobs:
             short = var[len("PYTORCH_OCL_ATTN_"):]
@@ -95,6 +102,7 @@ def main():
                 line = f"| {B} | {H} | {L} | {D} | {'yes' if causal else 'no'} | {short} | {lay} | failed: {str(e)[:60]} | | |"
             finally:
                 os.environ.pop(var, None)
+                os.environ["PYTORCH_OCL_ATTN_MMA"] = "0"
             tqdm.write(line)
             rows.append(line)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

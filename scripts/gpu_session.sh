@@ -19,6 +19,7 @@
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
 #   bash scripts/gpu_session.sh attn_mma      # attention on mma.sync: native tests, SDPA vs CUDA with it on / off
+#   bash scripts/gpu_session.sh attn128       # native mma attention tests, D128 fwd+bwd: engine / FMA / 4-warp split
 #   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
 #   bash scripts/gpu_session.sh transformer_bf16  # transformer.py --models --amp bf16 vs CUDA autocast
 #   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
@@ -132,6 +133,14 @@ case "${1:-validate}" in
     ;;
   cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
+    ;;
+  attn128)  # the engine's backward at head dims over 64 (warp-pair split): native tests, then the D128 case's
+    # fwd+bwd and per-pass kernel times: engine default (split, 8 warps), FMA kernels, split on 4 warps
+    PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py
+    run attn128_fp32 100 python3 benchmarks/attention_layouts.py --fwd "" --mma "default;0;4,16,0" \
+      --cases "8,12,2048,128,1;8,12,1024,128,0" --out "$out/attn128_fp32.md"
+    run attn128_bf16 100 python3 benchmarks/attention_layouts.py --fwd "" --mma "default;0;4,16,0" --dtype bfloat16 \
+      --cases "8,12,2048,128,1;8,12,1024,128,0" --out "$out/attn128_bf16.md"
     ;;
   attn_mma)  # attention on mma.sync: its tests on the real instruction, then SDPA vs CUDA with it on (and off)
     PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py

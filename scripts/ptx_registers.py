@@ -6,7 +6,8 @@ LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "f
 (attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
 "attnmma=KIND:NW,BKT[:PREFETCH]", "attnmmadq=KIND:NW,BKT" or "attnmmadkdv=KIND:NW,BKT" (attention_mma.cl's
 forward, attention_mma_bwd.cl's dq or dk/dv pass: warps, keys per tile, 0/1 register
-prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32), or a matrix-engine GEMM config
+prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32; backward heads over 64 split over
+warp pairs where attention_mma.cpp splits them), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
 operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
 each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
@@ -88,6 +89,8 @@ def attn_mma_program(spec, D, DV, bwd=""):
              "#define ST float\n#define LOAD(p, i) ((p)[i])\n#define STORE(p, i, v) do { (p)[i] = (v); } while (0)\n")
     defs = {"D": D, "DV": DV, "HAS_MASK": 0, "ATTN_NATIVE_EXP": 1, "ATTN_VEC": 0, "MMA_KIND": MMA_KINDS[parts[0]],
             "MMA_EMULATE": 0, "NW": nw, "BKT": bkt, "VEC_K": 1, "VEC_V": 1, "VEC_Q": 1, "VEC_DO": 1, "PREFETCH": prefetch}
+    if bwd and max(D, DV) > 64 and (not k16 or bwd == "dkdv"):  # the head-dim split over warp pairs, as the host
+        defs.update(DSPLIT=2, KPAD=32 if k16 else 16, NPAD=16)
     text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
     text += source("attention_common") + source("mma_common")
     if bwd:

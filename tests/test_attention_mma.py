@@ -1,4 +1,4 @@
-"""The matrix-engine attention forward (dlprim/kernels/attention_mma.cl) against float64 CPU references.
+"""The matrix-engine attention (dlprim/kernels/attention_mma*.cl) against float64 CPU references.
 
 PYTORCH_OCL_MMA=emulate runs the kernel with each mma.sync (and each quad shuffle) replaced by a local-memory
 emulation of the same fragment layouts, so PoCL in CI tests every line; on an NVIDIA device
@@ -6,8 +6,9 @@ PYTORCH_OCL_MMA_TEST=native runs the same tests on the real instruction. Each ca
 kernel ran (the profiler's launch names), and that the backward's dq and dk/dv passes run on the engine
 (attention_mma_bwd.cl) where they should. Kinds: float32 at torch's default 'highest' matmul precision is
 3xTF32 (fp32 tolerance), at 'high' plain TF32 (operands rounded to 10 mantissa bits: a looser bound), 16-bit
-m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward (FMA kernels) reads the
-forward's lse, so gradients are checked too. Small shapes: the emulation is slow.
+m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward reads the forward's lse,
+so gradients are checked too; over head dim 64 its passes split the head dims over warp pairs (DSPLIT). Small
+shapes: the emulation is slow.
 """
 import os
 
@@ -87,8 +88,8 @@ def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
         g_ref = torch.autograd.grad(o_ref, ref, g)
         g_dev, names = launches(lambda: torch.autograd.grad(out, dev, g.to(dtype).to("ocl")))
         assert (DQ_LAUNCH in names) == dq_mma, names
-        # the dk/dv pass runs on the engine for head dims up to 64
-        assert (DKDV_LAUNCH in names) == (dq_mma and max(q.shape[-1], v.shape[-1]) <= 64), names
+        # the dk/dv pass runs on the engine wherever the dq pass does (head dims up to 128)
+        assert (DKDV_LAUNCH in names) == dq_mma, names
         for name, a, b in zip("qkv", g_ref, g_dev):
             check(a, b, 2 * tol, "grad " + name)  # through the forward's lse and output
     return out
@@ -115,13 +116,20 @@ def test_forward_grid(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), is_causal=causal, scale=0.3 if D == 80 else None)
 
 
-# The backward on the matrix engine (attention_mma_bwd.cl), from the mma forward's lse: the dq pass for fp32
-# kinds up to head dim 64 and 16-bit up to 128, the dk/dv pass up to 64; the FMA kernels beyond.
+# The backward on the matrix engine (attention_mma_bwd.cl), from the mma forward's lse: both passes up to head
+# dim 128; over 64 the dk/dv pass (and the fp32 dq pass) split the head dims over warp pairs (DSPLIT): D 128,
+# 96, 80 (16-bit: 5 k-steps, padded to 6), D != Dv, L != S, GQA, causal and full.
 BWD = [
     ("3xtf32", 1, 4, 2, 33, 41, 64, 32, True, False),
     ("tf32", 1, 2, 2, 20, 17, 40, 56, False, True),
     (torch.bfloat16, 1, 2, 1, 33, 41, 128, 96, True, False),
     (torch.float16, 2, 1, 1, 18, 30, 32, 24, False, True),
+    ("3xtf32", 1, 2, 1, 24, 19, 128, 128, True, False),
+    ("3xtf32", 1, 1, 1, 17, 30, 128, 128, False, True),
+    ("tf32", 1, 1, 1, 21, 13, 96, 80, True, False),
+    (torch.bfloat16, 1, 2, 2, 19, 26, 128, 128, False, True),
+    (torch.float16, 1, 1, 1, 30, 22, 128, 128, True, False),
+    (torch.float16, 1, 2, 1, 14, 25, 80, 80, False, False),
 ]
 
 
@@ -131,22 +139,24 @@ def test_backward(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), grad=True, is_causal=causal)
 
 
-def test_backward_wide_fp32_dq_stays_on_fma():
-    run("3xtf32", *make(1, 1, 1, 17, 20, 96, 32), grad=True, dq_mma=False)
+def test_backward_over_128_stays_on_fma():
+    run("3xtf32", *make(1, 1, 1, 9, 11, 144, 32), grad=True, mma=False, dq_mma=False)
 
 
-@pytest.mark.parametrize("kind", ["3xtf32", torch.float16])
-def test_masks(kind):
-    q, k, v = make(2, 2, 2, 19, 37, 32, 32)
-    keep = torch.rand(19, 37, generator=torch.Generator().manual_seed(1)) > 0.3
+@pytest.mark.parametrize("kind,D", [("3xtf32", 32), (torch.float16, 32), ("3xtf32", 128), (torch.bfloat16, 128)])
+def test_masks(kind, D):
+    B, L, S = (2, 19, 37) if D <= 64 else (1, 13, 21)
+    q, k, v = make(B, 2, 2, L, S, D, D)
+    keep = torch.rand(L, S, generator=torch.Generator().manual_seed(1)) > 0.3
     keep[3] = False  # a row that sees nothing: zeros (lse +inf), as torch's math
     run(kind, q, k, v, attn_mask=keep, grad=True)
-    bias = torch.randn(2, 1, 19, 37, generator=torch.Generator().manual_seed(2))
-    run(kind, q, k, v, attn_mask=bias)
+    bias = torch.randn(B, 1, L, S, generator=torch.Generator().manual_seed(2))
+    run(kind, q, k, v, attn_mask=bias, grad=D > 64)
 
 
-def test_dropout_draws_the_fma_kernels_mask(monkeypatch):
-    q, k, v = make(1, 2, 2, 21, 30, 32, 32)
+@pytest.mark.parametrize("D", [32, 128])
+def test_dropout_draws_the_fma_kernels_mask(monkeypatch, D):
+    q, k, v = make(1, 2, 2, 21, 30, D, D) if D <= 64 else make(1, 1, 1, 13, 18, D, D)
     res = []
     for env in (None, "0"):
         if env:
@@ -167,7 +177,10 @@ def test_zero_sizes_and_fallbacks(monkeypatch):
         q, k, v = make(*shape)
         out = F.scaled_dot_product_attention(q.to("ocl"), k.to("ocl"), v.to("ocl"))
         assert out.shape == q.shape[:-1] + (16,)
-    # Head dims over 128 stay on the FMA kernels; PYTORCH_OCL_ATTN_MMA=0 keeps them everywhere.
+    # Head dims over 128 stay on the FMA kernels; PYTORCH_OCL_ATTN_MMA=0 keeps them everywhere; an odd number of
+    # warps cannot pair them for the split backward (heads over 64): its passes stay on the FMA kernels.
     run("3xtf32", *make(1, 1, 1, 9, 9, 144, 16), mma=False)
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1,16,0")
+    run("3xtf32", *make(1, 1, 1, 9, 11, 96, 72), grad=True, dq_mma=False)
     monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "0")
     run(torch.bfloat16, *make(1, 1, 1, 9, 9, 16, 16), mma=False)

@@ -37,11 +37,23 @@
 #define UE 8
 #define MT ushort
 #endif
+// The backward's head-dim split (attention_mma_bwd.cl; the forward keeps the defaults): DSPLIT warps share
+// one 16-row block, each holding 1 / DSPLIT of its fragments and accumulators; KPAD / NPAD pad the head dims
+// so that every warp of the split gets the same number of k-steps / n-tiles.
+#ifndef DSPLIT
+#define DSPLIT 1
+#endif
+#ifndef KPAD
+#define KPAD KS
+#endif
+#ifndef NPAD
+#define NPAD 8
+#endif
 #define NTH (32 * NW)                            // work-items per group
-#define NQ (16 * NW)                             // queries per group
+#define NQ (16 * NW / DSPLIT)                    // queries per group
 #define CDIV(a, b) (((a) + (b) - 1) / (b))
-#define DK (CDIV(D, KS) * KS)                    // head dim padded to the mma's k (zeros)
-#define DVN (CDIV(DV, 8) * 8)                    // value dim padded to whole n-tiles
+#define DK (CDIV(D, KPAD) * KPAD)                // head dim padded to the mma's k (zeros)
+#define DVN (CDIV(DV, NPAD) * NPAD)              // value dim padded to whole n-tiles
 #define NKT (BKT / 8)                            // score n-tiles per key tile
 #define NO (DVN / 8)                             // output n-tiles
 #define NQK (DK / KS)                            // k-steps of the score product
@@ -219,7 +231,8 @@ inline uint attn_opaque(uint x) {
 
 // The two shapes of product every pass makes, written once:
 // ROWS_PRODUCT: acc[n] += A x (the NKT 8-row blocks of `tile`)^T, A in registers as `nsteps` KS-wide fragments
-// `frags` (Q or dO for S and dP; K or V for their transposes), B read along the rows of `tile` (row length ld).
+// `frags` (Q or dO for S and dP; K or V for their transposes), B read along the rows of `tile` (row length ld)
+// from column kb on (the backward's split: this warp's part of the head dim).
 #define ROW_B(b, tile, ld, key, k0)                                  \
   do {                                                               \
     __local const MT* p_ = (tile) + (key) * (ld) + (k0);             \
@@ -230,45 +243,46 @@ inline uint attn_opaque(uint x) {
       b[0] = w_.x, b[1] = w_.y;                                      \
     }                                                                \
   } while (0)
-#define ROWS_PRODUCT(acc, frags, nsteps, tile, ld)                   \
+#define ROWS_PRODUCT(acc, frags, nsteps, tile, ld, kb)               \
   _Pragma("unroll") for (int t_ = 0; t_ < (nsteps); ++t_) {          \
     uint fa_[4], fm_[4];                                             \
     SPLIT_A(fa_, fm_, (frags)[t_], OPAQUE);                          \
     _Pragma("unroll") for (int n_ = 0; n_ < NKT; ++n_) {             \
       uint b_[2];                                                    \
-      ROW_B(b_, tile, ld, n_ * 8 + gid, t_ * KS);                    \
+      ROW_B(b_, tile, ld, n_ * 8 + gid, (kb) + t_ * KS);             \
       MMA_X((acc)[n_], fa_, fm_, b_);                                \
     }                                                                \
   }
 // C_PRODUCT: acc[n] += C x B for n < nout, C given as the C fragments c[0..NKT) of a 16 x (8 NKT) product (P
 // or dS and their transposes) used directly as A operands (tf32 kinds: k slots paired as the file comment says;
 // 16-bit: packed as flash-attention 2 does). B: the tf32 kinds read `tile` (row length ld) with k along its
-// columns; 16-bit kinds read `tile16` (row length ld16, stored transposed) with k along its rows.
+// columns; 16-bit kinds read `tile16` (row length ld16, stored transposed) with k along its rows; output
+// column nb + 8 n (the backward's split: this warp's part of the head dim).
 #if MMA_KIND <= 2
 #if MMA_KIND == 1
 #define TF32_ROUND4(a) _Pragma("unroll") for (int r_ = 0; r_ < 4; ++r_) a[r_] = mma_tf32(as_float(a[r_]));
 #else
 #define TF32_ROUND4(a)
 #endif
-#define C_PRODUCT(acc, nout, c, tile, ld, tile16, ld16)                                                     \
+#define C_PRODUCT(acc, nout, c, tile, ld, tile16, ld16, nb)                                                 \
   _Pragma("unroll") for (int t_ = 0; t_ < NKT; ++t_) {                                                     \
     uint ca_[4] = {as_uint((c)[t_][0]), as_uint((c)[t_][2]), as_uint((c)[t_][1]), as_uint((c)[t_][3])};    \
     TF32_ROUND4(ca_)                                                                                       \
     uint fa_[4], fm_[4];                                                                                   \
     SPLIT_A(fa_, fm_, ca_, NOOP);                                                                          \
     _Pragma("unroll") for (int n_ = 0; n_ < (nout); ++n_) {                                                \
-      __local const MT* p_ = (tile) + (t_ * 8 + 2 * tig) * (ld) + n_ * 8 + gid;                            \
+      __local const MT* p_ = (tile) + (t_ * 8 + 2 * tig) * (ld) + (nb) + n_ * 8 + gid;                     \
       uint b_[2] = {p_[0], p_[ld]};                                                                        \
       MMA_X((acc)[n_], fa_, fm_, b_);                                                                      \
     }                                                                                                      \
   }
 #else
-#define C_PRODUCT(acc, nout, c, tile, ld, tile16, ld16)                                                     \
+#define C_PRODUCT(acc, nout, c, tile, ld, tile16, ld16, nb)                                                 \
   _Pragma("unroll") for (int t_ = 0; t_ < NKT / 2; ++t_) {                                                 \
     uint ca_[4] = {PACK_P((c)[2 * t_][0], (c)[2 * t_][1]), PACK_P((c)[2 * t_][2], (c)[2 * t_][3]),         \
                    PACK_P((c)[2 * t_ + 1][0], (c)[2 * t_ + 1][1]), PACK_P((c)[2 * t_ + 1][2], (c)[2 * t_ + 1][3])}; \
     _Pragma("unroll") for (int n_ = 0; n_ < (nout); ++n_) {                                                \
-      __local const MT* p_ = (tile16) + (n_ * 8 + gid) * (ld16) + t_ * 16 + 2 * tig;                       \
+      __local const MT* p_ = (tile16) + ((nb) + n_ * 8 + gid) * (ld16) + t_ * 16 + 2 * tig;                \
       uint b_[2] = {*(__local const uint*)p_, *(__local const uint*)(p_ + 8)};                             \
       MMA((acc)[n_], ca_, b_);                                                                             \
     }                                                                                                      \
@@ -337,7 +351,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     // S = Q K^T
     float s[NKT][4];
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
-    ROWS_PRODUCT(s, qf, NQK, Ks, KLD);
+    ROWS_PRODUCT(s, qf, NQK, Ks, KLD, 0);
     // Scale, mask (exp2 domain) and the tile's row maxima. Only tiles at an edge of this warp's block (the
     // last keys, queries past L, the causal diagonal) test each score: a warp-uniform branch.
     float mx_lo = -INFINITY, mx_hi = -INFINITY;
@@ -388,7 +402,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
       }
     }
     // O += P V
-    C_PRODUCT(o, NO, s, Vs, VLD, Vs, VLD);
+    C_PRODUCT(o, NO, s, Vs, VLD, Vs, VLD, 0);
   }
   QUAD_REDUCE(l_lo, ADD_);
   QUAD_REDUCE(l_hi, ADD_);

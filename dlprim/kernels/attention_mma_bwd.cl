@@ -6,11 +6,47 @@
 // the C fragments, then dq += dS K with dS as the A operand the way the forward feeds P (tf32: k slots paired
 // with keys 2 tig, 2 tig + 1; 16-bit: packed pairs) and K as B: tf32 reads the same K tile by key rows (its
 // stride is 4 mod 8 words, conflict-free both ways); 16-bit reads a transposed copy Kt[d][key].
+//
+// Heads over 64 (DSPLIT 2, set by attention_mma.cpp): the fragments and accumulators of a 16-row block would
+// pass 255 registers (fp32 dk/dv at D 128: K, V, dk, dv 64 each), so a pair of warps shares each block: warp
+// half hw holds the A fragments of its half of the head dims (k-steps hw NQKH ..) and accumulates its half of
+// the output columns (n-tiles hw NDQH ..). The two partial S and dP of a tile are summed through local
+// memory (EXCHANGE: one barrier), after which both warps form the same P and dS. The mma count is that of one
+// unsplit warp, and a lane's registers are those of the D 64 kernels; the elementwise dS work is done twice.
 
-#define DVK (CDIV(DV, KS) * KS)                   // value dim padded to the mma's k (dP's product)
+#define DVK (CDIV(DV, KPAD) * KPAD)               // value dim padded to the mma's k (dP's product)
 #define NDK (DVK / KS)
-#define DN (CDIV(D, 8) * 8)                       // dq's n-tiles
+#define DN (CDIV(D, NPAD) * NPAD)                 // dq's n-tiles
 #define NDQ (DN / 8)
+#define NQKH (NQK / DSPLIT)                       // this warp's share of the split (all of it without)
+#define NDKH (NDK / DSPLIT)
+#define NDQH (NDQ / DSPLIT)
+#define NOH (NO / DSPLIT)
+
+// a[NKT][4] += the partner warp's a, b likewise (DSPLIT 2): own + other in both warps, so both hold the same
+// sums. Slot-major per warp: a warp's 32 lanes write 32 consecutive words. The next write comes after the
+// next tile's staging barrier, which the partner reaches only after its reads.
+#if DSPLIT > 1
+#define XCH_WORDS (NW * 2 * NKT * 4 * 32)
+#define EXCHANGE(a, b)                                                                     \
+  do {                                                                                     \
+    __local float* mine_ = xch + warp * (2 * NKT * 4 * 32) + lane;                         \
+    _Pragma("unroll") for (int n_ = 0; n_ < NKT; ++n_)                                     \
+      _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) {                                   \
+        mine_[(n_ * 4 + e_) * 32] = (a)[n_][e_];                                           \
+        mine_[((NKT + n_) * 4 + e_) * 32] = (b)[n_][e_];                                   \
+      }                                                                                    \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+    __local const float* other_ = xch + (warp ^ 1) * (2 * NKT * 4 * 32) + lane;            \
+    _Pragma("unroll") for (int n_ = 0; n_ < NKT; ++n_)                                     \
+      _Pragma("unroll") for (int e_ = 0; e_ < 4; ++e_) {                                   \
+        (a)[n_][e_] += other_[(n_ * 4 + e_) * 32];                                         \
+        (b)[n_][e_] += other_[((NKT + n_) * 4 + e_) * 32];                                 \
+      }                                                                                    \
+  } while (0)
+#else
+#define EXCHANGE(a, b)
+#endif
 #if MMA_KIND <= 2
 #define VKLD (DVK + 4)
 #define KTLD 0
@@ -32,18 +68,22 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
 #if MMA_KIND >= 3
   __local MT Kt[DN * KTLD] __attribute__((aligned(16)));
 #endif
+#if DSPLIT > 1
+  __local float xch[XCH_WORDS];
+#endif
 #if MMA_EMULATE
   __local uint emu_regs[NTH * 6];
 #endif
   const int tid = get_local_id(0), lane = tid % 32, gid = lane / 4, tig = lane % 4, warp = tid / 32;
+  const int hw = warp % DSPLIT;  // this warp's half of the head dims (0 without the split)
   const int bh = get_group_id(2), bb = bh / Hq, h = bh - bb * Hq, hk = h / G;
   const int q0 = ATTN_QBLOCK(causal) * NQ;
-  const int r_lo = q0 + warp * 16 + gid, r_hi = r_lo + 8;
+  const int r_lo = q0 + warp / DSPLIT * 16 + gid, r_hi = r_lo + 8;
   const float c = scale * LOG2E;
   const int rl = min(r_lo, L - 1), rh = min(r_hi, L - 1);
 
-  // A fragments of Q (over D) and dO (over DV), in the forward's slot order.
-  uint qf[NQK][4], df[NDK][4];
+  // A fragments of Q (over D) and dO (over DV), in the forward's slot order (this warp's k-steps).
+  uint qf[NQKH][4], df[NDKH][4];
 #define BITS(P, po, ps, r, rc, d, dim) (((r) < L && (d) < (dim)) ? RAW(P, (long)po + AT(ps, bb, h, rc, d)) : (MT)0)
 #if MMA_KIND <= 2
 #define A_FRAG(f, P, po, ps, t, dim)                                                                  \
@@ -56,14 +96,14 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
   f[0] = PAIR_AT(P, po, ps, r_lo, rl, (t) * 16 + 4 * tig, dim), f[1] = PAIR_AT(P, po, ps, r_hi, rh, (t) * 16 + 4 * tig, dim), \
   f[2] = PAIR_AT(P, po, ps, r_lo, rl, (t) * 16 + 4 * tig + 2, dim), f[3] = PAIR_AT(P, po, ps, r_hi, rh, (t) * 16 + 4 * tig + 2, dim)
 #endif
-  _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
-    A_FRAG(qf[t], Q, qo, qs, t, D);
+  _Pragma("unroll") for (int t = 0; t < NQKH; ++t) {
+    A_FRAG(qf[t], Q, qo, qs, hw * NQKH + t, D);
 #if MMA_KIND == 1
     _Pragma("unroll") for (int e = 0; e < 4; ++e) qf[t][e] = mma_tf32(as_float(qf[t][e]));
 #endif
   }
-  _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
-    A_FRAG(df[t], DO, doo, dos, t, DV);
+  _Pragma("unroll") for (int t = 0; t < NDKH; ++t) {
+    A_FRAG(df[t], DO, doo, dos, hw * NDKH + t, DV);
 #if MMA_KIND == 1
     _Pragma("unroll") for (int e = 0; e < 4; ++e) df[t][e] = mma_tf32(as_float(df[t][e]));
 #endif
@@ -74,8 +114,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
   const float dl_lo = r_lo < L ? DELTA[dlo + (ulong)bh * L + r_lo] : 0.0f;
   const float dl_hi = r_hi < L ? DELTA[dlo + (ulong)bh * L + r_hi] : 0.0f;
 
-  float dq[NDQ][4];
-  _Pragma("unroll") for (int n = 0; n < NDQ; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0;
+  float dq[NDQH][4];
+  _Pragma("unroll") for (int n = 0; n < NDQH; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0;
   const int last_row = min(L, q0 + NQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
   for (int j0 = 0; j0 < s_end; j0 += BKT) {
@@ -101,8 +141,9 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
     float s[NKT][4], dp[NKT][4];
     _Pragma("unroll") for (int n = 0; n < NKT; ++n)
       _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
-    ROWS_PRODUCT(s, qf, NQK, Ks, KLD);
-    ROWS_PRODUCT(dp, df, NDK, Vk, VKLD);
+    ROWS_PRODUCT(s, qf, NQKH, Ks, KLD, hw * NQKH * KS);
+    ROWS_PRODUCT(dp, df, NDKH, Vk, VKLD, hw * NDKH * KS);
+    EXCHANGE(s, dp);
     // dS = P (Z dP - delta), 0 where masked.
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
       const int jd = j0 + n * 8 + 2 * tig;
@@ -128,11 +169,11 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
       }
     }
     // dq += dS K
-    C_PRODUCT(dq, NDQ, s, Ks, KLD, Kt, KTLD);
+    C_PRODUCT(dq, NDQH, s, Ks, KLD, Kt, KTLD, hw * NDQH * 8);
   }
-  _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
+  _Pragma("unroll") for (int n = 0; n < NDQH; ++n) {
     _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-      const int i = e < 2 ? r_lo : r_hi, col = n * 8 + 2 * tig + (e & 1);
+      const int i = e < 2 ? r_lo : r_hi, col = (hw * NDQH + n) * 8 + 2 * tig + (e & 1);
       if (i < L && col < D) STORE(DQ, (long)dqo + AT(dqs, bb, h, i, col), dq[n][e] * scale);
     }
   }
@@ -172,31 +213,36 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
   __local MT Ot[DVN * KTLD] __attribute__((aligned(16)));
 #endif
   __local float lse_s[BKT], del_s[BKT];
+#if DSPLIT > 1
+  __local float xch[XCH_WORDS];
+#endif
 #if MMA_EMULATE
   __local uint emu_regs[NTH * 6];
 #endif
   const int tid = get_local_id(0), lane = tid % 32, gid = lane / 4, tig = lane % 4, warp = tid / 32;
+  const int hw = warp % DSPLIT;  // this warp's half of the head dims (0 without the split)
   const int Hk = Hq / G, bhk = get_group_id(2), bb = bhk / Hk, hk = bhk - bb * Hk;
   const int k0 = get_group_id(1) * NQ;
-  const int k_lo = k0 + warp * 16 + gid, k_hi = k_lo + 8;  // this lane's two fragment rows (keys)
+  const int k_lo = k0 + warp / DSPLIT * 16 + gid, k_hi = k_lo + 8;  // this lane's two fragment rows (keys)
   const float c = scale * LOG2E;
-  // A fragments of K (over D) and V (over DV); register e of a fragment: row (e & 1 ? k_hi : k_lo).
-  uint kf[NQK][4], vf[NDK][4];
-  _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
-    KA_FRAG(kf[t], K, ko, ks, hk, t, D);
+  // A fragments of K (over D) and V (over DV), this warp's k-steps; register e of a fragment: row
+  // (e & 1 ? k_hi : k_lo).
+  uint kf[NQKH][4], vf[NDKH][4];
+  _Pragma("unroll") for (int t = 0; t < NQKH; ++t) {
+    KA_FRAG(kf[t], K, ko, ks, hk, hw * NQKH + t, D);
 #if MMA_KIND == 1
     _Pragma("unroll") for (int e = 0; e < 4; ++e) kf[t][e] = mma_tf32(as_float(kf[t][e]));
 #endif
   }
-  _Pragma("unroll") for (int t = 0; t < NDK; ++t) {
-    KA_FRAG(vf[t], V, vo, vs, hk, t, DV);
+  _Pragma("unroll") for (int t = 0; t < NDKH; ++t) {
+    KA_FRAG(vf[t], V, vo, vs, hk, hw * NDKH + t, DV);
 #if MMA_KIND == 1
     _Pragma("unroll") for (int e = 0; e < 4; ++e) vf[t][e] = mma_tf32(as_float(vf[t][e]));
 #endif
   }
-  float dk[NDQ][4], dv[NO][4];
-  _Pragma("unroll") for (int n = 0; n < NDQ; ++n) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0;
-  _Pragma("unroll") for (int n = 0; n < NO; ++n) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0;
+  float dk[NDQH][4], dv[NOH][4];
+  _Pragma("unroll") for (int n = 0; n < NDQH; ++n) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0;
+  _Pragma("unroll") for (int n = 0; n < NOH; ++n) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0;
   const int i_start = causal ? k0 / BKT * BKT : 0;  // earlier queries see none of these keys
   for (int g = 0; g < G; ++g) {
     const int h = hk * G + g, bh = bb * Hq + h;
@@ -234,8 +280,9 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
       float s[NKT][4], dp[NKT][4];
       _Pragma("unroll") for (int n = 0; n < NKT; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
-      ROWS_PRODUCT(s, kf, NQK, Qs, KLD);
-      ROWS_PRODUCT(dp, vf, NDK, Os, VKLD);
+      ROWS_PRODUCT(s, kf, NQKH, Qs, KLD, hw * NQKH * KS);
+      ROWS_PRODUCT(dp, vf, NDKH, Os, VKLD, hw * NDKH * KS);
+      EXCHANGE(s, dp);
       // P^T (Z applied: s) and dS^T (dp); 0 where masked.
       _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
@@ -257,19 +304,19 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
         }
       }
       // dv += (Z P)^T dO, dk += dS^T Q
-      C_PRODUCT(dv, NO, s, Os, VKLD, Ot, KTLD);
-      C_PRODUCT(dk, NDQ, dp, Qs, KLD, Qt, KTLD);
+      C_PRODUCT(dv, NOH, s, Os, VKLD, Ot, KTLD, hw * NOH * 8);
+      C_PRODUCT(dk, NDQH, dp, Qs, KLD, Qt, KTLD, hw * NDQH * 8);
     }
   }
   _Pragma("unroll") for (int e = 0; e < 4; ++e) {
     const int j = e < 2 ? k_lo : k_hi;
     if (j >= S) continue;
-    _Pragma("unroll") for (int n = 0; n < NDQ; ++n) {
-      const int col = n * 8 + 2 * tig + (e & 1);
+    _Pragma("unroll") for (int n = 0; n < NDQH; ++n) {
+      const int col = (hw * NDQH + n) * 8 + 2 * tig + (e & 1);
       if (col < D) STORE(dKp, (long)dko + AT(dks, bb, hk, j, col), dk[n][e] * scale);
     }
-    _Pragma("unroll") for (int n = 0; n < NO; ++n) {
-      const int col = n * 8 + 2 * tig + (e & 1);
+    _Pragma("unroll") for (int n = 0; n < NOH; ++n) {
+      const int col = (hw * NOH + n) * 8 + 2 * tig + (e & 1);
       if (col < DV) STORE(dVp, (long)dvo + AT(dvs, bb, hk, j, col), dv[n][e]);
     }
   }

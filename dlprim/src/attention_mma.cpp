@@ -72,9 +72,11 @@ bool vec16(const AttnTensor& t, int64_t dim, int unit) {
 }
 
 std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const MmaLayout& l, bool mask,
-                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd) {
+                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd, bool split) {
   std::ostringstream s;
   s << kernel_source("common");
+  // The backward's head-dim split over warp pairs (attention_mma_bwd.cl): k-steps and n-tiles padded to even counts.
+  if (split) s << "#define DSPLIT 2\n#define KPAD " << (is16(m.kind) ? 32 : 16) << "\n#define NPAD 16\n";
   if (dropout) s << kernel_source("philox") << "#define DROPOUT 1\n";
   s << "#define T float\n#define T4 float4\n#define ST " << storage_cl_type(dtype) << "\n"
     << "#define LOAD(p, i) (" << convert_expr(dtype, DType::F32, load_expr(dtype, "(p)", "(i)")) << ")\n"
@@ -99,13 +101,16 @@ struct Entry {
 enum class Pass { Fwd = 0, Dq = 1, DkDv = 2 };
 
 // Local bytes of the backward passes (attention_mma_bwd.cl: two staged [row][dim] tiles, 16-bit transposed
-// copies, the dk/dv pass's lse and delta).
-uint64_t bwd_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV) {
+// copies, the dk/dv pass's lse and delta; split: the partial products' exchange).
+uint64_t bwd_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV, bool split) {
   const bool h = is16(m.kind);
-  const int64_t ks = h ? 16 : 8, dk = ceil_div(D, ks) * ks, dvk = ceil_div(DV, ks) * ks;
+  const int64_t ks = (h ? 16 : 8) * (split ? 2 : 1), np = split ? 16 : 8;
+  const int64_t dk = ceil_div(D, ks) * ks, dvk = ceil_div(DV, ks) * ks;
   const int64_t rows = h ? dk + dvk + 32 : dk + dvk + 8;  // the paddings, at most
-  const int64_t t = h ? (ceil_div(D, 8) + ceil_div(DV, 8)) * 8 * (l.bkt + 8) : 0;
-  return static_cast<uint64_t>(l.bkt * rows + t) * (h ? 2 : 4) + 8 * l.bkt + (m.emulate ? 32 * l.nw * 6 * 4 : 0);
+  const int64_t t = h ? (ceil_div(D, np) + ceil_div(DV, np)) * np * (l.bkt + 8) : 0;
+  const int64_t xch = split ? l.nw * 2 * (l.bkt / 8) * 4 * 32 * 4 : 0;
+  return static_cast<uint64_t>(l.bkt * rows + t) * (h ? 2 : 4) + 8 * l.bkt + xch +
+         (m.emulate ? 32 * l.nw * 6 * 4 : 0);
 }
 
 // The forward or a backward pass (attention_mma_bwd.cl) for s, or no kernel.
@@ -118,16 +123,24 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   if (!m) return r;
   MmaLayout l;
   if (!layout_for(ctx, m, s.D, s.DV, l)) return r;
+  bool split = false;
   if (pass != Pass::Fwd) {
     // Registers (scripts/ptx_registers.py attnmmadq=... / attnmmadkdv=...), without spills: dq (Q, dO and dq
     // fragments) for heads up to 64 on 16-key tiles (16-bit: 32), 16-bit up to 128 on 16-key tiles; dk/dv
-    // (K, V, dk and dv fragments) up to 64 on 16-query tiles. The FMA kernels take the rest.
+    // (K, V, dk and dv fragments) up to 64 on 16-query tiles. Heads over 64 elsewhere (fp32 dq, every dk/dv)
+    // split the head dims over warp pairs (attention_mma_bwd.cl's DSPLIT: a lane holds what it holds at D 64),
+    // 16-row blocks per pair, so an even number of warps: 8 by default, the 64 rows of the unsplit kernels
+    // (fewer warps left the staging loads of D 128 tiles 4-8 spilled words at 255 registers; 8: none).
     const bool wide = std::max(s.D, s.DV) > 64;
-    if (wide && (!is16(m.kind) || pass == Pass::DkDv)) return r;
-    if (!std::getenv("PYTORCH_OCL_ATTN_MMA")) l.bkt = wide || !is16(m.kind) || pass == Pass::DkDv ? 16 : 32;
+    split = wide && (!is16(m.kind) || pass == Pass::DkDv);
+    const char* e = std::getenv("PYTORCH_OCL_ATTN_MMA");
+    const bool env = e && std::strchr(e, ',');  // an explicit layout
+    if (split && !env && ctx.info().max_work_group_size >= 256) l.nw = 8;
+    if (split && l.nw % 2) return r;
+    if (!env) l.bkt = wide || !is16(m.kind) || pass == Pass::DkDv ? 16 : 32;
     l.prefetch = 0;
     const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
-    if (bwd_local_bytes(l, m, s.D, s.DV) > limit) return r;
+    if (bwd_local_bytes(l, m, s.D, s.DV, split) > limit) return r;
   }
   const int unit = is16(m.kind) ? 8 : 4;
   const bool vec[4] = {vec16(K, s.D, unit), vec16(V, s.DV, unit), vec16(Q, s.D, unit), dO && vec16(*dO, s.DV, unit)};
@@ -148,13 +161,13 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     static const char* names[] = {"attn_fwd_mma", "attn_bwd_dq_mma", "attn_bwd_dkdv_mma"};
     if (!e->k)
       e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vec, prefetch,
-                                                    pass != Pass::Fwd)),
+                                                    pass != Pass::Fwd, split)),
                            names[static_cast<int>(pass)]);
   }
   r.kernel = e->k;
   r.m = &e->m;
   r.threads = static_cast<size_t>(32 * l.nw);
-  r.rows = 16 * l.nw;
+  r.rows = 16 * l.nw / (split ? 2 : 1);
   return r;
 }
 

@@ -21,7 +21,7 @@ AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DTyp
 
 // A backward pass on the matrix engine (kernels/attention_mma_bwd.cl): the dq pass (attn_bwd_dq_tiled's
 // arguments and grid) or, dkdv, the dk/dv pass (attn_bwd_dkdv_tiled's; rows = keys per work-group), where
-// the kind and the head dims allow it (see attention_mma.cpp).
+// the kind and the head dims allow it (up to 128; see attention_mma.cpp).
 AttnMmaKernel attention_mma_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                                      const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, bool dkdv);
 

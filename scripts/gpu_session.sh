@@ -139,6 +139,9 @@ case "${1:-validate}" in
     PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py
     run attn128_fp32 100 python3 benchmarks/attention_layouts.py --fwd "" --mma "default;0;4,16,0" \
       --cases "8,12,2048,128,1;8,12,1024,128,0" --out "$out/attn128_fp32.md"
+    run transformer_mma 170 python3 benchmarks/transformer.py --ref cuda --out "$out/transformer_mma.md"
+    ;;
+  attn128_bf16)  # the same D128 timings in bfloat16
     run attn128_bf16 100 python3 benchmarks/attention_layouts.py --fwd "" --mma "default;0;4,16,0" --dtype bfloat16 \
       --cases "8,12,2048,128,1;8,12,1024,128,0" --out "$out/attn128_bf16.md"
     ;;

@@ -81,11 +81,23 @@ def async_and_strided(R, W):
         # wait() does not wait for the device: kernels queued after the collective (and before wait) are
         # still running when it returns, and the result is right once they are done. A matmul chain of
         # about a second (calibrated here) against a 16-byte exchange on the host.
-        a = torch.randn(512, 512, device=DEV)
+        # GPUs get bigger matrices: a 512^3 matmul takes microseconds there, and the chain must outlast
+        # the host's exchange. The chain's length is calibrated by doubling to about 0.2 s, then scaled.
+        n = 512 if "cpu" in str(torch.ocl.get_device_properties(DEV).type).lower() else 2048
+        a = torch.randn(n, n, device=DEV)
         ((a @ a) * 1e-3).sum().item()  # built (and tuned) before it is timed
-        start = time.monotonic()
-        ((a @ a) * 1e-3).sum().item()
-        count = max(2, min(40, int(1.0 / max(time.monotonic() - start, 1e-3)) + 1))
+        k = 1
+        while True:
+            start = time.monotonic()
+            b = a
+            for _ in range(k):
+                b = (b @ b) * 1e-3
+            b.sum().item()
+            elapsed = time.monotonic() - start
+            if elapsed > 0.2 or k >= 4096:
+                break
+            k *= 2
+        count = max(2, min(8192, int(k * 1.0 / max(elapsed, 1e-3))))
         dist.barrier()
         t = _full(R + 1.0)
         work = dist.all_reduce(t, async_op=True)

@@ -176,9 +176,8 @@ case "${1:-validate}" in
     COLD_START_PROFILE=1 PYTORCH_OCL_TRACE_BUILDS=/tmp/cl_src run cold_profile 300 python3 benchmarks/cold_start.py --nets gpt2small
     run build_processes 200 python3 benchmarks/build_processes.py /tmp/cl_src --count 16 --procs 16
     ;;
-  fixes28)  # this session's GPU fixes (async collectives' timing, ldl ties), complex cond on the GPU, then GPT-2 bf16
+  fixes28)  # the async collectives' timing and ldl tests on the GPU, then transformer.py --models under bf16 autocast
     run fixes 90 python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -k collectives tests/test_linalg_ldl.py
-    run diag_cond 60 python3 /tmp/diag_cond_gpu.py
     run transformer_bf16 370 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network

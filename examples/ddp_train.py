@@ -58,7 +58,11 @@ def main():
     gpt.add_argument("--n-embd", type=int, default=128)
     gpt.add_argument("--n-head", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=0, help="steps left out of the images/s figure")
+    parser.add_argument("--device", default="ocl", choices=["ocl", "cuda"],
+                        help="cuda: the same script on CUDA with NCCL, for comparison (run it with "
+                             "TORCH_DEVICE_BACKEND_AUTOLOAD=0: a process that loaded pytorch_ocl cannot run CUDA backward)")
     args = parser.parse_args()
+    acc = getattr(torch, args.device)  # torch.ocl or torch.cuda: the same calls
 
     if "WORLD_SIZE" not in os.environ:  # plain `python`: a world of one on a free local port
         with socket.socket() as s:
@@ -70,8 +74,8 @@ def main():
 
     # One device per local rank, as with CUDA. PoCL on a CPU has one device that every process shares,
     # hence the modulo (POCL_DEVICES="pthread pthread" gives two).
-    torch.ocl.set_device(local_rank % torch.ocl.device_count())
-    device = torch.device("ocl", torch.ocl.current_device())
+    acc.set_device(local_rank % acc.device_count())
+    device = torch.device(args.device, acc.current_device())
     dist.init_process_group()
 
     torch.manual_seed(0)
@@ -92,7 +96,7 @@ def main():
     start = None
     for step in range(args.steps):
         if step == args.warmup:
-            torch.ocl.synchronize()
+            acc.synchronize()
             start = time.perf_counter()
         opt.zero_grad()
         if args.model == "gpt2":
@@ -110,7 +114,7 @@ def main():
             print(f"step {step}: loss {mean_loss.item():.4f} (mean over {world} ranks)", flush=True)
 
     if start is not None and rank == 0:
-        torch.ocl.synchronize()
+        acc.synchronize()
         timed = args.steps - args.warmup
         rate = timed * args.batch * world / (time.perf_counter() - start)
         unit = "images"
@@ -128,7 +132,7 @@ def main():
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
     if rank == 0:
         print(f"check {'OK' if ok.item() else 'FAILED'}: weights identical on all {world} ranks after {args.steps} "
-              f"steps on {torch.ocl.get_device_name(device)}", flush=True)
+              f"steps on {acc.get_device_name(device)}", flush=True)
     dist.destroy_process_group()
     return 0 if ok.item() else 1
 

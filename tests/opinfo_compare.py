@@ -155,7 +155,9 @@ def sample_failures(op, dtype, grad, max_samples, tol, grad_tol=None, transform=
                     torch.manual_seed(seed)
                 assert _check_sample(op, s, True, grad, tol, grad_tol)
             except Exception as e:  # noqa: BLE001 - collected and reported
-                failures.append(f"sample {i} {variant}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+                # the first lines of an assert_close message hold the mismatch counts and the greatest differences
+                detail = " | ".join(line.strip() for line in str(e).splitlines()[:4] if line.strip())
+                failures.append(f"sample {i} {variant}: {type(e).__name__}: {detail[:400]}")
     return failures
 
 

@@ -49,6 +49,10 @@ def _cases():
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_linalg_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
+    # op_db draws its matrices from the global generator: seeded, every run (and device) checks the same
+    # matrices whatever ran before in this worker (cond failed once on a GPU with unseeded samples; seeded,
+    # a failure can be reproduced)
+    torch.manual_seed(0)
     failures = sample_failures(op, dtype, grad, MAX_SAMPLES, TOL, GRAD_TOL.get(op.name))
     assert not failures, "\n".join(failures)
 

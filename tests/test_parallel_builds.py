@@ -120,8 +120,11 @@ print(json.dumps({"err": err}))
 """
 
 
-def test_attention_backward_built_in_background(run_py, tmp_path):
-    # the backward's programs start building at the forward; the backward waits for or reuses them
-    r = json.loads(run_py(ATTN, env={"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "PYTORCH_OCL_BUILD_THREADS": "2"})
+@pytest.mark.parametrize("processes", ["0", "1"])
+def test_attention_backward_built_in_background(run_py, tmp_path, processes):
+    # the backward's programs start building at the forward; the backward waits for or reuses them (built in
+    # this process, or with PYTORCH_OCL_BUILD_PROCESSES in a helper process, as on NVIDIA)
+    r = json.loads(run_py(ATTN, env={"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
+                                     "PYTORCH_OCL_BUILD_THREADS": "2", "PYTORCH_OCL_BUILD_PROCESSES": processes})
                    .stdout.strip().splitlines()[-1])
     assert max(r["err"]) < 1e-4, r

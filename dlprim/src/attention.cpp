@@ -451,7 +451,7 @@ void attention_prepare_backward(const Context& ctx, const AttnShape& s, DType dt
   const bool mask = s.has_mask, dropout = s.dropout > 0;
   // The matrix-engine passes (the gradient taken to be laid out like Q), and the FMA kernels only where one
   // of them does not run.
-  build_in_background([&ctx, s, dtype, Q, K, V, D, DV, mask, dropout, vec] {
+  build_in_background(ctx.info(), [&ctx, s, dtype, Q, K, V, D, DV, mask, dropout, vec] {
     const bool dq = detail::attention_mma_backward(ctx, s, dtype, Q, K, V, Q, false).kernel != nullptr;
     const bool kv = detail::attention_mma_backward(ctx, s, dtype, Q, K, V, Q, true).kernel != nullptr;
     if (!dq || !kv) kernels_for(ctx, dtype, D, DV, mask, dropout, Pass::Backward, vec);

@@ -327,8 +327,16 @@ void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(s
   for (auto& t : pool) t.join();
 }
 
-void build_in_background(std::function<void()> job) {
-  if (build_threads() > 1) background_builder().push(std::move(job));
+void build_in_background(const DeviceInfo& dev, std::function<void()> job) {
+  if (build_threads() <= 1) return;
+  // Where one process's builds serialize (NVIDIA), an in-process background build would hold up the
+  // builds the caller needs now: it goes to a helper process for the job's duration instead.
+  bool remote = detail::build_processes(dev) > 0;
+  background_builder().push([remote, dev, job = std::move(job)] {
+    std::unique_ptr<detail::WorkerScope> scope;
+    if (remote) scope.reset(new detail::WorkerScope(dev));
+    job();
+  });
 }
 
 // PYTORCH_OCL_TRACE_BUILDS=1: one stderr line per program built from source (seconds, first kernel,

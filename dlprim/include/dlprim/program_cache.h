@@ -45,8 +45,9 @@ int build_threads(const DeviceInfo& dev);
 // as a backward pass's after its forward) on a background thread, so that the build overlaps the
 // work in between; the later request then finds the program built, or waits for the build under way
 // (the program cache's per-program lock). Errors are dropped (met again by that request). Does
-// nothing when build_threads() is 1.
-void build_in_background(std::function<void()> job);
+// nothing when build_threads() is 1. On devices with build processes (build_workers.h) the job's builds
+// run in one.
+void build_in_background(const DeviceInfo& dev, std::function<void()> job);
 
 // Waits until background builds are done and the binaries of the programs built so far are in the disk cache (they are stored by
 // a background thread when build_threads() > 1). Called at exit and before a cache export.

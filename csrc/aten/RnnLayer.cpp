@@ -8,10 +8,14 @@
 //             gradient folded in), then one GEMM each for the weight gradients and the input's over
 //             every step at once.
 // The cells are Rnn.cpp's (RnnCells.h), with the same operation order and workspace layout, so
-// results match the per-step path to rounding. LSTM with proj_size, 16-bit dtypes and empty
+// results match the per-step path to rounding. Small recurrences (RnnFused.h: hidden <= 1024,
+// batch <= 64, or PYTORCH_OCL_LSTM_FUSED=1; =0 never) fuse each step's GEMM with its cell: one
+// launch per step forward (h W_hh^T + the cell) and one backward (the cell backward after the
+// h gradient's GEMM over the next step's gate gradients), same saved tensors. LSTM with proj_size, 16-bit dtypes and empty
 // sequences take torch's generic path (whose cells run natively too); so does
 // PYTORCH_OCL_RNN=steps.
 #include "aten/RnnCells.h"
+#include "aten/RnnFused.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/add.h>
@@ -81,7 +85,20 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
     T cs = at::empty({steps, batch, hidden}, x.options());
     const T w_hh_t = w_hh.t();
     T h = h0, c = c0;
-    for (int64_t k = 0; k < steps; ++k) {
+    const bool fused = lstm_fused_applies(x, h0, c0, w_hh);
+    if (fused) {
+      const T w = w_hh.contiguous();
+      h = h0.contiguous();
+      c = c0.contiguous();
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = reverse ? steps - 1 - k : k;
+        T yt = y.select(0, t), ct = cs.select(0, t);
+        lstm_fused_forward_step(w, gates.select(0, t), h, c, yt, ct);
+        h = yt;
+        c = ct;
+      }
+    }
+    for (int64_t k = 0; k < (fused ? 0 : steps); ++k) {
       const int64_t t = reverse ? steps - 1 - k : k;
       T gt = gates.select(0, t);
       gt.addmm_(h, w_hh_t);
@@ -94,6 +111,7 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
     ctx->save_for_backward({x, h0, c0, w_ih, w_hh, y, cs, gates});
     ctx->saved_data["reverse"] = reverse;
     ctx->saved_data["bias"] = bias;
+    ctx->saved_data["fused"] = fused;
     // h_n and c_n are views of y and cs: copies, so autograd sees three independent outputs.
     return {y, h.clone(), c.clone()};
   }
@@ -117,10 +135,26 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
       dh = dy.select(0, t_last);
     else if (dhn.defined())
       dh = dhn;
-    else
+    else if (!ctx->saved_data["fused"].toBool())  // the fused step reads an absent dh as zero
       dh = at::zeros({batch, hidden}, x.options());
     T dh0;
-    for (int64_t k = steps - 1; k >= 0; --k) {
+    if (ctx->saved_data["fused"].toBool()) {
+      // One launch per step: the step's h gradient (dh_add + the next step's gate gradients
+      // times W_hh) and the cell backward; h0's gradient is one GEMM after the loop.
+      const T w = w_hh.contiguous(), dyc = dy.defined() ? dy.contiguous() : T();
+      const T c0c = c0.contiguous(), dcnc = dcn.defined() ? dcn.contiguous() : T();
+      for (int64_t k = steps - 1; k >= 0; --k) {
+        const int64_t t = time_of(k);
+        const bool last = k == steps - 1;
+        const T dh_add = last ? (dh.defined() ? dh.contiguous() : T())
+                              : (dyc.defined() ? dyc.select(0, t) : T());
+        lstm_fused_backward_step(w, last ? T() : dgates.select(0, time_of(k + 1)), dh_add, gates.select(0, t),
+                                 cs.select(0, t), k == 0 ? c0c : cs.select(0, time_of(k - 1)), last ? dcnc : dc,
+                                 dgates.select(0, t), dc);
+      }
+      dh0 = at::mm(dgates.select(0, time_of(0)), w_hh);
+    }
+    for (int64_t k = dh0.defined() ? -1 : steps - 1; k >= 0; --k) {
       const int64_t t = time_of(k);
       const T ws = gates.select(0, t), dg = dgates.select(0, t);
       const T c_prev = k == 0 ? c0 : cs.select(0, time_of(k - 1));

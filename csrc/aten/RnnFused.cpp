@@ -1,0 +1,79 @@
+#include "aten/RnnFused.h"
+
+#include "aten/LayerUtils.h"
+#include "core/Device.h"
+#include "core/Errors.h"
+#include "core/Stream.h"
+
+#include <dlprim/lstm.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace pytorch_ocl {
+
+namespace {
+
+// -1 unset (the shape heuristic), 0 off, 1 forced. Read per call, like PYTORCH_OCL_RNN.
+int fused_env() {
+  const char* v = std::getenv("PYTORCH_OCL_LSTM_FUSED");
+  if (!v || !*v) return -1;
+  return std::strcmp(v, "0") == 0 ? 0 : 1;
+}
+
+dlprim::Buffer buf(const at::Tensor& t) { return t.defined() ? layer_buf(t) : dlprim::Buffer{}; }
+
+} // namespace
+
+bool lstm_fused_applies(const at::Tensor& x, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_hh) {
+  const int env = fused_env();
+  if (env == 0) return false;
+  const c10::ScalarType st = x.scalar_type();
+  for (const at::Tensor* t : {&h0, &c0, &w_hh})
+    if (t->scalar_type() != st || t->device() != x.device()) return false;
+  const int64_t batch = x.size(1), hidden = w_hh.size(1);
+  // int kernel indices: 4H * H and B * 4H stay far below 2^31 within these bounds.
+  if (hidden > 8192 || batch > 65536 || hidden == 0) return false;
+  if (!dlprim::lstm_step_supported(context(x.device().index()))) return false;
+  return env == 1 || (hidden <= 1024 && batch <= 64);
+}
+
+void lstm_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& gates, const at::Tensor& h,
+                             const at::Tensor& c, const at::Tensor& y, const at::Tensor& cy) {
+  const int dev = gates.device().index();
+  dlprim::LstmStepForward a;
+  a.w = buf(w_hh);
+  a.gates = buf(gates);
+  a.h = buf(h);
+  a.c = buf(c);
+  a.y = buf(y);
+  a.cy = buf(cy);
+  a.batch = static_cast<int>(y.size(0));
+  a.hidden = static_cast<int>(y.size(1));
+  OCL_DLPRIM_CALL("lstm", dlprim::lstm_step_forward(context(dev), current_queue(dev),
+                                                    to_dlprim(gates.scalar_type(), "lstm"), a));
+  note_enqueued(current_queue(dev));
+}
+
+void lstm_fused_backward_step(const at::Tensor& w_hh, const at::Tensor& dg_next, const at::Tensor& dh_add,
+                              const at::Tensor& gates, const at::Tensor& cy, const at::Tensor& cx,
+                              const at::Tensor& dc_in, const at::Tensor& dg, const at::Tensor& dc) {
+  const int dev = gates.device().index();
+  dlprim::LstmStepBackward a;
+  a.w = buf(w_hh);
+  a.dg_next = buf(dg_next);
+  a.dh_add = buf(dh_add);
+  a.gates = buf(gates);
+  a.cy = buf(cy);
+  a.cx = buf(cx);
+  a.dc_in = buf(dc_in);
+  a.dg = buf(dg);
+  a.dc = buf(dc);
+  a.batch = static_cast<int>(dc.size(0));
+  a.hidden = static_cast<int>(dc.size(1));
+  OCL_DLPRIM_CALL("lstm_backward", dlprim::lstm_step_backward(context(dev), current_queue(dev),
+                                                              to_dlprim(gates.scalar_type(), "lstm_backward"), a));
+  note_enqueued(current_queue(dev));
+}
+
+} // namespace pytorch_ocl

@@ -2,8 +2,8 @@
 launch per time step for h W_hh^T and the cell, forward and backward; dlprim/kernels/lstm.cl) and
 the GEMM + cell launches per step. PYTORCH_OCL_LSTM_FUSED=1 / 0 forces either; unset, the shape
 heuristic (hidden <= 1024, batch <= 64) picks. Both paths against the CPU, forward and every
-gradient: uni/bidirectional, 1-2 layers, batch_first, with/without biases, batch 1 / 3 / 20,
-hidden not a multiple of the kernel's 16-unit tile, float32/float64; the paths against each
+gradient: uni/bidirectional, 1-2 layers, batch_first, with/without biases, batch 1 / 3 / 20 / 35
+(the kernels' groups cover 32 rows and 4 units), hidden 7 to 70 (unit tails, one to five K tiles), float32/float64; the paths against each
 other with any subset of the outputs in the loss (absent gradients) and with dropout between
 layers (same seed, same masks). proj_size, packed sequences and 16-bit dtypes take torch's generic
 recurrence on either setting (tests/test_rnn.py covers them)."""
@@ -26,8 +26,9 @@ CASES = [
     (6, 33, 3, 3, dict(batch_first=True, bias=False)),
     (3, 40, 20, 3, dict(num_layers=2, batch_first=True, bidirectional=True, dropout=0.0)),
     (8, 16, 3, 2, dict(num_layers=2, bias=False, bidirectional=True)),
+    (5, 70, 35, 3, dict(bidirectional=True)),  # two row groups, unit tail, several K tiles both ways
 ]
-IDS = ["plain", "2layer_bidir_b1", "bf_nobias_h33", "2layer_bidir_bf_b20", "2layer_nobias_h16"]
+IDS = ["plain", "2layer_bidir_b1", "bf_nobias_h33", "2layer_bidir_bf_b20", "2layer_nobias_h16", "bidir_h70_b35"]
 
 
 def states(kw, batch, hidden, g, dtype):

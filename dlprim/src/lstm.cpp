@@ -4,12 +4,12 @@ namespace dlprim {
 
 namespace {
 
-constexpr size_t kJb = 16, kBb = 16;  // lstm.cl's LSTM_JB, LSTM_BB
+// lstm.cl's group: 16 batch lanes (two rows each) x 4 hidden units.
+constexpr size_t kLanes = 16, kRows = 32, kUnits = 4;
 
-void launch(const Context& ctx, cl_command_queue q, cl_kernel k, int batch, int hidden, const char* label) {
-  (void)ctx;
-  const size_t global[2] = {(size_t(hidden) + kJb - 1) / kJb * kJb, (size_t(batch) + kBb - 1) / kBb * kBb};
-  const size_t local[2] = {kJb, kBb};
+void launch(cl_command_queue q, cl_kernel k, int batch, int hidden, const char* label) {
+  const size_t global[2] = {(size_t(batch) + kRows - 1) / kRows * kLanes, (size_t(hidden) + kUnits - 1) / kUnits * kUnits};
+  const size_t local[2] = {kLanes, kUnits};
   launch_nd(q, k, 2, global, local, label);
 }
 
@@ -22,8 +22,8 @@ KernelArgs& add_opt(KernelArgs& args, const Buffer& b, const Buffer& stand_in) {
 } // namespace
 
 bool lstm_step_supported(const Context& ctx) {
-  // Forward local memory: (4 * 16 + 16) rows of 17 accumulators, double at worst.
-  return ctx.info().max_work_group_size >= kJb * kBb && ctx.info().local_mem_size >= 80 * 17 * 8;
+  // The largest local footprint: the float64 forward, (16 + 32) rows of 17 double4 vectors.
+  return ctx.info().max_work_group_size >= kLanes * kUnits && ctx.info().local_mem_size >= 48 * 17 * 32;
 }
 
 void lstm_step_forward(const Context& ctx, cl_command_queue q, DType t, const LstmStepForward& a) {
@@ -33,7 +33,7 @@ void lstm_step_forward(const Context& ctx, cl_command_queue q, DType t, const Ls
   KernelArgs args(k.kernel);
   for (const Buffer* b : {&a.w, &a.gates, &a.h, &a.c, &a.y, &a.cy}) args.add(b->mem).add<cl_ulong>(b->offset);
   args.add<cl_int>(a.batch).add<cl_int>(a.hidden);
-  launch(ctx, q, k.kernel, a.batch, a.hidden, "lstm_step_fwd");
+  launch(q, k.kernel, a.batch, a.hidden, "lstm_step_fwd");
 }
 
 void lstm_step_backward(const Context& ctx, cl_command_queue q, DType t, const LstmStepBackward& a) {
@@ -48,7 +48,7 @@ void lstm_step_backward(const Context& ctx, cl_command_queue q, DType t, const L
   add_opt(args, a.dc_in, a.w);
   for (const Buffer* b : {&a.dg, &a.dc}) args.add(b->mem).add<cl_ulong>(b->offset);
   args.add<cl_int>(a.batch).add<cl_int>(a.hidden);
-  launch(ctx, q, k.kernel, a.batch, a.hidden, "lstm_step_bwd");
+  launch(q, k.kernel, a.batch, a.hidden, "lstm_step_bwd");
 }
 
 } // namespace dlprim

@@ -5,7 +5,7 @@
 
 namespace dlprim {
 
-// Whether the fused step kernels can run on this device (their fixed 16 x 16 work-group).
+// Whether the fused step kernels can run on this device (their 64-item groups, local memory).
 bool lstm_step_supported(const Context& ctx);
 
 // gates [B, 4H]: pre-activations in, activated i, f, g, o out; h, c the previous [B, H]; w W_hh

@@ -157,3 +157,19 @@ def test_language_model_steps_match(monkeypatch):
 
     for a, b in zip(train("1"), train("0")):
         assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "gemm_cell"])
+def test_expanded_output_gradients(fused, monkeypatch):
+    """out.sum() + h_n.sum() hands the layer stride-0 gradients (and batch_first a strided dy)."""
+    monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
+    torch.manual_seed(0)
+    m = nn.LSTM(4, 9, batch_first=True)
+    x = torch.randn(3, 5, 4)
+    res = []
+    for mod, xs in ((m, x), (copy.deepcopy(m).to(OCL), x.to(OCL))):
+        xs = xs.detach().requires_grad_()
+        out, (hn, cn) = mod(xs)
+        (out.sum() + 2 * hn.sum()).backward()
+        res.append([out, xs.grad] + [p.grad for p in mod.parameters()])
+    compare(res[1], res[0], TOL[torch.float32])

@@ -63,6 +63,7 @@ void lstm_fused_backward_step(const at::Tensor& w_hh, const at::Tensor& dg_next,
   a.w = buf(w_hh);
   a.dg_next = buf(dg_next);
   a.dh_add = buf(dh_add);
+  a.dh_add_ld = dh_add.defined() ? static_cast<uint64_t>(dh_add.stride(0)) : 0;
   a.gates = buf(gates);
   a.cy = buf(cy);
   a.cx = buf(cx);

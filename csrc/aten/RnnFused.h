@@ -17,7 +17,7 @@ void lstm_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& gates, co
                              const at::Tensor& c, const at::Tensor& y, const at::Tensor& cy);
 
 // dh = dh_add + dg_next w_hh (undefined: absent), then the cell backward into dg and dc (from
-// dc_in, undefined: zero). All contiguous.
+// dc_in, undefined: zero). All contiguous but dh_add, whose rows may be strided (stride(1) == 1).
 void lstm_fused_backward_step(const at::Tensor& w_hh, const at::Tensor& dg_next, const at::Tensor& dh_add,
                               const at::Tensor& gates, const at::Tensor& cy, const at::Tensor& cx,
                               const at::Tensor& dc_in, const at::Tensor& dg, const at::Tensor& dc);

@@ -141,12 +141,13 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
     if (ctx->saved_data["fused"].toBool()) {
       // One launch per step: the step's h gradient (dh_add + the next step's gate gradients
       // times W_hh) and the cell backward; h0's gradient is one GEMM after the loop.
-      const T w = w_hh.contiguous(), dyc = dy.defined() ? dy.contiguous() : T();
+      // dy: the kernel takes strided rows (a batch_first model's gradient), not strided units.
+      const T w = w_hh.contiguous(), dyc = !dy.defined() ? T() : dy.stride(2) == 1 ? dy : dy.contiguous();
       const T c0c = c0.contiguous(), dcnc = dcn.defined() ? dcn.contiguous() : T();
       for (int64_t k = steps - 1; k >= 0; --k) {
         const int64_t t = time_of(k);
         const bool last = k == steps - 1;
-        const T dh_add = last ? (dh.defined() ? dh.contiguous() : T())
+        const T dh_add = last ? (!dh.defined() ? T() : dh.stride(1) == 1 ? dh : dh.contiguous())
                               : (dyc.defined() ? dyc.select(0, t) : T());
         lstm_fused_backward_step(w, last ? T() : dgates.select(0, time_of(k + 1)), dh_add, gates.select(0, t),
                                  cs.select(0, t), k == 0 ? c0c : cs.select(0, time_of(k - 1)), last ? dcnc : dc,

@@ -97,14 +97,15 @@ void lstm_step_fwd(__global const DL_T* w, ulong w_off, __global DL_T* gates, ul
 }
 
 // The backward of one step, run from the last step to the first: the gradient of this step's h
-// is dh_add (the output's gradient, and h_n's at the last step; has_add 0: none) plus dg_next
+// is dh_add (the output's gradient, and h_n's at the last step; has_add 0: none; rows da_ld
+// apart: a batch_first model's output gradient is strided) plus dg_next
 // [B, 4H] x W_hh [4H, H] (the gate gradients of the step after this one; has_next 0: none),
 // reduced over 4H per (b, j); then the cell backward writes this step's gate gradients dg [B, 4H]
 // and the running gradient of c, dc [B, H] (read from dc_in, has_dc 0: zero; dc_in may be dc).
 // gates: this step's activated workspace; cy its c; cx the previous step's c. Global as forward.
 __kernel __attribute__((reqd_work_group_size(LSTM_LANES, LSTM_U, 1)))
 void lstm_step_bwd(__global const DL_T* w, ulong w_off, __global const DL_T* dg_next, ulong dn_off, int has_next,
-                   __global const DL_T* dh_add, ulong da_off, int has_add, __global const DL_T* gates, ulong g_off,
+                   __global const DL_T* dh_add, ulong da_off, int has_add, ulong da_ld, __global const DL_T* gates, ulong g_off,
                    __global const DL_T* cy, ulong cy_off, __global const DL_T* cx, ulong cx_off,
                    __global const DL_T* dc_in, ulong di_off, int has_dc, __global DL_T* dg, ulong dg_off,
                    __global DL_T* dc, ulong dc_off, int B, int H) {
@@ -159,7 +160,7 @@ void lstm_step_bwd(__global const DL_T* w, ulong w_off, __global const DL_T* dg_
     const int b = b0 + lb + s * LSTM_LANES;
     if (b >= B) break;
     const ulong o = (ulong)b * H + j;
-    const DL_ACC dh = has_add ? DL_LOAD(dh_add, da_off + o) + acc[s] : acc[s];
+    const DL_ACC dh = has_add ? DL_LOAD(dh_add, da_off + (ulong)b * da_ld + j) + acc[s] : acc[s];
     __global const DL_T* gr = gates + g_off + (ulong)b * K;
     __global DL_T* dr = dg + dg_off + (ulong)b * K;
     const DL_ACC ig = DL_LOAD(gr, j), fg = DL_LOAD(gr, H + j), cg = DL_LOAD(gr, 2 * H + j), og = DL_LOAD(gr, 3 * H + j);

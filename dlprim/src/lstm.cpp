@@ -43,7 +43,7 @@ void lstm_step_backward(const Context& ctx, cl_command_queue q, DType t, const L
   KernelArgs args(k.kernel);
   args.add(a.w.mem).add<cl_ulong>(a.w.offset);
   add_opt(args, a.dg_next, a.w);
-  add_opt(args, a.dh_add, a.w);
+  add_opt(args, a.dh_add, a.w).add<cl_ulong>(a.dh_add_ld);
   for (const Buffer* b : {&a.gates, &a.cy, &a.cx}) args.add(b->mem).add<cl_ulong>(b->offset);
   add_opt(args, a.dc_in, a.w);
   for (const Buffer* b : {&a.dg, &a.dc}) args.add(b->mem).add<cl_ulong>(b->offset);

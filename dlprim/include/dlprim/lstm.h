@@ -20,6 +20,7 @@ void lstm_step_forward(const Context& ctx, cl_command_queue q, DType t, const Ls
 // [B, 4H] and dc [B, H] (from dc_in, absent: zero; dc_in may be dc).
 struct LstmStepBackward {
   Buffer w, dg_next, dh_add, gates, cy, cx, dc_in, dg, dc;
+  uint64_t dh_add_ld = 0;  // dh_add's row stride (elements)
   int batch = 0, hidden = 0;
 };
 void lstm_step_backward(const Context& ctx, cl_command_queue q, DType t, const LstmStepBackward& a);

@@ -1,7 +1,7 @@
 """The whole-layer nn.LSTM's two step paths (csrc/aten/RnnLayer.cpp): the fused steps (one
 launch per time step for h W_hh^T and the cell, forward and backward; dlprim/kernels/lstm.cl) and
-the GEMM + cell launches per step. PYTORCH_OCL_LSTM_FUSED=1 / 0 forces either; unset, the shape
-heuristic (hidden <= 1024, batch <= 64) picks. Both paths against the CPU, forward and every
+the GEMM + cell launches per step. PYTORCH_OCL_LSTM_FUSED=1 / 0 forces either; unset, the
+heuristic (a GPU, hidden <= 1024, batch <= 64) picks. Both paths against the CPU, forward and every
 gradient: uni/bidirectional, 1-2 layers, batch_first, with/without biases, batch 1 / 3 / 20 / 35
 (the kernels' groups cover 32 rows and 4 units), hidden 7 to 70 (unit tails, one to five K tiles), float32/float64; the paths against each
 other with any subset of the outputs in the loss (absent gradients) and with dropout between
@@ -123,8 +123,10 @@ def test_dropout_between_layers_same_masks(monkeypatch):
 @pytest.mark.parametrize("hidden,batch,fused", [(17, 3, True), (1025, 2, False), (8, 65, False)],
                          ids=["small", "wide", "large_batch"])
 def test_heuristic(hidden, batch, fused, monkeypatch):
-    """Unset, small recurrences take the fused steps; hidden > 1024 or batch > 64 the GEMM path.
-    Forward only under no_grad (the PrivateUse1 registration), against the CPU."""
+    """Unset, small recurrences on a GPU take the fused steps; hidden > 1024, batch > 64 or a CPU
+    device (PoCL) the GEMM path. Forward only under no_grad (the PrivateUse1 registration), against
+    the CPU."""
+    fused = fused and torch.ocl.get_device_properties(0).type == "gpu"
     monkeypatch.delenv("PYTORCH_OCL_LSTM_FUSED", raising=False)
     torch.manual_seed(0)
     m = nn.LSTM(3, hidden)

@@ -34,8 +34,11 @@ bool lstm_fused_applies(const at::Tensor& x, const at::Tensor& h0, const at::Ten
   const int64_t batch = x.size(1), hidden = w_hh.size(1);
   // int kernel indices: 4H * H and B * 4H stay far below 2^31 within these bounds.
   if (hidden > 8192 || batch > 65536 || hidden == 0) return false;
-  if (!dlprim::lstm_step_supported(context(x.device().index()))) return false;
-  return env == 1 || (hidden <= 1024 && batch <= 64);
+  const dlprim::Context& ctx = context(x.device().index());
+  if (!dlprim::lstm_step_supported(ctx)) return false;
+  // CPU devices (PoCL) run a step's GEMM well and the fused groups' barriers and tile loops
+  // poorly (measured slower there): the heuristic fuses on GPUs only.
+  return env == 1 || (ctx.info().is_gpu && hidden <= 1024 && batch <= 64);
 }
 
 void lstm_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& gates, const at::Tensor& h,

@@ -8,12 +8,12 @@
 //             gradient folded in), then one GEMM each for the weight gradients and the input's over
 //             every step at once.
 // The cells are Rnn.cpp's (RnnCells.h), with the same operation order and workspace layout, so
-// results match the per-step path to rounding. Small recurrences (RnnFused.h: hidden <= 1024,
-// batch <= 64, or PYTORCH_OCL_LSTM_FUSED=1; =0 never) fuse each step's GEMM with its cell: one
-// launch per step forward (h W_hh^T + the cell) and one backward (the cell backward after the
-// h gradient's GEMM over the next step's gate gradients), same saved tensors. LSTM with proj_size, 16-bit dtypes and empty
-// sequences take torch's generic path (whose cells run natively too); so does
-// PYTORCH_OCL_RNN=steps.
+// results match the per-step path to rounding. Small LSTM recurrences on GPUs (RnnFused.h:
+// hidden <= 1024, batch <= 64; PYTORCH_OCL_LSTM_FUSED=1 on any device, =0 never) fuse each step's
+// GEMM with its cell: one launch per step forward (h W_hh^T + the cell) and one backward (the h
+// gradient's GEMM over the next step's gate gradients, then the cell backward), same saved
+// tensors. LSTM with proj_size, 16-bit dtypes and empty sequences take torch's generic path
+// (whose cells run natively too); so does PYTORCH_OCL_RNN=steps.
 #include "aten/RnnCells.h"
 #include "aten/RnnFused.h"
 
@@ -97,16 +97,18 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
         h = yt;
         c = ct;
       }
-    }
-    for (int64_t k = 0; k < (fused ? 0 : steps); ++k) {
-      const int64_t t = reverse ? steps - 1 - k : k;
-      T gt = gates.select(0, t);
-      gt.addmm_(h, w_hh_t);
-      T yt = y.select(0, t), ct = cs.select(0, t);
-      rnn_launch(R_lstm_cell, {yt, ct, gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden)},
-                 {gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden), c}, st);
-      h = yt;
-      c = ct;
+    } else {
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = reverse ? steps - 1 - k : k;
+        T gt = gates.select(0, t);
+        gt.addmm_(h, w_hh_t);
+        T yt = y.select(0, t), ct = cs.select(0, t);
+        rnn_launch(R_lstm_cell,
+                   {yt, ct, gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden)},
+                   {gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden), c}, st);
+        h = yt;
+        c = ct;
+      }
     }
     ctx->save_for_backward({x, h0, c0, w_ih, w_hh, y, cs, gates});
     ctx->saved_data["reverse"] = reverse;
@@ -120,6 +122,7 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
     const variable_list s = ctx->get_saved_variables();
     const T &x = s[0], &h0 = s[1], &c0 = s[2], &w_ih = s[3], &w_hh = s[4], &y = s[5], &cs = s[6], &gates = s[7];
     const bool reverse = ctx->saved_data["reverse"].toBool(), bias = ctx->saved_data["bias"].toBool();
+    const bool fused = ctx->saved_data["fused"].toBool();
     const T &dy = grads[0], &dhn = grads[1], &dcn = grads[2];
     const int64_t steps = x.size(0), batch = x.size(1), hidden = w_hh.size(1);
     const c10::ScalarType st = x.scalar_type();
@@ -135,10 +138,10 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
       dh = dy.select(0, t_last);
     else if (dhn.defined())
       dh = dhn;
-    else if (!ctx->saved_data["fused"].toBool())  // the fused step reads an absent dh as zero
+    else if (!fused)  // the fused step reads an absent dh as zero
       dh = at::zeros({batch, hidden}, x.options());
     T dh0;
-    if (ctx->saved_data["fused"].toBool()) {
+    if (fused) {
       // One launch per step: the step's h gradient (dh_add + the next step's gate gradients
       // times W_hh) and the cell backward; h0's gradient is one GEMM after the loop.
       // dy: the kernel takes strided rows (a batch_first model's gradient), not strided units.
@@ -154,21 +157,22 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
                                  dgates.select(0, t), dc);
       }
       dh0 = at::mm(dgates.select(0, time_of(0)), w_hh);
-    }
-    for (int64_t k = dh0.defined() ? -1 : steps - 1; k >= 0; --k) {
-      const int64_t t = time_of(k);
-      const T ws = gates.select(0, t), dg = dgates.select(0, t);
-      const T c_prev = k == 0 ? c0 : cs.select(0, time_of(k - 1));
-      const T dc_in = k == steps - 1 ? (dcn.defined() ? dcn : zero_scalar(st)) : dc;
-      rnn_launch(R_lstm_cell_backward,
-                 {gate(dg, 0, hidden), gate(dg, 1, hidden), gate(dg, 2, hidden), gate(dg, 3, hidden), dc},
-                 {gate(ws, 0, hidden), gate(ws, 1, hidden), gate(ws, 2, hidden), gate(ws, 3, hidden), cs.select(0, t),
-                  dh, dc_in, c_prev},
-                 st);
-      if (k > 0)
-        dh = dy.defined() ? at::addmm(dy.select(0, time_of(k - 1)), dg, w_hh) : at::mm(dg, w_hh);
-      else
-        dh0 = at::mm(dg, w_hh);
+    } else {
+      for (int64_t k = steps - 1; k >= 0; --k) {
+        const int64_t t = time_of(k);
+        const T ws = gates.select(0, t), dg = dgates.select(0, t);
+        const T c_prev = k == 0 ? c0 : cs.select(0, time_of(k - 1));
+        const T dc_in = k == steps - 1 ? (dcn.defined() ? dcn : zero_scalar(st)) : dc;
+        rnn_launch(R_lstm_cell_backward,
+                   {gate(dg, 0, hidden), gate(dg, 1, hidden), gate(dg, 2, hidden), gate(dg, 3, hidden), dc},
+                   {gate(ws, 0, hidden), gate(ws, 1, hidden), gate(ws, 2, hidden), gate(ws, 3, hidden),
+                    cs.select(0, t), dh, dc_in, c_prev},
+                   st);
+        if (k > 0)
+          dh = dy.defined() ? at::addmm(dy.select(0, time_of(k - 1)), dg, w_hh) : at::mm(dg, w_hh);
+        else
+          dh0 = at::mm(dg, w_hh);
+      }
     }
     T g2 = dgates.view({steps * batch, 4 * hidden});
     T dw_hh = at::mm(g2.t(), previous_h(y, h0, reverse).reshape({steps * batch, hidden}));

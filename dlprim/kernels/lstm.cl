@@ -116,7 +116,7 @@ void lstm_step_bwd(__global const DL_T* w, ulong w_off, __global const DL_T* dg_
   const int lb = get_local_id(0), lu = get_local_id(1), lid = lu * LSTM_LANES + lb;
   const int b0 = get_group_id(0) * LSTM_ROWS, j0 = get_group_id(1) * LSTM_U;
   const int K = 4 * H, ld = LSTM_TKB + 4;
-  DL_ACC acc[2] = {0, 0};
+  DL_ACC acc[4] = {0, 0, 0, 0};
   if (has_next) {
     w += w_off;
     dg_next += dn_off;
@@ -147,12 +147,17 @@ void lstm_step_bwd(__global const DL_T* w, ulong w_off, __global const DL_T* dg_
         for (int i = 0; i < LSTM_TKB / LSTM_ITEMS; ++i) gts[r * ld + lid + i * LSTM_ITEMS] = rg[r * (LSTM_TKB / LSTM_ITEMS) + i];
       barrier(CLK_LOCAL_MEM_FENCE);
       if (k0 + LSTM_TKB < K) LSTM_BWD_LOAD(k0 + LSTM_TKB)
-      for (int q = 0; q < LSTM_TKB / 4; ++q) {
-        const DL_ACC4 wv = wt[lu][q];
-        acc[0] += dot(gt[lb][q], wv);
-        acc[1] += dot(gt[lb + LSTM_LANES][q], wv);
+      // Two partial sums per row (even and odd vectors): four independent chains, not two.
+      for (int q = 0; q < LSTM_TKB / 4; q += 2) {
+        const DL_ACC4 w0 = wt[lu][q], w1 = wt[lu][q + 1];
+        acc[0] += dot(gt[lb][q], w0);
+        acc[1] += dot(gt[lb + LSTM_LANES][q], w0);
+        acc[2] += dot(gt[lb][q + 1], w1);
+        acc[3] += dot(gt[lb + LSTM_LANES][q + 1], w1);
       }
     }
+    acc[0] += acc[2];
+    acc[1] += acc[3];
   }
   const int j = j0 + lu;
   if (j >= H) return;

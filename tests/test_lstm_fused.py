@@ -139,6 +139,24 @@ def test_heuristic(hidden, batch, fused, monkeypatch):
     assert ("lstm_step_fwd" in names) == fused, names
 
 
+def test_random_tuning_draws_both_paths(monkeypatch):
+    """PYTORCH_OCL_TUNE=random:SEED draws a path per layer shape (the heuristic's choices are
+    tested like the tuners'): over a few seeds and shapes both run, each matching the CPU."""
+    monkeypatch.delenv("PYTORCH_OCL_LSTM_FUSED", raising=False)
+    seen = set()
+    for seed in range(1, 5):
+        monkeypatch.setenv("PYTORCH_OCL_TUNE", f"random:{seed}")
+        for hidden in (5, 9):
+            torch.manual_seed(0)
+            m = nn.LSTM(3, hidden)
+            x, h0, c0 = torch.randn(2, 2, 3), torch.randn(1, 2, hidden), torch.randn(1, 2, hidden)
+            md = copy.deepcopy(m).to(OCL)
+            names = launched(lambda: compare(run(md, x.to(OCL), h0.to(OCL), c0.to(OCL)), run(m, x, h0, c0),
+                                             TOL[torch.float32]))
+            seen.add("lstm_step_fwd" in names)
+    assert seen == {True, False}
+
+
 def test_language_model_steps_match(monkeypatch):
     """Three AdamW steps of a small LSTM language model on either path end in the same weights."""
     def train(fused):

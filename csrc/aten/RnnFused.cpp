@@ -5,10 +5,12 @@
 #include "core/Errors.h"
 #include "core/Stream.h"
 
+#include <dlprim/autotune.h>
 #include <dlprim/lstm.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace pytorch_ocl {
 
@@ -36,6 +38,10 @@ bool lstm_fused_applies(const at::Tensor& x, const at::Tensor& h0, const at::Ten
   if (hidden > 8192 || batch > 65536 || hidden == 0) return false;
   const dlprim::Context& ctx = context(x.device().index());
   if (!dlprim::lstm_step_supported(ctx)) return false;
+  if (env == -1) {  // PYTORCH_OCL_TUNE=random:SEED: either path, drawn per layer shape
+    const int v = dlprim::tune_variant("lstm_fused|" + std::to_string(hidden) + "|" + std::to_string(batch), 2);
+    if (v >= 0) return v == 1;
+  }
   // CPU devices (PoCL) run a step's GEMM well and the fused groups' barriers and tile loops
   // poorly (measured slower there): the heuristic fuses on GPUs only.
   return env == 1 || (ctx.info().is_gpu && hidden <= 1024 && batch <= 64);

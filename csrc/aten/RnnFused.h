@@ -8,7 +8,7 @@ namespace pytorch_ocl {
 // Whether a layer of this shape runs on the fused steps: PYTORCH_OCL_LSTM_FUSED=1 forces them
 // (where the device runs them at all), 0 the GEMM + cell path; unset, small recurrences on GPUs
 // do (hidden <= 1024, batch <= 64: there the per-step GEMM is too small to fill a GPU and launch
-// overhead dominates). x, h0, c0, w_hh: the layer's operands (float32 / float64, one dtype).
+// overhead dominates). PYTORCH_OCL_TUNE=random:SEED (unset here) draws either per layer shape. x, h0, c0, w_hh: the layer's operands (float32 / float64, one dtype).
 bool lstm_fused_applies(const at::Tensor& x, const at::Tensor& h0, const at::Tensor& c0, const at::Tensor& w_hh);
 
 // gates [B, 4H] contiguous (pre-activations in, activated out), h, c, w_hh contiguous; y, cy

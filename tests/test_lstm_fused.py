@@ -158,7 +158,8 @@ def test_random_tuning_draws_both_paths(monkeypatch):
 
 
 def test_language_model_steps_match(monkeypatch):
-    """Three AdamW steps of a small LSTM language model on either path end in the same weights."""
+    """Three SGD steps of a small LSTM language model on either path end in the same weights (SGD:
+    Adam's first steps take a gradient's sign, which rounding can flip where it is near zero)."""
     def train(fused):
         monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
         torch.manual_seed(0)
@@ -166,7 +167,7 @@ def test_language_model_steps_match(monkeypatch):
         params = [*emb.parameters(), *rnn.parameters(), *head.parameters()]
         for mod in (emb, rnn, head):
             mod.to(OCL)
-        opt = torch.optim.AdamW(params, lr=1e-2)
+        opt = torch.optim.SGD(params, lr=0.5, momentum=0.9)
         data = torch.randint(0, 30, (4, 9), generator=torch.Generator().manual_seed(4)).to(OCL)
         for _ in range(3):
             opt.zero_grad()

@@ -26,6 +26,7 @@
 #   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
 #   bash scripts/gpu_session.sh coldprobe     # GPT-2 small's first step by op; do builds run in parallel processes?
 #   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
+#   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -190,6 +191,10 @@ case "${1:-validate}" in
   fixes28)  # the async collectives' timing and ldl tests on the GPU, then transformer.py --models under bf16 autocast
     run fixes 90 python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -k collectives tests/test_linalg_ldl.py
     run transformer_bf16 370 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
+    ;;
+  lstm)  # the whole-layer LSTM's two step paths (PYTORCH_OCL_LSTM_FUSED) on the GPU, then the LM step per path
+    run lstm_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
+    run lstm_steps 200 python3 benchmarks/lstm_steps.py --ref cuda
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

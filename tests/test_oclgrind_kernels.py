@@ -439,6 +439,17 @@ def test_rnn_whole_layers(cls):
     check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(5, 2, 3, grad=True))
 
 
+@pytest.mark.parametrize("fused", ["1", "0"])
+def test_lstm_step_paths(fused, monkeypatch):
+    # RnnLayer.cpp's two LSTM step paths: lstm.cl's fused steps (GEMM + cell in one launch; hidden
+    # 6: two groups of 4 units, the second a tail; batch 3 of a 32-row group) and a GEMM + cell
+    # launch per step (test_rnn_whole_layers takes the fused steps by the shape heuristic).
+    monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
+    mod = torch.nn.LSTM(3, 6)
+    dev_mod = __import__("copy").deepcopy(mod).to(DEV)
+    check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(2, 3, 3, grad=True))
+
+
 def test_isin():
     elements = torch.randint(0, 50, (37,))
     check(lambda e, t: torch.isin(e, t), elements, torch.tensor([3, 7, 11]))

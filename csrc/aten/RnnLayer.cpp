@@ -8,10 +8,14 @@
 //             gradient folded in), then one GEMM each for the weight gradients and the input's over
 //             every step at once.
 // The cells are Rnn.cpp's (RnnCells.h), with the same operation order and workspace layout, so
-// results match the per-step path to rounding. LSTM with proj_size, 16-bit dtypes and empty
-// sequences take torch's generic path (whose cells run natively too); so does
-// PYTORCH_OCL_RNN=steps.
+// results match the per-step path to rounding. Small LSTM recurrences on GPUs (RnnFused.h:
+// hidden <= 1024, batch <= 64; PYTORCH_OCL_LSTM_FUSED=1 on any device, =0 never) fuse each step's
+// GEMM with its cell: one launch per step forward (h W_hh^T + the cell) and one backward (the h
+// gradient's GEMM over the next step's gate gradients, then the cell backward), same saved
+// tensors. LSTM with proj_size, 16-bit dtypes and empty sequences take torch's generic path
+// (whose cells run natively too); so does PYTORCH_OCL_RNN=steps.
 #include "aten/RnnCells.h"
+#include "aten/RnnFused.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/add.h>
@@ -81,19 +85,35 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
     T cs = at::empty({steps, batch, hidden}, x.options());
     const T w_hh_t = w_hh.t();
     T h = h0, c = c0;
-    for (int64_t k = 0; k < steps; ++k) {
-      const int64_t t = reverse ? steps - 1 - k : k;
-      T gt = gates.select(0, t);
-      gt.addmm_(h, w_hh_t);
-      T yt = y.select(0, t), ct = cs.select(0, t);
-      rnn_launch(R_lstm_cell, {yt, ct, gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden)},
-                 {gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden), c}, st);
-      h = yt;
-      c = ct;
+    const bool fused = lstm_fused_applies(x, h0, c0, w_hh);
+    if (fused) {
+      const T w = w_hh.contiguous();
+      h = h0.contiguous();
+      c = c0.contiguous();
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = reverse ? steps - 1 - k : k;
+        T yt = y.select(0, t), ct = cs.select(0, t);
+        lstm_fused_forward_step(w, gates.select(0, t), h, c, yt, ct);
+        h = yt;
+        c = ct;
+      }
+    } else {
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = reverse ? steps - 1 - k : k;
+        T gt = gates.select(0, t);
+        gt.addmm_(h, w_hh_t);
+        T yt = y.select(0, t), ct = cs.select(0, t);
+        rnn_launch(R_lstm_cell,
+                   {yt, ct, gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden)},
+                   {gate(gt, 0, hidden), gate(gt, 1, hidden), gate(gt, 2, hidden), gate(gt, 3, hidden), c}, st);
+        h = yt;
+        c = ct;
+      }
     }
     ctx->save_for_backward({x, h0, c0, w_ih, w_hh, y, cs, gates});
     ctx->saved_data["reverse"] = reverse;
     ctx->saved_data["bias"] = bias;
+    ctx->saved_data["fused"] = fused;
     // h_n and c_n are views of y and cs: copies, so autograd sees three independent outputs.
     return {y, h.clone(), c.clone()};
   }
@@ -102,6 +122,7 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
     const variable_list s = ctx->get_saved_variables();
     const T &x = s[0], &h0 = s[1], &c0 = s[2], &w_ih = s[3], &w_hh = s[4], &y = s[5], &cs = s[6], &gates = s[7];
     const bool reverse = ctx->saved_data["reverse"].toBool(), bias = ctx->saved_data["bias"].toBool();
+    const bool fused = ctx->saved_data["fused"].toBool();
     const T &dy = grads[0], &dhn = grads[1], &dcn = grads[2];
     const int64_t steps = x.size(0), batch = x.size(1), hidden = w_hh.size(1);
     const c10::ScalarType st = x.scalar_type();
@@ -117,23 +138,41 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
       dh = dy.select(0, t_last);
     else if (dhn.defined())
       dh = dhn;
-    else
+    else if (!fused)  // the fused step reads an absent dh as zero
       dh = at::zeros({batch, hidden}, x.options());
     T dh0;
-    for (int64_t k = steps - 1; k >= 0; --k) {
-      const int64_t t = time_of(k);
-      const T ws = gates.select(0, t), dg = dgates.select(0, t);
-      const T c_prev = k == 0 ? c0 : cs.select(0, time_of(k - 1));
-      const T dc_in = k == steps - 1 ? (dcn.defined() ? dcn : zero_scalar(st)) : dc;
-      rnn_launch(R_lstm_cell_backward,
-                 {gate(dg, 0, hidden), gate(dg, 1, hidden), gate(dg, 2, hidden), gate(dg, 3, hidden), dc},
-                 {gate(ws, 0, hidden), gate(ws, 1, hidden), gate(ws, 2, hidden), gate(ws, 3, hidden), cs.select(0, t),
-                  dh, dc_in, c_prev},
-                 st);
-      if (k > 0)
-        dh = dy.defined() ? at::addmm(dy.select(0, time_of(k - 1)), dg, w_hh) : at::mm(dg, w_hh);
-      else
-        dh0 = at::mm(dg, w_hh);
+    if (fused) {
+      // One launch per step: the step's h gradient (dh_add + the next step's gate gradients
+      // times W_hh) and the cell backward; h0's gradient is one GEMM after the loop.
+      // dy: the kernel takes strided rows (a batch_first model's gradient), not strided units.
+      const T w = w_hh.contiguous(), dyc = !dy.defined() ? T() : dy.stride(2) == 1 ? dy : dy.contiguous();
+      const T c0c = c0.contiguous(), dcnc = dcn.defined() ? dcn.contiguous() : T();
+      for (int64_t k = steps - 1; k >= 0; --k) {
+        const int64_t t = time_of(k);
+        const bool last = k == steps - 1;
+        const T dh_add = last ? (!dh.defined() ? T() : dh.stride(1) == 1 ? dh : dh.contiguous())
+                              : (dyc.defined() ? dyc.select(0, t) : T());
+        lstm_fused_backward_step(w, last ? T() : dgates.select(0, time_of(k + 1)), dh_add, gates.select(0, t),
+                                 cs.select(0, t), k == 0 ? c0c : cs.select(0, time_of(k - 1)), last ? dcnc : dc,
+                                 dgates.select(0, t), dc);
+      }
+      dh0 = at::mm(dgates.select(0, time_of(0)), w_hh);
+    } else {
+      for (int64_t k = steps - 1; k >= 0; --k) {
+        const int64_t t = time_of(k);
+        const T ws = gates.select(0, t), dg = dgates.select(0, t);
+        const T c_prev = k == 0 ? c0 : cs.select(0, time_of(k - 1));
+        const T dc_in = k == steps - 1 ? (dcn.defined() ? dcn : zero_scalar(st)) : dc;
+        rnn_launch(R_lstm_cell_backward,
+                   {gate(dg, 0, hidden), gate(dg, 1, hidden), gate(dg, 2, hidden), gate(dg, 3, hidden), dc},
+                   {gate(ws, 0, hidden), gate(ws, 1, hidden), gate(ws, 2, hidden), gate(ws, 3, hidden),
+                    cs.select(0, t), dh, dc_in, c_prev},
+                   st);
+        if (k > 0)
+          dh = dy.defined() ? at::addmm(dy.select(0, time_of(k - 1)), dg, w_hh) : at::mm(dg, w_hh);
+        else
+          dh0 = at::mm(dg, w_hh);
+      }
     }
     T g2 = dgates.view({steps * batch, 4 * hidden});
     T dw_hh = at::mm(g2.t(), previous_h(y, h0, reverse).reshape({steps * batch, hidden}));

@@ -1,0 +1,91 @@
+"""The LSTM language model's training step (benchmarks/transformer_models.py's `lstm` row: Embedding
+10000 x 512, nn.LSTM 512 x 2 layers, Linear, batch 32 x 128, AdamW, float32) on ocl with each of the
+whole-layer LSTM's step paths (PYTORCH_OCL_LSTM_FUSED=1: one fused launch per step; 0: a GEMM and a
+cell launch per step), with the kernel launches of one step, against a reference device.
+
+    python3 benchmarks/lstm_steps.py [--ref cuda|cpu|none] [--quick] [--iters 10]
+
+The reference runs in a child process without ocl, cuDNN/matmul TF32 off (like-for-like float32).
+--quick: the tiny config of transformer.py --quick (hidden 64, vocab 1000, batch 4 x 16), for a CPU.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import common
+import transformer_models as tm
+
+
+def make_step(device, quick):
+    """transformer_models.lstm's step, returned instead of timed."""
+    s = tm.sizes(quick)["lstm"]
+    torch.manual_seed(0)
+    model = tm.LSTMLM(s["vocab"], s["hidden"], s["layers"]).to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    seq = tm._tokens(s["vocab"], (s["batch"], s["seq"] + 1), 1).to(device)
+    x, y = seq[:, :-1], seq[:, 1:]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+        opt.step()
+
+    return step
+
+
+def measure(device, quick, iters):
+    step = make_step(device, quick)
+    step()
+    return common.median_time(step, device, iters, warmup=2) * 1e3
+
+
+def launches(step):
+    import pytorch_ocl
+
+    step()
+    step()  # AdamW's state exists, programs are built
+    torch.ocl.synchronize()
+    with pytorch_ocl.profiler.profile() as prof:
+        step()
+        torch.ocl.synchronize()
+    return len(prof.records), collections.Counter(r[0] for r in prof.records).most_common(4)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="ocl:0")
+    p.add_argument("--ref", default="cuda", help="cuda, cpu or none")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        print(json.dumps(measure(args.ref, args.quick, args.iters)))
+        return
+    ref_ms = None
+    if args.ref != "none":
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--ref", args.ref, "--iters", str(args.iters)]
+        out = subprocess.run(cmd + ["--quick"] * args.quick, env=env, stdout=subprocess.PIPE, text=True, check=True)
+        ref_ms = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{args.ref} (TF32 off): {ref_ms:.2f} ms per training step")
+    common.import_backend()
+    for fused, label in (("1", "fused steps"), ("0", "GEMM + cell per step")):
+        os.environ["PYTORCH_OCL_LSTM_FUSED"] = fused  # read per call
+        ms = measure(args.device, args.quick, args.iters)
+        n, top = launches(make_step(args.device, args.quick))
+        ratio = f", {ref_ms / ms:.2f} of {args.ref}" if ref_ms else ""
+        print(f"ocl {label} (PYTORCH_OCL_LSTM_FUSED={fused}): {ms:.2f} ms per training step{ratio}; "
+              f"{n} launches per step, top {top}")
+
+
+if __name__ == "__main__":
+    main()

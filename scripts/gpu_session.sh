@@ -192,6 +192,12 @@ case "${1:-validate}" in
     run fixes 90 python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -k collectives tests/test_linalg_ldl.py
     run transformer_bf16 370 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
     ;;
+  final28)  # the fused LSTM (tests, step per path vs CUDA), then this session's GPU-only checks
+    run lstm_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
+    run lstm_steps 150 python3 benchmarks/lstm_steps.py --ref cuda
+    run checks 120 python3 -m pytest -q -n 6 -p no:cacheprovider tests/test_complex_linalg.py tests/test_linalg_ldl.py \
+      tests/test_build_workers.py tests/test_parallel_builds.py
+    ;;
   lstm)  # the whole-layer LSTM's two step paths (PYTORCH_OCL_LSTM_FUSED) on the GPU, then the LM step per path
     run lstm_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
     run lstm_steps 200 python3 benchmarks/lstm_steps.py --ref cuda

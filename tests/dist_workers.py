@@ -20,6 +20,7 @@ from torch.testing import assert_close
 import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d backend)
 
 import dist_async_workers
+import dist_lane_workers
 
 # torch 2.13 renamed all_gather_into_tensor/reduce_scatter_tensor; we test the names CUDA code uses.
 warnings.filterwarnings("ignore", category=FutureWarning, message=".*is deprecated")
@@ -44,6 +45,8 @@ def _full(value, n=4, dtype=torch.float32):
 
 def collectives(rank, world, port):
     _env(rank, world, port)
+    # large all-reduces on 3 gloo lanes (rank 0's count: the others must follow it), see dist_lane_workers
+    os.environ["PYTORCH_OCL_GLOO_LANES"] = "3" if rank == 0 else "1"
     dist.init_process_group(timeout=datetime.timedelta(seconds=60))  # no backend: torch picks ours for ocl
     from pytorch_ocl._dist_pg import OclGlooProcessGroup
 
@@ -254,6 +257,7 @@ def collectives(rank, world, port):
         assert_close(t.cpu(), torch.full((4,), 1.0 + W))
 
     dist_async_workers.async_and_strided(R, W)
+    dist_lane_workers.lanes(R, W, sub)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -293,6 +297,7 @@ def ddp(rank, world, port, per_rank=2):
     from pytorch_ocl import _dist_async
 
     _env(rank, world, port)
+    os.environ["PYTORCH_OCL_GLOO_LANES"] = "2"  # the buckets' chunks over 2 gloo lanes (_dist_lanes.py)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
     _dist_async.CHUNK_BYTES = 1024  # every bucket in several chunks
     x, y = _data(per_rank * world)

@@ -28,6 +28,7 @@ the copies from them finish. An error (gloo's timeout, a dead peer) completes th
 which `wait()` raises.
 """
 import atexit
+import collections
 import datetime
 import queue
 import threading
@@ -208,18 +209,31 @@ class StagedTensor:
             event.record(stream)
             self.chunks.append((a, b, event))
 
-    def run(self, worker, per_chunk, keep, write_back=True):
-        """On the worker: per chunk, wait for its read, per_chunk(host view) (gloo), write it back."""
+    def run(self, worker, start, keep, write_back=True, depth=1):
+        """On the worker: per chunk, wait for its read, start(host view, chunk number) its collective (which
+        returns a callable waiting for it), and once that is done write the chunk back. Up to `depth` chunks
+        are in flight at once (one per gloo lane, _dist_lanes.py), finished and written back in order; with
+        depth 1 each is done before the next starts."""
         side = worker.side_stream(self.tensor.device)
         flat = self.dense.view(-1)
+        pending = collections.deque()
+
+        def finish():
+            a, b, h, wait = pending.popleft()
+            wait()
+            if write_back:
+                flat[a:b].copy_(h, non_blocking=True)
+
         with torch.ocl.stream(side):
-            for a, b, event in self.chunks:
+            for i, (a, b, event) in enumerate(self.chunks):
                 event.synchronize()
                 h = self.host[a:b]
                 keep.add(h)  # gloo's thread holds it too: waited for at exit (_dist_pg._staged)
-                per_chunk(h)
-                if write_back:
-                    flat[a:b].copy_(h, non_blocking=True)
+                pending.append((a, b, h, start(h, i)))
+                if len(pending) >= depth:
+                    finish()
+            while pending:
+                finish()
             if write_back:
                 self.dense.record_stream(side)  # written on side: not reused before that has run
                 if self.dense is not self.tensor:

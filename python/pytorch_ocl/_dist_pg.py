@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 from torch._C._distributed_c10d import _create_work_from_future
 
-from . import _dist_async
+from . import _dist_async, _dist_lanes
 
 _R = dist.ReduceOp.RedOpType
 # Ops gloo runs itself; AVG and PREMUL_SUM become SUM plus a host-side step (gloo has neither).
@@ -268,6 +268,8 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # "No backend type associated with device type ocl".
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
         self._worker = _dist_async.Worker()  # runs every collective's gloo part, in order (_dist_async.py)
+        # extra gloo groups for large all-reduces, made at the first one (_dist_lanes.py)
+        self._lanes = _dist_lanes.Lanes(store, rank, world_size, timeout, self._gloo)
         _route_allgather_base()
 
     def getBackendName(self):
@@ -288,17 +290,16 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         opts = opts or c10d.AllreduceOptions()
         if len(tensors) != 1:  # c10d's list form: one tensor per local device, summed together too
             return self._allreduce_unchunked(tensors, opts, c10d.AllreduceOptions, self._gloo.allreduce)
-        return self._allreduce_each(tensors, opts, c10d.AllreduceOptions, self._gloo.allreduce)
+        return self._allreduce_each(tensors, opts)
 
     def allreduce_coalesced(self, tensors, opts=None):
         # Each tensor its own (chunked) all-reduce, in the same order on every rank: the same result as
         # gloo's coalesced form, which would need one host buffer of one dtype for all of them.
-        opts = opts or c10d.AllreduceCoalescedOptions()
-        return self._allreduce_each(tensors, opts, c10d.AllreduceOptions, self._gloo.allreduce)
+        return self._allreduce_each(tensors, opts or c10d.AllreduceCoalescedOptions())
 
-    def _allreduce_each(self, tensors, opts, opts_class, gloo_fn):
+    def _allreduce_each(self, tensors, opts):
         red = _Reduction(opts.reduceOp, self.size())
-        gloo_opts = _opts(opts_class, opts, reduceOp=red.gloo_op)
+        gloo_opts = _opts(c10d.AllreduceOptions, opts, reduceOp=red.gloo_op)
         keep = _keep()
         # ocl tensors: non-blocking chunked reads enqueued here, the rest on the worker (_dist_async.py)
         staged = [_dist_async.StagedTensor(t, _host_buffer) if _is_ocl(t) else _stage(t, copy=red.modifies_input)
@@ -306,16 +307,28 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
         def reduce_chunk(h):
             red.before([h])
-            gloo_fn([h], gloo_opts).wait()
+            self._gloo.allreduce([h], gloo_opts).wait()
             red.after([h])
+
+        def start_chunk(h, gloo):
+            red.before([h])
+            work = gloo.allreduce([h], gloo_opts)
+
+            def finish():
+                work.wait()
+                red.after([h])
+            return finish
 
         def job(worker):
             for t, st in zip(tensors, staged):
-                if isinstance(st, _dist_async.StagedTensor):
-                    st.run(worker, reduce_chunk, keep)
-                else:
+                if not isinstance(st, _dist_async.StagedTensor):
                     reduce_chunk(st)
                     _dist_async.copy_back(worker, [t], [st])
+                elif len(st.chunks) > 1:  # the same decision on every rank: c10d's sizes agree (_dist_lanes.py)
+                    # chunk i on lane i mod K, up to K chunks in flight
+                    st.run(worker, lambda h, i: start_chunk(h, self._lanes.lane(i)), keep, depth=self._lanes.count())
+                else:
+                    st.run(worker, lambda h, i: start_chunk(h, self._gloo), keep)
         return self._worker.submit(job, tensors)
 
     def _allreduce_unchunked(self, tensors, opts, opts_class, gloo_fn):
@@ -405,7 +418,7 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         if len(tensors) == 1 and _is_ocl(tensors[0]):  # chunked and pipelined as all_reduce
             st = _dist_async.StagedTensor(tensors[0], _host_buffer)
             return self._worker.submit(
-                lambda worker: st.run(worker, lambda h: self._gloo.broadcast([h], gloo_opts).wait(), keep,
+                lambda worker: st.run(worker, lambda h, i: self._gloo.broadcast([h], gloo_opts).wait, keep,
                                       write_back=not root), tensors)
         # c10d's list form (one tensor per local device): every tensor, the root's others included, gets
         # the root's tensor number rootTensor; only that one is read, the rest are outputs.

@@ -1,0 +1,84 @@
+"""Parallel gloo "lanes" for the large all-reduces of the "ocl_gloo" group (_dist_pg.py).
+
+Why: one ProcessGroupGloo moves a collective over one TCP connection per peer, with one thread running the
+ring's reductions and one event-loop thread receiving, so a large all-reduce (DDP's 25 MiB buckets, 500 MB of
+GPT-2 gradients per step) is bound by that single stream (0.38 GiB/s measured on a 2-core box), whatever
+the machine has. A lane is one more ProcessGroupGloo of the same ranks (its own connections and threads);
+the chunks of one all-reduce (_dist_async.StagedTensor, CHUNK_BYTES each) go round-robin to K lanes, up to K
+of them in flight at once, so K rings run concurrently while the reads of the next chunks still come in.
+
+Same results as one lane, bit for bit: every chunk is the same gloo all-reduce over the same elements as
+with one lane (chunk boundaries do not depend on K), and gloo's ring reduces an element in an order given
+by its position within the call and the ranks, not by the connection it uses.
+
+Same lanes on every rank, without deadlock: the lanes are created on the group's worker thread at its
+first all-reduce of more than one chunk. c10d requires every rank to call the same collectives in the same
+order on tensors of the same sizes, so that is the same collective on every rank, and each rank's worker
+gets there after the same earlier collectives: deciding by size is safe. K is rank 0's choice, published
+through the group's store (ranks may have different CPU counts or environments): every rank uses it.
+"""
+import os
+
+import torch.distributed as dist
+
+ENV = "PYTORCH_OCL_GLOO_LANES"
+MAX_DEFAULT = 4  # beyond this a ring's share gets too small to keep TCP busy, and the threads compete
+_STORE_KEY = "ocl_gloo_lanes"
+
+
+def default_count(world_size):
+    """This process's choice of K: PYTORCH_OCL_GLOO_LANES, else min(4, CPUs / processes on this host)
+    (each lane is a reduction thread and a receiving thread per process)."""
+    env = os.environ.get(ENV, "").strip()
+    if env:
+        try:
+            k = int(env)
+        except ValueError:
+            k = 0
+        if k < 1:
+            raise ValueError(f"ocl_gloo: {ENV} must be a positive integer (1: one gloo group), got {env!r}")
+        return k
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size) or world_size)
+    return max(1, min(MAX_DEFAULT, cpus // max(1, local)))
+
+
+class Lanes:
+    """The gloo groups of one "ocl_gloo" group's large all-reduces; the first is the group's own gloo."""
+
+    def __init__(self, store, rank, world_size, timeout, first):
+        self._store = store
+        self._rank = rank
+        self._size = world_size
+        self._timeout = timeout
+        self._first = first
+        self._groups = [first] if world_size == 1 else None  # alone: nothing to run in parallel
+        self.calls = [0] * len(self._groups or [])  # chunks handed to each lane (tests check all are used)
+
+    def groups(self):
+        """The K lanes, created at the first call (on the worker thread, as a job: see the module comment)."""
+        if self._groups is None:
+            k = self._agree()
+            extra = [dist.ProcessGroupGloo(dist.PrefixStore(f"ocl_gloo_lane{i}/", self._store), self._rank,
+                                           self._size, self._timeout)
+                     for i in range(1, k)]
+            self._groups = [self._first] + extra
+            self.calls = [0] * k
+        return self._groups
+
+    def _agree(self):
+        if self._rank == 0:
+            self._store.set(_STORE_KEY, str(default_count(self._size)))
+        return int(self._store.get(_STORE_KEY))  # waits for rank 0's value (the store's timeout bounds it)
+
+    def count(self):
+        return len(self.groups())
+
+    def lane(self, i):
+        """The gloo group of chunk number `i` (round-robin), counted in `calls`."""
+        groups = self.groups()
+        self.calls[i % len(groups)] += 1
+        return groups[i % len(groups)]

@@ -10,6 +10,8 @@ what staging through host memory costs; the issue's target is >= 0.8 at 64 MiB).
 training step: single device on the global batch against DDP on every rank with a share of it, DDP once
 with the asynchronous collectives (all-reduce of a bucket overlapping the rest of the backward pass) and
 once with every collective waited for where it is issued (pytorch_ocl._dist_async.SYNCHRONOUS).
+ocl tensors over 4 MiB are all-reduced over PYTORCH_OCL_GLOO_LANES parallel gloo groups (the default
+depends on the CPU count; 1 is plain gloo's one connection per peer, as the cpu tensors get): set it to compare.
 Writes a markdown table, and a plot of cpu/ocl per size when matplotlib is installed.
 """
 import argparse
@@ -89,8 +91,9 @@ def worker(rank, world, port, sizes, iters, global_batch, queue):
         ddp[mode] = common.median_time(step_fn(model, opt, x, y), dev, iters, warmup=2)
     _dist_async.SYNCHRONOUS = False
     dist.barrier()
-    if rank == 0:
-        queue.put((rows, ddp, common.device_description(dev)))
+    if rank == 0:  # gloo lanes of the large all-reduces (PYTORCH_OCL_GLOO_LANES; none made below 2 chunks)
+        lanes = max(1, len(dist.group.WORLD._lanes.calls))
+        queue.put((rows, ddp, common.device_description(dev), lanes))
     dist.destroy_process_group()
 
 
@@ -108,9 +111,11 @@ def main():
         s *= 4
     queue = mp.get_context("spawn").Queue()
     mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, queue), nprocs=args.world)
-    rows, ddp, device = queue.get()
+    rows, ddp, device, lanes = queue.get()
 
     common.import_backend()
+    from pytorch_ocl import _dist_async
+
     x, y = batch(args.batch, "ocl:0")  # single device, the whole global batch, same net
     model = net().to("ocl:0")
     t_single = common.median_time(step_fn(model, torch.optim.SGD(model.parameters(), lr=0.01), x, y), "ocl:0",
@@ -135,7 +140,9 @@ def main():
              "through host memory costs nothing)."]
     for n in notes:
         print(n)
-    preamble = [f"{w} processes on one machine, each on {device}; median of {args.iters}",
+    preamble = [f"{w} processes on one machine, each on {device}; median of {args.iters}; "
+                f"{lanes} gloo lane(s) for all_reduces over {_dist_async.CHUNK_BYTES >> 20} MiB "
+                f"(PYTORCH_OCL_GLOO_LANES), cpu tensors on one",
                 f"torch {torch.__version__}"]
     md = common.write_markdown(args.out, f"all_reduce (SUM, float32): ocl tensors through ocl_gloo vs CPU tensors "
                                f"through gloo", preamble, header, table, notes)

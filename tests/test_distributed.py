@@ -67,6 +67,27 @@ def test_collectives(world):
     _spawn(dist_workers.collectives, world)
 
 
+def test_gloo_lane_count(monkeypatch):
+    """PYTORCH_OCL_GLOO_LANES, else min(4, CPUs / processes on this host); bad values name the variable.
+    (The lanes themselves run in test_collectives and the DDP test: dist_lane_workers.py.)"""
+    from pytorch_ocl import _dist_lanes
+
+    monkeypatch.setenv("PYTORCH_OCL_GLOO_LANES", "3")
+    assert _dist_lanes.default_count(2) == 3
+    for bad in ("0", "-2", "four"):
+        monkeypatch.setenv("PYTORCH_OCL_GLOO_LANES", bad)
+        with pytest.raises(ValueError, match="PYTORCH_OCL_GLOO_LANES"):
+            _dist_lanes.default_count(2)
+    monkeypatch.delenv("PYTORCH_OCL_GLOO_LANES")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert _dist_lanes.default_count(8) == 4  # capped
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert _dist_lanes.default_count(8) == 2
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert _dist_lanes.default_count(32) == 1  # the world size when torchrun did not say
+
+
 def test_ddp_matches_single_process():
     _spawn(dist_workers.ddp, 2)
 

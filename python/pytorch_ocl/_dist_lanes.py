@@ -55,6 +55,7 @@ class Lanes:
         self._size = world_size
         self._timeout = timeout
         self._first = first
+        self._wanted = default_count(world_size)  # read (and checked) when the group is made; rank 0's wins
         self._groups = [first] if world_size == 1 else None  # alone: nothing to run in parallel
         self.calls = [0] * len(self._groups or [])  # chunks handed to each lane (tests check all are used)
 
@@ -71,7 +72,7 @@ class Lanes:
 
     def _agree(self):
         if self._rank == 0:
-            self._store.set(_STORE_KEY, str(default_count(self._size)))
+            self._store.set(_STORE_KEY, str(self._wanted))
         return int(self._store.get(_STORE_KEY))  # waits for rank 0's value (the store's timeout bounds it)
 
     def count(self):

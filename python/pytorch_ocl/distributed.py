@@ -31,6 +31,9 @@ then makes the current stream wait on an event recorded after the write back, so
 results without the host waiting for the device. Point-to-point ops stay direct gloo calls: isend/irecv
 pairs must be able to be posted before either is waited on, so send reads with a blocking copy and recv
 returns a Work that waits for gloo and copies back (on the current stream) inside wait().
+
+Large all-reduces (more than one chunk) spread their chunks over several gloo groups of the same ranks, K in
+flight at once (_dist_lanes.py, PYTORCH_OCL_GLOO_LANES): one gloo group is one TCP stream per peer.
 """
 import torch
 

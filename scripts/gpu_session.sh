@@ -16,6 +16,7 @@
 #   bash scripts/gpu_session.sh mma_configs  # gemm_mma tests native, each mma tile config vs cuBLAS (gemm_configs.py)
 #   bash scripts/gpu_session.sh helpers      # compile / new ops / cache tests on the GPU, cold_start.py, compiled models
 #   bash scripts/gpu_session.sh ddp2_vs_nccl  # (2-GPU kind) GPT-2 small DDP on ocl and on CUDA/NCCL, resnet50 on NCCL
+#   bash scripts/gpu_session.sh ddp2_lanes   # (2-GPU kind) GPT-2 small DDP on 2 GPUs over 1, 2, 4, 8 gloo lanes
 #   bash scripts/gpu_session.sh ddp2         # (2-GPU kind) resnet50 DDP images/s on one GPU and on two
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
@@ -145,6 +146,12 @@ case "${1:-validate}" in
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run gpt2_cuda_2gpu 60 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs --device cuda
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_2gpu 50 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $rargs --device cuda
+    ;;
+  ddp2_lanes)  # on a 2-GPU kind: GPT-2 small DDP on 2 GPUs with its all-reduces over 1, 2, 4 and 8 gloo lanes
+    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
+    for k in 1 2 4 8; do
+      PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
+    done
     ;;
   attn128)  # the engine's backward at head dims over 64 (warp-pair split): native tests, then the D128 case's
     # fwd+bwd and per-pass kernel times: engine default (split, 8 warps), FMA kernels, split on 4 warps

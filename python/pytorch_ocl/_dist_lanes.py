@@ -16,6 +16,9 @@ first all-reduce of more than one chunk. c10d requires every rank to call the sa
 order on tensors of the same sizes, so that is the same collective on every rank, and each rank's worker
 gets there after the same earlier collectives: deciding by size is safe. K is rank 0's choice, published
 through the group's store (ranks may have different CPU counts or environments): every rank uses it.
+Waiting there for rank 0's count and for the other ranks to connect releases the GIL (torch's Store.get and
+ProcessGroupGloo's constructor), so the calling thread goes on meanwhile (a send it issues can be what
+another rank waits for before reaching this collective).
 """
 import os
 

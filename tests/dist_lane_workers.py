@@ -31,15 +31,20 @@ def lanes(R, W, sub):
     pg = dist.group.WORLD
     saved, _dist_async.CHUNK_BYTES = _dist_async.CHUNK_BYTES, 40
     try:
-        # bit for bit what one lane gives: each 10-element chunk of the whole is the same gloo all-reduce as
-        # that piece alone (one chunk: no lanes), whatever the summation order of the ring
+        # each piece (_dist_lanes.Lanes.pieces: 16 chunks of 10 elements -> 18 pieces of 8-9) is the same
+        # gloo all-reduce as that piece alone (one chunk, no lanes), bit for bit; on 2 ranks the whole also
+        # equals one lane's result (its 10-element chunks alone): a + b == b + a whatever the ring's order
         x = torch.randn(157, generator=torch.Generator().manual_seed(R))
         whole = x.to(DEV)
         dist.all_reduce(whole)
-        pieces = [x[a:a + 10].to(DEV) for a in range(0, x.numel(), 10)]
-        for p in pieces:
-            dist.all_reduce(p)
-        assert torch.equal(whole.cpu(), torch.cat([p.cpu() for p in pieces]))
+        pieces = pg._lanes.pieces(157, 4, 40)
+        assert len(pieces) == 18 and pieces[0] == (0, 8) and pieces[-1][1] == 157, pieces
+        one_lane = [(a, min(a + 10, 157)) for a in range(0, 157, 10)]
+        for ranges in [pieces] + ([one_lane] if W == 2 else []):
+            alone = [x[a:b].to(DEV) for a, b in ranges]
+            for p in alone:
+                dist.all_reduce(p)
+            assert torch.equal(whole.cpu(), torch.cat([p.cpu() for p in alone]))
         every = torch.stack([torch.randn(157, generator=torch.Generator().manual_seed(r)) for r in range(W)])
         assert_close(whole.cpu(), every.sum(0))
         assert pg._lanes.count() == LANES, pg._lanes.count()  # rank 0's count, on every rank

@@ -209,14 +209,17 @@ class StagedTensor:
             event.record(stream)
             self.chunks.append((a, b, event))
 
-    def run(self, worker, start, keep, write_back=True, depth=1):
-        """On the worker: per chunk, wait for its read, start(host view, chunk number) its collective (which
-        returns a callable waiting for it), and once that is done write the chunk back. Up to `depth` chunks
-        are in flight at once (one per gloo lane, _dist_lanes.py), finished and written back in order; with
-        depth 1 each is done before the next starts."""
+    def run(self, worker, start, keep, write_back=True, depth=1, pieces=None):
+        """On the worker: per piece (by default the read chunks; else `pieces`, (begin, end) element ranges
+        covering the tensor in order), wait for the reads it covers, start(host view, piece number) its
+        collective (which returns a callable waiting for it), and once that is done write the piece back.
+        Up to `depth` pieces are in flight at once (one per gloo lane, _dist_lanes.py), finished and
+        written back in order; with depth 1 each is done before the next starts."""
         side = worker.side_stream(self.tensor.device)
         flat = self.dense.view(-1)
         pending = collections.deque()
+        ranges = pieces if pieces is not None else [(a, b) for a, b, _ in self.chunks]
+        read = 0  # chunks whose reads have been waited for
 
         def finish():
             a, b, h, wait = pending.popleft()
@@ -225,8 +228,10 @@ class StagedTensor:
                 flat[a:b].copy_(h, non_blocking=True)
 
         with torch.ocl.stream(side):
-            for i, (a, b, event) in enumerate(self.chunks):
-                event.synchronize()
+            for i, (a, b) in enumerate(ranges):
+                while read < len(self.chunks) and self.chunks[read][0] < b:
+                    self.chunks[read][2].synchronize()
+                    read += 1
                 h = self.host[a:b]
                 keep.add(h)  # gloo's thread holds it too: waited for at exit (_dist_pg._staged)
                 pending.append((a, b, h, start(h, i)))

@@ -2,14 +2,18 @@
 
 Why: one ProcessGroupGloo moves a collective over one TCP connection per peer, with one thread running the
 ring's reductions and one event-loop thread receiving, so a large all-reduce (DDP's 25 MiB buckets, 500 MB of
-GPT-2 gradients per step) is bound by that single stream (0.38 GiB/s measured on a 2-core box), whatever
-the machine has. A lane is one more ProcessGroupGloo of the same ranks (its own connections and threads);
-the chunks of one all-reduce (_dist_async.StagedTensor, CHUNK_BYTES each) go round-robin to K lanes, up to K
-of them in flight at once, so K rings run concurrently while the reads of the next chunks still come in.
+GPT-2 gradients per step) is bound by that single stream, whatever the machine has. A lane is one more ProcessGroupGloo of the same ranks (its own connections and threads);
+the pieces of one all-reduce of more than one chunk (_dist_async.StagedTensor, CHUNK_BYTES each) go
+round-robin to K lanes, up to K of them in flight at once, so K rings run concurrently while the reads of
+the next chunks still come in.
 
-Same results as one lane, bit for bit: every chunk is the same gloo all-reduce over the same elements as
-with one lane (chunk boundaries do not depend on K), and gloo's ring reduces an element in an order given
-by its position within the call and the ranks, not by the connection it uses.
+The pieces given to the lanes are the chunks' count rounded up to a multiple of K, of equal size (pieces()),
+so that no wave of K concurrent pieces runs part empty. Results: a piece's result does not depend on the
+lane (connection) that carries it, but gloo's ring reduces an element in an order set by its position within
+the call: with 3 or more ranks, floating-point SUM / PRODUCT / AVG / PREMUL_SUM may differ from one lane's in
+the last bits (as one lane's 4 MiB chunks already differ from a single call on the whole tensor), and are
+deterministic for a given K. Integer ops, MIN / MAX (NaN aside) / bitwise ops, and any op on 2 ranks (a + b == b + a in
+floating point) give identical results for every K.
 
 Same lanes on every rank, without deadlock: the lanes are created on the group's worker thread at its
 first all-reduce of more than one chunk. c10d requires every rank to call the same collectives in the same
@@ -77,6 +81,19 @@ class Lanes:
         if self._rank == 0:
             self._store.set(_STORE_KEY, str(self._wanted))
         return int(self._store.get(_STORE_KEY))  # waits for rank 0's value (the store's timeout bounds it)
+
+    def pieces(self, numel, itemsize, chunk_bytes):
+        """The element ranges one all-reduce of `numel` elements is cut into for the lanes: as many pieces
+        as chunks of `chunk_bytes`, rounded up to a multiple of K, of equal size, so that every wave of K
+        concurrent pieces is full (a 25 MiB DDP bucket: 8 pieces of 3.1 MiB on 4 lanes, two waves, rather
+        than 7 chunks of 4 MiB, of which the last wave has 3). One lane: None (the read chunks)."""
+        k = self.count()
+        if k == 1:
+            return None
+        n = -(-numel * itemsize // chunk_bytes)
+        n = min(numel, -(-n // k) * k)
+        bounds = [numel * j // n for j in range(n + 1)]
+        return list(zip(bounds[:-1], bounds[1:]))
 
     def count(self):
         return len(self.groups())

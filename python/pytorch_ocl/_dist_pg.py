@@ -325,8 +325,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
                     reduce_chunk(st)
                     _dist_async.copy_back(worker, [t], [st])
                 elif len(st.chunks) > 1:  # the same decision on every rank: c10d's sizes agree (_dist_lanes.py)
-                    # chunk i on lane i mod K, up to K chunks in flight
-                    st.run(worker, lambda h, i: start_chunk(h, self._lanes.lane(i)), keep, depth=self._lanes.count())
+                    # piece i on lane i mod K, up to K pieces in flight
+                    flat = st.dense.view(-1)
+                    st.run(worker, lambda h, i: start_chunk(h, self._lanes.lane(i)), keep, depth=self._lanes.count(),
+                           pieces=self._lanes.pieces(flat.numel(), flat.element_size(), _dist_async.CHUNK_BYTES))
                 else:
                     st.run(worker, lambda h, i: start_chunk(h, self._gloo), keep)
         return self._worker.submit(job, tensors)

@@ -87,6 +87,15 @@ def test_gloo_lane_count(monkeypatch):
     monkeypatch.delenv("LOCAL_WORLD_SIZE")
     assert _dist_lanes.default_count(32) == 1  # the world size when torchrun did not say
 
+    # a 25 MiB bucket of float32 on 4 lanes: 8 equal pieces (two full waves), not 7 chunks of 4 MiB
+    lanes = _dist_lanes.Lanes(None, 0, 1, None, "gloo")
+    assert lanes.pieces(25 << 18, 4, 4 << 20) is None  # one lane: the chunks themselves
+    lanes._groups = ["gloo"] * 4
+    pieces = lanes.pieces(25 << 18, 4, 4 << 20)
+    assert len(pieces) == 8 and {b - a for a, b in pieces} == {(25 << 18) // 8}
+    assert pieces[0][0] == 0 and pieces[-1][1] == 25 << 18 and all(p[1] == q[0] for p, q in zip(pieces, pieces[1:]))
+    assert len(lanes.pieces(6, 8, 16)) == 4 and len(lanes.pieces(3, 8, 8)) == 3  # at most one piece per element
+
 
 def test_ddp_matches_single_process():
     _spawn(dist_workers.ddp, 2)

@@ -2,10 +2,10 @@
 
 Why: one ProcessGroupGloo moves a collective over one TCP connection per peer, with one thread running the
 ring's reductions and one event-loop thread receiving, so a large all-reduce (DDP's 25 MiB buckets, 500 MB of
-GPT-2 gradients per step) is bound by that single stream, whatever the machine has. A lane is one more ProcessGroupGloo of the same ranks (its own connections and threads);
-the pieces of one all-reduce of more than one chunk (_dist_async.StagedTensor, CHUNK_BYTES each) go
-round-robin to K lanes, up to K of them in flight at once, so K rings run concurrently while the reads of
-the next chunks still come in.
+GPT-2 gradients per step) is bound by that single stream, whatever the machine has. A lane is one more
+ProcessGroupGloo of the same ranks (its own connections and threads); the pieces of one all-reduce of more
+than one chunk (_dist_async.StagedTensor, CHUNK_BYTES each) go round-robin to K lanes, up to K of them in
+flight at once, so K rings run concurrently while the reads of the next chunks still come in.
 
 The pieces given to the lanes are the chunks' count rounded up to a multiple of K, of equal size (pieces()),
 so that no wave of K concurrent pieces runs part empty. Results: a piece's result does not depend on the

@@ -147,6 +147,11 @@ case "${1:-validate}" in
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_2gpu 50 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $rargs --device cuda
     ;;
+  ddp2_gpt2)  # on a 2-GPU kind: GPT-2 small DDP on ocl, one GPU then two (default gloo lanes)
+    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
+    run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu 70 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
+    ;;
   ddp2_lanes)  # on a 2-GPU kind: GPT-2 small DDP on 2 GPUs with its all-reduces over 1, 2, 4 and 8 gloo lanes
     gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
     for k in 1 2 4 8; do

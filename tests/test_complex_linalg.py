@@ -31,7 +31,11 @@ GRAD_OPS = {"linalg.lu_factor", "linalg.lu", "linalg.lu_solve", "linalg.solve", 
             "linalg.slogdet", "linalg.solve_triangular", "linalg.cholesky", "cholesky_solve", "cholesky_inverse",
             "linalg.qr", "linalg.householder_product"}
 MAX_SAMPLES = 3
-TOL = {torch.complex64: dict(rtol=1e-4, atol=1e-4), torch.complex128: dict(rtol=1e-9, atol=1e-9)}
+TOL = {torch.complex64: dict(rtol=1e-4, atol=1e-4), torch.complex128: dict(rtol=1e-9, atol=1e-9),
+       # real results of complex64 inputs (cond, svdvals, matrix_rank's values): float32 rounding amplified by the
+       # condition number. On the second op_db matrix (cond 60.8) the H100 machine's CPU (torch 2.11) is 2.3e-6
+       # off the complex128 answer and ocl 1.8e-7; torch's default float32 rtol (1.3e-6) failed on the CPU's error.
+       torch.float32: dict(rtol=1e-5, atol=1e-5)}
 # householder_product's samples take random tau (Q not unitary): gradients in the hundreds, where
 # float32 rounding differs from the CPU's by ~4e-3 (both ~same distance from a complex128 reference).
 GRAD_TOL = {"linalg.householder_product": {torch.complex64: dict(rtol=1e-4, atol=1e-2)}}

@@ -199,6 +199,14 @@ def opinfos_named(names):
     return [o for db in dbs for o in db if o.name in names]
 
 
+def opinfo_params(names, dtypes):
+    """pytest parameters (op, dtype) for the OpInfo entries named in `names`, in each of `dtypes` the CPU supports."""
+    import pytest
+
+    return [pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}")
+            for op in opinfos_named(set(names)) for dt in dtypes if dt in op.supported_dtypes("cpu")]
+
+
 # The CPU rounds alpha to float16/bfloat16 in its vectorised loops but not in their scalar tails,
 # so _foreach_ samples with alpha can differ from any single formula by an ulp (more after cancellation).
 FOREACH_REDUCED_TOL = {torch.float16: dict(rtol=1e-2, atol=1e-2), torch.bfloat16: dict(rtol=2e-2, atol=5e-2)}

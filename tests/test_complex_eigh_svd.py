@@ -15,8 +15,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401  (registers the device before torch.testing._internal)
-from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
-from opinfo_compare import sample_failures  # noqa: E402
+from opinfo_compare import opinfo_params, sample_failures  # noqa: E402
 
 DEV = "ocl:0"
 FP64 = torch.ocl.get_device_properties(0).fp64
@@ -32,17 +31,7 @@ TOL = {torch.complex64: dict(rtol=1e-4, atol=1e-4), torch.complex128: dict(rtol=
 GRAD_TOL = dict(rtol=2e-3, atol=2e-3)
 
 
-def _cases():
-    out = []
-    for op in op_db:
-        if op.name in OPS:
-            for dt in DTYPES:
-                if dt in op.supported_dtypes("cpu"):
-                    out.append(pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}"))
-    return out
-
-
-@pytest.mark.parametrize("op,dtype", _cases())
+@pytest.mark.parametrize("op,dtype", opinfo_params(OPS, DTYPES))
 def test_complex_eigh_svd_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
     failures = sample_failures(op, dtype, grad, MAX_SAMPLES, TOL, {torch.complex64: GRAD_TOL}, seed=0)

@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import opinfos_named, sample_failures  # noqa: E402
+from opinfo_compare import opinfo_params, sample_failures  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
@@ -41,16 +41,7 @@ TOL = {torch.complex64: dict(rtol=1e-4, atol=1e-4), torch.complex128: dict(rtol=
 GRAD_TOL = {"linalg.householder_product": {torch.complex64: dict(rtol=1e-4, atol=1e-2)}}
 
 
-def _cases():
-    out = []
-    for op in opinfos_named(set(OPS)):
-        for dt in DTYPES:
-            if dt in op.supported_dtypes("cpu"):
-                out.append(pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}"))
-    return out
-
-
-@pytest.mark.parametrize("op,dtype", _cases())
+@pytest.mark.parametrize("op,dtype", opinfo_params(OPS, DTYPES))
 def test_complex_linalg_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
     # op_db draws its matrices from the global generator: seeded, every run (and device) checks the same

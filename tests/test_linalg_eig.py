@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import opinfos_named, raises_like_cpu  # noqa: E402
+from opinfo_compare import opinfo_params, raises_like_cpu  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.float32, torch.complex64] + ([torch.float64, torch.complex128] if FP64 else [])
@@ -56,15 +56,7 @@ def _check(A, w, V=None, tol_w=None, tol_res=None):
     assert (real_max >= mags.amax(-2) * (1 - 100 * eps)).all()
 
 
-def _opinfo_cases():
-    out = []
-    for op in opinfos_named({"linalg.eig", "linalg.eigvals"}):
-        for dt in DTYPES:
-            out.append(pytest.param(op, dt, id=f"{op.name}-{dt}"))
-    return out
-
-
-@pytest.mark.parametrize("op,dtype", _opinfo_cases())
+@pytest.mark.parametrize("op,dtype", opinfo_params({"linalg.eig", "linalg.eigvals"}, DTYPES))
 def test_eig_opinfo(op, dtype):
     n_checked = 0
     for sample in op.sample_inputs("cpu", dtype):

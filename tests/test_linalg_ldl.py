@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import opinfos_named, raises_like_cpu, sample_failures  # noqa: E402
+from opinfo_compare import opinfo_params, raises_like_cpu, sample_failures  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.float32, torch.complex64] + ([torch.float64, torch.complex128] if FP64 else [])
@@ -38,15 +38,7 @@ def _check_factor(A, herm=False, expect_2x2=None):
     return out
 
 
-def _opinfo_cases():
-    out = []
-    for op in opinfos_named({"linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve"}):
-        for dt in DTYPES:
-            out.append(pytest.param(op, dt, id=f"{op.name}-{dt}"))
-    return out
-
-
-@pytest.mark.parametrize("op,dtype", _opinfo_cases())
+@pytest.mark.parametrize("op,dtype", opinfo_params({"linalg.ldl_factor", "linalg.ldl_factor_ex", "linalg.ldl_solve"}, DTYPES))
 def test_ldl_opinfo(op, dtype):
     """Every op_db sample (hermitian True/False for complex), as given and with column-major
     complex matrices: pivots compared exactly (int32), LD and solutions with torch's tolerance."""

@@ -27,6 +27,7 @@
 #   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
 #   bash scripts/gpu_session.sh coldprobe     # GPT-2 small's first step by op; do builds run in parallel processes?
 #   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
+#   bash scripts/gpu_session.sh compiled      # torch.compile vs eager ocl vs CUDA compiled: GPT-2, BERT, resnet50
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -213,6 +214,12 @@ case "${1:-validate}" in
   lstm)  # the whole-layer LSTM's two step paths (PYTORCH_OCL_LSTM_FUSED) on the GPU, then the LM step per path
     run lstm_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
     run lstm_steps 200 python3 benchmarks/lstm_steps.py --ref cuda
+    ;;
+  compiled)  # torch.compile on both devices: GPT-2 / BERT training steps, resnet50; GPU-only linalg checks first
+    run checks 90 python3 -m pytest -q -n 6 -p no:cacheprovider tests/test_complex_linalg.py tests/test_linalg_ldl.py
+    run transformer_compiled 330 python3 benchmarks/transformer.py --ref cuda --models --compile \
+      --out "$out/transformer_compiled.md"
+    run models_compiled 170 python3 benchmarks/models.py --compile --nets resnet50 --out "$out/models_compiled.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -2,6 +2,7 @@
 with --ref cuda, CUDA kernels from torch.profiler in a child process that does not load ocl.
 
     python3 benchmarks/profile_model.py --net mobilenet_v2 [--batch 32] [--ref cuda] [--top 25] [--infer]
+    python3 benchmarks/profile_model.py --net gpt2|bert [--amp bf16] [--compile] [--quick] [--ref cuda]
 
 Prints the top kernels by total device time for one training step (forward, cross-entropy,
 backward, SGD; with --infer one eval-mode forward under no_grad) after warm-up steps, with the sum of all kernel times next to the step's wall time:
@@ -32,7 +33,27 @@ def constructors(names):
     return module.constructors(names)
 
 
-def make_step(name, device, batch, infer=False):
+TRANSFORMERS = ("gpt2", "bert")  # transformer.py's training steps (GPT-2 small, BERT-base MLM; AdamW)
+
+
+def transformer_step(args, device):
+    """transformer_models.py's GPT-2 / BERT training step at transformer.py's sizes (--quick: its tiny ones),
+    under --amp and --compile as there; warmed up like the CNN steps."""
+    import transformer_models as tm
+
+    if args.amp:
+        tm.set_amp({"bf16": torch.bfloat16, "fp16": torch.float16}[args.amp])
+    s = tm.sizes(args.quick)[args.net]
+    step = (tm.gpt2_train if args.net == "gpt2" else tm.bert_train)(device, s, args.compile)[2]
+    for _ in range(3):
+        step()
+    common.synchronize(device)
+    return step
+
+
+def make_step(name, device, batch, infer=False, args=None):
+    if name in TRANSFORMERS:
+        return transformer_step(args, device)
     ctor, size, _ = constructors([name])[name]
     torch.manual_seed(0)
     model = ctor().to(device).train()
@@ -75,7 +96,7 @@ def wall_ms(step, device):
 def profile_ocl(args):
     import pytorch_ocl.profiler
 
-    step = make_step(args.net, args.device, args.batch, args.infer)
+    step = make_step(args.net, args.device, args.batch, args.infer, args)
     wall = wall_ms(step, args.device)
     with pytorch_ocl.profiler.profile() as prof:
         step()
@@ -119,7 +140,7 @@ def profile_cuda(args):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    step = make_step(args.net, "cuda", args.batch, args.infer)
+    step = make_step(args.net, "cuda", args.batch, args.infer, args)
     step()
     wall = wall_ms(step, "cuda")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
@@ -149,6 +170,9 @@ def main():
     parser.add_argument("--ref", default=None, help="cuda: also profile CUDA PyTorch (TF32 off)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--infer", action="store_true", help="profile eval-mode inference instead of a training step")
+    parser.add_argument("--amp", choices=["bf16", "fp16"], help="gpt2/bert: forward under torch.autocast")
+    parser.add_argument("--compile", action="store_true", help="gpt2/bert: the model under torch.compile")
+    parser.add_argument("--quick", action="store_true", help="gpt2/bert: transformer.py's tiny sizes")
     parser.add_argument("--child-cuda", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_cuda:
@@ -159,6 +183,7 @@ def main():
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         cmd = [sys.executable, os.path.abspath(__file__), "--child-cuda", "--net", args.net, "--batch",
                str(args.batch), "--top", str(args.top)] + (["--infer"] if args.infer else [])
+        cmd += (["--amp", args.amp] if args.amp else []) + ["--compile"] * args.compile + ["--quick"] * args.quick
         sys.stdout.flush()
         subprocess.run(cmd, env=env, check=False)
 

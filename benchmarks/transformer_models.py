@@ -152,7 +152,8 @@ def _tokens(vocab, shape, seed):
     return torch.randint(3, vocab, shape, generator=torch.Generator().manual_seed(seed))
 
 
-def gpt2(device, s, quick, compiled=False):
+def gpt2_train(device, s, compiled=False):
+    """(model, optimizer, step): one GPT-2 LM training step (AdamW) on random tokens."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(n_layer=s["layers"], n_embd=s["hidden"], n_head=s["heads"], vocab_size=s["vocab"],
@@ -170,6 +171,11 @@ def gpt2(device, s, quick, compiled=False):
         loss.backward()
         opt.step()
 
+    return model, opt, step
+
+
+def gpt2(device, s, quick, compiled=False):
+    model, opt, step = gpt2_train(device, s, compiled)
     out = {}
     _train(step, device, quick, out)
     del opt
@@ -187,7 +193,8 @@ def gpt2(device, s, quick, compiled=False):
     return out
 
 
-def bert(device, s, quick, compiled=False):
+def bert_train(device, s, compiled=False):
+    """(model, optimizer, step, (ids, mask)): one BERT masked-LM training step (AdamW), 15% of tokens masked."""
     from transformers import BertConfig, BertForMaskedLM
 
     cfg = BertConfig(num_hidden_layers=s["layers"], hidden_size=s["hidden"], num_attention_heads=s["heads"],
@@ -208,6 +215,12 @@ def bert(device, s, quick, compiled=False):
             loss = fwd(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         opt.step()
+
+    return model, opt, step, (ids, mask)
+
+
+def bert(device, s, quick, compiled=False):
+    model, opt, step, (ids, mask) = bert_train(device, s, compiled)
 
     def infer():
         with torch.no_grad(), _amp(device):

@@ -28,6 +28,7 @@
 #   bash scripts/gpu_session.sh coldprobe     # GPT-2 small's first step by op; do builds run in parallel processes?
 #   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
 #   bash scripts/gpu_session.sh compiled      # torch.compile vs eager ocl vs CUDA compiled: GPT-2, BERT, resnet50
+#   bash scripts/gpu_session.sh profile_tf    # GPT-2 / BERT steps by kernel: eager, compiled, bf16 (vs CUDA)
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -220,6 +221,12 @@ case "${1:-validate}" in
     run transformer_compiled 330 python3 benchmarks/transformer.py --ref cuda --models --compile \
       --out "$out/transformer_compiled.md"
     run models_compiled 170 python3 benchmarks/models.py --compile --nets resnet50 --out "$out/models_compiled.md"
+    ;;
+  profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
+    run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30
+    run prof_bert_compiled 120 python3 benchmarks/profile_model.py --net bert --compile --top 30
+    run prof_gpt2_compiled 110 python3 benchmarks/profile_model.py --net gpt2 --compile --top 30
+    run prof_gpt2_bf16 130 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --ref cuda --top 30
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

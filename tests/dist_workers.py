@@ -421,6 +421,8 @@ def dead_peer(rank, world, port, result_dir, mode):
     """Rank `world - 1` is SIGKILLed (mode "kill") or never joins the collective (mode "hang");
     the others must raise within the 5 s timeout instead of waiting forever."""
     _env(rank, world, port)
+    t = _full(1.0)
+    t.add_(0).cpu()  # device init and the first program builds happen before the 5 s clock starts
     # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a
     # loaded machine.
     open(os.path.join(result_dir, f"ready{rank}"), "w").close()
@@ -429,7 +431,6 @@ def dead_peer(rank, world, port, result_dir, mode):
         assert time.monotonic() < deadline, "ranks did not start"
         time.sleep(0.05)
     dist.init_process_group(timeout=datetime.timedelta(seconds=5))
-    t = _full(1.0)
     dist.all_reduce(t)  # everyone is there once
     if rank == world - 1:
         if mode == "kill":

@@ -105,7 +105,7 @@ def _torchrun_example(*args, steps=3):
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
          os.path.join(REPO, "examples", "ddp_train.py"), "--steps", str(steps), *args],
-        env=_base_env(), cwd=REPO, capture_output=True, text=True, timeout=DEADLINE_S,
+        env=_base_env(), cwd=REPO, capture_output=True, text=True, timeout=3 * DEADLINE_S,  # cold builds per rank
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"check OK: weights identical on all 2 ranks after {steps} steps" in proc.stdout, proc.stdout

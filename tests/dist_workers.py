@@ -322,6 +322,44 @@ def ddp(rank, world, port, per_rank=2):
     dist.destroy_process_group()
 
 
+def alone(rank, world, port):
+    """A group of one reduces on the device: no host staging, no blocking read; the results are the inputs
+    (times the factor for PREMUL_SUM), in order on the caller's stream; DDP then trains as a plain model."""
+    import pytorch_ocl
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    _env(rank, world, port)
+    dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
+    x = torch.arange(6, dtype=torch.float32, device=DEV).reshape(2, 3).t()  # not contiguous
+    n = torch.arange(5, device=DEV)
+    for op, want in ((dist.ReduceOp.SUM, x), (dist.ReduceOp.AVG, x), (dist.ReduceOp.MAX, x),
+                     (dist._make_nccl_premul_sum(0.5), x * 0.5)):
+        t = x.clone()
+        t.add_(1).sub_(1)  # pending work on the stream that the reduction must follow
+        torch.ocl.synchronize()
+        before = dict(pytorch_ocl._C.host_counters())
+        work = dist.all_reduce(t, op=op, async_op=True)
+        after = dict(pytorch_ocl._C.host_counters())
+        assert after["blocking_reads"] == before["blocking_reads"], op
+        assert work._done.is_set(), op  # finished in the call: nothing went to the gloo worker thread
+        work.wait()
+        assert work.is_completed() and work.get_future().value()[0] is t
+        assert_close(t.cpu(), want.cpu(), msg=str(op))
+    m = n.clone()
+    dist.all_reduce(m, op=dist.ReduceOp.AVG)  # integer average of one: unchanged
+    assert torch.equal(m.cpu(), n.cpu())
+    xs, ys = _data(2)
+    torch.manual_seed(0)
+    model = DDP(small_cnn().to(DEV))
+    _train(model, xs, ys)
+    torch.manual_seed(0)
+    reference = small_cnn().to(DEV)
+    _train(reference, xs, ys)
+    for (name, p), q in zip(model.module.named_parameters(), reference.parameters()):
+        assert torch.equal(p.detach().cpu(), q.detach().cpu()), name
+    dist.destroy_process_group()
+
+
 # ---- FSDP2 ------------------------------------------------------------------------------------------
 
 def _mlp():

@@ -20,6 +20,19 @@ def counts(fn):
     return out, {k: c1[k] - c0[k] for k in c0}
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_large_cat_copies_each_input(dtype):
+    # Above 2^18 output elements each input goes through copy_ (one launch per input): GPT-2's backward cat of
+    # the q/k/v gradients, each a permuted view of an attention gradient.
+    g = torch.Generator().manual_seed(0)
+    grads = [torch.randn(2, 4, 256, 64, generator=g).to(dtype) for _ in range(3)]
+    views = [t.to(D).transpose(1, 2) for t in grads]  # [2, 256, 4, 64], not contiguous
+    out, c = counts(lambda: torch.cat(views, dim=2))
+    assert c["launches"] == 3 and c["blocking_reads"] == 0
+    assert torch.equal(out.cpu(), torch.cat([t.transpose(1, 2) for t in grads], dim=2))
+    assert torch.equal(torch.cat(views[:2], dim=0).cpu(), torch.cat([v.cpu() for v in views[:2]], dim=0))
+
+
 def test_kv_cache_cat_is_one_launch():
     past = torch.randn(1, 4, 9, 16)
     new = torch.randn(1, 4, 1, 16)

@@ -97,6 +97,10 @@ def test_gloo_lane_count(monkeypatch):
     assert len(lanes.pieces(6, 8, 16)) == 4 and len(lanes.pieces(3, 8, 8)) == 3  # at most one piece per element
 
 
+def test_group_of_one_reduces_on_the_device():
+    _spawn(dist_workers.alone, 1)
+
+
 def test_ddp_matches_single_process():
     _spawn(dist_workers.ddp, 2)
 

@@ -1,6 +1,6 @@
 """torch.distributed on ocl: all_reduce bandwidth and a DDP step, against gloo on CPU tensors, in one run.
 
-    python3 benchmarks/distributed.py [--world 2] [--max-mib 256] [--iters 5] [--out results/distributed.md]
+    python3 benchmarks/distributed.py [--world 2] [--max-mib 256] [--iters 5] [--ref nccl] [--out results/distributed.md]
 
 Spawns `--world` processes on this machine (every rank on ocl:LOCAL_RANK modulo the device count; on PoCL
 they share one device). Per message size (1 KiB .. --max-mib MiB, x4 steps): median time of an
@@ -12,12 +12,16 @@ with the asynchronous collectives (all-reduce of a bucket overlapping the rest o
 once with every collective waited for where it is issued (pytorch_ocl._dist_async.SYNCHRONOUS).
 ocl tensors over 4 MiB are all-reduced over PYTORCH_OCL_GLOO_LANES parallel gloo groups (the default
 depends on the CPU count; 1 is plain gloo's one connection per peer, as the cpu tensors get): set it to compare.
+With --ref nccl (a machine with --world CUDA GPUs) the same all_reduce sizes also run on CUDA tensors through
+NCCL, in a child process that does not load pytorch_ocl (a column nccl/ocl: NCCL's time over ocl_gloo's).
 Writes a markdown table, and a plot of cpu/ocl per size when matplotlib is installed.
 """
 import argparse
 import datetime
+import json
 import os
 import socket
+import subprocess
 import sys
 
 import torch
@@ -97,6 +101,33 @@ def worker(rank, world, port, sizes, iters, global_batch, queue):
     dist.destroy_process_group()
 
 
+def nccl_worker(rank, world, port, sizes, iters, queue):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=300))
+    times = []
+    for nbytes in sizes:
+        a = torch.ones(nbytes // 4, device="cuda")
+        times.append(common.median_time(lambda: dist.all_reduce(a), "cuda", iters))
+        del a
+    if rank == 0:
+        queue.put(times)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def nccl_times(args, sizes):
+    """all_reduce times through NCCL at `sizes`, from a child process that does not load pytorch_ocl."""
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child-nccl", "--world", str(args.world), "--max-mib",
+           str(args.max_mib), "--iters", str(args.iters)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        print(f"nccl reference failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--world", type=int, default=2)
@@ -104,11 +135,19 @@ def main():
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--batch", type=int, default=64, help="global batch of the DDP step")
     p.add_argument("--out", default="results/distributed.md")
+    p.add_argument("--ref", choices=["nccl"], help="also all_reduce CUDA tensors through NCCL (child process)")
+    p.add_argument("--child-nccl", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes, s = [], 1024
     while s <= args.max_mib * 2**20:
         sizes.append(s)
         s *= 4
+    if args.child_nccl:
+        queue = mp.get_context("spawn").Queue()
+        mp.spawn(nccl_worker, args=(args.world, free_port(), sizes, args.iters, queue), nprocs=args.world)
+        print(json.dumps(queue.get()))
+        return
+    nccl = nccl_times(args, sizes) if args.ref == "nccl" else None
     queue = mp.get_context("spawn").Queue()
     mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, queue), nprocs=args.world)
     rows, ddp, device, lanes = queue.get()
@@ -123,11 +162,15 @@ def main():
 
     w = args.world
     header = ["size", "ocl ms", "ocl bus GB/s", "cpu ms", "cpu bus GB/s", "cpu/ocl"]
+    if nccl:
+        header += ["nccl ms", "nccl bus GB/s", "nccl/ocl"]
     table, labels, ratios = [], [], []
-    for nbytes, t_ocl, t_cpu in rows:
+    for i, (nbytes, t_ocl, t_cpu) in enumerate(rows):
         bus = 2 * (w - 1) / w * nbytes / 1e9
         size = f"{nbytes // 1024} KiB" if nbytes < 2**20 else f"{nbytes // 2**20} MiB"
         table.append([size, t_ocl * 1e3, bus / t_ocl, t_cpu * 1e3, bus / t_cpu, t_cpu / t_ocl])
+        if nccl:
+            table[-1] += [nccl[i] * 1e3, bus / nccl[i], nccl[i] / t_ocl]
         labels.append(size)
         ratios.append(t_cpu / t_ocl)
     print(common.markdown_table(header, table))

@@ -12,12 +12,18 @@ written as for CUDA.
 small by default: 2 layers, 128 wide, 4 heads, vocabulary 1000) and trains it on random tokens as a
 language model (labels = inputs).
 
+--comm waited makes every collective wait where it is issued (pytorch_ocl's collectives are otherwise
+asynchronous, so DDP's bucket all-reduces overlap the rest of the backward pass) and --comm none trains under
+DDP's no_sync() (no gradient all-reduce: ranks then drift apart, so the weight check is skipped). Step times
+of the three modes show how much of the communication the backward pass hides.
+
 `dist.init_process_group()` gets no backend: `ocl` is the accelerator, so torch picks the one pytorch_ocl
 registered for it ("ocl_gloo": gloo on host copies of the ocl tensors; see pytorch_ocl/distributed.py).
 Each rank trains on its own random batch; DDP averages the gradients, so every rank ends with the same
 weights, which the script checks at the end ("check OK ..."; exit status 1 otherwise).
 """
 import argparse
+import contextlib
 import os
 import socket
 import sys
@@ -61,6 +67,8 @@ def main():
     parser.add_argument("--device", default="ocl", choices=["ocl", "cuda"],
                         help="cuda: the same script on CUDA with NCCL, for comparison (run it with "
                              "TORCH_DEVICE_BACKEND_AUTOLOAD=0: a process that loaded pytorch_ocl cannot run CUDA backward)")
+    parser.add_argument("--comm", default="overlapped", choices=["overlapped", "waited", "none"],
+                        help="gradient all-reduce: asynchronous (default), waited where issued, or none (no_sync)")
     args = parser.parse_args()
     acc = getattr(torch, args.device)  # torch.ocl or torch.cuda: the same calls
 
@@ -88,6 +96,11 @@ def main():
     else:
         net = small_cnn()
     model = DDP(net.to(device))
+    if args.comm == "waited" and args.device == "ocl":
+        from pytorch_ocl import _dist_async
+
+        _dist_async.SYNCHRONOUS = True  # each collective waited for where DDP issues it
+    comm = model.no_sync if args.comm == "none" else contextlib.nullcontext
     if args.model == "gpt2":
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     else:
@@ -99,14 +112,15 @@ def main():
             acc.synchronize()
             start = time.perf_counter()
         opt.zero_grad()
-        if args.model == "gpt2":
-            tokens = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=gen).to(device)
-            loss = model(input_ids=tokens, labels=tokens).loss
-        else:
-            x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).to(device)
-            y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
-            loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
+        with comm():
+            if args.model == "gpt2":
+                tokens = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=gen).to(device)
+                loss = model(input_ids=tokens, labels=tokens).loss
+            else:
+                x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=gen).to(device)
+                y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
+                loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
         opt.step()
         mean_loss = loss.detach().clone()
         dist.all_reduce(mean_loss, op=dist.ReduceOp.AVG)
@@ -120,8 +134,11 @@ def main():
         unit = "images"
         if args.model == "gpt2":
             rate, unit = rate * args.seq_len, "tokens"
-        print(f"throughput: {rate:.1f} {unit}/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model})",
-              flush=True)
+        print(f"throughput: {rate:.1f} {unit}/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model}, "
+              f"communication {args.comm})", flush=True)
+    if args.comm == "none":  # the ranks trained apart: nothing to compare
+        dist.destroy_process_group()
+        return 0
 
     # Every rank must hold the same weights: compare with rank 0's.
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])

@@ -29,6 +29,8 @@
 #   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
 #   bash scripts/gpu_session.sh compiled      # torch.compile vs eager ocl vs CUDA compiled: GPT-2, BERT, resnet50
 #   bash scripts/gpu_session.sh profile_tf    # GPT-2 / BERT steps by kernel: eager, compiled, bf16 (vs CUDA)
+#   bash scripts/gpu_session.sh ddp2_scaling  # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs per communication mode, CUDA/NCCL
+#   bash scripts/gpu_session.sh ddp2_more     # (2-GPU kind) resnet50 DDP per mode, gloo lanes, all_reduce vs NCCL
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -221,6 +223,37 @@ case "${1:-validate}" in
     run transformer_compiled 330 python3 benchmarks/transformer.py --ref cuda --models --compile \
       --out "$out/transformer_compiled.md"
     run models_compiled 170 python3 benchmarks/models.py --compile --nets resnet50 --out "$out/models_compiled.md"
+    ;;
+  ddp2_scaling)  # (2-GPU kind) issue 20 in one call: GPT-2 small and resnet50, one GPU then two, ocl and CUDA/NCCL,
+    # the communication modes (overlapped, waited, none), gloo lanes, all_reduce bandwidth against NCCL
+    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
+    rargs="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
+    tr="torchrun --standalone --nproc-per-node 2"
+    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu 70 $tr examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu_waited 70 $tr examples/ddp_train.py $gargs --comm waited
+    run gpt2_ocl_2gpu_none 70 $tr examples/ddp_train.py $gargs --comm none
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
+    run gpt2_cuda_1gpu 60 python3 examples/ddp_train.py $gargs --device cuda
+    run gpt2_cuda_2gpu 60 $tr examples/ddp_train.py $gargs --device cuda
+    run r50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
+    run r50_cuda_2gpu 50 $tr examples/ddp_train.py $rargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
+    grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  ddp2_more)  # (2-GPU kind, warm after ddp2_scaling) resnet50 on ocl, gloo lanes, all_reduce bandwidth vs NCCL
+    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
+    rargs="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
+    tr="torchrun --standalone --nproc-per-node 2"
+    run r50_ocl_1gpu 120 python3 examples/ddp_train.py $rargs
+    run r50_ocl_2gpu 70 $tr examples/ddp_train.py $rargs
+    run r50_ocl_2gpu_waited 70 $tr examples/ddp_train.py $rargs --comm waited
+    run r50_ocl_2gpu_none 70 $tr examples/ddp_train.py $rargs --comm none
+    run allreduce_bw 120 python3 benchmarks/distributed.py --ref nccl --out "$out/distributed.md"
+    for k in 1 8; do
+      PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 60 $tr examples/ddp_train.py $gargs
+    done
+    grep -h -E "throughput|check" "$out"/*.log
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
     run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30

@@ -31,6 +31,7 @@
 #   bash scripts/gpu_session.sh profile_tf    # GPT-2 / BERT steps by kernel: eager, compiled, bf16 (vs CUDA)
 #   bash scripts/gpu_session.sh ddp2_scaling  # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs per communication mode, CUDA/NCCL
 #   bash scripts/gpu_session.sh ddp2_more     # (2-GPU kind) resnet50 DDP per mode, gloo lanes, all_reduce vs NCCL
+#   bash scripts/gpu_session.sh final29       # changed tests, bf16 GPT-2 kernels, compiled steps, cold start
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -254,6 +255,14 @@ case "${1:-validate}" in
       PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 60 $tr examples/ddp_train.py $gargs
     done
     grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  final29)  # this session's GPU checks: changed tests, bf16 GPT-2 by kernel (cat), compiled steps, cold start
+    run tests29 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_decode_overhead.py tests/test_fork.py \
+      tests/test_compile.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_cold_paths.py
+    run prof_gpt2_bf16 90 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --top 12
+    run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
+    run prof_gpt2_compiled 100 python3 benchmarks/profile_model.py --net gpt2 --compile --top 12
+    run cold_start 120 python3 benchmarks/cold_start.py --nets gpt2small
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
     run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30

@@ -31,6 +31,11 @@ def test_large_cat_copies_each_input(dtype):
     assert c["launches"] == 3 and c["blocking_reads"] == 0
     assert torch.equal(out.cpu(), torch.cat([t.transpose(1, 2) for t in grads], dim=2))
     assert torch.equal(torch.cat(views[:2], dim=0).cpu(), torch.cat([v.cpu() for v in views[:2]], dim=0))
+    # many small inputs into a large output: the one-launch kernel, 4 inputs per launch
+    parts = [torch.randn(64, 512, generator=g).to(dtype) for _ in range(12)]
+    dev = [p.to(D) for p in parts]
+    out, c = counts(lambda: torch.cat(dev, dim=1))
+    assert c["launches"] == 3 and torch.equal(out.cpu(), torch.cat(parts, dim=1))
 
 
 def test_kv_cache_cat_is_one_launch():

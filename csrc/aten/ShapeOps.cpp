@@ -57,17 +57,21 @@ bool is_legacy_empty(const at::Tensor& t) { return t.dim() == 1 && t.size(0) == 
 
 // cat of same-dtype inputs without conjugate/negative bits as one launch per 4 inputs (the
 // KV-cache append of decoding is one launch instead of one copy per input).
-// Above this many output elements a cat is bound by memory, not launches: each input then goes through
-// copy_ (TensorIterator's merged dims, 32-bit indices, vector loads), which moves bytes several times faster
-// than the one-launch kernel's per-element 64-bit coordinate walk (GPT-2's backward cats of the q/k/v
-// gradients in bf16: 120 us against CUDA's 40 us on an H100).
+// Above this many output elements, with inputs of this many elements on average, a cat is bound by memory,
+// not launches: each input then goes through copy_ (TensorIterator's merged dims, 32-bit indices, vector
+// loads) instead of the one-launch kernel's per-element 64-bit coordinate walk (GPT-2's backward cats of the
+// q/k/v gradients in bf16 took 120 us there against CUDA's 40 us on an H100). Many small inputs keep the
+// one-launch kernel (4 inputs per launch).
 constexpr int64_t kCatOneLaunchMaxElements = 1 << 18;
+constexpr int64_t kCatCopyMinElementsPerInput = 1 << 16;
 
 bool cat_one_launch(const std::vector<std::reference_wrapper<const at::Tensor>>& tensors, int64_t dim,
                     const at::Tensor& out) {
   const int64_t rank = out.dim();
   if (rank > dlprim::kMaxDims || out.numel() == 0 || out.is_conj() || out.is_neg()) return false;
-  if (out.numel() > kCatOneLaunchMaxElements) return false;
+  if (out.numel() > kCatOneLaunchMaxElements &&
+      out.numel() >= kCatCopyMinElementsPerInput * static_cast<int64_t>(tensors.size()))
+    return false;
   const int64_t bytes = out.itemsize();
   if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return false;
   std::vector<const at::Tensor*> parts;

@@ -7,7 +7,8 @@ Each case reports effective GB/s = (bytes read + bytes written) / median time; f
   sum last    : x.view(R, C).sum(1)   (reduce the contiguous dim)
   sum first   : x.view(R, C).sum(0)   (reduce the strided dim: column plan)
   softmax     : torch.softmax(y, 1) over rows of [4096, 4096] (reads once, writes once)
-and a few more (amax, argmax, var, logsumexp, cumsum, log_softmax backward).
+and a few more (amax, argmax, var, logsumexp, cumsum, log_softmax backward), and log_softmax forward / backward
+over [8192, 50257] (GPT-2's loss over batch 8 x 1024 tokens: rows too long for the register kernels).
 N = 64M (R = C = 8192); --quick uses N = 4M for a smoke run.
 The ratio column is ocl/ref: > 1 means ocl is faster.
 """
@@ -25,10 +26,18 @@ import pytorch_ocl  # noqa: E402
 pytorch_ocl.set_strict(True)  # a missing op shows as n/a instead of timing the CPU fallback
 
 
-def cases(n_side: int, sm_side: int):
+def cases(n_side: int, sm_side: int, lm_rows: int, lm_vocab: int):
     """(label, make inputs(device) -> tuple, fn(*inputs), bytes moved)."""
     n = n_side * n_side
     f = 4
+    lm_n = lm_rows * lm_vocab
+
+    def lm(device):  # a language model's logits: rows too long for the register kernels
+        return (torch.randn(lm_rows, lm_vocab).to(device),)
+
+    def lm_bwd(device):
+        y = torch.log_softmax(torch.randn(lm_rows, lm_vocab), 1).to(device)
+        return (torch.randn(lm_rows, lm_vocab).to(device), y)
 
     def vec(device):
         return (torch.randn(n, device="cpu").to(device),)
@@ -60,6 +69,9 @@ def cases(n_side: int, sm_side: int):
         (f"cumsum last {m}", mat, lambda x: x.cumsum(1), 2 * n * f),
         (f"log_softmax backward rows {s}", sm_bwd,
          lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, 1, torch.float32), 3 * sm_side * sm_side * f),
+        (f"log_softmax rows [{lm_rows}, {lm_vocab}]", lm, lambda x: torch.log_softmax(x, 1), 2 * lm_n * f),
+        (f"log_softmax backward rows [{lm_rows}, {lm_vocab}]", lm_bwd,
+         lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, 1, torch.float32), 3 * lm_n * f),
     ]
 
 
@@ -93,9 +105,10 @@ def main(argv=None) -> int:
         return 1
 
     n_side, sm_side = (2048, 1024) if args.quick else (8192, 4096)
+    lm_rows, lm_vocab = (64, 50257) if args.quick else (8192, 50257)  # GPT-2's loss: batch 8 x 1024 tokens
     iters = args.iters or (5 if args.quick else 20)
     rows, labels, ratios = [], [], []
-    for label, make, fn, nbytes in cases(n_side, sm_side):
+    for label, make, fn, nbytes in cases(n_side, sm_side, lm_rows, lm_vocab):
         if args.only and args.only not in label:
             continue
         o = measure(make, fn, nbytes, args.device, iters)

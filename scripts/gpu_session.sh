@@ -260,6 +260,7 @@ case "${1:-validate}" in
     run tests29 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_decode_overhead.py tests/test_fork.py \
       tests/test_compile.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_cold_paths.py
     run prof_gpt2_bf16 90 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --top 12
+    run reduce_lm 60 python3 benchmarks/reduce.py --ref cuda --only "50257" --out "$out/reduce_lm.md"
     run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
     run prof_gpt2_compiled 100 python3 benchmarks/profile_model.py --net gpt2 --compile --top 12
     run cold_start 120 python3 benchmarks/cold_start.py --nets gpt2small

@@ -506,3 +506,23 @@ print("GPU-FAST-PATHS-OK")
 def test_gpu_fast_paths_on_this_device():
     proc = run_python(GPU_FAST_PATHS_SCRIPT, env={"PYTORCH_OCL_GPU_MAPPING": "1"}, timeout=600)
     assert "GPU-FAST-PATHS-OK" in proc.stdout
+
+
+@pytest.mark.parametrize("cols", [7, 300, 5000])
+def test_softmax_long_rows_special_values(cols):
+    # The row kernel reduces four elements per step: NaN, +-inf and all -inf rows placed at every position of
+    # such a step must give the CPU's results.
+    g = torch.Generator().manual_seed(cols)
+    x = torch.randn(10, cols, generator=g) * 5
+    x[1, cols // 2] = float("nan")
+    x[2, :] = float("-inf")
+    x[2, -1] = float("nan")  # NaN after only -inf
+    x[3, 1] = float("inf")
+    x[4, :] = float("-inf")
+    x[5, : cols - 1] = float("-inf")  # one finite entry, last
+    x[6, ::3] = float("-inf")
+    x[7, 0] = 80.0  # a large max first, then smaller ones
+    x[8, -1] = 80.0  # found last: everything before is rescaled
+    d = x.to("ocl")
+    for fn in (lambda t: t.softmax(1), lambda t: t.log_softmax(1)):
+        torch.testing.assert_close(fn(d).cpu(), fn(x), rtol=1e-5, atol=1e-5, equal_nan=True)

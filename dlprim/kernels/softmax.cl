@@ -39,7 +39,31 @@ __kernel void softmax_rows(ulong n_rows, ulong D, uint TO, uint TR, int col_orde
   __global OUT_T* py = y + y_o + by;
   T m = -INFINITY, s = 0;
   if (active) {
-    for (ulong j = tr; j < D; j += TR) {
+    ulong j = tr;
+#if MODE < 2
+    // Four elements per step: one max, at most one rescale, four exps and no per-element branch (a
+    // language model's [tokens, vocabulary] rows are too long for the register kernels below). NaN and
+    // +inf propagate as in lse_add: fmax skips NaN but exp(NaN - m) makes s NaN; +inf makes m +inf, and
+    // the outputs NaN.
+    for (; j + 3 * (ulong)TR < D; j += 4 * (ulong)TR) {
+      T a0 = LOAD0(p0 + (long)j * d0), a1 = LOAD0(p0 + (long)(j + TR) * d0);
+      T a2 = LOAD0(p0 + (long)(j + 2 * TR) * d0), a3 = LOAD0(p0 + (long)(j + 3 * TR) * d0);
+      T bm = fmax(fmax(a0, a1), fmax(a2, a3));
+      if (bm > m) {
+        s *= exp(m - bm);
+        m = bm;
+      }
+      if (m != -INFINITY) {
+        s += (exp(a0 - m) + exp(a1 - m)) + (exp(a2 - m) + exp(a3 - m));
+      } else {  // nothing finite yet: -inf and NaN entries follow lse_add's rules one by one
+        lse_add(&m, &s, a0);
+        lse_add(&m, &s, a1);
+        lse_add(&m, &s, a2);
+        lse_add(&m, &s, a3);
+      }
+    }
+#endif
+    for (; j < D; j += TR) {
 #if MODE < 2
       lse_add(&m, &s, LOAD0(p0 + (long)j * d0));
 #elif MODE == 2

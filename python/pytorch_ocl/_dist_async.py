@@ -109,6 +109,13 @@ class AsyncWork(dist.Work):
         return self._future
 
 
+def _job_label(job):
+    """"ocl_gloo::allreduce_each" for the job closure of OclGlooProcessGroup._allreduce_each."""
+    parts = getattr(job, "__qualname__", "job").split(".")
+    method = parts[-3] if len(parts) >= 3 and parts[-2] == "<locals>" else parts[-1]
+    return "ocl_gloo::" + method.lstrip("_")
+
+
 class Worker:
     """One thread running a group's jobs in submission order."""
 
@@ -156,7 +163,10 @@ class Worker:
             try:
                 for device, event in entry:
                     self.side_stream(device).wait_event(event)
-                job(self)
+                # A named range on this thread for torch.profiler traces (with profile_all_threads): the
+                # collective's staging and gloo work next to the backward pass that it overlaps.
+                with torch.autograd.profiler.record_function(_job_label(job)):
+                    job(self)
             except BaseException as e:  # noqa: BLE001  (handed to whoever waits on the Work)
                 work._finish(e)
             else:

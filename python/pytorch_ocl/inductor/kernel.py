@@ -3,7 +3,10 @@
 Pointwise: a 1-D NDRange over xnumel, one work-item per element.
 Reduction: NDRange (RBLOCK, xnumel rounded up to XBLOCK) with work-groups (RBLOCK, XBLOCK):
 the RBLOCK lanes of a row each loop over r0_index = lane, lane + RBLOCK, ... accumulating in
-registers, then combine through __local memory in a tree. Rows past xnumel are clamped to the
+registers, then combine through __local memory in a tree. Column-like reductions (XFAST: the
+loads step 1 along x and far along r, e.g. a bias gradient summing the rows of [8192, 30522])
+swap the work-group's dimensions, (XBLOCK, RBLOCK): neighbouring work-items take neighbouring x,
+so each r step of a warp is one coalesced load, and the RBLOCK lanes of a column still share it. Rows past xnumel are clamped to the
 last row (they compute it again and store nothing), so every lane reaches every barrier.
 Inductor's "disable reduction" splits (e.g. softmax: max loop, sum loop, store loop) become
 several such loops in one kernel; values that survive a loop are the reduction results."""
@@ -42,6 +45,8 @@ class OclKernel(SIMDKernel):
         self.keep_vars = OrderedSet()  # CSE values valid after the loop that made them
         self.n_local = 0
         self.is_reduction_kernel = self.features.is_reduction()
+        self.load_strides = []  # (x stride, r stride) of the loads in the reduction loop, where known
+        self.xfast = False
         self.rblock, self.xblock = self._choose_blocks()
 
     # ---- launch geometry -------------------------------------------------------------
@@ -63,12 +68,44 @@ class OclKernel(SIMDKernel):
         cap = self._max_block()
         r = self._numel("r0_")
         hint = int(r) if isinstance(r, sympy.Integer) else 1024
-        if hint <= 8 or self._outer_reduction():
-            # Short rows, or rows strided in memory with consecutive x contiguous (column sums):
-            # one work-item per row, neighbouring work-items on neighbouring x (coalesced loads).
-            return 1, min(64, cap)
+        if hint <= 8:
+            return 1, min(64, cap)  # short rows: one work-item per row
+        if self.xfast:
+            # Enough work-items to fill a large GPU (~128k: 132 SMs x 1024) even for a few
+            # hundred columns; at least 8 neighbouring columns per r step (a 32-byte sector of
+            # floats), at most 64.
+            x = self._numel("x")
+            xhint = int(x) if isinstance(x, sympy.Integer) else 8192
+            rblock = _pow2_at_most(max(1, min(hint, (1 << 17) // max(xhint, 1), 32)), max(1, cap // 8))
+            return rblock, min(64, cap // rblock)
         rblock = _pow2_at_most(hint, cap)
         return rblock, max(1, cap // rblock // 4) if rblock < 64 else 1
+
+    def _note_strides(self, index):
+        """Records how a load in the reduction loop moves along xindex and r0_index (for XFAST)."""
+        if not (self.is_reduction_kernel and self.inside_reduction):
+            return
+        try:
+            subs = {e.symbol(): e.expr for tree in self.range_trees for e in tree.nodes.values()}
+            e = sympy.sympify(index).xreplace(subs)
+            x, r = sympy.Symbol("xindex", integer=True), sympy.Symbol("r0_index", integer=True)
+            x = next((s for s in e.free_symbols if s.name == "xindex"), x)
+            r = next((s for s in e.free_symbols if s.name == "r0_index"), r)
+            base = e.subs({x: 0, r: 0})
+            sx, sr = e.subs({x: 1, r: 0}) - base, e.subs({x: 0, r: 1}) - base
+            if isinstance(sx, sympy.Integer) and isinstance(sr, sympy.Integer):
+                self.load_strides.append((int(sx), int(sr)))
+        except Exception:  # an index sympy cannot evaluate: no opinion
+            pass
+
+    def _column_like(self):
+        """Whether the reduction loop's loads are consecutive along x and strided along r (and none
+        reads rows contiguously): then neighbouring work-items should take neighbouring x."""
+        if self._outer_reduction():
+            return True
+        col = any(sx == 1 and abs(sr) > 1 for sx, sr in self.load_strides)
+        row = any(abs(sr) == 1 and sx != 1 for sx, sr in self.load_strides)
+        return col and not row
 
     def _outer_reduction(self):
         try:
@@ -106,6 +143,7 @@ class OclKernel(SIMDKernel):
         index = self.prepare_indexing(index)
         dtype = V.graph.get_dtype(name)
         idx = self.index_to_str(index)
+        self._note_strides(index)
         if dtype == torch.float16:
             line, dtype = f"vload_half({idx}, {var})", torch.float32
         elif dtype == torch.bfloat16:
@@ -209,6 +247,9 @@ class OclKernel(SIMDKernel):
 
     def codegen_kernel(self, name=None):
         self.codegen_body()
+        if self.is_reduction_kernel:  # the loads are known now: the launch shape
+            self.xfast = self._column_like()
+            self.rblock, self.xblock = self._choose_blocks()
         argdefs, call_args, _, arg_types = self.args.python_argdefs()
         params, prologue = [], []
         for arg, outer, t in zip(argdefs, call_args, arg_types):
@@ -234,9 +275,9 @@ class OclKernel(SIMDKernel):
             for var in self.cse.varname_map.values():
                 code.writeline(f"{ctype(var.dtype) if var.dtype is not None else 'float'} {var.name};")
             if self.is_reduction_kernel:
-                code.writeline("const int rlane = get_local_id(0);")
-                code.writeline("const int lbase = get_local_id(1) * RBLOCK;")
-                code.writeline(f"const {idx} xraw = get_global_id(1);")
+                d = (1, 0) if self.xfast else (0, 1)  # (rlane's, x's NDRange dimension)
+                code.writeline(f"const int rlane = get_local_id({d[0]});")
+                code.writeline(f"const {idx} xraw = get_global_id({d[1]});")
                 code.writeline("const bool xvalid = xraw < xnumel;")
                 code.writeline(f"const {idx} xindex = xvalid ? xraw : xnumel - 1;")
             else:
@@ -248,6 +289,10 @@ class OclKernel(SIMDKernel):
         if self.is_reduction_kernel:
             # Launch shape as build options (-DRBLOCK=.. -DXBLOCK=..): the runtime may pick another (tuner).
             src = f"#ifndef RBLOCK\n#define RBLOCK {self.rblock}\n#define XBLOCK {self.xblock}\n#endif\n" + src
+            # The __local slot of lane r of this work-item's row.
+            lred = ("((r) * XBLOCK + (int)get_local_id(0))" if self.xfast
+                    else "((int)get_local_id(1) * RBLOCK + (r))")
+            src = f"#define LRED(r) {lred}\n" + src
         if "double" in src:
             src = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + src
         return src

@@ -1,5 +1,6 @@
 """Reductions of the OpenCL kernel (kernel.py): per-lane accumulation in the r0 loop, then a
-tree over the RBLOCK lanes of a row in __local memory.
+tree over the RBLOCK lanes of a row in __local memory
+(LRED(lane): where a lane of this work-item's row keeps its partial, see kernel.py).
 
 Each reduction type is (accumulator dtypes, identity values, combine statements): combine
 updates accumulators `a*` from `b*`, used both for an element (in the loop) and for another
@@ -61,17 +62,17 @@ def codegen_reduction(kernel, dtype, src_dtype, reduction_type, value):
     out = kernel.post_loop
     bufs = [kernel.new_local(t) for t in types]
     for buf, acc in zip(bufs, accs):
-        out.writeline(f"{buf}[lbase + rlane] = {acc};")
+        out.writeline(f"{buf}[LRED(rlane)] = {acc};")
     out.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
     out.writeline("for (int s = RBLOCK / 2; s > 0; s >>= 1) {")
     with out.indent():
-        a = [(t, f"{buf}[lbase + rlane]") for t, buf in zip(types, bufs)]
-        b = [(t, f"{buf}[lbase + rlane + s]") for t, buf in zip(types, bufs)]
+        a = [(t, f"{buf}[LRED(rlane)]") for t, buf in zip(types, bufs)]
+        b = [(t, f"{buf}[LRED(rlane + s)]") for t, buf in zip(types, bufs)]
         out.writeline(f"if (rlane < s) {_named(combine, a, b)}")
         out.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
     out.writeline("}")
     for buf, acc in zip(bufs, accs):
-        out.writeline(f"{acc} = {buf}[lbase];")
+        out.writeline(f"{acc} = {buf}[LRED(0)];")
     if reduction_type in ("argmax", "argmin"):
         return accs[1]
     if reduction_type.startswith("welford"):

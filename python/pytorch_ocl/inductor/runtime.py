@@ -34,6 +34,7 @@ class OclKernel:
         self.name, self.source = name, source
         self.reduction = meta["reduction"]
         self.rblock, self.xblock = meta["rblock"], meta["xblock"]
+        self.xfast = meta.get("xfast", False)  # work-groups (XBLOCK, RBLOCK): x on dimension 0
         # Symbolic numels are kernel parameters after the tensors / size variables.
         self.x_param, self.r_param = meta["x_param"], meta["r_param"]
         # The tuner may launch it several times: only when that changes nothing.
@@ -65,6 +66,8 @@ class OclKernel:
 
         def launch(rb, xb):
             glob, loc = [rb, (xnumel + xb - 1) // xb * xb], [rb, xb]
+            if self.xfast:
+                glob, loc = glob[::-1], loc[::-1]
             _C.launch_user_kernel(device, self.source, self.name, f"-DRBLOCK={rb} -DXBLOCK={xb}", specs, glob, loc)
 
         launch(*tuning.choose(self, device, xnumel, int(rnumel), launch, self.rerunnable))

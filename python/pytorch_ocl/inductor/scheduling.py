@@ -48,6 +48,7 @@ class OclScheduling(SIMDScheduling):
         wrapper.add_import_once(_RUNTIME_IMPORT)
         source = src_code.replace(KERNEL_NAME, name)
         meta = {"reduction": kernel.is_reduction_kernel, "rblock": kernel.rblock, "xblock": kernel.xblock,
+                "xfast": kernel.xfast,
                 "x_param": kernel._symbolic("x"),
                 "r_param": kernel.is_reduction_kernel and kernel._symbolic("r0_")}
         origins, detailed = get_kernel_metadata(node_schedule, wrapper)

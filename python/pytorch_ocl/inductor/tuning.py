@@ -15,12 +15,19 @@ import torch
 _chosen = {}
 
 
-def candidates(rnumel, max_wg):
-    """Power-of-two (RBLOCK, XBLOCK) with RBLOCK*XBLOCK <= min(256, max_wg), RBLOCK not past the row."""
+def candidates(rnumel, max_wg, xfast=False):
+    """Power-of-two (RBLOCK, XBLOCK) with RBLOCK*XBLOCK <= min(256, max_wg), RBLOCK not past the row
+    (xfast: at least 8 columns per work-group, see kernel.py)."""
     cap = 1
     while cap * 2 <= min(256, max_wg):
         cap *= 2
     out = [(1, min(64, cap))]
+    if xfast:
+        r = 2
+        while r <= cap // 8 and r // 2 < max(rnumel, 1):
+            out.append((r, min(64, cap // r)))
+            r *= 2
+        return out
     r = 8
     while r <= cap and r // 2 < max(rnumel, 1):
         out.append((r, max(1, cap // r // 4) if r < 64 else 1))
@@ -48,7 +55,7 @@ def choose(kernel, device, xnumel, rnumel, launch, rerunnable):
     if key in _chosen:
         return _chosen[key]
     max_wg = torch.ocl.get_device_properties(device).max_work_group_size
-    cands = candidates(rnumel, max_wg)
+    cands = candidates(rnumel, max_wg, getattr(kernel, "xfast", False))
     if m == "random":
         pick = random.Random(f"{seed}:{kernel.name}:{xnumel}:{rnumel}").choice(cands)
     elif not rerunnable:

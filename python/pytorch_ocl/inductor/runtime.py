@@ -29,6 +29,23 @@ def _pointwise_block(device):
     return b
 
 
+_pending = []  # kernels defined by a wrapper module and not built yet
+
+
+def _build_pending(device):
+    """Builds every kernel defined so far in parallel (dlprim's build threads, or helper processes
+    where a driver serializes one process's builds): a compiled graph's wrapper defines all its
+    kernels at import, and building them one by one at their first launch made the first step of
+    a ResNet-50 (hundreds of kernels) take minutes. Reductions build with their default shape."""
+    todo = [k for k in _pending if not k.built]
+    _pending.clear()
+    if len(todo) > 1:
+        jobs = [(k.source, k.name, k.build_options(k.rblock, k.xblock) if k.reduction else "") for k in todo]
+        _C.build_user_kernels(device, jobs)  # errors surface again at the kernel's own launch
+    for k in todo:
+        k.built = True
+
+
 class OclKernel:
     def __init__(self, name, source, meta):
         self.name, self.source = name, source
@@ -39,6 +56,12 @@ class OclKernel:
         self.x_param, self.r_param = meta["x_param"], meta["r_param"]
         # The tuner may launch it several times: only when that changes nothing.
         self.rerunnable = "in_out_ptr" not in source and "atomic" not in source.split("__kernel", 1)[-1]
+        self.built = False
+        _pending.append(self)
+
+    @staticmethod
+    def build_options(rb, xb):
+        return f"-DRBLOCK={rb} -DXBLOCK={xb}"
 
     def run(self, *args, xnumel, rnumel=None):
         xnumel = int(xnumel)
@@ -59,6 +82,8 @@ class OclKernel:
             specs.append((1, _pack_long(int(rnumel))))
         if device is None:
             device = torch.ocl.current_device()
+        if not self.built:
+            _build_pending(device)
         if not self.reduction:
             b = _pointwise_block(device)
             _C.launch_user_kernel(device, self.source, self.name, "", specs, [(xnumel + b - 1) // b * b], [b])
@@ -68,6 +93,6 @@ class OclKernel:
             glob, loc = [rb, (xnumel + xb - 1) // xb * xb], [rb, xb]
             if self.xfast:
                 glob, loc = glob[::-1], loc[::-1]
-            _C.launch_user_kernel(device, self.source, self.name, f"-DRBLOCK={rb} -DXBLOCK={xb}", specs, glob, loc)
+            _C.launch_user_kernel(device, self.source, self.name, self.build_options(rb, xb), specs, glob, loc)
 
         launch(*tuning.choose(self, device, xnumel, int(rnumel), launch, self.rerunnable))

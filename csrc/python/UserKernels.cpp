@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -31,6 +32,7 @@ struct CachedKernel {
   std::mutex m;
   cl_kernel k = nullptr;
   cl_uint n_params = 0;
+  std::string name;
 };
 
 CachedKernel& kernel_for(int device, const std::string& source, const std::string& name, const std::string& options) {
@@ -46,8 +48,16 @@ CachedKernel& kernel_for(int device, const std::string& source, const std::strin
     std::string what = "Kernel '" + name + "'";
     OCL_DLPRIM_CALL(what.c_str(), e->k = dlprim::create_kernel(context(device).program(source, options), name.c_str()));
     OCL_CHECK(clGetKernelInfo(e->k, CL_KERNEL_NUM_ARGS, sizeof(e->n_params), &e->n_params, nullptr));
+    e->name = name;
   }
   return *e;
+}
+
+// A built kernel as an integer handle (the address of its entry: std::map nodes never move and
+// entries are never erased). Launching by handle skips converting and comparing the source text
+// (torch.compile's kernels carry a few KB of prelude each) on every launch.
+uintptr_t kernel_ref(int device, const std::string& source, const std::string& name, const std::string& options) {
+  return reinterpret_cast<uintptr_t>(&kernel_for(device, source, name, options));
 }
 
 void build(int device, const std::string& source, const std::string& name, const std::string& options) {
@@ -70,15 +80,15 @@ std::vector<std::string> build_many(int device, const std::vector<std::tuple<std
   return errors;
 }
 
-void launch(int device, const std::string& source, const std::string& name, const std::string& options,
-            const std::vector<py::tuple>& args, const std::vector<size_t>& global, const std::vector<size_t>& local) {
+void launch_entry(CachedKernel& e, int device, const std::vector<py::tuple>& args, const std::vector<size_t>& global,
+                  const std::vector<size_t>& local) {
+  const std::string& name = e.name;
   TORCH_CHECK(!global.empty() && global.size() <= 3, "Kernel '", name, "': global_size must have 1 to 3 dims");
   TORCH_CHECK(local.empty() || local.size() == global.size(), "Kernel '", name,
               "': local_size must have as many dims as global_size");
   for (size_t d = 0; d < local.size(); ++d)
     TORCH_CHECK(local[d] > 0 && global[d] % local[d] == 0, "Kernel '", name, "': global_size[", d, "]=", global[d],
                 " is not a multiple of local_size[", d, "]=", local[d]);
-  CachedKernel& e = kernel_for(device, source, name, options);
   std::lock_guard<std::mutex> lock(e.m);
   // Arguments set by an earlier call persist on the kernel object: a short argument list
   // would silently reuse them.
@@ -114,12 +124,25 @@ void launch(int device, const std::string& source, const std::string& name, cons
   note_enqueued(q);
 }
 
+void launch(int device, const std::string& source, const std::string& name, const std::string& options,
+            const std::vector<py::tuple>& args, const std::vector<size_t>& global, const std::vector<size_t>& local) {
+  launch_entry(kernel_for(device, source, name, options), device, args, global, local);
+}
+
+void launch_ref(uintptr_t ref, int device, const std::vector<py::tuple>& args, const std::vector<size_t>& global,
+                const std::vector<size_t>& local) {
+  TORCH_CHECK(ref != 0, "launch_user_kernel_ref: null kernel handle");
+  launch_entry(*reinterpret_cast<CachedKernel*>(ref), device, args, global, local);
+}
+
 } // namespace
 
 void bind_user_kernels(py::module& m) {
   m.def("build_user_kernel", &build);
   m.def("build_user_kernels", &build_many);
   m.def("launch_user_kernel", &launch);
+  m.def("user_kernel_ref", &kernel_ref);
+  m.def("launch_user_kernel_ref", &launch_ref);
 }
 
 } // namespace pytorch_ocl

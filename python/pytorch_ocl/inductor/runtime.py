@@ -57,7 +57,14 @@ class OclKernel:
         # The tuner may launch it several times: only when that changes nothing.
         self.rerunnable = "in_out_ptr" not in source and "atomic" not in source.split("__kernel", 1)[-1]
         self.built = False
+        self._refs = {}  # (device, build options) -> handle of the built kernel (launches skip the source)
         _pending.append(self)
+
+    def _ref(self, device, options):
+        ref = self._refs.get((device, options))
+        if ref is None:
+            ref = self._refs[(device, options)] = _C.user_kernel_ref(device, self.source, self.name, options)
+        return ref
 
     @staticmethod
     def build_options(rb, xb):
@@ -86,13 +93,13 @@ class OclKernel:
             _build_pending(device)
         if not self.reduction:
             b = _pointwise_block(device)
-            _C.launch_user_kernel(device, self.source, self.name, "", specs, [(xnumel + b - 1) // b * b], [b])
+            _C.launch_user_kernel_ref(self._ref(device, ""), device, specs, [(xnumel + b - 1) // b * b], [b])
             return
 
         def launch(rb, xb):
             glob, loc = [rb, (xnumel + xb - 1) // xb * xb], [rb, xb]
             if self.xfast:
                 glob, loc = glob[::-1], loc[::-1]
-            _C.launch_user_kernel(device, self.source, self.name, self.build_options(rb, xb), specs, glob, loc)
+            _C.launch_user_kernel_ref(self._ref(device, self.build_options(rb, xb)), device, specs, glob, loc)
 
         launch(*tuning.choose(self, device, xnumel, int(rnumel), launch, self.rerunnable))

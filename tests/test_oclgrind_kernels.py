@@ -559,16 +559,17 @@ def test_linalg_eig():
 # ------------------------------------------------------------------ torch.compile (Inductor's OpenCL C)
 def test_inductor_generated_kernels(tmp_path, monkeypatch):
     # Pointwise (tail work-group), row reductions with a __local tree (softmax: max, sum, store loops),
-    # Welford (layer norm), argmax, and an outer reduction (one work-item per row).
+    # Welford (layer norm), argmax, an outer reduction (one work-item per row), and column reductions on
+    # x-fast work-groups (8 columns x 32 lanes, a tail work-group; sum and Welford trees).
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
 
-    def fn(x, w):
+    def fn(x, w, z):
         y = torch.softmax(x * 2, -1) + F.layer_norm(x, (x.shape[-1],), w)
-        return y, x.argmax(-1), x.sum(0), torch.sigmoid(x) * w
+        return y, x.argmax(-1), x.sum(0), torch.sigmoid(x) * w, z.sum(0), *torch.var_mean(z, 0)
 
     torch._dynamo.reset()
-    x, w = rand(3, 260), rand(260)
-    out = torch.compile(fn)(x.to(DEV), w.to(DEV))
-    for o, r in zip(out, fn(x, w)):
+    x, w, z = rand(3, 260), rand(260), rand(40, 70)
+    out = torch.compile(fn)(x.to(DEV), w.to(DEV), z.to(DEV))
+    for o, r in zip(out, fn(x, w, z)):
         torch.testing.assert_close(o.cpu(), r, atol=1e-4, rtol=1e-4)
     torch._dynamo.reset()

@@ -84,6 +84,24 @@ def test_row_reductions_keep_row_layout():
     assert layouts and not any(layouts)
 
 
+def test_layer_norm_weight_gradient_is_x_fast():
+    """Layer norm's weight / bias gradients sum [rows, hidden] over the rows, reading a per-row mean
+    and rstd (no x stride) next to the column-strided inputs: still the x-fast layout."""
+    rows, hidden = 96, _columns()
+    x = torch.randn(rows, hidden, requires_grad=True)
+    w = torch.randn(hidden, requires_grad=True)
+    b = torch.randn(hidden, requires_grad=True)
+    g = torch.randn(rows, hidden)
+
+    def fn(x, w, b, g):
+        return torch.autograd.grad(F.layer_norm(x, (hidden,), w, b), (x, w, b), g)
+
+    dev = [t.detach().to("ocl").requires_grad_(t.requires_grad) for t in (x, w, b, g)]
+    out, codes = run_and_get_code(torch.compile(fn), *dev)
+    _check(out, fn(x, w, b, g), 1e-3, 1e-4)
+    assert any(_layouts("\n".join(codes))), "no x-fast kernel for the weight / bias gradient"
+
+
 def test_vocab_head_training_step_matches_eager():
     """The MLM head's pattern: logits = h @ W^T + b over a vocabulary, cross-entropy over the rows
     (bias gradient: a column sum of [tokens, vocab]); compiled gradients == eager ocl."""

@@ -100,11 +100,13 @@ class OclKernel(SIMDKernel):
 
     def _column_like(self):
         """Whether the reduction loop's loads are consecutive along x and strided along r (and none
-        reads rows contiguously): then neighbouring work-items should take neighbouring x."""
+        reads rows contiguously): then neighbouring work-items should take neighbouring x. Loads
+        that do not move with x (a per-row scalar such as layer norm's mean / rstd in its weight
+        gradient) read one address per warp either way and have no say."""
         if self._outer_reduction():
             return True
         col = any(sx == 1 and abs(sr) > 1 for sx, sr in self.load_strides)
-        row = any(abs(sr) == 1 and sx != 1 for sx, sr in self.load_strides)
+        row = any(abs(sr) == 1 and abs(sx) > 1 for sx, sr in self.load_strides)
         return col and not row
 
     def _outer_reduction(self):

@@ -1,6 +1,7 @@
 """op_db samples of the integer and bool paths against the CPU, strict mode (issue 17's other dtypes):
 matrix products in integer dtypes (dlprim's small GEMM in the integer type, wrapping as the CPU's), angle of
-integers, tril/triu_indices, integer max pooling and int64 average pooling, uint8 nearest upsampling, addr and
+integers, tril/triu_indices, integer max pooling and int64 average pooling, int64 convolutions (ConvInteger.cpp),
+uint8 nearest upsampling, addr and
 F.unfold of bool; on the samples as given and on non-contiguous (transposed) copies, plus hand-made corners
 (wrap-around, alpha/beta truncation, out=, errors)."""
 import os
@@ -22,6 +23,8 @@ CASES = {
     "tril_indices triu_indices": (torch.int64, torch.int32),
     "nn.functional.max_pool2d nn.functional.max_pool3d": (torch.int32, torch.uint8),
     "nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d": (torch.int64,),
+    "nn.functional.conv1d nn.functional.conv2d nn.functional.conv3d nn.functional.conv_transpose1d "
+    "nn.functional.conv_transpose2d nn.functional.conv_transpose3d": (torch.int64,),
     "nn.functional.interpolate": (torch.uint8,),
     "nn.functional.unfold": (torch.bool,),
 }

@@ -2,7 +2,7 @@
 matrix products in integer dtypes (dlprim's small GEMM in the integer type, wrapping as the CPU's), angle of
 integers, tril/triu_indices, integer max pooling and int64 average pooling, int64 convolutions (ConvInteger.cpp),
 uint8 nearest upsampling, addr and
-F.unfold of bool; on the samples as given and on non-contiguous (transposed) copies, plus hand-made corners
+F.unfold of bool, the dtype of 16-bit batch norm statistics; on the samples as given and on non-contiguous (transposed) copies, plus hand-made corners
 (wrap-around, alpha/beta truncation, out=, errors)."""
 import os
 
@@ -94,3 +94,26 @@ def test_integer_matmul_corners():
         torch.tril_indices(-1, 3, device="ocl")
     with pytest.raises(NotImplementedError):
         torch.triu_indices(3, 3, dtype=torch.float32, device="ocl")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_batch_norm_saved_stats_dtype(dtype):
+    """16-bit batch norm saves its statistics in the input dtype, or float32 with float32 parameters (mixed), as the
+    CPU and CUDA do; the backward reads either."""
+    x = torch.randn(4, 3, 5, dtype=dtype)
+    for pdt in (dtype, torch.float32):
+        w, b, rm, rv = torch.rand(3, dtype=pdt) + 0.5, torch.randn(3, dtype=pdt), torch.zeros(3, dtype=pdt), \
+            torch.ones(3, dtype=pdt)
+        for training in (True, False):
+            args = [t.to("ocl") for t in (x, w, b, rm.clone(), rv.clone())]
+            got = torch.native_batch_norm(*args, training, 0.1, 1e-5)
+            exp = torch.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
+            assert [t.dtype for t in got] == [t.dtype for t in exp]
+            for g, e in zip(got, exp):
+                torch.testing.assert_close(g.cpu(), e, rtol=2e-2, atol=2e-2)
+    # the 16-bit saved statistics feed the backward
+    g = torch.randn(4, 3, 5, dtype=dtype)
+    xc, xo = x.clone().requires_grad_(), x.to("ocl").requires_grad_()
+    (torch.nn.functional.batch_norm(xc, None, None, training=True) * g).sum().backward()
+    (torch.nn.functional.batch_norm(xo, None, None, training=True) * g.to("ocl")).sum().backward()
+    torch.testing.assert_close(xo.grad.cpu(), xc.grad, rtol=3e-2, atol=3e-2)

@@ -1,9 +1,9 @@
 """op_db samples of the integer and bool paths against the CPU, strict mode (issue 17's other dtypes):
 matrix products in integer dtypes (dlprim's small GEMM in the integer type, wrapping as the CPU's), angle of
 integers, tril/triu_indices, integer max pooling and int64 average pooling, int64 convolutions (ConvInteger.cpp),
-uint8 nearest upsampling, addr and
-F.unfold of bool, the dtype of 16-bit batch norm statistics; on the samples as given and on non-contiguous (transposed) copies, plus hand-made corners
-(wrap-around, alpha/beta truncation, out=, errors)."""
+uint8 nearest upsampling, addr and F.unfold of bool; on the samples as given and on non-contiguous (transposed)
+copies, plus hand-made corners (wrap-around, alpha/beta truncation, out=, errors) and the dtype of 16-bit batch
+norm statistics."""
 import os
 
 os.environ.setdefault("PYTORCH_OCL_STRICT", "1")

@@ -226,6 +226,16 @@ def test_gemm_small_and_dot_paths():
     check(lambda a, b: torch.baddbmm(b[:, :1, :1], a, b, beta=0.5), rand(3, 4, 6), rand(3, 6, 5))
 
 
+def test_integer_gemm_and_pooling():
+    # Integer products (the small-GEMM kernel built for long / uchar) and integer max / int64 average pooling.
+    a, b = torch.randint(-9, 9, (3, 5, 20)), torch.randint(-9, 9, (3, 20, 4))
+    check(lambda a, b: torch.baddbmm(b[:, :1, :1], a, b, beta=2, alpha=-3), a, b)
+    check(lambda a, b: a @ b, a.to(torch.uint8), b.to(torch.uint8))
+    x = torch.randint(-50, 50, (2, 3, 7, 8))
+    check(lambda t: F.max_pool2d(t, 3, 2, 1), x.to(torch.int32))
+    check(lambda t: F.avg_pool2d(t, 2, 2, ceil_mode=True), x)
+
+
 # ------------------------------------------------------------------ convolution
 CONV_CASES = {
     "3x3": dict(c=3, k=5, ks=3, stride=1, pad=1, groups=1, hw=(7, 9)),

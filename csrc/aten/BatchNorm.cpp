@@ -93,6 +93,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor& inpu
                                                  buf(b)));
   }
   note_enqueued(q);
+  // The saved statistics have the CPU's (and CUDA's) dtype: the input's, or float32 when a 16-bit input comes
+  // with float32 parameters (mixed precision). The backward reads them in the accumulation type either way.
+  c10::ScalarType stat = input.scalar_type();
+  for (const Opt* p : {&weight, &bias, &running_mean, &running_var})
+    if (p->has_value() && (*p)->defined() && (*p)->scalar_type() == c10::kFloat) stat = acc;
+  if (stat != acc) return {y, save_mean.to(stat), save_invstd.to(stat)};
   return {y, save_mean, save_invstd};
 }
 

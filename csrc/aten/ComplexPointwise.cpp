@@ -277,23 +277,23 @@ at::Tensor& conj_out(const at::Tensor& self, at::Tensor& out) {
 
 at::Tensor& conj_physical_(at::Tensor& self) { return conj_out(self, self); }
 
-at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
+// angle of integers and bool: the default float dtype, computed on the input converted to it (the
+// kernel body's atan2 takes floating operands only).
+at::Tensor angle_impl(const at::Tensor& self, const at::Tensor& out) {
   c10::ScalarType t = self.scalar_type();
   c10::ScalarType dtype = c10::isComplexType(t)   ? c10::toRealValueType(t)
                           : c10::isFloatingType(t) ? t
                                                    : c10::typeMetaToScalarType(c10::get_default_dtype());
-  run_unary(k_angle, out, self, dtype);
+  if (c10::isIntegralType(t, /*includeBool=*/true)) return run_unary(k_angle, out, self.to(dtype), dtype);
+  return run_unary(k_angle, out, self, dtype);
+}
+
+at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
+  angle_impl(self, out);
   return out;
 }
 
-at::Tensor angle(const at::Tensor& self) {
-  at::Tensor out;
-  c10::ScalarType t = self.scalar_type();
-  c10::ScalarType dtype = c10::isComplexType(t)   ? c10::toRealValueType(t)
-                          : c10::isFloatingType(t) ? t
-                                                   : c10::typeMetaToScalarType(c10::get_default_dtype());
-  return run_unary(k_angle, out, self, dtype);
-}
+at::Tensor angle(const at::Tensor& self) { return angle_impl(self, at::Tensor()); }
 
 // complex(real, imag) and polar(abs, angle): two real tensors of one floating dtype make a
 // complex tensor of the broadcast shape.

@@ -201,6 +201,14 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
   at::Tensor bias = bias_opt.has_value() ? *bias_opt : at::Tensor();
+  if (input.scalar_type() == at::kLong && weight.scalar_type() == at::kLong &&
+      (!bias.defined() || bias.scalar_type() == at::kLong)) {  // int64, as op_db's CPU dtypes (ConvInteger.cpp)
+    check_ocl(input, "convolution", "input");
+    check_ocl(weight, "convolution", "weight");
+    if (bias.defined()) check_ocl(bias, "convolution", "bias");
+    c10::DeviceGuard guard(input.device());
+    return integer_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  }
   check_conv_operands(input, weight, &bias);
   c10::DeviceGuard guard(input.device());
   if (input.dim() == 5)

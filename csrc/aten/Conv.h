@@ -29,6 +29,11 @@ at::Tensor conv2d_pass_backward_data(const dlprim::ConvShape& s, const at::Tenso
                                      c10::MemoryFormat format);
 at::Tensor conv2d_pass_backward_weight(const dlprim::ConvShape& s, const at::Tensor& x, const at::Tensor& dy);
 
+// int64 convolutions of any rank on the native integer ops (ConvInteger.cpp); no backward (integers).
+at::Tensor integer_convolution(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                               at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                               bool transposed, at::IntArrayRef output_padding, int64_t groups);
+
 // 3-D convolutions (Conv3d.cpp): the depth dimension folded into the batch and channels of one 2-D pass.
 at::Tensor convolution3d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,

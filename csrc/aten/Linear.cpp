@@ -1,4 +1,4 @@
-// Matrix products: mm, addmm, _addmm_activation, bmm, baddbmm, addbmm, addmv (mv), dot, vdot,
+// Matrix products (floating, complex and integer dtypes; addr also bool): mm, addmm, _addmm_activation, bmm, baddbmm, addbmm, addmv (mv), dot, vdot,
 // addr. Every one is a dlprim GEMM on 3-D views ([batch, rows, cols]); vectors are matrices
 // with one row or column, so no operand is copied unless it has no unit stride. matmul,
 // linear, outer, inner and einsum decompose above us into these (CompositeImplicitAutograd).
@@ -9,6 +9,8 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_or.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -16,7 +18,8 @@ namespace pytorch_ocl {
 
 namespace {
 
-void check_inputs(const char* op, const at::Tensor& out, std::initializer_list<const at::Tensor*> ins) {
+void check_inputs(const char* op, const at::Tensor& out, std::initializer_list<const at::Tensor*> ins,
+                  bool bool_ok = false) {
   check_ocl(out, op, "out");
   c10::ScalarType t = ins.begin()[0]->scalar_type();
   for (const at::Tensor* x : ins) {
@@ -28,8 +31,11 @@ void check_inputs(const char* op, const at::Tensor& out, std::initializer_list<c
   }
   TORCH_CHECK(out.scalar_type() == t, op, ": expected out tensor to have dtype ", t, ", but got ", out.scalar_type(),
               " instead");
-  TORCH_CHECK_TYPE(c10::isFloatingType(t) || (c10::isComplexType(t) && t != c10::kComplexHalf), op, ": dtype ", t,
-                   " is not supported on the ocl device (matrix products take floating types)");
+  // Integers run dlprim's one-work-item-per-output GEMM, wrapping as the CPU's. Bool has no product on the
+  // CPU either (addr's logical form aside).
+  TORCH_CHECK_TYPE(c10::isFloatingType(t) || c10::isIntegralType(t, /*includeBool=*/bool_ok) ||
+                       (c10::isComplexType(t) && t != c10::kComplexHalf),
+                   op, ": dtype ", t, " is not supported on the ocl device");
 }
 
 // Runs `c` with alpha and beta (beta applies only where c.d is set), or for complex operands
@@ -40,8 +46,10 @@ void run(GemmCall& c, const c10::Scalar& alpha, const c10::Scalar& beta) {
                  c.alpha_zero_skips);
     return;
   }
-  c.alpha = alpha.toDouble();
-  c.beta = c.d.defined() ? beta.toDouble() : 0.0;
+  // Integer products take alpha and beta truncated to integers, as the CPU's.
+  bool integral = c10::isIntegralType(c.out.scalar_type(), /*includeBool=*/false);
+  c.alpha = integral ? static_cast<double>(alpha.toLong()) : alpha.toDouble();
+  c.beta = !c.d.defined() ? 0.0 : integral ? static_cast<double>(beta.toLong()) : beta.toDouble();
   run_gemm(c);
 }
 
@@ -201,7 +209,18 @@ at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_im
 at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
                      const c10::Scalar& alpha, at::Tensor& out) {
   TORCH_CHECK(vec1.dim() == 1 && vec2.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
-  check_inputs("addr", out, {&self, &vec1, &vec2});
+  check_inputs("addr", out, {&self, &vec1, &vec2}, /*bool_ok=*/true);
+  if (c10::isIntegralType(out.scalar_type(), /*includeBool=*/true)) {  // ATen's addr checks these (addmm truncates)
+    TORCH_CHECK(!beta.isFloatingPoint(), "For integral input tensors, argument beta must not be a floating point number.");
+    TORCH_CHECK(!alpha.isFloatingPoint(), "For integral input tensors, argument alpha must not be a floating point number.");
+  }
+  if (out.scalar_type() == at::kBool) {  // ATen's logical form: (beta && self) || (alpha && vec1 && vec2)
+    at::Tensor r = at::logical_and(vec1.unsqueeze(1), vec2.unsqueeze(0));
+    if (!alpha.toBool()) r.zero_();
+    if (beta.toBool()) r = at::logical_or(r, self.expand({vec1.size(0), vec2.size(0)}));
+    at::native::resize_output(out, r.sizes());
+    return out.copy_(r);
+  }
   at::native::resize_output(out, {vec1.size(0), vec2.size(0)});
   GemmCall c;
   c.op = "addr";

@@ -2,7 +2,7 @@
 // kernels (dlprim::conv_im2col / conv_col2im, groups 1), with the CPU's argument and shape checks
 // (ATen's own im2col_shape_check / col2im_shape_check) and its batched / unbatched shapes.
 // Floating dtypes, and complex as twice the batch of real planes (both ops only move and add
-// elements); the CPU also takes bool, which raises NotImplementedError here.
+// elements); im2col of bool runs in float16 (exact for 0/1). col2im of bool (the CPU takes it) raises here.
 #include "aten/ComplexOps.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -65,6 +65,12 @@ at::Tensor& im2col_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::
       at::Tensor r = at::empty({0}, x.options());
       return im2col_out(x, kernel_size, dilation, padding, stride, r);
     });
+  if (self.scalar_type() == at::kBool) {  // moves elements only: exact in float16 (dlprim's patch kernels are floating)
+    at::Tensor r = at::empty({0}, self.options().dtype(at::kHalf));
+    im2col_out(self.to(at::kHalf), kernel_size, dilation, padding, stride, r);
+    at::native::resize_output(out, r.sizes());
+    return out.copy_(r);
+  }
   check_dtype(self, "im2col_out_cpu");
   at::Tensor x = self.dim() == 3 ? self.unsqueeze(0) : self;
   dlprim::ConvShape s;

@@ -96,12 +96,21 @@ Pool adaptive_geometry(const char* op, size_t k, const T& self, IA output_size) 
   return p;
 }
 
+// The input dtypes beyond the floating ones that the CPU's kernels take: integers for max pooling
+// (max_pool2d/3d), int64 for average pooling (its integer division truncates, as the CPU's).
+enum class Ints { None, Long, All };
+
 // Common launch frame: device guard, contiguous input, output written through write_contiguous.
 template <class F>
-void launch(const char* op, const T& self, F&& body) {
+void launch(const char* op, const T& self, F&& body, Ints ints = Ints::None) {
   c10::DeviceGuard guard(self.device());
   int dev = self.device().index();
-  body(context(dev), current_queue(dev), floating_dtype(self, op));
+  c10::ScalarType st = self.scalar_type();
+  bool int_ok = (ints == Ints::All && c10::isIntegralType(st, /*includeBool=*/false)) ||
+                (ints == Ints::Long && st == at::kLong);
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(st) || int_ok || ints == Ints::None, "\"", op,
+                              "\" not implemented for '", st, "'");
+  body(context(dev), current_queue(dev), int_ok ? to_dlprim(st, op) : floating_dtype(self, op));
   note_enqueued(current_queue(dev));
 }
 
@@ -123,7 +132,7 @@ std::tuple<T&, T&> max_pool_out(const T& self, IA kernel, IA stride, IA padding,
                                                      layer_buf(idx)));
       });
     });
-  });
+   }, Ints::All);
   return {out, indices};
 }
 
@@ -174,7 +183,7 @@ T& avg_pool_out(const T& self, IA kernel, IA stride, IA padding, bool ceil_mode,
       OCL_DLPRIM_CALL(op, dlprim::avg_pool_forward(ctx, q, t, p.planes, p.g, count_include_pad,
                                                    int(divisor_override.value_or(0)), layer_buf(x), layer_buf(y)));
     });
-  });
+   }, Ints::Long);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// Index-based factories: arange, linspace, logspace, eye. Each is a positional op whose
+// Index-based factories: arange, linspace, logspace, eye, tril_indices/triu_indices. Each is a positional op whose
 // value is computed from the element's index; sizes, checks and arithmetic follow the CPU
 // (the same intermediate types where the device has them).
 #include "aten/RowMajor.h"
@@ -8,11 +8,13 @@
 #include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/view_as_real.h>
 #include <torch/library.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace pytorch_ocl {
 
@@ -163,6 +165,32 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
 
 at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
+// tril_indices / triu_indices: the coordinates of a triangle of a row x col matrix, row-major (the
+// CPU's order), as the nonzero entries of a triangular mask built on the device.
+at::Tensor tri_indices(const char* op, bool lower, int64_t row, int64_t col, int64_t offset,
+                       std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                       std::optional<at::Device> device) {
+  at::ScalarType t = dtype.value_or(at::kLong);
+  TORCH_CHECK(row >= 0, "row must be non-negative, got", row);
+  TORCH_CHECK(col >= 0, "col must be non-negative, got", col);
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided, "only support layout=torch.strided, got",
+              layout.value_or(at::kStrided));
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kLong || t == at::kInt, "\"", op, "\" not implemented for '", t, "'");
+  at::Tensor mask = at::ones({row, col}, at::TensorOptions().dtype(at::kBool).device(device));
+  mask = lower ? mask.tril(offset) : mask.triu(offset);
+  return mask.nonzero().t().to(t).contiguous();
+}
+
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool>) {
+  return tri_indices("tril_indices", true, row, col, offset, dtype, layout, device);
+}
+
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool>) {
+  return tri_indices("triu_indices", false, row, col, offset, dtype, layout, device);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -171,6 +199,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logspace.out", TORCH_FN(logspace_out));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
   m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("tril_indices", TORCH_FN(tril_indices));
+  m.impl("triu_indices", TORCH_FN(triu_indices));
 }
 
 } // namespace pytorch_ocl

@@ -72,6 +72,13 @@ at::Tensor& forward(UpsampleMode mode, bool align, const at::Tensor& self, c10::
   std::vector<int64_t> shape{self.size(0), self.size(1)};
   shape.insert(shape.end(), output_size.begin(), output_size.end());
   at::native::resize_output(out, shape);
+  // uint8 images, nearest modes: elements only move, so float32 is exact. (The CPU's uint8 linear and cubic
+  // modes use fixed-point weights and clamp between the separable passes: not reproduced, they raise here.)
+  if (self.scalar_type() == at::kByte && (mode == UpsampleMode::Nearest || mode == UpsampleMode::NearestExact)) {
+    at::Tensor r = at::empty({0}, self.options().dtype(at::kFloat));
+    forward(mode, align, self.to(at::kFloat), output_size, scales, r);
+    return out.copy_(r);
+  }
   auto t = floating_dtype(self, op);
   at::Tensor x = self.contiguous();
   auto g = geometry(mode, align, x.sizes(), output_size, scales);

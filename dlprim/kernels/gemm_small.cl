@@ -52,6 +52,7 @@ __kernel void gemm_dot(int M, int N, int K, int k_outer, int groups, SMALL_OPERA
   if (lid == 0) GEMM_STORE(bi, gi, m, n, scratch[0]);
 }
 
+#ifdef GEMM_FLOAT
 // GELU epilogues run as a second pass over C: inlining erf/tanh into every unrolled output
 // of the tiled kernel would bloat it for a rarely used fusion.
 __kernel void gemm_activation(int M, int N, int groups, ulong total, int act, __global TC *C, ulong c_off, long c_sm,
@@ -67,6 +68,7 @@ __kernel void gemm_activation(int M, int N, int groups, ulong total, int act, __
   else if (act == 3) v = (ACC)0.5 * v * ((ACC)1 + tanh((ACC)0.79788456080286535588 * (v + (ACC)0.044715 * v * v * v)));
   STORE_C(C, ci, v);
 }
+#endif
 
 // CPU devices: one work-item per output, SIMD vectors along k when both operands are
 // contiguous along k (work-group reductions cost more than they save on a CPU).

@@ -12,8 +12,18 @@ inline int dl_div_up(int a, int b) { return (a + b - 1) / b; }
   int c = (e) % (C), b = ((e) / (C)) % (B), a = ((e) / ((ulong)(C) * (B))) % (A); \
   ulong plane = (e) / ((ulong)(C) * (B) * (A))
 
+// Integer inputs (max pooling, int64 average pooling): no NaN; the initial best is never compared
+// (best_i < 0 takes the first element).
+#if DL_ACC_IS_FLOAT
+#define DL_ISNAN(v) isnan(v)
+#define DL_LOWEST (-INFINITY)
+#else
+#define DL_ISNAN(v) 0
+#define DL_LOWEST 0
+#endif
+
 // Max updates as on the CPU: a larger value or a NaN takes the place; ties keep the first.
-#define DL_MAX_UPDATE(v, at) if (best_i < 0 || v > best || isnan(v)) { best = v; best_i = (at); }
+#define DL_MAX_UPDATE(v, at) if (best_i < 0 || v > best || DL_ISNAN(v)) { best = v; best_i = (at); }
 
 __kernel void max_pool_fwd(__global const DL_T* x, ulong x_off, __global DL_T* y, ulong y_off,
                            __global long* idx, ulong idx_off, ulong total, dl_pool_geom g) {
@@ -21,7 +31,7 @@ __kernel void max_pool_fwd(__global const DL_T* x, ulong x_off, __global DL_T* y
   if (o >= total) return;
   DL_SPLIT(o, g.OD, g.OH, g.OW, od, oh, ow, plane);
   __global const DL_T* xp = x + x_off + plane * (ulong)g.D * g.H * g.W;
-  DL_ACC best = -INFINITY;
+  DL_ACC best = DL_LOWEST;
   long best_i = -1;
   for (int a = 0; a < g.kd; ++a) {
     int id = od * g.sd - g.pd + a * g.dd;
@@ -127,7 +137,7 @@ __kernel void adaptive_fwd(__global const DL_T* x, ulong x_off, __global DL_T* y
   int d0 = dl_ad_start(od, in.x, out.x), d1 = dl_ad_end(od, in.x, out.x);
   int h0 = dl_ad_start(oh, in.y, out.y), h1 = dl_ad_end(oh, in.y, out.y);
   int w0 = dl_ad_start(ow, in.z, out.z), w1 = dl_ad_end(ow, in.z, out.z);
-  DL_ACC s = 0, best = -INFINITY;
+  DL_ACC s = 0, best = DL_LOWEST;
   long best_i = -1;
   for (int id = d0; id < d1; ++id)
     for (int ih = h0; ih < h1; ++ih)

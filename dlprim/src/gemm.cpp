@@ -155,8 +155,8 @@ detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, DType c_dtyp
 void check_supported(const Context& ctx, const Gemm& g) {
   if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
     throw Error("gemm: C must have the dtype of A and B or their accumulation type");
-  if (!is_floating(g.dtype))
-    throw Error(std::string("gemm: dtype ") + dtype_name(g.dtype) + " is not supported (floating types only)");
+  if (g.dtype == DType::Bool)
+    throw Error("gemm: dtype bool is not supported");
   if (g.dtype == DType::F64 && !ctx.info().fp64)
     throw Error("gemm: device '" + ctx.info().name + "' does not support float64 (no cl_khr_fp64)");
   const int64_t lim = 0x7fffffff;
@@ -192,8 +192,8 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   p.idx64 = ld_max > (int64_t(1) << 22);  // 256 * ld + 256 must fit in int for any candidate tile
   int64_t Ktot = g.K * g.k_outer;
   uint64_t work = static_cast<uint64_t>(g.M) * g.N * std::max<int64_t>(Ktot, 1) * zcount(g);
-  if (Ktot == 0) {
-    p.path = Path::Small;
+  if (Ktot == 0 || !is_floating(g.dtype)) {
+    p.path = Path::Small;  // integers: exact products, wrapping as the CPU's, no tuned tiles
   } else if (std::min(g.M, g.N) <= 4) {
     if (Ktot >= 64 && ((g.N <= 4 && p.a_kc) || (g.M <= 4 && !p.b_nc)))
       p.path = Path::Dot;

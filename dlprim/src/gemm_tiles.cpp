@@ -140,6 +140,7 @@ std::string gemm_program_head(DType dtype, DType c_dtype) {
   if (dtype == DType::F16) s << "#define VLOAD16_T(p) vload_half16(0, (p))\n";
   else if (dtype == DType::BF16) s << "#define VLOAD16_T(p) as_float16(convert_uint16(vload16(0, (p))) << 16)\n";
   else s << "#define VLOAD16_T(p) vload16(0, (p))\n";
+  if (is_floating(dtype)) s << "#define GEMM_FLOAT 1\n";  // integer products have no GELU epilogue
   s << "#define TC " << storage_cl_type(c_dtype) << "\n";
   s << "#define LOAD_C(p, i) ((ACC)" << load_expr(c_dtype, "(p)", "(i)") << ")\n";
   s << "#define STORE_C(p, i, v) " << store_stmt(c_dtype, "(p)", "(i)", "(v)") << "\n";
@@ -247,9 +248,25 @@ void add_out_args(KernelArgs& a, const Gemm& g) {
   add_matrix_out(a, d);
   // GELUs are a second pass (launch_activation); only relu is fused.
   a.add<cl_int>(g.has_d ? 1 : 0).add<cl_int>(g.act == Activation::Relu ? 1 : 0);
-  if (compute_dtype(g.dtype) == DType::F64)
-    a.add<cl_double>(g.alpha).add<cl_double>(g.has_d ? g.beta : 0.0);
-  else
+  double beta = g.has_d ? g.beta : 0.0;
+  switch (compute_dtype(g.dtype)) {  // ACC alpha, ACC beta
+    case DType::F64: a.add<cl_double>(g.alpha).add<cl_double>(beta); return;
+    case DType::I64: case DType::U64:
+      a.add<cl_long>(static_cast<int64_t>(g.alpha)).add<cl_long>(static_cast<int64_t>(beta)); return;
+    case DType::I32: case DType::U32:
+      a.add<cl_int>(static_cast<int32_t>(static_cast<int64_t>(g.alpha)))
+          .add<cl_int>(static_cast<int32_t>(static_cast<int64_t>(beta)));
+      return;
+    case DType::I16: case DType::U16:
+      a.add<cl_short>(static_cast<int16_t>(static_cast<int64_t>(g.alpha)))
+          .add<cl_short>(static_cast<int16_t>(static_cast<int64_t>(beta)));
+      return;
+    case DType::I8: case DType::U8:
+      a.add<cl_char>(static_cast<int8_t>(static_cast<int64_t>(g.alpha)))
+          .add<cl_char>(static_cast<int8_t>(static_cast<int64_t>(beta)));
+      return;
+    default: break;
+  }
     a.add<cl_float>(static_cast<float>(g.alpha)).add<cl_float>(static_cast<float>(g.has_d ? g.beta : 0.0));
 }
 

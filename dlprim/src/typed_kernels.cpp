@@ -23,6 +23,7 @@ TypedKernel typed_kernel(const Context& ctx, const std::string& file, DType t, c
     src += kernel_source("common");
     src += std::string("#define DL_T ") + storage_cl_type(t) + "\n#define DL_ACC " + compute_cl_type(compute_dtype(t)) + "\n";
     src += std::string("#define DL_ACC_IS_DOUBLE ") + (compute_dtype(t) == DType::F64 ? "1" : "0") + "\n";
+    src += std::string("#define DL_ACC_IS_FLOAT ") + (is_floating(t) ? "1" : "0") + "\n";
     src += "#define DL_LOAD(p, i) " + load_expr(t, "p", "i") + "\n";
     src += "#define DL_STORE(p, i, v) " + store_stmt(t, "p", "i", "v") + "\n";
     src += kernel_source(file);

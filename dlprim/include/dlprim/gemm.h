@@ -2,7 +2,8 @@
 //   C[b, g] = act(alpha * sum_o op(A)[b, g, o] @ op(B)[b, g, o] + beta * D[b, g])
 // A is M x K, B is K x N, C and D are M x N. Transposes are strides: A needs a unit stride
 // along k or along m (likewise B along n or k); C and D take any strides (D strides of 0
-// broadcast a bias along M or N). f16/bf16 are computed in float, f64 in double.
+// broadcast a bias along M or N). f16/bf16 are computed in float, f64 in double, integers
+// in their own type (wrapping, as the CPU's; one work-item per output, alpha/beta as integers).
 //
 // The work goes to one of three kernel families: a tiled register-blocked kernel whose tile
 // parameters are autotuned per device and shape class (see autotune.h), one work-item per
@@ -62,7 +63,7 @@ struct Gemm {
 uint64_t gemm_workspace_bytes(const Context& ctx, const Gemm& g);
 // Enqueues the product on `q`. `workspace` must hold gemm_workspace_bytes(ctx, g) bytes
 // from `workspace_offset` (it may be null when that is 0). Throws Error for unsupported
-// dtypes (f64 without cl_khr_fp64, integers) and operands without a unit stride.
+// dtypes (f64 without cl_khr_fp64, bool) and operands without a unit stride.
 void gemm(const Context& ctx, cl_command_queue q, const Gemm& g, cl_mem workspace = nullptr,
           uint64_t workspace_offset = 0);
 // Which kernel gemm() runs for `g`, e.g. "tiled 128x128x16 t16x16 v4x4 local splits=1"; for

@@ -6,8 +6,11 @@ process on the cache that run filled, against the steady-state step.
 Each run is its own process (the in-memory caches are per process) with PYTORCH_OCL_CACHE_DIR (and, on PoCL,
 POCL_CACHE_DIR, PoCL's own kernel cache) pointing into a fresh temporary directory: "cold" builds and tunes
 everything, "warm" is a second process on the same directory. Per run: the first step's seconds, the median
-of 3 later steps, program builds (and the seconds inside clBuildProgram, summed over the build threads), binaries
-loaded from disk (and their seconds), shape classes timed by the tuner.
+of 3 later steps, program builds (and the seconds inside clBuildProgram, summed over the build threads), of them
+those on the critical path (on the thread of the op that needed the program, or its tuning's build threads) and
+those in the background (speculative builds of programs needed soon; "used": of the programs built or loaded in
+the background, those an op then asked for), binaries loaded from disk (and their seconds), shape classes timed
+by the tuner. The first step's counts are also given alone ("step crit/bg"): builds of model setup excluded.
 Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
 2 layers, hidden 64, batch 2 x 64, when transformers imports), gpt2small (GPT-2 small, batch 8 x 1024).
 With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings; with
@@ -70,6 +73,7 @@ def child(name, device):
     step = make_step(name, device)
     common.synchronize(device)
     setup = time.perf_counter() - t0
+    before = pytorch_ocl.program_cache_stats()
     t0 = time.perf_counter()
     if os.environ.get("COLD_START_PROFILE"):  # where a first step's host time goes, by op (stderr)
         from torch.profiler import ProfilerActivity, profile
@@ -82,8 +86,11 @@ def child(name, device):
         step()
         common.synchronize(device)
     first = time.perf_counter() - t0
+    after = pytorch_ocl.program_cache_stats()
+    step_counts = {f"step_{k}": after[k] - before[k] for k in ("critical_builds", "background_builds")}
     steady = statistics.median(common.time_it(step, device, 3, warmup=0))
-    out = dict(first_s=first, setup_s=setup, steady_s=steady, **pytorch_ocl.program_cache_stats())
+    out = dict(first_s=first, setup_s=setup, steady_s=steady, **step_counts,
+               **pytorch_ocl.program_cache_stats())
     out["tuned"] = pytorch_ocl.ops.autotune_stats().get("timed", 0)
     print(json.dumps(out))
 
@@ -102,7 +109,9 @@ def run(name, device, cache, threads):
     if trace:  # PYTORCH_OCL_TRACE_BUILDS=1: the slowest builds and tunings of this run
         def seconds(line):
             return float(line.split("]", 1)[1].split()[0])
-        print(f"{len(trace)} traced builds/tunings, {sum(map(seconds, trace)):.1f} s in all; the slowest:")
+        bg = sum("in the background" in line for line in trace)
+        print(f"{len(trace)} traced builds/tunings ({bg} builds in the background), {sum(map(seconds, trace)):.1f} s in all; "
+              "the slowest:")
         for line in sorted(trace, key=seconds, reverse=True)[:25]:
             print("   ", line[:300])
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -119,8 +128,9 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.device)
-    lines = ["| network | build threads | run | model setup s | first step s | steady step s | first - steady s | builds | build s (all threads) "
-             "| disk hits | load s | tuned |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| network | build threads | run | model setup s | first step s | steady step s | first - steady s | builds | critical | background (used) "
+             "| step crit/bg | build s (all threads) | disk hits | load s | tuned |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     settings = args.threads.split(",") if args.threads else [os.environ.get("PYTORCH_OCL_BUILD_THREADS", "")]
     for name in args.nets.split(","):
         for threads in settings:  # alternated per network: a shared machine's load hits each setting alike
@@ -128,7 +138,9 @@ def main():
                 for label in ("cold", "warm"):
                     r = run(name, args.device, cache, threads)
                     lines.append(f"| {name} | {threads or 'default'} | {label} | {r['setup_s']:.2f} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
-                                 f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['build_seconds']:.1f} | "
+                                 f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['critical_builds']} | "
+                                 f"{r['background_builds']} ({r['background_used']}) | "
+                                 f"{r['step_critical_builds']}/{r['step_background_builds']} | {r['build_seconds']:.1f} | "
                                  f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} |")
                     print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"

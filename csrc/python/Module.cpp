@@ -195,6 +195,10 @@ PYBIND11_MODULE(_C, m) {
     d["builds"] = s.builds;
     d["disk_hits"] = s.disk_hits;
     d["worker_builds"] = s.worker_builds;
+    d["critical_builds"] = s.critical_builds;
+    d["background_builds"] = s.background_builds;
+    d["background_used"] = s.background_used;
+    d["background_waits"] = s.background_waits;
     d["build_seconds"] = s.build_seconds;
     d["load_seconds"] = s.load_seconds;
     d["binary_seconds"] = s.binary_seconds;

@@ -184,6 +184,21 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   return chosen;
 }
 
+bool autotune_known(const Context& ctx, const std::string& family, const std::string& shape_class, std::string* chosen) {
+  TuneMode mode = autotune_mode();
+  if (mode == TuneMode::Off || mode == TuneMode::Random) return false;
+  std::string key = std::string(kTuneVersion) + "|" + ctx.info().cache_identity() + "|" + family + "|" + shape_class;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_decisions.find(key);
+    if (it != g_decisions.end()) {
+      *chosen = it->second;
+      return true;
+    }
+  }
+  return mode != TuneMode::Force && DiskCache::instance().load_value(key, chosen);
+}
+
 std::vector<std::pair<std::string, std::string>> autotune_decisions() {
   std::lock_guard<std::mutex> lock(g_mutex);
   std::vector<std::pair<std::string, std::string>> out;

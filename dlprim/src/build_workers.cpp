@@ -155,11 +155,11 @@ int build_processes(const DeviceInfo& dev) {
   return dev.vendor.find("NVIDIA") != std::string::npos ? 8 : 0;
 }
 
-WorkerScope::WorkerScope(const DeviceInfo& dev) { t_worker = new Worker(dev); }
+WorkerScope::WorkerScope(const DeviceInfo& dev) : prev_(t_worker) { t_worker = new Worker(dev); }
 
 WorkerScope::~WorkerScope() {
   delete t_worker;
-  t_worker = nullptr;
+  t_worker = static_cast<Worker*>(prev_);
 }
 
 bool remote_build(const std::string& source, const std::string& options, std::vector<unsigned char>* binary) {
@@ -169,6 +169,7 @@ bool remote_build(const std::string& source, const std::string& options, std::ve
 }
 
 uint64_t remote_builds() { return g_remote.load(); }
+bool has_worker() { return t_worker != nullptr; }
 
 } // namespace detail
 } // namespace dlprim

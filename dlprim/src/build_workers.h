@@ -22,12 +22,16 @@ public:
   ~WorkerScope();
   WorkerScope(const WorkerScope&) = delete;
   WorkerScope& operator=(const WorkerScope&) = delete;
+
+private:
+  void* prev_;  // a scope nested in another (parallel_builds inside a background job) restores the outer one's worker
 };
 
 // Inside a WorkerScope: the program built by the thread's worker, as a binary for clCreateProgramWithBinary.
 bool remote_build(const std::string& source, const std::string& options, std::vector<unsigned char>* binary);
 
-uint64_t remote_builds();  // programs built by workers in this process
+uint64_t remote_builds();
+bool has_worker();  // inside a WorkerScope on this thread  // programs built by workers in this process
 
 } // namespace detail
 } // namespace dlprim

@@ -54,11 +54,13 @@ cl_kernel create_kernel(cl_program program, const char* name) {
   cl_kernel k = clCreateKernel(program, name, &err);
   if (err != CL_SUCCESS)
     throw Error(std::string("clCreateKernel(") + name + ") failed: " + cl_error_name(err));
+  if (in_background_build()) detail::note_background_kernel(k);
   return k;
 }
 
 void launch_nd_events(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t* offset, const size_t* global,
                       const size_t* local, std::vector<cl_event>* events, const char* label) {
+  detail::note_launch(k);
   if (capture::any_active()) {
     if (events) capture::forbid(q, "a timed launch (autotuning)");
     if (capture::record_kernel(q, k, dims, offset, global, local, label)) return;

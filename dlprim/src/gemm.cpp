@@ -4,6 +4,7 @@
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
 #include <dlprim/gemm.h>
+#include <dlprim/program_cache.h>
 
 #include "gemm_internal.h"
 #include "plan_memo.h"
@@ -384,32 +385,90 @@ struct TileChoice {
   const std::string* text = nullptr;
 };
 
+// The shape class a tuning of `p` is keyed by, and its candidates (`fallback` among them).
+std::string tile_class(const Plan& p) {
+  const Gemm& g = p.g;
+  std::ostringstream cls;
+  cls << dtype_name(g.dtype) << (p.mma ? "|mma-" + p.mma.str() : std::string()) << "|" << (p.a_kc ? "k" : "m")
+      << (p.b_nc ? "n" : "k") << "|M" << class_bucket(g.M) << "|N" << class_bucket(g.N) << "|K"
+      << class_bucket(g.K * g.k_outer) << "|Z" << (zcount(g) > 1 ? 1 : 0);
+  return cls.str();
+}
+TileConfig tile_fallback(const Context& ctx, const Plan& p) {
+  return p.mma ? detail::default_mma_config(ctx, p.mma, p.g.M, p.g.N)
+               : detail::default_tile_config(ctx, compute_dtype(p.g.dtype), p.g.M, p.g.N);
+}
+std::vector<std::string> tile_cands(const Context& ctx, const Plan& p, const std::string& fallback) {
+  std::vector<std::string> cands;
+  for (const auto& c : p.mma ? detail::mma_candidates(ctx, p.mma) : detail::tile_candidates(ctx, compute_dtype(p.g.dtype)))
+    cands.push_back(c.str());
+  if (std::find(cands.begin(), cands.end(), fallback) == cands.end()) cands.push_back(fallback);
+  return cands;
+}
+
+// Speculative builds (cold start): a product tuned on the critical path is most often a forward one whose
+// backward follows within the step: dA = dC B^T (A's layout, B's flipped) and dB = A^T dC (A's flipped, C's).
+// Their candidates (or their known choice) are built in the background now, so that their tunings only time.
+// Classes so predicted do not predict further (no chains of guesses); a wrong guess costs background builds only.
+void speculate_backward(const Context& ctx, const Plan& p, const std::string& cls) {
+  static std::mutex m;
+  static std::set<std::string> predicted;
+  const Gemm& g = p.g;
+  if (in_background_build() || g.k_outer != 1 || g.groups != 1 || autotune_mode() == TuneMode::Random) return;
+  std::vector<Plan> plans;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (predicted.count(cls)) return;
+    for (int dB = 0; dB < 2; ++dB) {
+      Gemm s;
+      s.dtype = g.dtype;
+      s.fp32_math = g.fp32_math;
+      s.batch = g.batch;
+      const bool a_kc = dB ? !p.a_kc : true, b_nc = dB ? true : !p.b_nc;
+      s.M = dB ? g.K : g.M;
+      s.N = dB ? g.N : g.K;
+      s.K = dB ? g.M : g.N;
+      s.a = {nullptr, 0, a_kc ? s.K : 1, a_kc ? 1 : s.M, s.M * s.K, 0, 0};
+      s.b = {nullptr, 0, b_nc ? s.N : 1, b_nc ? 1 : s.K, s.K * s.N, 0, 0};
+      s.c = {nullptr, 0, s.N, 1, s.M * s.N, 0, 0};
+      Plan sp = base_plan(ctx, s);
+      if (sp.path != Path::Tiled) continue;
+      sp.mma = detail::mma_choice(ctx, s.dtype, s.fp32_math);
+      if (predicted.insert(tile_class(sp)).second) plans.push_back(sp);
+    }
+  }
+  if (plans.empty()) return;
+  build_in_background(ctx.info(), [&ctx, plans] {
+    for (const Plan& sp : plans) {
+      std::string fallback = tile_fallback(ctx, sp).str(), known;
+      const char* forced = std::getenv("PYTORCH_OCL_GEMM_CONFIG");
+      std::vector<std::string> cands;
+      if (forced || autotune_mode() == TuneMode::Off) cands = {forced ? std::string(forced) : fallback};
+      else if (autotune_known(ctx, "gemm", tile_class(sp), &known)) cands = {known};
+      else cands = tile_cands(ctx, sp, fallback);
+      TileTuner tuner(ctx, sp);  // builds only: its scratch buffers are made by time_us
+      parallel_builds(ctx.info(), cands.size(), [&](size_t i) { tuner.prepare(cands[i]); });
+    }
+  });
+}
+
 // The tiled kernel's config for `p`: forced, tuned once per shape class, or the default.
 TileChoice choose_tile(const Context& ctx, const Plan& p) {
-  const Gemm& g = p.g;
-  DType acc = compute_dtype(g.dtype);
   auto fits = [&](const TileConfig& c) {
-    return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, acc);
+    return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, compute_dtype(p.g.dtype));
   };
-  TileConfig fallback =
-      p.mma ? detail::default_mma_config(ctx, p.mma, g.M, g.N) : detail::default_tile_config(ctx, acc, g.M, g.N);
-  std::string chosen = fallback.str();
+  std::string chosen = tile_fallback(ctx, p).str();
   // PYTORCH_OCL_GEMM_CONFIG forces a config of the kind the product runs as (an FMA one, or one starting
   // "mma" for the matrix engine); one of the other kind is ignored.
+  const std::string cls = tile_class(p);
+  speculate_backward(ctx, p, cls);
   if (const char* forced = std::getenv("PYTORCH_OCL_GEMM_CONFIG")) {
     TileConfig c;
     if (TileConfig::parse(forced, &c) && fits(c)) chosen = c.str();
   } else if (autotune_mode() != TuneMode::Off) {
-    std::ostringstream cls;
-    cls << dtype_name(g.dtype) << (p.mma ? "|mma-" + p.mma.str() : std::string()) << "|" << (p.a_kc ? "k" : "m")
-        << (p.b_nc ? "n" : "k") << "|M" << class_bucket(g.M) << "|N" << class_bucket(g.N) << "|K"
-        << class_bucket(g.K * g.k_outer) << "|Z" << (zcount(g) > 1 ? 1 : 0);
-    std::vector<std::string> cands;
-    for (const auto& c : p.mma ? detail::mma_candidates(ctx, p.mma) : detail::tile_candidates(ctx, acc))
-      cands.push_back(c.str());
-    if (std::find(cands.begin(), cands.end(), chosen) == cands.end()) cands.push_back(chosen);
+    std::vector<std::string> cands = tile_cands(ctx, p, chosen);
     TileTuner tuner(ctx, p);
-    chosen = autotune_select(ctx, "gemm", cls.str(), cands, chosen, [&](const std::string& c) { return tuner.time_us(c); },
+    chosen = autotune_select(ctx, "gemm", cls, cands, chosen, [&](const std::string& c) { return tuner.time_us(c); },
                              [&](const std::string& c) { tuner.prepare(c); });
   }
   TileChoice c;

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -33,12 +34,25 @@ struct Slot {
   std::mutex m;
   std::atomic<cl_program> prog{nullptr};
   std::string error;  // a failed build's message: builds are deterministic, so it is not retried
+  std::atomic<bool> background{false};  // built (or loaded) by a background job
 };
 
 std::mutex g_mutex;
 std::map<std::tuple<cl_context, std::string, std::string>, std::unique_ptr<Slot>> g_programs;
 std::atomic<uint64_t> g_builds{0}, g_disk_hits{0};
 std::atomic<uint64_t> g_build_ns{0}, g_load_ns{0}, g_binary_ns{0};
+// Builds on the threads of an op that waits for them (the critical path) vs in background jobs
+// (build_in_background), background programs an op then used, and ops that waited for a background build.
+std::atomic<uint64_t> g_critical{0}, g_background{0}, g_bg_used{0}, g_bg_waits{0};
+
+// Set on the background builder's thread and on the parallel_builds threads it starts.
+thread_local bool t_background = false;
+
+void count_build() {
+  ++g_builds;
+  ++(t_background ? g_background : g_critical);
+}
+const char* where() { return t_background ? "; in the background" : ""; }
 
 // PYTORCH_OCL_TRACE_BUILDS=<directory>: each traced source is also written there (build-time experiments
 // with scripts/cl_binary.cpp), the options on its first line as a comment.
@@ -118,10 +132,10 @@ cl_program from_worker(cl_context ctx, const DeviceInfo& dev, const std::string&
   if (!prog) return nullptr;
   uint64_t ns = ns_since(t0);
   g_build_ns += ns;
-  ++g_builds;
+  count_build();
   if (trace_builds()) {
-    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s; in a build process)\n", ns * 1e-9,
-            first_kernel_name(source).c_str(), source.size(), options.c_str());
+    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s; in a build process%s)\n", ns * 1e-9,
+            first_kernel_name(source).c_str(), source.size(), options.c_str(), where());
     dump_source(source, options);
   }
   return prog;
@@ -145,10 +159,10 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   err = clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr);
   uint64_t ns = ns_since(t0);
   g_build_ns += ns;
-  ++g_builds;
+  count_build();
   if (trace_builds()) {
-    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s)\n", ns * 1e-9, first_kernel_name(source).c_str(),
-            source.size(), options.c_str());
+    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s%s)\n", ns * 1e-9, first_kernel_name(source).c_str(),
+            source.size(), options.c_str(), where());
     dump_source(source, options);
   }
   if (err != CL_SUCCESS) {
@@ -176,6 +190,10 @@ public:
     }
     jobs_.push_back(std::move(job));
     cv_.notify_one();
+  }
+  bool idle_after_this() {  // called by a job: nothing queued behind it
+    std::lock_guard<std::mutex> lock(m_);
+    return jobs_.empty();
   }
   void flush() {
     // A forked child has no worker thread (and its copy of m_ may have been locked at the fork):
@@ -244,7 +262,11 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
     slot = p.get();
   }
   if (cl_program ready = slot->prog.load(std::memory_order_acquire)) return ready;
-  std::lock_guard<std::mutex> lock(slot->m);  // one build per program; other programs go on meanwhile
+  std::unique_lock<std::mutex> lock(slot->m, std::try_to_lock);  // one build per program; others go on meanwhile
+  if (!lock.owns_lock()) {
+    lock.lock();  // being built by another thread (a background job, a tuning's build thread): waits for it
+    if (!t_background && slot->prog.load(std::memory_order_acquire) && slot->background.load()) ++g_bg_waits;
+  }
   if (cl_program ready = slot->prog.load(std::memory_order_acquire)) return ready;
   if (!slot->error.empty()) throw Error(slot->error);
   DiskCache& disk = DiskCache::instance();
@@ -281,6 +303,7 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
       store_binary(prog, disk_key, identity);
     }
   }
+  slot->background.store(t_background, std::memory_order_relaxed);
   slot->prog.store(prog, std::memory_order_release);
   return prog;
 }
@@ -303,10 +326,15 @@ void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(s
   // Where one process's builds serialize, each thread hands its builds to a helper process of its own.
   int procs = n > 1 ? detail::build_processes(dev) : 0;
   size_t threads = std::min<size_t>(n, static_cast<size_t>(procs > 0 ? procs : build_threads(dev)));
+  // A background job's builds stay counted as background builds, on half the threads (or build processes:
+  // each holds a device context) so that the builds an op waits for keep the rest.
+  const bool background = t_background;
+  if (background) threads = std::max<size_t>(1, threads / 2);
   std::atomic<size_t> next{0};
   auto work = [&] {
-    std::unique_ptr<detail::WorkerScope> scope;
-    if (procs > 0) scope.reset(new detail::WorkerScope(dev));
+    t_background = background;
+    std::unique_ptr<detail::WorkerScope> scope;  // the background thread's own worker serves it here too
+    if (procs > 0 && !detail::has_worker()) scope.reset(new detail::WorkerScope(dev));
     for (size_t i; (i = next++) < n;) {
       try {
         fn(i);
@@ -331,13 +359,51 @@ void build_in_background(const DeviceInfo& dev, std::function<void()> job) {
   if (build_threads() <= 1) return;
   // Where one process's builds serialize (NVIDIA), an in-process background build would hold up the
   // builds the caller needs now: it goes to a helper process for the job's duration instead.
+  // The worker outlives the job while more jobs are queued (speculative builds come in runs: one
+  // process start, not one per job), and ends when the queue empties.
   bool remote = detail::build_processes(dev) > 0;
   background_builder().push([remote, dev, job = std::move(job)] {
-    std::unique_ptr<detail::WorkerScope> scope;
-    if (remote) scope.reset(new detail::WorkerScope(dev));
-    job();
+    static thread_local std::unique_ptr<detail::WorkerScope> scope;
+    t_background = true;
+    if (remote && !scope) scope.reset(new detail::WorkerScope(dev));
+    try {
+      job();
+    } catch (...) {
+    }
+    if (scope && background_builder().idle_after_this()) scope.reset();
   });
 }
+
+bool in_background_build() { return t_background; }
+
+namespace detail {
+
+// Kernels created in background jobs and not launched yet. Launches look here only while the set is non-empty,
+// and only for the first kLaunchesWatched launches after a background kernel appeared: a speculation never used
+// (dropped) then stops costing the launches anything.
+std::atomic<uint32_t> g_background_kernels{0};
+namespace {
+std::mutex g_bg_kernels_mutex;
+std::set<cl_kernel> g_bg_kernels;
+uint64_t g_launches_watched = 0;
+constexpr uint64_t kLaunchesWatched = 200000;
+} // namespace
+
+void note_background_kernel(cl_kernel k) {
+  if (!t_background) return;
+  std::lock_guard<std::mutex> lock(g_bg_kernels_mutex);
+  g_launches_watched = 0;
+  if (g_bg_kernels.insert(k).second) g_background_kernels.store(static_cast<uint32_t>(g_bg_kernels.size()));
+}
+
+void claim_background_kernel(cl_kernel k) {
+  std::lock_guard<std::mutex> lock(g_bg_kernels_mutex);
+  if (g_bg_kernels.erase(k)) ++g_bg_used;
+  if (++g_launches_watched > kLaunchesWatched) g_bg_kernels.clear();
+  g_background_kernels.store(static_cast<uint32_t>(g_bg_kernels.size()));
+}
+
+} // namespace detail
 
 // PYTORCH_OCL_TRACE_BUILDS=1: one stderr line per program built from source (seconds, first kernel,
 // options), so a cold start can be taken apart by program.
@@ -360,6 +426,10 @@ CacheStats cache_stats() {
   s.disk_hits = g_disk_hits.load();
   s.build_seconds = g_build_ns.load() * 1e-9;
   s.worker_builds = detail::remote_builds();
+  s.critical_builds = g_critical.load();
+  s.background_builds = g_background.load();
+  s.background_used = g_bg_used.load();
+  s.background_waits = g_bg_waits.load();
   s.load_seconds = g_load_ns.load() * 1e-9;
   s.binary_seconds = g_binary_ns.load() * 1e-9;
   return s;

@@ -1,4 +1,5 @@
 #include <dlprim/embedded.h>
+#include <dlprim/program_cache.h>
 #include <dlprim/softmax.h>
 
 #include <algorithm>
@@ -80,6 +81,34 @@ RegPlan reg_plan(uint64_t lmax, bool backward, DType compute, const RowsShape& s
   return r;
 }
 
+// The kernels of one (kind, dtypes), built on first use; `fresh` (optional) tells the call that built them.
+Kernel& kernels(const Context& ctx, SoftmaxKind kind, DType compute, DType d0, DType d1, DType dy, bool* fresh) {
+  static std::mutex map_mutex;
+  static std::map<std::tuple<cl_context, int, int, int, int, int>, Kernel> cache;
+  Kernel* k;
+  {
+    std::lock_guard<std::mutex> lock(map_mutex);
+    k = &cache[std::make_tuple(ctx.context(), int(kind), int(compute), int(d0), int(d1), int(dy))];
+  }
+  std::lock_guard<std::mutex> lock(k->m);
+  if (!k->k) {
+    bool gpu = !cpu_mapping(ctx);
+    cl_program prog = ctx.program(program_text(kind, compute, d0, d1, dy, gpu));
+    k->k = create_kernel(prog, "softmax_rows");
+    if (gpu) {
+      k->reg1 = create_kernel(prog, "softmax_reg1");
+      if (compute == DType::F32 && d0 == DType::F32 && d1 == DType::F32 && dy == DType::F32)
+        k->reg4 = create_kernel(prog, "softmax_reg4");
+      uint64_t lim = std::min<uint64_t>(ctx.work_group_size(1024), kernel_group_limit(ctx, k->reg1));
+      if (k->reg4) lim = std::min(lim, kernel_group_limit(ctx, k->reg4));
+      k->reg_max = 1;
+      while (k->reg_max * 2 <= lim) k->reg_max *= 2;
+    }
+    if (fresh) *fresh = true;
+  }
+  return *k;
+}
+
 } // namespace
 
 void softmax(const Context& ctx, cl_command_queue q, SoftmaxKind kind, DType compute, const RowsShape& shape,
@@ -92,28 +121,16 @@ void softmax(const Context& ctx, cl_command_queue q, SoftmaxKind kind, DType com
   if (fp64 && !ctx.info().fp64)
     throw Error("softmax: device '" + ctx.info().name + "' does not support float64");
 
-  static std::mutex map_mutex;
-  static std::map<std::tuple<cl_context, int, int, int, int, int>, Kernel> cache;
-  Kernel* k;
-  {
-    std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[std::make_tuple(ctx.context(), int(kind), int(compute), int(x0.dtype), int(x1.dtype), int(y.dtype))];
+  bool fresh = false;
+  Kernel* k = &kernels(ctx, kind, compute, x0.dtype, x1.dtype, y.dtype, &fresh);
+  // Speculative build (cold start): a forward met for the first time is followed by its backward within the
+  // step (grad_output and output of y's dtype, grad_input of x0's); its program builds in the background.
+  if (fresh && !backward && !in_background_build()) {
+    SoftmaxKind bw = kind == SoftmaxKind::Softmax ? SoftmaxKind::SoftmaxBackward : SoftmaxKind::LogSoftmaxBackward;
+    DType dy = y.dtype, dx = x0.dtype;
+    build_in_background(ctx.info(), [&ctx, bw, compute, dy, dx] { kernels(ctx, bw, compute, dy, dy, dx, nullptr); });
   }
   std::lock_guard<std::mutex> lock(k->m);
-  if (!k->k) {
-    bool gpu = !cpu_mapping(ctx);
-    cl_program prog = ctx.program(program_text(kind, compute, x0.dtype, x1.dtype, y.dtype, gpu));
-    k->k = create_kernel(prog, "softmax_rows");
-    if (gpu) {
-      k->reg1 = create_kernel(prog, "softmax_reg1");
-      if (compute == DType::F32 && x0.dtype == DType::F32 && x1.dtype == DType::F32 && y.dtype == DType::F32)
-        k->reg4 = create_kernel(prog, "softmax_reg4");
-      uint64_t lim = std::min<uint64_t>(ctx.work_group_size(1024), kernel_group_limit(ctx, k->reg1));
-      if (k->reg4) lim = std::min(lim, kernel_group_limit(ctx, k->reg4));
-      k->reg_max = 1;
-      while (k->reg_max * 2 <= lim) k->reg_max *= 2;
-    }
-  }
 
   size_t elem = dtype_size(compute);
   RegPlan r = reg_plan(k->reg_max, backward, compute, shape, x0, x1, y);

@@ -14,9 +14,16 @@ TypedKernel typed_kernel(const Context& ctx, const std::string& file, DType t, c
   };
   static std::mutex map_mutex;
   static std::map<std::tuple<cl_context, std::string, int, std::string>, std::unique_ptr<Entry>> cache;
-  std::lock_guard<std::mutex> lock(map_mutex);
-  auto& e = cache[std::make_tuple(ctx.context(), file, int(t), std::string(name))];
-  if (!e) {
+  Entry* e;
+  {
+    // The map lock only finds the entry: a build (perhaps a background one) holds up no other kernel.
+    std::lock_guard<std::mutex> lock(map_mutex);
+    auto& slot = cache[std::make_tuple(ctx.context(), file, int(t), std::string(name))];
+    if (!slot) slot = std::make_unique<Entry>();
+    e = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(e->mutex);
+  if (!e->kernel) {
     if (t == DType::F64 && !ctx.info().fp64)
       throw Error(file + ": device '" + ctx.info().name + "' does not support float64 (no cl_khr_fp64)");
     std::string src = t == DType::F64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
@@ -27,9 +34,7 @@ TypedKernel typed_kernel(const Context& ctx, const std::string& file, DType t, c
     src += "#define DL_LOAD(p, i) " + load_expr(t, "p", "i") + "\n";
     src += "#define DL_STORE(p, i, v) " + store_stmt(t, "p", "i", "v") + "\n";
     src += kernel_source(file);
-    auto entry = std::make_unique<Entry>();
-    entry->kernel = create_kernel(ctx.program(src), name);
-    e = std::move(entry);
+    e->kernel = create_kernel(ctx.program(src), name);
   }
   return {e->kernel, &e->mutex};
 }

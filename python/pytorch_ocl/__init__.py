@@ -77,7 +77,10 @@ def is_strict() -> bool:
 def program_cache_stats():
     """This process's program builds from source and binaries loaded from the disk cache, with the wall
     seconds spent in each (build_seconds sums over the build threads, PYTORCH_OCL_BUILD_THREADS;
-    binary_seconds: fetching built binaries for the disk cache, on a background thread)."""
+    binary_seconds: fetching built binaries for the disk cache, on a background thread). builds splits into
+    critical_builds (on the thread of the op that needed the program, or its tuning's build threads) and
+    background_builds (speculative builds of programs needed soon, build_in_background); background_used counts
+    background programs an op then asked for, background_waits the requests that waited for one still building."""
     return dict(_C.program_cache_stats())
 
 

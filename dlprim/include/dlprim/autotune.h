@@ -38,6 +38,10 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
                             const std::function<double(const std::string&)>& time_us,
                             const std::function<void(const std::string&)>& prepare = {});
 
+// Whether autotune_select would answer `shape_class` of `family` without timing (a decision made in this
+// process or stored on disk), and with what. For speculative builds: they build only the known choice.
+bool autotune_known(const Context& ctx, const std::string& family, const std::string& shape_class, std::string* chosen);
+
 // Device time of the kernels behind `events` in microseconds (waits for them, releases them).
 double events_elapsed_us(std::vector<cl_event>& events);
 

@@ -3,6 +3,7 @@
 #include <dlprim/cl.h>
 #include <dlprim/device.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,6 +18,11 @@ struct CacheStats {
   double load_seconds = 0;   // wall time creating programs from stored binaries
   double binary_seconds = 0; // wall time fetching built binaries for the disk cache (PoCL compiles its kernels
                              // then), on the background writer thread
+  // Of `builds`: on the threads of the op that needed the program (the critical path, tuning build threads
+  // included) vs in background jobs (build_in_background: speculative builds of programs needed soon).
+  uint64_t critical_builds = 0, background_builds = 0;
+  uint64_t background_used = 0;   // kernels created by background jobs that an op (or a tuning) then launched
+  uint64_t background_waits = 0;  // requests that waited for a background build under way
 };
 
 // Returns the built program for (device, source, options). Compiles from source at most
@@ -48,6 +54,17 @@ int build_threads(const DeviceInfo& dev);
 // nothing when build_threads() is 1. On devices with build processes (build_workers.h) the job's builds
 // run in one.
 void build_in_background(const DeviceInfo& dev, std::function<void()> job);
+// True on the threads of a background job: speculation is not repeated from there (no chains of guesses).
+bool in_background_build();
+
+namespace detail {  // CacheStats::background_used: create_kernel notes background kernels, launches claim them
+extern std::atomic<uint32_t> g_background_kernels;
+void note_background_kernel(cl_kernel k);
+void claim_background_kernel(cl_kernel k);
+inline void note_launch(cl_kernel k) {
+  if (g_background_kernels.load(std::memory_order_relaxed)) claim_background_kernel(k);
+}
+} // namespace detail
 
 // Waits until background builds are done and the binaries of the programs built so far are in the disk cache (they are stored by
 // a background thread when build_threads() > 1). Called at exit and before a cache export.

@@ -73,3 +73,26 @@ def test_no_speculation_without_build_threads(run_py, tmp_path):
     """PYTORCH_OCL_BUILD_THREADS=1 turns background builds off: everything builds where it is needed, alike."""
     r = run(run_py, tmp_path, GEMM, PYTORCH_OCL_BUILD_THREADS="1", PYTORCH_OCL_BUILD_PROCESSES="0")
     assert r["err"] < 1e-3 and r["fwd"] == 0 and r["background_builds"] == 0 and r["critical_builds"] >= 2, r
+
+
+ACT = PRELUDE + """
+x = torch.randn(1000)
+y = torch.nn.functional.{fn}(x.to('ocl'))
+pytorch_ocl._C.flush_program_cache()
+s0 = st()
+g = torch.randn(1000)
+dx = torch.ops.aten.{bw}(g.to('ocl'), {arg}).cpu()
+ref = torch.ops.aten.{bw}(g, {ref})
+print(json.dumps(dict(err=(dx - ref).abs().max().item(), fwd=s0["background_builds"], **delta(s0))))
+"""
+
+
+@pytest.mark.parametrize("fn,bw,arg,ref", [
+    ("relu", "threshold_backward", "y, 0", "torch.relu(x), 0"),
+    ("gelu", "gelu_backward", "x.to('ocl')", "x"),
+])
+def test_activation_backward_built_in_background(run_py, tmp_path, fn, bw, arg, ref):
+    code = ACT.replace("{fn}", fn).replace("{bw}", bw).replace("{arg}", arg).replace("{ref}", ref)
+    r = run(run_py, tmp_path, code)
+    assert r["err"] < 1e-5, r
+    assert r["fwd"] >= 1 and r["critical_builds"] == 0 and r["background_used"] >= 1, r

@@ -4,6 +4,7 @@
 // log_sigmoid, prelu, glu).
 #include "aten/ComplexOps.h"
 #include "aten/PointwiseTable.h"
+#include "core/Device.h"
 #include "core/TensorUtils.h"
 
 #include <ATen/WrapDimUtils.h>
@@ -12,6 +13,8 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/string_view.h>
 
+#include <array>
+#include <atomic>
 #include <tuple>
 
 namespace pytorch_ocl {
@@ -33,12 +36,43 @@ void check_fits(const at::Tensor& self, std::initializer_list<c10::Scalar> param
   }
 }
 
+// The backward row of an activation (grad_output, self -> grad_input), or PW_COUNT.
+PwId backward_of(PwId id) {
+  switch (id) {
+    case PW_relu: return PW_threshold_backward;  // relu's autograd formula
+    case PW_gelu: return PW_gelu_backward;
+    case PW_silu: return PW_silu_backward;
+    case PW_mish: return PW_mish_backward;
+    case PW_hardswish: return PW_hardswish_backward;
+    case PW_hardsigmoid: return PW_hardsigmoid_backward;
+    case PW_elu: return PW_elu_backward;
+    case PW_leaky_relu: return PW_leaky_relu_backward;
+    case PW_softplus: return PW_softplus_backward;
+    case PW_log_sigmoid_forward: return PW_log_sigmoid_backward;
+    default: return PW_COUNT;
+  }
+}
+
+// Speculative build (cold start): an activation's first forward on a dtype queues the program of its backward,
+// which the same training step runs (the grad of self's dtype): it builds in the background meanwhile.
+void prepare_backward(PwId id, const at::TensorIteratorBase& iter) {
+  static std::array<std::atomic<uint32_t>, PW_COUNT> seen{};  // per row, a bit per dtype met
+  const PwId bw = backward_of(id);
+  const c10::ScalarType t = iter.common_dtype();
+  const uint32_t bit = 1u << (static_cast<int>(t) & 31);
+  if (bw == PW_COUNT || (seen[id].fetch_or(bit) & bit)) return;
+  const char* name = pw_row(bw).op.name.c_str();
+  dlprim::DType d = to_dlprim(t, name);
+  dlprim::elementwise_prepare(context(iter.device(0).index()), pw_row(bw).op, d, {d}, {d, d});
+}
+
 at::Tensor run_act(PwId id, const at::Tensor& self, const Params& params, const at::Tensor& out) {
   if (self.is_complex() && params.empty() && pw_has_complex(id)) return pw_complex_unary(id, out, self);
   pw_check_dtype(id, self.scalar_type());
   at::TensorIterator iter;
   iter.build_borrowing_unary_op(out, self);
   pw_launch(id, iter, params);
+  if (iter.numel() > 0) prepare_backward(id, iter);
   return pw_result(out, iter);
 }
 

@@ -1,5 +1,6 @@
 #include <dlprim/elementwise.h>
 #include <dlprim/embedded.h>
+#include <dlprim/program_cache.h>
 #include <dlprim/rows.h>
 
 #include <cstring>
@@ -438,7 +439,36 @@ Kernels& kernels_for(const Context& ctx, const ElementwiseOp& op, DType compute,
   return cache[key];
 }
 
+// The contiguous / vector / strided kernels (one program), under k.m.
+void build_main(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                const std::vector<EwOperand>& ins, Kernels& k) {
+  if (k.contig) return;
+  cl_program prog = ctx.program(program_text(op, compute, outs, ins, {kContig, kVec, kStrided32, kStrided64}));
+  k.contig = create_kernel(prog, "ew_contig");
+  k.vec4 = create_kernel(prog, "ew_vec4");
+  k.strided32 = create_kernel(prog, "ew_strided32");
+  k.strided64 = create_kernel(prog, "ew_strided64");
+}
+
 } // namespace
+
+void elementwise_prepare(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<DType>& outputs,
+                         const std::vector<DType>& inputs) {
+  if (in_background_build()) return;
+  auto operands = [](const std::vector<DType>& dtypes) {
+    std::vector<EwOperand> v(dtypes.size());
+    for (size_t i = 0; i < dtypes.size(); ++i) v[i].dtype = dtypes[i];
+    return v;
+  };
+  if (static_cast<int>(outputs.size()) != op.n_outputs || static_cast<int>(inputs.size()) != op.n_inputs) return;
+  std::vector<EwOperand> outs = operands(outputs), ins = operands(inputs);
+  if (needs_fp64(compute, outs, ins) && !ctx.info().fp64) return;
+  build_in_background(ctx.info(), [&ctx, &op, compute, outs, ins] {
+    Kernels& k = kernels_for(ctx, op, compute, outs, ins);
+    std::lock_guard<std::mutex> lock(k.m);
+    build_main(ctx, op, compute, outs, ins, k);
+  });
+}
 
 void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
                  const EwShape& shape, const std::vector<EwOperand>& outs,
@@ -468,13 +498,7 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
 
   Kernels* k = &kernels_for(ctx, op, compute, outs, ins);
   std::lock_guard<std::mutex> lock(k->m);
-  if (!k->contig) {
-    cl_program prog = ctx.program(program_text(op, compute, outs, ins, {kContig, kVec, kStrided32, kStrided64}));
-    k->contig = create_kernel(prog, "ew_contig");
-    k->vec4 = create_kernel(prog, "ew_vec4");
-    k->strided32 = create_kernel(prog, "ew_strided32");
-    k->strided64 = create_kernel(prog, "ew_strided64");
-  }
+  build_main(ctx, op, compute, outs, ins, *k);
 
   bool contig = all_contiguous(shape, outs, ins);
   bool narrow = !contig && fits_32bit(shape, outs, ins);

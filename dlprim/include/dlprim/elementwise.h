@@ -65,6 +65,11 @@ void elementwise(const Context& ctx, cl_command_queue q, const ElementwiseOp& op
                  DType compute, const EwShape& shape, const std::vector<EwOperand>& outputs,
                  const std::vector<EwOperand>& inputs, const std::vector<Scalar>& params);
 
+// Queues a background build (build_in_background) of the program elementwise() runs `op` with for tensor
+// operands of these dtypes: a speculative build of a program needed soon (an activation's backward).
+void elementwise_prepare(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<DType>& outputs,
+                         const std::vector<DType>& inputs);
+
 // One tensor's share of a multi-tensor launch: `n` elements of contiguous operands (strides
 // unused; scalar inputs keep their own value per item).
 struct EwMultiItem {

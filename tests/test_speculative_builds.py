@@ -2,7 +2,8 @@
 the programs the same training step will need next (program_cache.cpp build_in_background): the backward of a
 softmax / log_softmax, the other GEMM layouts of a tuned product (dA = dC B^T, dB = A^T dC) with their tuning
 candidates, attention's backward. Each case runs in a fresh process on an empty kernel cache with build workers
-on (PYTORCH_OCL_BUILD_PROCESSES=2, as on NVIDIA): after the forward and a wait for the background builds, the
+on (PYTORCH_OCL_BUILD_PROCESSES=2, as on NVIDIA) and speculation forced on (PYTORCH_OCL_SPECULATIVE_BUILDS=1; the
+default on GPUs): after the forward and a wait for the background builds, the
 backward builds nothing on the critical path (program_cache_stats critical_builds), launches kernels the
 background made (background_used), and its result equals the CPU's.
 """
@@ -46,7 +47,7 @@ print(json.dumps(dict(err=err, fwd=s0["background_builds"], tuned=pytorch_ocl.op
 
 def run(run_py, tmp_path, code, **env):
     base = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
-            "PYTORCH_OCL_BUILD_PROCESSES": "2", "PYTORCH_OCL_BUILD_THREADS": "2",
+            "PYTORCH_OCL_BUILD_PROCESSES": "2", "PYTORCH_OCL_BUILD_THREADS": "2", "PYTORCH_OCL_SPECULATIVE_BUILDS": "1",
             "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": None}
     return json.loads(run_py(code, env={**base, **env}).stdout.strip().splitlines()[-1])
 
@@ -69,9 +70,16 @@ def test_gemm_backward_layouts_built_in_background(run_py, tmp_path):
     assert r["background_used"] >= 2, r
 
 
-def test_no_speculation_without_build_threads(run_py, tmp_path):
-    """PYTORCH_OCL_BUILD_THREADS=1 turns background builds off: everything builds where it is needed, alike."""
-    r = run(run_py, tmp_path, GEMM, PYTORCH_OCL_BUILD_THREADS="1", PYTORCH_OCL_BUILD_PROCESSES="0")
+@pytest.mark.parametrize("env", [dict(PYTORCH_OCL_BUILD_THREADS="1", PYTORCH_OCL_BUILD_PROCESSES="0"),
+                                 dict(PYTORCH_OCL_SPECULATIVE_BUILDS="0"), dict(PYTORCH_OCL_SPECULATIVE_BUILDS=None)])
+def test_no_speculation(run_py, tmp_path, env):
+    """PYTORCH_OCL_BUILD_THREADS=1 or PYTORCH_OCL_SPECULATIVE_BUILDS=0 turn speculation off, and so does the default
+    on a CPU device (PoCL): everything builds where it is needed, with the same results."""
+    import torch
+
+    if env.get("PYTORCH_OCL_SPECULATIVE_BUILDS", 0) is None and torch.ocl.get_device_properties(0).type != "cpu":
+        pytest.skip("speculation is on by default on GPUs")
+    r = run(run_py, tmp_path, GEMM, **env)
     assert r["err"] < 1e-3 and r["fwd"] == 0 and r["background_builds"] == 0 and r["critical_builds"] >= 2, r
 
 

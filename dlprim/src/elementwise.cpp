@@ -454,7 +454,7 @@ void build_main(const Context& ctx, const ElementwiseOp& op, DType compute, cons
 
 void elementwise_prepare(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<DType>& outputs,
                          const std::vector<DType>& inputs) {
-  if (in_background_build()) return;
+  if (!speculative_builds(ctx.info())) return;
   auto operands = [](const std::vector<DType>& dtypes) {
     std::vector<EwOperand> v(dtypes.size());
     for (size_t i = 0; i < dtypes.size(); ++i) v[i].dtype = dtypes[i];

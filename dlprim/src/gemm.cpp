@@ -414,7 +414,7 @@ void speculate_backward(const Context& ctx, const Plan& p, const std::string& cl
   static std::mutex m;
   static std::set<std::string> predicted;
   const Gemm& g = p.g;
-  if (in_background_build() || g.k_outer != 1 || g.groups != 1 || autotune_mode() == TuneMode::Random) return;
+  if (!speculative_builds(ctx.info()) || g.k_outer != 1 || g.groups != 1 || autotune_mode() == TuneMode::Random) return;
   std::vector<Plan> plans;
   {
     std::lock_guard<std::mutex> lock(m);

@@ -376,6 +376,14 @@ void build_in_background(const DeviceInfo& dev, std::function<void()> job) {
 
 bool in_background_build() { return t_background; }
 
+bool speculative_builds(const DeviceInfo& dev) {
+  static const int env = [] {  // -1 unset
+    const char* v = std::getenv("PYTORCH_OCL_SPECULATIVE_BUILDS");
+    return v && *v ? (std::string(v) == "0" ? 0 : 1) : -1;
+  }();
+  return (env < 0 ? !dev.is_cpu : env == 1) && !t_background && build_threads() > 1;
+}
+
 namespace detail {
 
 // Kernels created in background jobs and not launched yet. Launches look here only while the set is non-empty,

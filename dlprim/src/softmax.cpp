@@ -125,7 +125,7 @@ void softmax(const Context& ctx, cl_command_queue q, SoftmaxKind kind, DType com
   Kernel* k = &kernels(ctx, kind, compute, x0.dtype, x1.dtype, y.dtype, &fresh);
   // Speculative build (cold start): a forward met for the first time is followed by its backward within the
   // step (grad_output and output of y's dtype, grad_input of x0's); its program builds in the background.
-  if (fresh && !backward && !in_background_build()) {
+  if (fresh && !backward && speculative_builds(ctx.info())) {
     SoftmaxKind bw = kind == SoftmaxKind::Softmax ? SoftmaxKind::SoftmaxBackward : SoftmaxKind::LogSoftmaxBackward;
     DType dy = y.dtype, dx = x0.dtype;
     build_in_background(ctx.info(), [&ctx, bw, compute, dy, dx] { kernels(ctx, bw, compute, dy, dy, dx, nullptr); });

@@ -56,6 +56,10 @@ int build_threads(const DeviceInfo& dev);
 void build_in_background(const DeviceInfo& dev, std::function<void()> job);
 // True on the threads of a background job: speculation is not repeated from there (no chains of guesses).
 bool in_background_build();
+// Whether an op should queue speculative builds (programs it knows the step needs next) now: background builds
+// on (build_threads() > 1), not on a background thread, and PYTORCH_OCL_SPECULATIVE_BUILDS 1, or unset and `dev`
+// not a CPU (whose cores a background build takes from the builds and kernels the step waits for).
+bool speculative_builds(const DeviceInfo& dev);
 
 namespace detail {  // CacheStats::background_used: create_kernel notes background kernels, launches claim them
 extern std::atomic<uint32_t> g_background_kernels;

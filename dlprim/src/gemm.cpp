@@ -62,7 +62,6 @@ GemmMatrix transposed(const GemmMatrix& m) {
   return t;
 }
 
-int64_t zcount(const Gemm& g) { return g.batch * g.groups; }
 
 std::string class_bucket(int64_t v) {
   // log4 buckets: 1-16, 17-64, 65-256, 257-1024, 1025-4096, 4097+
@@ -71,7 +70,6 @@ std::string class_bucket(int64_t v) {
   return std::to_string(b);
 }
 
-DType out_dtype(const Gemm& g) { return g.c_dtype_set ? g.c_dtype : g.dtype; }
 
 // Which operands the tiled kernel stages with unchecked 4-wide loads (gemm.cl's VEC4_A / VEC4_B),
 // and whether every step of every tile may (VEC4_FULL: M, N, K multiples of the tile, so the
@@ -142,16 +140,6 @@ detail::LockedKernel& tiled_kernel(const Context& ctx, DType dtype, DType c_dtyp
   return slot;
 }
 
-detail::LockedKernel& small_kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name) {
-  detail::LockedKernel& slot = detail::kernel_slot(
-      ctx, std::string("gemm_small|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
-  std::lock_guard<std::mutex> lock(slot.m);
-  if (!slot.k) {
-    std::string text = detail::gemm_program_head(dtype, c_dtype) + kernel_source("gemm_small");
-    slot.k = create_kernel(ctx.program(text), name);
-  }
-  return slot;
-}
 
 void check_supported(const Context& ctx, const Gemm& g) {
   if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
@@ -163,7 +151,7 @@ void check_supported(const Context& ctx, const Gemm& g) {
   const int64_t lim = 0x7fffffff;
   if (g.M < 0 || g.N < 0 || g.K < 0 || g.batch < 0 || g.groups < 1 || g.k_outer < 0)
     throw Error("gemm: negative size");
-  if (g.M > lim || g.N > lim || g.K > lim || zcount(g) > lim || g.k_outer > lim)
+  if (g.M > lim || g.N > lim || g.K > lim || detail::gemm_zcount(g) > lim || g.k_outer > lim)
     throw Error("gemm: a dimension exceeds 2^31 - 1");
 }
 
@@ -172,7 +160,7 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   Plan p;
   p.g = in;
   Gemm& g = p.g;
-  if (g.M == 0 || g.N == 0 || zcount(g) == 0) return p;
+  if (g.M == 0 || g.N == 0 || detail::gemm_zcount(g) == 0) return p;
   if (g.alpha == 0 && g.alpha_zero_skips) g.k_outer = 0;  // BLAS semantics: the product is not evaluated
   // Write C along its unit stride: C^T = B^T A^T when C is column-major.
   if (g.c.col_stride != 1 && g.c.row_stride == 1 && g.N > 1) {
@@ -192,7 +180,7 @@ Plan base_plan(const Context& ctx, const Gemm& in) {
   int64_t ld_max = std::max(std::abs(p.lda), std::abs(p.ldb));
   p.idx64 = ld_max > (int64_t(1) << 22);  // 256 * ld + 256 must fit in int for any candidate tile
   int64_t Ktot = g.K * g.k_outer;
-  uint64_t work = static_cast<uint64_t>(g.M) * g.N * std::max<int64_t>(Ktot, 1) * zcount(g);
+  uint64_t work = static_cast<uint64_t>(g.M) * g.N * std::max<int64_t>(Ktot, 1) * detail::gemm_zcount(g);
   if (Ktot == 0 || !is_floating(g.dtype)) {
     p.path = Path::Small;  // integers: exact products, wrapping as the CPU's, no tuned tiles
   } else if (std::min(g.M, g.N) <= 4) {
@@ -243,7 +231,7 @@ public:
       else rN_ = (rN_ + 1) / 2;
     }
     uint64_t per = static_cast<uint64_t>(rM_) * rN_ * rK_;
-    rZ_ = std::max<int64_t>(1, std::min<int64_t>(zcount(p.g), static_cast<int64_t>(cap / per)));
+    rZ_ = std::max<int64_t>(1, std::min<int64_t>(detail::gemm_zcount(p.g), static_cast<int64_t>(cap / per)));
     reps_ = cpu ? 1 : 3;
   }
   ~TileTuner() {
@@ -353,7 +341,7 @@ private:
 void TileTuner::run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
                           const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
                           uint64_t ws_off, std::vector<cl_event>* events) {
-  int64_t z = zcount(g);
+  int64_t z = detail::gemm_zcount(g);
   bool partial = split.splits > 1;
   {
     std::lock_guard<std::mutex> lock(slot.m);
@@ -391,7 +379,7 @@ std::string tile_class(const Plan& p) {
   std::ostringstream cls;
   cls << dtype_name(g.dtype) << (p.mma ? "|mma-" + p.mma.str() : std::string()) << "|" << (p.a_kc ? "k" : "m")
       << (p.b_nc ? "n" : "k") << "|M" << class_bucket(g.M) << "|N" << class_bucket(g.N) << "|K"
-      << class_bucket(g.K * g.k_outer) << "|Z" << (zcount(g) > 1 ? 1 : 0);
+      << class_bucket(g.K * g.k_outer) << "|Z" << (detail::gemm_zcount(g) > 1 ? 1 : 0);
   return cls.str();
 }
 TileConfig tile_fallback(const Context& ctx, const Plan& p) {
@@ -486,125 +474,19 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   static detail::PlanMemo<10, TileChoice> memo;
   int64_t mma_key = static_cast<int64_t>(p.mma.kind) * 2 + (p.mma.emulate ? 1 : 0);
   TileChoice t = memo.get({detail::key_of(ctx), static_cast<int64_t>(g.dtype), p.a_kc, p.b_nc, g.M, g.N, g.K,
-                           g.k_outer, zcount(g), mma_key},
+                           g.k_outer, detail::gemm_zcount(g), mma_key},
                           [&] { return choose_tile(ctx, p); });
   p.cfg = t.cfg;
   p.cfg_text = t.text;
-  p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, zcount(g), acc);
+  p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, detail::gemm_zcount(g), acc);
   if (wants_packed_b(p.cfg, p.b_nc, g.M)) {
-    uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g) * dtype_size(g.dtype);
+    uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * detail::gemm_zcount(g) * dtype_size(g.dtype);
     if (bytes <= (256ull << 20)) p.pack_bytes = bytes;
   }
   return p;
 }
 
-void add_small_operands(KernelArgs& a, const Gemm& g) {
-  a.add(g.a.mem).add<cl_ulong>(g.a.offset).add<cl_long>(g.a.row_stride).add<cl_long>(g.a.col_stride);
-  a.add<cl_long>(g.a.batch_stride).add<cl_long>(g.a.group_stride).add<cl_long>(g.a.outer_stride);
-  a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(g.b.row_stride).add<cl_long>(g.b.col_stride);
-  a.add<cl_long>(g.b.batch_stride).add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
-}
-
-void run_small(const Context& ctx, cl_command_queue q, const Plan& p) {
-  const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_small");
-  std::lock_guard<std::mutex> lock(slot.m);
-  KernelArgs a(slot.k);
-  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
-  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups)).add<cl_int>(p.small_nfast ? 1 : 0);
-  add_small_operands(a, g);
-  detail::add_out_args(a, g);
-  uint64_t fast = p.small_nfast ? g.N : g.M, slow = p.small_nfast ? g.M : g.N;
-  size_t l0 = std::min<size_t>(ctx.work_group_size(64), 64);
-  while (l0 > 1 && l0 / 2 >= fast) l0 /= 2;
-  uint64_t z = zcount(g);
-  for (uint64_t z0 = 0; z0 < z; z0 += 65535) {
-    size_t offset[3] = {0, 0, static_cast<size_t>(z0)};
-    size_t global[3] = {static_cast<size_t>(ceil_div(fast, l0) * l0), static_cast<size_t>(slow),
-                        static_cast<size_t>(std::min<uint64_t>(65535, z - z0))};
-    size_t local[3] = {l0, 1, 1};
-    launch_nd_events(q, slot.k, 3, offset, global, local, nullptr);
-  }
-}
-
-void run_dot_vec(const Context& ctx, cl_command_queue q, const Plan& p) {
-  const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot_vec");
-  std::lock_guard<std::mutex> lock(slot.m);
-  uint64_t outputs = static_cast<uint64_t>(g.M) * g.N * zcount(g);
-  KernelArgs a(slot.k);
-  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
-  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups)).add<cl_ulong>(outputs);
-  add_small_operands(a, g);
-  detail::add_out_args(a, g);
-  launch_1d(q, slot.k, outputs, std::min<size_t>(16, ctx.work_group_size(16)));
-}
-
-// Rewrites g.b to point at a dense n-contiguous copy of B in `ws` (see wants_packed_b).
-void pack_b(const Context& ctx, cl_command_queue q, Gemm& g, cl_mem ws, uint64_t ws_off_bytes) {
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_pack_b");
-  std::lock_guard<std::mutex> lock(slot.m);
-  uint64_t total = static_cast<uint64_t>(g.K) * g.N * g.k_outer * zcount(g);
-  uint64_t p_off = ws_off_bytes / dtype_size(g.dtype);
-  KernelArgs a(slot.k);
-  a.add<cl_int>(static_cast<int>(g.K)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.groups));
-  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_ulong>(total);
-  a.add(g.b.mem).add<cl_ulong>(g.b.offset).add<cl_long>(g.b.row_stride).add<cl_long>(g.b.col_stride);
-  a.add<cl_long>(g.b.batch_stride).add<cl_long>(g.b.group_stride).add<cl_long>(g.b.outer_stride);
-  a.add(ws).add<cl_ulong>(p_off);
-  launch_1d(q, slot.k, total, ctx.work_group_size(256));
-  int64_t kn = g.K * g.N;
-  g.b = {ws, p_off, g.N, 1, g.groups * g.k_outer * kn, g.k_outer * kn, kn};
-}
-
-void run_dot(const Context& ctx, cl_command_queue q, const Plan& p) {
-  if (p.dot_local == 0) return run_dot_vec(ctx, q, p);
-  const Gemm& g = p.g;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_dot");
-  std::lock_guard<std::mutex> lock(slot.m);
-  KernelArgs a(slot.k);
-  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.K));
-  a.add<cl_int>(static_cast<int>(g.k_outer)).add<cl_int>(static_cast<int>(g.groups));
-  add_small_operands(a, g);
-  detail::add_out_args(a, g);
-  a.add_local(p.dot_local * dtype_size(compute_dtype(g.dtype)));
-  uint64_t outputs = static_cast<uint64_t>(g.M) * g.N * zcount(g);
-  launch_1d(q, slot.k, outputs * p.dot_local, p.dot_local);
-}
-
 } // namespace
-
-namespace detail {
-void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, int splits, int64_t zc, cl_mem ws,
-                         uint64_t ws_off, std::vector<cl_event>* events) {
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_split_reduce");
-  std::lock_guard<std::mutex> lock(slot.m);
-  uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
-  KernelArgs a(slot.k);
-  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(splits);
-  a.add<cl_int>(static_cast<int>(g.groups)).add<cl_ulong>(total).add(ws).add<cl_ulong>(ws_off);
-  add_out_args(a, g);
-  size_t L = ctx.work_group_size(256);
-  size_t global = static_cast<size_t>(ceil_div(total, L) * L);
-  launch_nd_events(q, slot.k, 1, nullptr, &global, &L, events);
-}
-} // namespace detail
-
-namespace detail {
-void launch_activation(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t zc) {
-  if (g.act != Activation::Gelu && g.act != Activation::GeluTanh) return;
-  detail::LockedKernel& slot = small_kernel(ctx, g.dtype, out_dtype(g), "gemm_activation");
-  std::lock_guard<std::mutex> lock(slot.m);
-  uint64_t total = static_cast<uint64_t>(g.M) * g.N * zc;
-  KernelArgs a(slot.k);
-  a.add<cl_int>(static_cast<int>(g.M)).add<cl_int>(static_cast<int>(g.N)).add<cl_int>(static_cast<int>(g.groups));
-  a.add<cl_ulong>(total).add<cl_int>(static_cast<int>(g.act));
-  a.add(g.c.mem).add<cl_ulong>(g.c.offset).add<cl_long>(g.c.row_stride).add<cl_long>(g.c.col_stride);
-  a.add<cl_long>(g.c.batch_stride).add<cl_long>(g.c.group_stride);
-  launch_1d(q, slot.k, total, ctx.work_group_size(256));
-}
-} // namespace detail
-
 uint64_t gemm_workspace_bytes(const Context& ctx, const Gemm& g) { return make_plan(ctx, g).workspace_bytes(); }
 
 void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspace, uint64_t workspace_offset) {
@@ -613,30 +495,30 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
     case Path::Empty:
       return;
     case Path::Small:
-      run_small(ctx, q, p);
+      detail::run_gemm_small(ctx, q, p.g, p.small_nfast);
       break;
     case Path::Dot:
-      run_dot(ctx, q, p);
+      detail::run_gemm_dot(ctx, q, p.g, p.dot_local);
       break;
     case Path::Tiled: {
       if (p.workspace_bytes() && !workspace) throw Error("gemm: missing workspace");
       bool b_nc = p.b_nc;
       int64_t ldb = p.ldb;
       if (p.pack_bytes) {
-        pack_b(ctx, q, p.g, workspace, workspace_offset);
+        detail::pack_gemm_b(ctx, q, p.g, workspace, workspace_offset);
         b_nc = true;
         ldb = p.g.N;
       }
       bool idx64 = p.idx64 || ldb > (int64_t(1) << 22);
       Vec4 vec = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, b_nc, ldb);
       detail::LockedKernel& slot =
-          tiled_kernel(ctx, p.g.dtype, out_dtype(p.g), p.cfg, *p.cfg_text, p.mma, p.a_kc, b_nc, idx64, vec);
+          tiled_kernel(ctx, p.g.dtype, detail::gemm_out_dtype(p.g), p.cfg, *p.cfg_text, p.mma, p.a_kc, b_nc, idx64, vec);
       TileTuner::run_tiled(ctx, q, p.g, p.lda, ldb, p.cfg, p.split, slot, workspace, workspace_offset + p.pack_space(),
                            nullptr);
       break;
     }
   }
-  detail::launch_activation(ctx, q, p.g, zcount(p.g));
+  detail::launch_activation(ctx, q, p.g, detail::gemm_zcount(p.g));
 }
 
 std::string gemm_plan_description(const Context& ctx, const Gemm& g) {

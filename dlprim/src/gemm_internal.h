@@ -93,6 +93,19 @@ void launch_split_reduce(const Context& ctx, cl_command_queue q, const Gemm& g, 
 // Applies a GELU of `g.act` to its output in place (no-op for the fused activations).
 void launch_activation(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t zcount);
 
+// Products per launch (batch x groups) and the dtype C is written in.
+inline int64_t gemm_zcount(const Gemm& g) { return g.batch * g.groups; }
+inline DType gemm_out_dtype(const Gemm& g) { return g.c_dtype_set ? g.c_dtype : g.dtype; }
+// gemm_small.cl's kernel `name` for these dtypes (built on first use).
+LockedKernel& gemm_small_kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name);
+// The direct kernel for small products: a work-item per output, along n (`nfast`) or m.
+void run_gemm_small(const Context& ctx, cl_command_queue q, const Gemm& g, bool nfast);
+// The dot kernels for long K: `dot_local` work-items per output reduce in local memory (0: one work-item per
+// output with vector loads, for CPU devices).
+void run_gemm_dot(const Context& ctx, cl_command_queue q, const Gemm& g, size_t dot_local);
+// Copies B n-contiguous into `ws` and points g.b at it (the CPU vector kernels' packed operand).
+void pack_gemm_b(const Context& ctx, cl_command_queue q, Gemm& g, cl_mem ws, uint64_t ws_off_bytes);
+
 // Work-group size limit of a built kernel (may be below the device's for register-heavy kernels).
 size_t kernel_max_work_group(const Context& ctx, cl_kernel k);
 

@@ -1,0 +1,306 @@
+// Elementwise kernels' OpenCL C (elementwise_text.h).
+#include "elementwise_text.h"
+
+#include <dlprim/embedded.h>
+
+#include <sstream>
+
+namespace dlprim {
+namespace ew_detail {
+
+bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  if (compute == DType::F64) return true;
+  for (auto& o : outs)
+    if (o.dtype == DType::F64) return true;
+  for (auto& i : ins)
+    if (i.dtype == DType::F64) return true;
+  return false;
+}
+
+// The register vector type a vectorized load of `t` produces (16-bit floats load as float).
+static std::string vec_type(DType t) {
+  return std::string(t == DType::F16 ? "float" : storage_cl_type(t)) + std::to_string(kVecWidth);
+}
+
+// One lane of a loaded vector, as compute_dtype(t).
+static std::string lane_value(DType t, const std::string& lane) {
+  if (t == DType::BF16) return "dl_bf16_to_float(" + lane + ")";
+  if (t == DType::Bool) return "((uchar)(" + lane + " != 0))";
+  return lane;
+}
+
+// A compute value converted to the lane type of an output vector of `t`.
+static std::string lane_store(DType compute, DType t, const std::string& value) {
+  if (t == DType::F16) return "(float)(" + convert_expr(compute, DType::F32, value) + ")";
+  if (t == DType::BF16) return "dl_float_to_bf16((float)(" + convert_expr(compute, DType::F32, value) + "))";
+  if (t == DType::Bool) return "(uchar)((" + value + ") != 0)";
+  return convert_expr(compute, t, value);
+}
+
+// The per-lane body of a vectorized kernel: x<k>_v vectors (or x<k>_s scalars) in,
+// y<k>_v vectors out.
+std::string vector_lanes(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                         const std::vector<EwOperand>& ins) {
+  const char* ct = compute_cl_type(compute);
+  std::ostringstream s;
+  for (size_t k = 0; k < outs.size(); ++k) s << "  " << vec_type(outs[k].dtype) << " y" << k << "_v;\n";
+  for (int lane = 0; lane < kVecWidth; ++lane) {
+    std::string sl = ".s" + std::to_string(lane);
+    s << "  {\n";
+    for (size_t k = 0; k < ins.size(); ++k) {
+      std::string x = "x" + std::to_string(k);
+      if (ins[k].is_scalar) {
+        s << "  " << ct << " " << x << " = " << x << "_s;\n";
+        continue;
+      }
+      s << "  " << ct << " " << x << " = "
+        << convert_expr(ins[k].dtype, compute, lane_value(ins[k].dtype, x + "_v" + sl)) << ";\n";
+    }
+    for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+    s << "  {\n" << op.body << "\n  }\n";
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string y = "y" + std::to_string(k);
+      s << "  " << y << "_v" << sl << " = " << lane_store(compute, outs[k].dtype, y) << ";\n";
+    }
+    s << "  }\n";
+  }
+  return s.str();
+}
+
+// Vector store of y<k>_v at vector index `vi` of pointer `base`.
+static std::string vector_store(DType t, const std::string& v, const std::string& vi, const std::string& base) {
+  if (t == DType::F16) return "  vstore_half" + std::to_string(kVecWidth) + "_rte(" + v + ", " + vi + ", " + base + ");\n";
+  return "  ((__global " + vec_type(t) + "*)(" + base + "))[" + vi + "] = " + v + ";\n";
+}
+
+// Vector load of vector index `vi` of pointer `base`.
+static std::string vector_load(DType t, const std::string& vi, const std::string& base) {
+  if (t == DType::F16) return "vload_half" + std::to_string(kVecWidth) + "(" + vi + ", " + base + ")";
+  return "((__global const " + vec_type(t) + "*)(" + base + "))[" + vi + "]";
+}
+
+// ew_rows: n vectors of kVecWidth elements over rows of mv vectors. Work-item i is row
+// i / mv, vector i % mv of it (one 32-bit division per kVecWidth elements). Every array
+// operand has a row stride (elements; a multiple of kVecWidth where rows are read as
+// vectors); an input with flag bc holds one value per row (stride 0 along it), read once and
+// broadcast to the lanes. Row starts of vector operands are aligned.
+std::string rows_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                             const std::vector<EwOperand>& ins) {
+  const char* ct = compute_cl_type(compute);
+  std::ostringstream s, params, loads;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    params << ", __global " << storage_cl_type(outs[k].dtype) << "* " << y << "_p, ulong " << y << "_o, long "
+           << y << "_r";
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string x = "x" + std::to_string(k);
+    if (ins[k].is_scalar) {
+      params << ", " << ct << " " << x << "_s";
+      continue;
+    }
+    DType t = ins[k].dtype;
+    params << ", __global const " << storage_cl_type(t) << "* " << x << "_p, ulong " << x << "_o, long " << x
+           << "_r, int " << x << "_bc";
+    std::string base = x + "_p + " + x + "_o + (long)row * " + x + "_r";
+    std::string one = t == DType::F16 ? "vload_half(0, " + base + ")" : "(" + base + ")[0]";
+    loads << "  " << vec_type(t) << " " << x << "_v = " << x << "_bc ? (" << vec_type(t) << ")(" << one
+          << ") : " << vector_load(t, "cv", base) << ";\n";
+  }
+  for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
+  s << "__kernel void ew_rows(uint n, uint mv" << params.str() << ") {\n"
+    << "  uint i = get_global_id(0);\n  if (i >= n) return;\n"
+    << "  uint row = i / mv, cv = i - row * mv;\n"
+    << loads.str() << vector_lanes(op, compute, outs, ins);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    s << vector_store(outs[k].dtype, y + "_v", "cv", y + "_p + " + y + "_o + (long)row * " + y + "_r");
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// Bytes of kernel arguments per item of ew_multi: its end index, then per array operand a
+// buffer and an offset, per scalar input its value.
+static size_t multi_item_bytes(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  size_t b = 4 + 16 * outs.size();
+  for (auto& i : ins) b += i.is_scalar ? 8 : 16;  // scalars padded to 8-byte alignment
+  return b;
+}
+
+// Items per ew_multi launch: OpenCL guarantees 1024 bytes of kernel arguments (PoCL and
+// embedded GPUs give no more); the rest of the arguments fit in the 128 kept aside.
+int multi_slots(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(16, (1024 - 128) / multi_item_bytes(compute, outs, ins))));
+}
+
+// ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands
+// (contiguous, one element per work-item); unused trailing slots end at n.
+std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                              const std::vector<EwOperand>& ins, int slots) {
+  const char* ct = compute_cl_type(compute);
+  std::ostringstream s, params, decl, loads, stores;
+  for (int j = 0; j < slots; ++j) params << ", uint e" << j;
+  for (int j = 0; j < slots; ++j) {
+    for (size_t k = 0; k < outs.size(); ++k)
+      params << ", __global " << storage_cl_type(outs[k].dtype) << "* y" << k << "_p" << j << ", ulong y" << k << "_o" << j;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].is_scalar)
+        params << ", " << ct << " x" << k << "_s" << j;
+      else
+        params << ", __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p" << j << ", ulong x" << k
+               << "_o" << j;
+    }
+  }
+  for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
+  decl << "  uint base;\n";
+  for (size_t k = 0; k < outs.size(); ++k)
+    decl << "  __global " << storage_cl_type(outs[k].dtype) << "* y" << k << "_p; ulong y" << k << "_o;\n";
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k].is_scalar)
+      decl << "  " << ct << " x" << k << "_s;\n";
+    else
+      decl << "  __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p; ulong x" << k << "_o;\n";
+  }
+  std::ostringstream pick;
+  for (int j = 0; j < slots; ++j) {
+    pick << (j == 0 ? "  if (g < e0) {" : j + 1 < slots ? " else if (g < e" + std::to_string(j) + ") {" : " else {");
+    pick << " base = " << (j == 0 ? std::string("0") : "e" + std::to_string(j - 1)) << ";";
+    for (size_t k = 0; k < outs.size(); ++k) pick << " y" << k << "_p = y" << k << "_p" << j << "; y" << k << "_o = y" << k << "_o" << j << ";";
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].is_scalar)
+        pick << " x" << k << "_s = x" << k << "_s" << j << ";";
+      else
+        pick << " x" << k << "_p = x" << k << "_p" << j << "; x" << k << "_o = x" << k << "_o" << j << ";";
+    }
+    pick << " }";
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string x = "x" + std::to_string(k);
+    if (ins[k].is_scalar)
+      loads << "  " << ct << " " << x << " = " << x << "_s;\n";
+    else
+      loads << "  " << ct << " " << x << " = " << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", x + "_o + i")) << ";\n";
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    stores << "  " << store_stmt(outs[k].dtype, y + "_p", y + "_o + i", convert_expr(compute, outs[k].dtype, y)) << "\n";
+  }
+  s << "__kernel void ew_multi(uint n" << params.str() << ") {\n  uint g = get_global_id(0);\n  if (g >= n) return;\n"
+    << decl.str() << pick.str() << "\n  ulong i = g - base;\n" << loads.str();
+  for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+  s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+  return s.str();
+}
+
+// Text of one kernel of the given mode.
+static std::string kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                        const std::vector<EwOperand>& ins, Mode mode) {
+  const char* ct = compute_cl_type(compute);
+  const bool strided = mode == kStrided32 || mode == kStrided64;
+  if (mode == kRows) return rows_kernel_text(op, compute, outs, ins);
+  const char* it = mode == kStrided32 ? "uint" : "ulong";
+  const char* dims = mode == kStrided32 ? "dl_dims32" : "dl_dims64";
+  const char* off = mode == kStrided32 ? "int" : "long";
+  std::ostringstream s, params, loads, stores, index;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    params << ", __global " << storage_cl_type(outs[k].dtype) << "* " << y << "_p, ulong " << y << "_o";
+    if (strided) params << ", " << dims << " " << y << "_s";
+    std::string idx = strided ? "(long)" + y + "_o + o_" + y : y + "_o + i";
+    stores << "  " << store_stmt(outs[k].dtype, y + "_p", idx, convert_expr(compute, outs[k].dtype, y)) << "\n";
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string x = "x" + std::to_string(k);
+    if (ins[k].is_scalar) {
+      params << ", " << ct << " " << x << "_s";
+      loads << "  " << ct << " " << x << " = " << x << "_s;\n";
+      continue;
+    }
+    params << ", __global const " << storage_cl_type(ins[k].dtype) << "* " << x << "_p, ulong " << x << "_o";
+    if (strided) params << ", " << dims << " " << x << "_s";
+    std::string idx = strided ? "(long)" + x + "_o + o_" + x : x + "_o + i";
+    loads << "  " << ct << " " << x << " = "
+          << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", idx)) << ";\n";
+  }
+  for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
+
+  if (strided) {
+    index << "  " << it << " r = i;\n";
+    std::ostringstream decl, acc;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      decl << "  " << off << " o_y" << k << " = 0;\n";
+      acc << " o_y" << k << " += (" << off << ")c * y" << k << "_s.v[d];";
+    }
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].is_scalar) continue;
+      decl << "  " << off << " o_x" << k << " = 0;\n";
+      acc << " o_x" << k << " += (" << off << ")c * x" << k << "_s.v[d];";
+    }
+    index << decl.str() << "  for (int d = 0; d < rank; ++d) {\n    " << it
+          << " sz = (" << it << ")shape.v[d]; " << it << " q = r / sz; " << it
+          << " c = r - q * sz; r = q;" << acc.str() << "\n  }\n";
+  }
+
+  const char* name = mode == kContig ? "ew_contig" : mode == kVec ? "ew_vec4" : mode == kStrided32 ? "ew_strided32" : "ew_strided64";
+  s << "__kernel void " << name << "(" << it << " n";
+  if (strided) s << ", int rank, " << dims << " shape";
+  s << params.str() << ") {\n  " << it << " i = get_global_id(0);\n  if (i >= n) return;\n";
+  if (mode != kVec) {
+    s << index.str() << loads.str();
+    for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
+    s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
+    return s.str();
+  }
+  // Vectorized: n counts vectors; every array operand starts at a multiple of kVecWidth
+  // elements, so (base + offset) is aligned for the vector type.
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k].is_scalar) continue;
+    std::string x = "x" + std::to_string(k);
+    DType t = ins[k].dtype;
+    s << "  " << vec_type(t) << " " << x << "_v = " << vector_load(t, "i", x + "_p + " + x + "_o") << ";\n";
+  }
+  s << vector_lanes(op, compute, outs, ins);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string y = "y" + std::to_string(k);
+    s << vector_store(outs[k].dtype, y + "_v", "i", y + "_p + " + y + "_o");
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// Facts about the compute type (and output 0's storage) the op bodies and preludes may test
+// with #if, so one body serves every dtype: integer vs float semantics, 16-bit precision.
+static std::string type_macros(DType compute, const std::vector<EwOperand>& outs) {
+  std::ostringstream s;
+  DType y0 = outs.empty() ? compute : outs[0].dtype;
+  s << "typedef " << compute_cl_type(compute) << " dl_t;\n"
+    << "#define DL_IS_FLOAT " << (is_floating(compute) ? 1 : 0) << "\n"
+    << "#define DL_IS_DOUBLE " << (compute == DType::F64 ? 1 : 0) << "\n"
+    << "#define DL_IS_BOOL " << (compute == DType::Bool ? 1 : 0) << "\n"
+    << "#define DL_IS_SIGNED " << (is_floating(compute) || is_signed_int(compute) ? 1 : 0) << "\n"
+    << "#define DL_BITS " << 8 * dtype_size(compute) << "\n"
+    << "#define DL_Y0_F16 " << (y0 == DType::F16 ? 1 : 0) << "\n"
+    << "#define DL_Y0_BF16 " << (y0 == DType::BF16 ? 1 : 0) << "\n";
+  return s.str();
+}
+
+
+std::string program_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                         const std::vector<EwOperand>& ins, std::initializer_list<Mode> modes) {
+  std::string src = program_head(op, compute, outs, ins);
+  for (Mode mode : modes) src += kernel_text(op, compute, outs, ins, mode);
+  return src;
+}
+
+std::string program_head(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
+                         const std::vector<EwOperand>& ins) {
+  std::string src;
+  if (needs_fp64(compute, outs, ins)) src += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  src += kernel_source("common");
+  src += type_macros(compute, outs);
+  return src + op.prelude + "\n";
+}
+
+} // namespace ew_detail
+} // namespace dlprim

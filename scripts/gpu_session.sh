@@ -256,14 +256,13 @@ case "${1:-validate}" in
     done
     grep -h -E "throughput|check" "$out"/*.log
     ;;
-  final29)  # this session's GPU checks: changed tests, bf16 GPT-2 by kernel (cat), compiled steps, cold start
-    run tests29 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_decode_overhead.py tests/test_fork.py \
-      tests/test_compile.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_cold_paths.py
-    run prof_gpt2_bf16 90 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --top 12
-    run reduce_lm 60 python3 benchmarks/reduce.py --ref cuda --only "50257" --out "$out/reduce_lm.md"
-    run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
-    run prof_gpt2_compiled 100 python3 benchmarks/profile_model.py --net gpt2 --compile --top 12
-    run cold_start 120 python3 benchmarks/cold_start.py --nets gpt2small
+  final29)  # this session's GPU checks: changed tests, bf16 GPT-2 by kernel (cat, softmax), compiled BERT, cold start
+    run tests29 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_decode_overhead.py tests/test_fork.py \
+      tests/test_compile.py tests/test_compile_reduce_layout.py tests/test_compile_cache_key.py tests/test_user_kernels.py \
+      tests/test_build_workers.py tests/test_speculative_builds.py tests/test_reduce.py
+    run prof_gpt2_bf16 70 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --top 14
+    run prof_bert_compiled 120 python3 benchmarks/profile_model.py --net bert --compile --top 12
+    PYTORCH_OCL_TRACE_BUILDS=1 run cold_start 120 python3 benchmarks/cold_start.py --nets gpt2small
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
     run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30

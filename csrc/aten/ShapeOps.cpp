@@ -55,8 +55,6 @@ at::Tensor& triangle_out(const at::Tensor& self, int64_t diagonal, at::Tensor& o
 
 bool is_legacy_empty(const at::Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
 
-// cat of same-dtype inputs without conjugate/negative bits as one launch per 4 inputs (the
-// KV-cache append of decoding is one launch instead of one copy per input).
 // Above this many output elements, with inputs of this many elements on average, a cat is bound by memory,
 // not launches: each input then goes through copy_ (TensorIterator's merged dims, 32-bit indices, vector
 // loads) instead of the one-launch kernel's per-element 64-bit coordinate walk (GPT-2's backward cats of the
@@ -65,6 +63,8 @@ bool is_legacy_empty(const at::Tensor& t) { return t.dim() == 1 && t.size(0) == 
 constexpr int64_t kCatOneLaunchMaxElements = 1 << 18;
 constexpr int64_t kCatCopyMinElementsPerInput = 1 << 16;
 
+// cat of same-dtype inputs without conjugate/negative bits as one launch per 4 inputs (the
+// KV-cache append of decoding is one launch instead of one copy per input).
 bool cat_one_launch(const std::vector<std::reference_wrapper<const at::Tensor>>& tensors, int64_t dim,
                     const at::Tensor& out) {
   const int64_t rank = out.dim();

@@ -55,6 +55,11 @@ run() {  # run NAME SECONDS COMMAND...: the command's output, progress bars remo
   grep -Ev '^ |^Traceback|File "|\^' "$out/$name.log" | tail -30
 }
 
+# examples/ddp_train.py's per-GPU workloads of the 2-GPU modes (issue 20), and their launcher
+gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
+rargs="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
+tr="torchrun --standalone --nproc-per-node 2"
+
 case "${1:-validate}" in
   validate)
     run validate 420 python3 validate_network.py --device ocl:0 --out "$out/validate.md"
@@ -143,8 +148,6 @@ case "${1:-validate}" in
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
     ;;
   ddp2_vs_nccl)  # on a 2-GPU kind: GPT-2 small DDP on ocl (one GPU, two), then the same on CUDA/NCCL, then resnet50 on NCCL
-    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
-    rargs="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
     run gpt2_ocl_1gpu 130 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run gpt2_cuda_1gpu 60 python3 examples/ddp_train.py $gargs --device cuda
@@ -153,12 +156,10 @@ case "${1:-validate}" in
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_2gpu 50 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $rargs --device cuda
     ;;
   ddp2_gpt2)  # on a 2-GPU kind: GPT-2 small DDP on ocl, one GPU then two (default gloo lanes)
-    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
     run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu 70 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
     ;;
   ddp2_lanes)  # on a 2-GPU kind: GPT-2 small DDP on 2 GPUs with its all-reduces over 1, 2, 4 and 8 gloo lanes
-    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
     for k in 1 2 4 8; do
       PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
     done
@@ -227,9 +228,6 @@ case "${1:-validate}" in
     ;;
   ddp2_scaling)  # (2-GPU kind) issue 20 in one call: GPT-2 small and resnet50, one GPU then two, ocl and CUDA/NCCL,
     # the communication modes (overlapped, waited, none), gloo lanes, all_reduce bandwidth against NCCL
-    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
-    rargs="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
-    tr="torchrun --standalone --nproc-per-node 2"
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu 70 $tr examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu_waited 70 $tr examples/ddp_train.py $gargs --comm waited
@@ -243,9 +241,6 @@ case "${1:-validate}" in
     grep -h -E "throughput|check" "$out"/*.log
     ;;
   ddp2_more)  # (2-GPU kind, warm after ddp2_scaling) resnet50 on ocl, gloo lanes, all_reduce bandwidth vs NCCL
-    gargs="--model gpt2 --batch 8 --seq-len 1024 --n-layer 12 --n-embd 768 --n-head 12 --vocab 50257 --steps 13 --warmup 3"
-    rargs="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
-    tr="torchrun --standalone --nproc-per-node 2"
     run r50_ocl_1gpu 120 python3 examples/ddp_train.py $rargs
     run r50_ocl_2gpu 70 $tr examples/ddp_train.py $rargs
     run r50_ocl_2gpu_waited 70 $tr examples/ddp_train.py $rargs --comm waited

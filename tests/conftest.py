@@ -102,6 +102,21 @@ def run_python(code, env=None, drop_env=(), check=True, timeout=SUBPROCESS_TIMEO
     return proc
 
 
+@pytest.fixture(scope="module")
+def fresh_inductor_cache():
+    """A module's torch.compile runs write Inductor's caches to their own empty directory: a graph served from
+    an earlier run's cache would skip our code generator, which these tests exercise."""
+    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="ocl_inductor_")
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+    if old is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+
+
 @pytest.fixture
 def run_py():
     """Fixture form of run_python: run_py(code, env={...}) -> CompletedProcess (stdout, stderr)."""

@@ -4,8 +4,6 @@ python/pytorch_ocl/inductor against eager ocl and the CPU; the Dynamo device int
 Strict mode (conftest) makes any CPU fallback inside a compiled graph an error. Inductor's
 cache goes to a temporary directory so every run really generates and builds kernels."""
 import copy
-import os
-import tempfile
 
 import pytest
 import torch
@@ -14,20 +12,7 @@ import torch.nn.functional as F
 
 import pytorch_ocl
 
-_CACHE = tempfile.mkdtemp(prefix="ocl_inductor_")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _inductor_cache_dir():
-    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-    if old is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("fresh_inductor_cache")  # conftest.py
 
 
 def compare(fn, *args, atol=1e-5, rtol=1e-5, **compile_kw):

@@ -31,7 +31,8 @@
 #   bash scripts/gpu_session.sh profile_tf    # GPT-2 / BERT steps by kernel: eager, compiled, bf16 (vs CUDA)
 #   bash scripts/gpu_session.sh ddp2_scaling  # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs per communication mode, CUDA/NCCL
 #   bash scripts/gpu_session.sh ddp2_more     # (2-GPU kind) resnet50 DDP per mode, gloo lanes, all_reduce vs NCCL
-#   bash scripts/gpu_session.sh final29       # changed tests, bf16 GPT-2 kernels, compiled steps, cold start
+#   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small first step, speculation on/off; compiled BERT kernels
+#   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -251,13 +252,28 @@ case "${1:-validate}" in
     done
     grep -h -E "throughput|check" "$out"/*.log
     ;;
-  final29)  # this session's GPU checks: changed tests, bf16 GPT-2 by kernel (cat, softmax), compiled BERT, cold start
-    run tests29 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_decode_overhead.py tests/test_fork.py \
-      tests/test_compile.py tests/test_compile_reduce_layout.py tests/test_compile_cache_key.py tests/test_user_kernels.py \
-      tests/test_build_workers.py tests/test_speculative_builds.py tests/test_reduce.py
-    run prof_gpt2_bf16 70 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --top 14
-    run prof_bert_compiled 120 python3 benchmarks/profile_model.py --net bert --compile --top 12
-    PYTORCH_OCL_TRACE_BUILDS=1 run cold_start 120 python3 benchmarks/cold_start.py --nets gpt2small
+  cold30)  # first thing on a fresh machine: GPT-2 small's real first step (driver cache on, empty), speculation
+    # on then off (each with its own empty NVIDIA cache); then compiled BERT by kernel and the slowest generated
+    # kernels' OpenCL source with the graph nodes they came from
+    for spec in 1 0; do
+      rm -rf /tmp/nvcache$spec
+      CUDA_CACHE_PATH=/tmp/nvcache$spec PYTORCH_OCL_SPECULATIVE_BUILDS=$spec \
+        run cold_spec$spec 150 python3 benchmarks/cold_start.py --nets gpt2small
+    done
+    rm -rf /tmp/torchinductor_$(whoami)
+    run prof_bert_compiled 150 python3 benchmarks/profile_model.py --net bert --compile --top 12
+    for k in $(grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3); do
+      f=$(grep -rl "^$k = " /tmp/torchinductor_$(whoami) 2>/dev/null | head -1)
+      [ -n "$f" ] || continue
+      n=$(grep -n "^$k = " "$f" | head -1 | cut -d: -f1)
+      echo "=== $k ($f:$n)"; sed -n "$((n > 25 ? n - 25 : 1)),$((n + 90))p" "$f"
+    done > "$out/slow_kernels.log"
+    ;;
+  tests_half)  # the test suite on the GPU in two calls: `tests_half 1` runs the first half of the files, `2` the rest
+    files=$(ls tests/test_*.py | sort)
+    n=$(echo "$files" | wc -l)
+    if [ "${2:-1}" = 1 ]; then part=$(echo "$files" | head -n $((n / 2))); else part=$(echo "$files" | tail -n +$((n / 2 + 1))); fi
+    run "tests_half${2:-1}" "${3:-470}" python3 -m pytest -q -n 14 -p no:cacheprovider $part
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
     run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30

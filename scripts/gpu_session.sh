@@ -31,7 +31,8 @@
 #   bash scripts/gpu_session.sh profile_tf    # GPT-2 / BERT steps by kernel: eager, compiled, bf16 (vs CUDA)
 #   bash scripts/gpu_session.sh ddp2_scaling  # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs per communication mode, CUDA/NCCL
 #   bash scripts/gpu_session.sh ddp2_more     # (2-GPU kind) resnet50 DDP per mode, gloo lanes, all_reduce vs NCCL
-#   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small first step, speculation on/off; compiled BERT kernels
+#   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
+#   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
 #   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
@@ -253,21 +254,19 @@ case "${1:-validate}" in
     grep -h -E "throughput|check" "$out"/*.log
     ;;
   cold30)  # first thing on a fresh machine: GPT-2 small's real first step (driver cache on, empty), speculation
-    # on then off (each with its own empty NVIDIA cache); then compiled BERT by kernel and the slowest generated
-    # kernels' OpenCL source with the graph nodes they came from
+    # on then off (each with its own empty NVIDIA cache)
     for spec in 1 0; do
       rm -rf /tmp/nvcache$spec
       CUDA_CACHE_PATH=/tmp/nvcache$spec PYTORCH_OCL_SPECULATIVE_BUILDS=$spec \
         run cold_spec$spec 150 python3 benchmarks/cold_start.py --nets gpt2small
     done
+    ;;
+  bert_kernels)  # compiled BERT's training step by kernel, the slowest generated reductions' source
     rm -rf /tmp/torchinductor_$(whoami)
     run prof_bert_compiled 150 python3 benchmarks/profile_model.py --net bert --compile --top 12
-    for k in $(grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3); do
-      f=$(grep -rl "^$k = " /tmp/torchinductor_$(whoami) 2>/dev/null | head -1)
-      [ -n "$f" ] || continue
-      n=$(grep -n "^$k = " "$f" | head -1 | cut -d: -f1)
-      echo "=== $k ($f:$n)"; sed -n "$((n > 25 ? n - 25 : 1)),$((n + 90))p" "$f"
-    done > "$out/slow_kernels.log"
+    # the three slowest generated reductions: their graph nodes and OpenCL source, from the FX graph cache
+    grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3 |
+      python3 scripts/inductor_kernel_source.py /tmp/torchinductor_$(whoami) > "$out/slow_kernels.log"
     ;;
   tests_half)  # the test suite on the GPU in two calls: `tests_half 1` runs the first half of the files, `2` the rest
     files=$(ls tests/test_*.py | sort)

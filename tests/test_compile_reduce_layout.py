@@ -3,9 +3,10 @@
 Column-like reductions (loads consecutive along the kept dim, strided along the reduced one, e.g.
 a bias gradient summing the rows of [tokens, vocab]) must take the x-fast layout even where
 Inductor's hint says DEFAULT (it does for >= 64 x compute-unit columns): the row layout reads one
-column per work-group, uncoalesced (taken for the 22 ms reduction of compiled BERT on an H100, where
-a reduction of that size still took 28 ms after this change: not yet identified). Checked on the generated
-wrapper's launch metadata and against the CPU, including on random tuner shapes."""
+column per work-group, uncoalesced (compiled BERT's decoder bias gradient, [8192, 30522]). On a GPU the
+x-fast layout also needs enough work-items in flight (the H100 took 36 ms for that reduction with
+128k). Checked on the generated wrapper's launch metadata and against the CPU, including on random
+tuner shapes."""
 import re
 
 import pytest
@@ -111,3 +112,21 @@ def test_vocab_head_training_step_matches_eager():
         grads.append((loss.detach().cpu(), m.weight.grad.cpu(), m.bias.grad.cpu()))
     for e, c in zip(*grads):
         torch.testing.assert_close(c, e, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind, rblock", [("cpu", 4), ("gpu", 32)])
+def test_x_fast_blocks_fill_the_device(monkeypatch, kind, rblock):
+    """BERT's bias gradient, [8192, 30522] summed over rows: a CPU device keeps about 128k work-items
+    (4 lanes per column), a GPU gets about a million (32 lanes per column, 8 columns per group)."""
+    import sympy
+    from types import SimpleNamespace
+
+    from pytorch_ocl.inductor.kernel import OclKernel
+
+    props = SimpleNamespace(type=kind, max_work_group_size=1024)
+    monkeypatch.setattr(OclKernel, "_props", staticmethod(lambda: props))
+    numels = {"x": sympy.Integer(30522), "r0_": sympy.Integer(8192)}
+    stub = SimpleNamespace(is_reduction_kernel=True, xfast=True, _numel=numels.__getitem__,
+                           _max_block=OclKernel._max_block, _xfast_work_items=OclKernel._xfast_work_items)
+    rb, xb = OclKernel._choose_blocks(stub)
+    assert (rb, xb) == (rblock, 256 // rblock)

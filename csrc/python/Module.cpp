@@ -13,6 +13,7 @@
 #include <map>
 #include "python/Bindings.h"
 
+#include <dlprim/env.h>
 #include <dlprim/matrix_engine.h>
 #include <dlprim/program_cache.h>
 #include <pybind11/pybind11.h>
@@ -148,6 +149,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("has_context", &has_context);
   m.def("device_properties", &device_properties);
   m.def("matrix_engine", &matrix_engine);
+  // os.putenv / os.unsetenv go through these (pytorch_ocl/_env.py): dlprim's background threads read the
+  // environment under the same lock (dlprim/env.h).
+  m.def("_env_set", [](const py::bytes& k, const py::bytes& v) { dlprim::env_set(k, v); });
+  m.def("_env_unset", [](const py::bytes& k) { dlprim::env_unset(k); });
   m.def("in_bad_fork", &in_bad_fork);
   m.def("synchronize", [](int device) {
     py::gil_scoped_release no_gil;

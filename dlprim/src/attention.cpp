@@ -3,6 +3,7 @@
 // the program text.
 #include "attention_mma.h"
 
+#include <dlprim/env.h>
 #include <dlprim/attention.h>
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
@@ -71,7 +72,7 @@ bool tiled_valid(const Layout& l) {
 // PYTORCH_OCL_ATTN_TILED = "BQ,BK,KC,NTC" sets the tile; "0" selects the row kernel.
 Layout tiled_layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute) {
   Layout l;
-  const char* env = std::getenv("PYTORCH_OCL_ATTN_TILED");
+  const char* env = env_value("PYTORCH_OCL_ATTN_TILED");
   if (env && std::string(env) == "0") return l;
   l.bq = 64;
   l.bk = 32;
@@ -112,7 +113,7 @@ struct BwdChoice {
 
 BwdChoice bwd_tiled_choice(const std::string& pass) {
   BwdChoice c;
-  const char* env = std::getenv("PYTORCH_OCL_ATTN_BWD_TILED");
+  const char* env = env_value("PYTORCH_OCL_ATTN_BWD_TILED");
   const std::string v = env ? env : "";
   auto parse_tile = [&c](std::string t) {
     const std::string split = ",split";
@@ -241,7 +242,7 @@ Layout layout_for(const Context& ctx, int64_t D, int64_t DV, DType compute, Pass
   int threads = 128;
   l.bc = pass == Pass::Forward && wide ? 32 : 16;
   // PYTORCH_OCL_ATTN_FWD / PYTORCH_OCL_ATTN_BWD = "ELEMS,BC,THREADS" (layout experiments).
-  if (const char* env = std::getenv(pass == Pass::Forward ? "PYTORCH_OCL_ATTN_FWD" : "PYTORCH_OCL_ATTN_BWD")) {
+  if (const char* env = env_value(pass == Pass::Forward ? "PYTORCH_OCL_ATTN_FWD" : "PYTORCH_OCL_ATTN_BWD")) {
     long e = 0, c = 0, t = 0;
     if (std::sscanf(env, "%ld,%ld,%ld", &e, &c, &t) == 3 && e >= 4 && c >= 1 && c <= 64 && t >= 1) {
       per_thread = e;

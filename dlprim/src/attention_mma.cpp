@@ -4,6 +4,7 @@
 
 #include "gemm_internal.h"
 
+#include <dlprim/env.h>
 #include <dlprim/embedded.h>
 #include <dlprim/int_math.h>
 #include <dlprim/program_cache.h>
@@ -46,7 +47,7 @@ uint64_t local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV) {
 // (16 for fp32 heads over 64), prefetch for heads up to 64 except 3xtf32. Chosen by register estimates
 // (scripts/ptx_registers.py attnmma=...: under 255 without spills), not yet by timings.
 bool layout_for(const Context& ctx, MmaChoice m, int64_t D, int64_t DV, MmaLayout& l) {
-  const char* env = std::getenv("PYTORCH_OCL_ATTN_MMA");
+  const char* env = env_value("PYTORCH_OCL_ATTN_MMA");
   if (env && (!std::strcmp(env, "0") || !std::strcmp(env, "off"))) return false;
   const bool wide = std::max(D, DV) > 64;
   l.bkt = wide && !is16(m.kind) ? 16 : 32;
@@ -133,7 +134,7 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     // (fewer warps left the staging loads of D 128 tiles 4-8 spilled words at 255 registers; 8: none).
     const bool wide = std::max(s.D, s.DV) > 64;
     split = wide && (!is16(m.kind) || pass == Pass::DkDv);
-    const char* e = std::getenv("PYTORCH_OCL_ATTN_MMA");
+    const char* e = env_value("PYTORCH_OCL_ATTN_MMA");
     const bool env = e && std::strchr(e, ',');  // an explicit layout
     if (split && !env && ctx.info().max_work_group_size >= 256) l.nw = 8;
     if (split && l.nw % 2) return r;

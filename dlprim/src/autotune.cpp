@@ -1,3 +1,4 @@
+#include <dlprim/env.h>
 #include <dlprim/autotune.h>
 
 #include <dlprim/program_cache.h>
@@ -32,7 +33,7 @@ namespace {
 
 // PYTORCH_OCL_TUNE=random:SEED -> SEED (any text after "random:"; hashed), else nullopt-like false.
 bool random_seed_of_env(uint64_t* seed) {
-  const char* v = std::getenv("PYTORCH_OCL_TUNE");
+  const char* v = env_value("PYTORCH_OCL_TUNE");
   if (!v || std::strncmp(v, "random", 6) != 0) return false;
   const char* s = v + 6;
   if (*s == ':') ++s;
@@ -65,7 +66,7 @@ int tune_variant(const std::string& label, int n) {
 
 TuneMode autotune_mode() {
   if (autotune_random_seed()) return TuneMode::Random;
-  const char* v = std::getenv("PYTORCH_OCL_AUTOTUNE");
+  const char* v = env_value("PYTORCH_OCL_AUTOTUNE");
   if (!v || !*v) return TuneMode::On;
   if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return TuneMode::Off;
   if (std::strcmp(v, "force") == 0) return TuneMode::Force;
@@ -226,7 +227,7 @@ uint64_t plan_stamp() {
   };
   for (const char* name : {"PYTORCH_OCL_AUTOTUNE", "PYTORCH_OCL_GEMM_CONFIG", "PYTORCH_OCL_CONV_IMPLICIT",
                            "PYTORCH_OCL_CONV_WINOGRAD", "PYTORCH_OCL_TUNE"}) {
-    if (const char* v = std::getenv(name))
+    if (const char* v = env_value(name))
       for (; *v; ++v) mix(static_cast<unsigned char>(*v));
     else
       mix(1);

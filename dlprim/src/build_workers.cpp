@@ -5,6 +5,8 @@
 // return here, never a SIGPIPE in the user's process.
 #include "build_workers.h"
 
+#include <dlprim/env.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -28,7 +30,7 @@ namespace {
 std::atomic<uint64_t> g_remote{0};
 
 std::string worker_path() {
-  if (const char* v = std::getenv("PYTORCH_OCL_BUILD_WORKER")) return v;
+  if (const char* v = env_value("PYTORCH_OCL_BUILD_WORKER")) return v;
   Dl_info info;  // next to the library this code is linked into (the installed package's _C)
   if (!dladdr(reinterpret_cast<void*>(&worker_path), &info) || !info.dli_fname) return "";
   std::string lib = info.dli_fname;
@@ -102,7 +104,8 @@ private:
     char* argv[] = {const_cast<char*>(exe.c_str()), const_cast<char*>(a1.c_str()), const_cast<char*>(a2.c_str()),
                     const_cast<char*>(dev_.name.c_str()), nullptr};
     pid_t pid = 0;
-    int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv, environ);
+    int rc = 0;
+    with_env_lock([&] { rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv, environ); });
     posix_spawn_file_actions_destroy(&fa);
     close(sv[1]);
     if (rc != 0) {
@@ -149,7 +152,7 @@ int build_processes(const DeviceInfo& dev) {
   static const std::string exe = worker_path();
   static const bool present = !exe.empty() && access(exe.c_str(), X_OK) == 0;
   if (!present) return 0;
-  if (const char* v = std::getenv("PYTORCH_OCL_BUILD_PROCESSES")) return std::max(0, std::min(std::atoi(v), 64));
+  if (const char* v = env_value("PYTORCH_OCL_BUILD_PROCESSES")) return std::max(0, std::min(std::atoi(v), 64));
   // Eight, not one per core: each worker holds a context on the device (on NVIDIA a CUDA context, a few
   // hundred MiB of device memory) while a tuning builds.
   return dev.vendor.find("NVIDIA") != std::string::npos ? 8 : 0;

@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <dlprim/env.h>
 #include <dlprim/capture.h>
 #include <dlprim/context.h>
 #include <dlprim/profiler.h>
@@ -31,7 +32,7 @@ cl_command_queue Context::create_queue() const {
 cl_program Context::program(const std::string& source, const std::string& options) const {
   // PYTORCH_OCL_EXTRA_BUILD_OPTIONS is appended to every build (the test suite passes
   // -cl-opt-disable on PoCL, whose optimizer is most of a cold run's time).
-  const char* extra = std::getenv("PYTORCH_OCL_EXTRA_BUILD_OPTIONS");
+  const char* extra = env_value("PYTORCH_OCL_EXTRA_BUILD_OPTIONS");
   if (extra && *extra) return get_program(ctx_, info_, source, options.empty() ? extra : options + " " + extra);
   return get_program(ctx_, info_, source, options);
 }

@@ -4,6 +4,7 @@
 // (channels-last: consecutive channels; NCHW: consecutive columns). The same kernels serve CPU
 // devices: unrolled taps and shared input rows beat one element per work-item there too (PoCL,
 // 32x96x28x28 3x3: forward 43 -> 13 ms, input gradient 69 -> 14 ms).
+#include <dlprim/env.h>
 #include <dlprim/embedded.h>
 #include <dlprim/rows.h>
 
@@ -29,7 +30,7 @@ struct DwVariant {
 // on an H200 4 beats 2 and 1 from 112 columns down to 7; on PoCL (2 cores) 8 beats 4 by 1.2-1.6x
 // (16 loses on the input gradient).
 int vw_for(const Context& ctx, int64_t width) {
-  if (const char* v = std::getenv("PYTORCH_OCL_DW_VW")) {
+  if (const char* v = env_value("PYTORCH_OCL_DW_VW")) {
     int n = std::atoi(v);
     if (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) return n;
   }

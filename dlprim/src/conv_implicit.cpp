@@ -1,5 +1,6 @@
 // Implicit-GEMM convolution forward: the tiled GEMM skeleton with a patch-gathering B operand
 // (kernels/conv_implicit.cl), and the autotuning that picks its tile config or the im2col path.
+#include <dlprim/env.h>
 #include <dlprim/autotune.h>
 #include <dlprim/embedded.h>
 
@@ -157,14 +158,14 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
   std::string chosen = kIm2col;
   // CPU devices: im2col feeds the SIMD GEMM kernels, which beat per-element gathers there (random
   // tuning still draws implicit configs on CPUs: the paths GPU users get are tested in CI).
-  const char* env = std::getenv("PYTORCH_OCL_CONV_IMPLICIT");
+  const char* env = env_value("PYTORCH_OCL_CONV_IMPLICIT");
   bool cpu_default = ctx.info().is_cpu && autotune_mode() != TuneMode::Random;
   bool implicit = !(cpu_default && !(env && std::string(env) == "1")) && !(env && std::string(env) == "0") &&
                   (s.H == 1 || x.sh == s.W * x.sw);  // odd views: im2col gathers any strides
   DType acc = compute_dtype(dtype);
   int64_t Mg = s.K / s.groups, npix = s.OH * s.OW, Kg = s.C / s.groups * s.KH * s.KW;
   TileConfig forced;
-  const char* forced_env = std::getenv("PYTORCH_OCL_GEMM_CONFIG");
+  const char* forced_env = env_value("PYTORCH_OCL_GEMM_CONFIG");
   if (implicit) {
     TileConfig fallback = default_tile_config(ctx, acc, Mg, npix);
     if (!implicit_fits(fallback)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};

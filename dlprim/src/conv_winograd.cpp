@@ -5,6 +5,7 @@
 // through the same code; the weight gradient transforms x and dy tiles and reduces over the
 // tiles in the 36 GEMMs. Whether it is used is decided by timing (conv_implicit.cpp for the
 // forward, the *_chosen functions below for the gradients).
+#include <dlprim/env.h>
 #include <dlprim/autotune.h>
 #include <dlprim/embedded.h>
 
@@ -122,7 +123,7 @@ void launch_input(const Context& ctx, cl_command_queue q, const WinoConv& c, con
   launch_1d(q, k.k, static_cast<uint64_t>(P) * c.Cin, ctx.work_group_size(128));
 }
 
-const char* env_winograd() { return std::getenv("PYTORCH_OCL_CONV_WINOGRAD"); }
+const char* env_winograd() { return env_value("PYTORCH_OCL_CONV_WINOGRAD"); }
 
 } // namespace
 

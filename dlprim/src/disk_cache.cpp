@@ -1,5 +1,6 @@
 #include "disk_cache.h"
 
+#include <dlprim/env.h>
 #include <dlprim/program_cache.h>
 
 #include <cstdio>
@@ -25,9 +26,9 @@ uint64_t fnv1a(const std::string& s, uint64_t h) {
 }
 
 std::string cache_dir() {
-  if (const char* d = std::getenv("PYTORCH_OCL_CACHE_DIR")) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::string(x) + "/pytorch_ocl";
-  if (const char* h = std::getenv("HOME")) return std::string(h) + "/.cache/pytorch_ocl";
+  if (const char* d = env_value("PYTORCH_OCL_CACHE_DIR")) return d;
+  if (const char* x = env_value("XDG_CACHE_HOME")) return std::string(x) + "/pytorch_ocl";
+  if (const char* h = env_value("HOME")) return std::string(h) + "/.cache/pytorch_ocl";
   return ".pytorch_ocl_cache";
 }
 

@@ -1,5 +1,6 @@
 // GEMM host side: normalises the operands, picks a path (tiled / small / dot), tunes the tiled
 // kernel's parameters per shape class, and launches.
+#include <dlprim/env.h>
 #include <dlprim/autotune.h>
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
@@ -429,7 +430,7 @@ void speculate_backward(const Context& ctx, const Plan& p, const std::string& cl
   build_in_background(ctx.info(), [&ctx, plans] {
     for (const Plan& sp : plans) {
       std::string fallback = tile_fallback(ctx, sp).str(), known;
-      const char* forced = std::getenv("PYTORCH_OCL_GEMM_CONFIG");
+      const char* forced = env_value("PYTORCH_OCL_GEMM_CONFIG");
       std::vector<std::string> cands;
       if (forced || autotune_mode() == TuneMode::Off) cands = {forced ? std::string(forced) : fallback};
       else if (autotune_known(ctx, "gemm", tile_class(sp), &known)) cands = {known};
@@ -450,7 +451,7 @@ TileChoice choose_tile(const Context& ctx, const Plan& p) {
   // "mma" for the matrix engine); one of the other kind is ignored.
   const std::string cls = tile_class(p);
   speculate_backward(ctx, p, cls);
-  if (const char* forced = std::getenv("PYTORCH_OCL_GEMM_CONFIG")) {
+  if (const char* forced = env_value("PYTORCH_OCL_GEMM_CONFIG")) {
     TileConfig c;
     if (TileConfig::parse(forced, &c) && fits(c)) chosen = c.str();
   } else if (autotune_mode() != TuneMode::Off) {

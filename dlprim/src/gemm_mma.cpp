@@ -3,6 +3,7 @@
 // FMA skeleton's (gemm.cpp, gemm_tiles.cpp): the two kernels take the same arguments.
 #include "gemm_internal.h"
 
+#include <dlprim/env.h>
 #include <dlprim/matrix_engine.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ MmaChoice mma_choice(const Context& ctx, DType dtype, Fp32Math math) {
   if (dtype == DType::F32) {
     // Full fp32 accuracy runs as 3xtf32 on an engine with tf32 (H200: 1.1-1.2x cuBLAS fp32 and 1.1-1.5x our
     // FMA kernel on every shape measured, docs/benchmarks.md) unless PYTORCH_OCL_3XTF32=0 keeps the FMA kernel.
-    const char* x3 = std::getenv("PYTORCH_OCL_3XTF32");
+    const char* x3 = env_value("PYTORCH_OCL_3XTF32");
     bool fma = math == Fp32Math::Exact && x3 && x3[0] == '0';
     m.kind = math == Fp32Math::Tf32 ? MmaKind::Tf32 : fma ? MmaKind::None : MmaKind::Tf32x3;
   } else if (dtype == DType::BF16) {
@@ -65,7 +66,7 @@ MmaChoice mma_choice(const Context& ctx, DType dtype, Fp32Math math) {
     m.kind = MmaKind::Fp16;
   }
   if (!m) return m;
-  const char* env = std::getenv("PYTORCH_OCL_MMA");
+  const char* env = env_value("PYTORCH_OCL_MMA");
   if (env && (!std::strcmp(env, "0") || !std::strcmp(env, "off"))) return MmaChoice();
   if (env && !std::strcmp(env, "emulate")) {
     m.emulate = true;

@@ -2,6 +2,7 @@
 // or add a slot; the build runs under the slot's own lock, so distinct programs build at the same
 // time on several threads (the tuner builds all its candidates at once, parallel_builds) while a
 // second request for the same program waits for the first build instead of repeating it.
+#include <dlprim/env.h>
 #include <dlprim/program_cache.h>
 
 #include "build_workers.h"
@@ -57,7 +58,7 @@ const char* where() { return t_background ? "; in the background" : ""; }
 // PYTORCH_OCL_TRACE_BUILDS=<directory>: each traced source is also written there (build-time experiments
 // with scripts/cl_binary.cpp), the options on its first line as a comment.
 void dump_source(const std::string& source, const std::string& options) {
-  const char* dir = std::getenv("PYTORCH_OCL_TRACE_BUILDS");
+  const char* dir = env_value("PYTORCH_OCL_TRACE_BUILDS");
   if (!dir || std::string(dir).find('/') == std::string::npos) return;
   static std::atomic<int> n{0};
   std::string path = std::string(dir) + "/" + std::to_string(n++) + ".cl";
@@ -309,7 +310,7 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
 }
 
 int build_threads() {
-  if (const char* v = std::getenv("PYTORCH_OCL_BUILD_THREADS")) {
+  if (const char* v = env_value("PYTORCH_OCL_BUILD_THREADS")) {
     int n = std::atoi(v);
     if (n >= 1) return std::min(n, 64);
   }
@@ -318,7 +319,7 @@ int build_threads() {
 }
 
 int build_threads(const DeviceInfo& dev) {
-  if (!std::getenv("PYTORCH_OCL_BUILD_THREADS") && dev.vendor.find("NVIDIA") != std::string::npos) return 1;
+  if (!env_value("PYTORCH_OCL_BUILD_THREADS") && dev.vendor.find("NVIDIA") != std::string::npos) return 1;
   return build_threads();
 }
 
@@ -378,7 +379,7 @@ bool in_background_build() { return t_background; }
 
 bool speculative_builds(const DeviceInfo& dev) {
   static const int env = [] {  // -1 unset
-    const char* v = std::getenv("PYTORCH_OCL_SPECULATIVE_BUILDS");
+    const char* v = env_value("PYTORCH_OCL_SPECULATIVE_BUILDS");
     return v && *v ? (std::string(v) == "0" ? 0 : 1) : -1;
   }();
   return (env < 0 ? !dev.is_cpu : env == 1) && !t_background && build_threads() > 1;
@@ -417,7 +418,7 @@ void claim_background_kernel(cl_kernel k) {
 // options), so a cold start can be taken apart by program.
 bool trace_builds() {
   static const bool on = [] {
-    const char* v = std::getenv("PYTORCH_OCL_TRACE_BUILDS");
+    const char* v = env_value("PYTORCH_OCL_TRACE_BUILDS");
     return v && *v && std::string(v) != "0";
   }();
   return on;

@@ -1,3 +1,4 @@
+#include <dlprim/env.h>
 #include <dlprim/rows.h>
 
 #include <algorithm>
@@ -39,7 +40,7 @@ bool describe_rows(const std::vector<int64_t>& sizes, const std::vector<std::vec
 
 bool cpu_mapping(const Context& ctx) {
   static const bool force_gpu = [] {
-    const char* v = std::getenv("PYTORCH_OCL_GPU_MAPPING");
+    const char* v = env_value("PYTORCH_OCL_GPU_MAPPING");
     return v && std::strcmp(v, "0") != 0 && *v;
   }();
   return ctx.info().is_cpu && !force_gpu;

@@ -7,7 +7,7 @@ import atexit
 
 import torch
 
-from . import _C, library, profiler
+from . import _C, _env, library, profiler
 from ._registration import register
 from .kernel import (  # noqa: F401
     Kernel,
@@ -86,6 +86,7 @@ def program_cache_stats():
 
 # Binaries of programs built are stored by a background thread: let it finish before the process ends.
 atexit.register(_C.flush_program_cache)
+_env.install()  # os.putenv / os.unsetenv under dlprim's environment lock, before any background build
 
 
 register()

@@ -25,11 +25,20 @@ inline long ocl_ipow(long a, long b) {
   while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
   return r;
 }
+#ifdef OCL_PTX_ATOMICS
+// NVIDIA (inline PTX builds there: runtime.py defines this): the hardware's float reduction in L2. A
+// compare-and-swap loop retries under contention: compiled BERT's token-type embedding gradient (8192
+// rows added into 2) took 44 ms with it on an H100.
+inline void ocl_atomic_add_float(volatile __global float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"((ulong)p), "f"(v) : "memory");
+}
+#else
 inline void ocl_atomic_add_float(volatile __global float* p, float v) {
   union { uint u; float f; } old, upd;
   do { old.f = *p; upd.f = old.f + v; }
   while (atomic_cmpxchg((volatile __global uint*)p, old.u, upd.u) != old.u);
 }
+#endif
 // 16-bit float atomic add: CAS on the aligned 32-bit word holding the element (the other half is
 // written back unchanged). bf16 = 1: bfloat16 bits, else IEEE half bits.
 inline void ocl_atomic_add_16(volatile __global ushort* p, float v, int bf16) {

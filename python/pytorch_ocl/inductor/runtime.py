@@ -29,6 +29,18 @@ def _pointwise_block(device):
     return b
 
 
+_defines = {}
+
+
+def _device_defines(device):
+    """Build options every generated kernel gets on this device: -DOCL_PTX_ATOMICS where inline PTX
+    builds (NVIDIA with a working matrix-engine probe), for the prelude's native float atomic add."""
+    d = _defines.get(device)
+    if d is None:
+        d = _defines[device] = "-DOCL_PTX_ATOMICS " if torch.ocl.matrix_engine(device)["kind"] == "nvidia-mma" else ""
+    return d
+
+
 _pending = []  # kernels defined by a wrapper module and not built yet
 
 
@@ -40,7 +52,8 @@ def _build_pending(device):
     todo = [k for k in _pending if not k.built]
     _pending.clear()
     if len(todo) > 1:
-        jobs = [(k.source, k.name, k.build_options(k.rblock, k.xblock) if k.reduction else "") for k in todo]
+        pre = _device_defines(device)
+        jobs = [(k.source, k.name, pre + (k.build_options(k.rblock, k.xblock) if k.reduction else "")) for k in todo]
         _C.build_user_kernels(device, jobs)  # errors surface again at the kernel's own launch
     for k in todo:
         k.built = True
@@ -63,7 +76,8 @@ class OclKernel:
     def _ref(self, device, options):
         ref = self._refs.get((device, options))
         if ref is None:
-            ref = self._refs[(device, options)] = _C.user_kernel_ref(device, self.source, self.name, options)
+            ref = self._refs[(device, options)] = _C.user_kernel_ref(device, self.source, self.name,
+                                                                     _device_defines(device) + options)
         return ref
 
     @staticmethod

@@ -1,0 +1,22 @@
+#pragma once
+// Environment variables read from any thread. dlprim reads its switches (PYTORCH_OCL_*) at each use, also on
+// background build threads, while Python code may change the environment (os.environ, pytest's monkeypatch):
+// glibc's getenv racing a setenv that grows the environment reads a freed array (a worker crashed that way on
+// an H100). Both sides take one lock: env_value here, env_set/env_unset from Python (pytorch_ocl routes
+// os.putenv / os.unsetenv through them).
+#include <functional>
+#include <string>
+
+namespace dlprim {
+
+// getenv under the lock. The value is copied into storage that lives as long as the process (one copy per
+// distinct value), so the pointer stays valid after the variable changes; nullptr when unset.
+const char* env_value(const char* name);
+
+void env_set(const std::string& name, const std::string& value);
+void env_unset(const std::string& name);
+
+// Runs fn holding the lock: for code that reads `environ` itself (posix_spawn of a build worker).
+void with_env_lock(const std::function<void()>& fn);
+
+} // namespace dlprim

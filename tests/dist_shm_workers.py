@@ -144,6 +144,14 @@ def allreduce(rank, world, port):
     finally:
         _dist_async.CHUNK_BYTES = saved
 
+    # a subgroup of the first and last rank gets its own segment
+    sub = dist.new_group([0, world - 1])
+    if rank in (0, world - 1):
+        assert sub.transport() == "shm"
+        t = torch.full((9,), rank + 1.0, device=DEV)
+        dist.all_reduce(t, group=sub)
+        assert t.cpu().eq(world + 1.0).all()
+
     # ranks that call different all-reduces raise (not mix data); the group's shared memory is then done
     bad = torch.ones(10 + rank, device=DEV)
     try:

@@ -42,12 +42,15 @@ import os
 import platform
 import socket
 import time
+import traceback
 import uuid
 
 import torch
 import torch.distributed as dist
 
 ENV = "PYTORCH_OCL_DIST_SHM"
+THREADS_ENV = "PYTORCH_OCL_DIST_SHM_THREADS"
+MAX_THREADS = 8  # the copies and reductions are bound by memory bandwidth well before this
 SLOT_BYTES = 4 << 20  # per rank; a piece is at most this (and at most _dist_async.CHUNK_BYTES)
 _LINE = 16  # u32 words of control per rank (64 bytes: one cache line)
 _ARRIVE, _REDUCED, _DESC = 0, 1, 2  # word offsets in a rank's line; the descriptor takes 5 words
@@ -80,6 +83,26 @@ def wanted():
     return env != "0"
 
 
+def default_threads(world):
+    """Intra-op threads of the worker's copies and reductions: PYTORCH_OCL_DIST_SHM_THREADS, else
+    min(8, CPUs / ranks) (every rank of the group runs on this host and works at the same time: more would
+    oversubscribe the cores, and OpenMP threads spinning between regions would take them from the peers)."""
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if env:
+        try:
+            k = int(env)
+        except ValueError:
+            k = 0
+        if k < 1:
+            raise ValueError(f"ocl_gloo: {THREADS_ENV} must be a positive integer, got {env!r}")
+        return k
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_THREADS, cpus // world))
+
+
 def _host_id():
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
@@ -104,6 +127,7 @@ def setup(store, rank, world, timeout):
     0 on some rank, or the segment could not be made or opened on some rank). Collective over the group's
     store: every rank of the group calls it once, when the group is made, and they all get the same answer."""
     want = wanted()
+    threads = default_threads(world)  # checked on every rank, whatever the group turns out to use
     if world < 2:
         return None
     host = _host_id() if want else None
@@ -156,14 +180,16 @@ def setup(store, rank, world, timeout):
     # peers' liveness can be checked only where their pids name them here (one pid namespace)
     peers = {r: int(h[2]) for r, h in enumerate(hellos) if r != rank}
     visible = all(_start_time(pid)[0] == hellos[r][3] for r, pid in peers.items())
-    return Transport(mm, header, rank, world, timeout, peers if visible else {})
+    return Transport(mm, header, rank, world, timeout, peers if visible else {}, threads)
 
 
 class Transport:
     """One group's segment and its pieces' protocol (module comment). Used by the group's worker thread only."""
 
-    def __init__(self, mm, header, rank, world, timeout, peers):
+    def __init__(self, mm, header, rank, world, timeout, peers, threads=1):
         self._mm = mm
+        self.threads = threads  # set on the worker thread at its first piece (OpenMP's count is per thread)
+        self._threads_set = False
         self.rank, self.world = rank, world
         self.timeout_s = timeout.total_seconds() if timeout is not None else 1800.0
         self._peers = peers  # rank -> pid, empty when not checkable
@@ -200,10 +226,14 @@ class Transport:
         `call`) in place, with gloo_op (a c10d ReduceOp of _COMBINE)."""
         if self.error is not None:
             raise self.error
+        if not self._threads_set:
+            torch.set_num_threads(self.threads)  # this (worker) thread's; the caller's threads keep theirs
+            self._threads_set = True
         try:
             self._piece(h, gloo_op, call, offset)
         except BaseException as e:
-            self.error = e
+            # kept without its traceback, whose frames hold staging buffers (waited for at exit: _dist_pg)
+            self.error = dist.DistBackendError(str(e) if isinstance(e, dist.DistBackendError) else f"ocl_gloo: {e!r}")
             raise
 
     def _view(self, index, dtype, n):
@@ -303,4 +333,11 @@ def run_staged(transport, worker, st, red, keep, pieces):
         transport.allreduce(h, red.gloo_op, call, pieces[i][0])
         red.after([h])
         return lambda: None
-    st.run(worker, start, keep, pieces=pieces)
+    try:
+        st.run(worker, start, keep, pieces=pieces)
+    except BaseException as e:
+        # The error goes to the Work (and its waiter's traceback); without this its frames would hold the
+        # staging buffers, which exit waits for as if gloo still held them (_dist_pg._staged).
+        traceback.clear_frames(e.__traceback__)
+        st.host = None
+        raise

@@ -134,8 +134,8 @@ def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):
     _spawn(dist_workers.fsdp, 2, str(tmp_path / "ckpt"))
 
 
-@pytest.mark.parametrize("transport", ["shm", "gloo"])
-@pytest.mark.parametrize("mode", ["kill", "hang"])
+# gloo's own timeout ("hang" through gloo) is gloo's mechanism, unchanged by ours: not rerun, to keep CI short
+@pytest.mark.parametrize("mode,transport", [("kill", "shm"), ("hang", "shm"), ("kill", "gloo")])
 def test_missing_rank_fails_instead_of_hanging(tmp_path, mode, transport):
     world = 3
     procs = _spawn(dist_workers.dead_peer, world, str(tmp_path), mode, transport, join=False)

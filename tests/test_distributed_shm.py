@@ -2,6 +2,8 @@
 
 Rank bodies in dist_shm_workers.py; DDP and the dead-peer tests run on both transports in test_distributed.py.
 """
+import os
+
 import pytest
 import torch.distributed as dist
 
@@ -28,3 +30,13 @@ def test_switch_values(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_DIST_SHM", "yes")
     with pytest.raises(ValueError, match="PYTORCH_OCL_DIST_SHM"):
         _dist_shm.wanted()
+    # intra-op threads of the copies and reductions: the variable, else min(8, CPUs / ranks)
+    monkeypatch.setenv("PYTORCH_OCL_DIST_SHM_THREADS", "3")
+    assert _dist_shm.default_threads(2) == 3
+    for bad in ("0", "many"):
+        monkeypatch.setenv("PYTORCH_OCL_DIST_SHM_THREADS", bad)
+        with pytest.raises(ValueError, match="PYTORCH_OCL_DIST_SHM_THREADS"):
+            _dist_shm.default_threads(2)
+    monkeypatch.delenv("PYTORCH_OCL_DIST_SHM_THREADS")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
+    assert _dist_shm.default_threads(2) == 8 and _dist_shm.default_threads(8) == 4 and _dist_shm.default_threads(64) == 1

@@ -41,6 +41,7 @@ import mmap
 import os
 import platform
 import socket
+import threading
 import time
 import traceback
 import uuid
@@ -184,7 +185,8 @@ def setup(store, rank, world, timeout):
 
 
 class Transport:
-    """One group's segment and its pieces' protocol (module comment). Used by the group's worker thread only."""
+    """One group's segment and its pieces' protocol (module comment). The pieces run on the group's worker
+    thread, one at a time; close() may come from another (the group's shutdown)."""
 
     def __init__(self, mm, header, rank, world, timeout, peers, threads=1):
         self._mm = mm
@@ -201,6 +203,10 @@ class Transport:
         self._calls = 0
         self.pieces_done = 0  # tests check the path was taken
         self.error = None  # the first failure: the protocol's state is unknown after it, later calls raise it
+        # Held by the worker through a piece: close() unmaps only outside one (torch's views of the segment
+        # do not keep the mapping: an unmap under them would crash), and makes a waiting piece give up.
+        self._lock = threading.Lock()
+        self._closing = False
 
     def pieces(self, numel, itemsize, chunk_bytes):
         """The (begin, end) element ranges of one all-reduce: at most min(slot, chunk) bytes each, computed
@@ -230,7 +236,10 @@ class Transport:
             torch.set_num_threads(self.threads)  # this (worker) thread's; the caller's threads keep theirs
             self._threads_set = True
         try:
-            self._piece(h, gloo_op, call, offset)
+            with self._lock:
+                if self._mm is None:
+                    raise dist.DistBackendError("ocl_gloo: the process group was shut down")
+                self._piece(h, gloo_op, call, offset)
         except BaseException as e:
             # kept without its traceback, whose frames hold staging buffers (waited for at exit: _dist_pg)
             self.error = dist.DistBackendError(str(e) if isinstance(e, dist.DistBackendError) else f"ocl_gloo: {e!r}")
@@ -289,6 +298,9 @@ class Transport:
                 if (value - seq) & 0xFFFFFFFF < 0x80000000:  # value >= seq, modulo wraparound
                     break
                 waited = time.monotonic() - start
+                if self._closing:
+                    raise dist.DistBackendError(f"ocl_gloo: the process group was shut down while rank "
+                                                f"{self.rank} waited for rank {p} (shared-memory all_reduce)")
                 if waited > self.timeout_s:
                     raise dist.DistBackendError(
                         f"ocl_gloo: shared-memory all_reduce timed out after {self.timeout_s:.0f} s waiting "
@@ -309,17 +321,23 @@ class Transport:
                       ctypes.byref(ts), None, 0)
 
     def close(self):
-        """Unmaps the segment (its name is gone already); views still held elsewhere keep it until collected."""
-        mm, self._mm = self._mm, None
-        if mm is None:
+        """Unmaps the segment (its name is gone already). A piece in progress on the worker gives up first
+        (within _POLL_S); if it does not let go in time, the mapping stays until the process exits."""
+        self._closing = True
+        if not self._lock.acquire(timeout=10 * _POLL_S):
             return
-        self.error = self.error or dist.DistBackendError("ocl_gloo: the process group was shut down")
-        self._words.release()
-        self._data = self._anchor = None
         try:
-            mm.close()
-        except BufferError:  # a tensor view (or the ctypes address) still exports it: freed with them
-            pass
+            mm, self._mm = self._mm, None
+            if mm is None:
+                return
+            self._words.release()
+            self._data = self._anchor = None
+            try:
+                mm.close()
+            except BufferError:  # still exported (a memoryview somewhere): unmapped when that goes
+                pass
+        finally:
+            self._lock.release()
 
 
 def run_staged(transport, worker, st, red, keep, pieces):

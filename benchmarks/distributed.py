@@ -196,7 +196,8 @@ def main():
     per = args.batch // w
     notes = [f"Training step of a small CNN (~{sum(q.numel() for q in model.parameters()) / 1e6:.2f} M parameters, "
              f"DDP buckets of 1 MiB), global batch {args.batch}: single device {t_single * 1e3:.1f} ms; DDP on {w} "
-             f"processes ({per} each, all-reduces through {used}) {ddp['async'] * 1e3:.1f} ms with asynchronous collectives, "
+             f"processes ({per} each, all-reduces through {used}) {ddp['async'] * 1e3:.1f} ms with asynchronous "
+             "collectives, "
              f"{ddp['sync'] * 1e3:.1f} ms with each collective waited for where it is issued.",
              "cpu/ocl: gloo's time on CPU tensors over ocl_gloo's on ocl tensors of the same size (1 = staging "
              "through host memory costs nothing)."]

@@ -39,4 +39,4 @@ def test_switch_values(monkeypatch):
             _dist_shm.default_threads(2)
     monkeypatch.delenv("PYTORCH_OCL_DIST_SHM_THREADS")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
-    assert _dist_shm.default_threads(2) == 8 and _dist_shm.default_threads(8) == 4 and _dist_shm.default_threads(64) == 1
+    assert [_dist_shm.default_threads(w) for w in (2, 8, 64)] == [8, 4, 1]

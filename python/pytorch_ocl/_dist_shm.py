@@ -304,7 +304,8 @@ class Transport:
                 if waited > self.timeout_s:
                     raise dist.DistBackendError(
                         f"ocl_gloo: shared-memory all_reduce timed out after {self.timeout_s:.0f} s waiting "
-                        f"for rank {p} (rank {self.rank}, piece {seq}, {'arrival' if field == _ARRIVE else 'reduction'})")
+                        f"for rank {p} (rank {self.rank}, piece {seq}, "
+                        f"{'arrival' if field == _ARRIVE else 'reduction'})")
                 if p in self._peers and waited > _POLL_S and not _start_time(self._peers[p])[1]:
                     raise dist.DistBackendError(
                         f"ocl_gloo: shared-memory all_reduce: rank {p} (pid {self._peers[p]}) has exited "

@@ -10,8 +10,12 @@ what staging through host memory costs; the issue's target is >= 0.8 at 64 MiB).
 training step: single device on the global batch against DDP on every rank with a share of it, DDP once
 with the asynchronous collectives (all-reduce of a bucket overlapping the rest of the backward pass) and
 once with every collective waited for where it is issued (pytorch_ocl._dist_async.SYNCHRONOUS).
-ocl tensors over 4 MiB are all-reduced over PYTORCH_OCL_GLOO_LANES parallel gloo groups (the default
-depends on the CPU count; 1 is plain gloo's one connection per peer, as the cpu tensors get): set it to compare.
+All-reduces of ocl tensors go through shared memory between the ranks (pytorch_ocl/_dist_shm.py; every rank
+here is on this machine) unless --transport gloo (PYTORCH_OCL_DIST_SHM=0): the table then has the other
+transport's columns too ("ocl gloo"), from a second group of the same ranks, and the preamble names the transport
+of the "ocl" columns and of the DDP step. Through gloo, ocl tensors over 4 MiB are all-reduced over
+PYTORCH_OCL_GLOO_LANES parallel gloo groups (the default depends on the CPU count; 1 is plain gloo's one
+connection per peer, as the cpu tensors get): set it to compare.
 With --ref nccl (a machine with --world CUDA GPUs) the same all_reduce sizes also run on CUDA tensors through
 NCCL, in a child process that does not load pytorch_ocl (a column nccl/ocl: NCCL's time over ocl_gloo's).
 Writes a markdown table, and a plot of cpu/ocl per size when matplotlib is installed.
@@ -62,14 +66,20 @@ def batch(size, dev, part=slice(None)):
     return x[part].to(dev), y[part].to(dev)
 
 
-def worker(rank, world, port, sizes, iters, global_batch, queue):
+def worker(rank, world, port, sizes, iters, global_batch, transport, queue):
     common.import_backend()
     from pytorch_ocl import _dist_async
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
-                      LOCAL_RANK=str(rank))
+                      LOCAL_RANK=str(rank), PYTORCH_OCL_DIST_SHM=str(int(transport == "shm")))
     dist.init_process_group(timeout=datetime.timedelta(seconds=300))  # ocl tensors: ocl_gloo
     cpu_group = dist.new_group(backend="gloo")
+    used = dist.group.WORLD.transport()  # "gloo" where shared memory was asked for but is not possible
+    other = None
+    if used == "shm":  # the same all-reduces through gloo, from a group of the same ranks
+        os.environ["PYTORCH_OCL_DIST_SHM"] = "0"
+        other = dist.new_group()
+        assert other.transport() == "gloo"
     dev = f"ocl:{rank % torch.ocl.device_count()}"
     torch.ocl.set_device(dev)
     rows = []
@@ -81,8 +91,9 @@ def worker(rank, world, port, sizes, iters, global_batch, queue):
     for nbytes in progress:
         a, b = torch.ones(nbytes // 4, device=dev), torch.ones(nbytes // 4)  # allocated once, outside the timer
         t_ocl = common.median_time(lambda: dist.all_reduce(a), dev, iters)
+        t_other = common.median_time(lambda: dist.all_reduce(a, group=other), dev, iters) if other else None
         t_cpu = common.median_time(lambda: dist.all_reduce(b, group=cpu_group), "cpu", iters)
-        rows.append((nbytes, t_ocl, t_cpu))
+        rows.append((nbytes, t_ocl, t_cpu, t_other))
         del a, b
     # DDP: each rank trains on its share of the global batch
     share = global_batch // world
@@ -96,8 +107,8 @@ def worker(rank, world, port, sizes, iters, global_batch, queue):
     _dist_async.SYNCHRONOUS = False
     dist.barrier()
     if rank == 0:  # gloo lanes of the large all-reduces (PYTORCH_OCL_GLOO_LANES; none made below 2 chunks)
-        lanes = max(1, len(dist.group.WORLD._lanes.calls))
-        queue.put((rows, ddp, common.device_description(dev), lanes))
+        lanes = max(1, len((other or dist.group.WORLD)._lanes.calls))
+        queue.put((rows, ddp, common.device_description(dev), lanes, used))
     dist.destroy_process_group()
 
 
@@ -136,6 +147,8 @@ def main():
     p.add_argument("--batch", type=int, default=64, help="global batch of the DDP step")
     p.add_argument("--out", default="results/distributed.md")
     p.add_argument("--ref", choices=["nccl"], help="also all_reduce CUDA tensors through NCCL (child process)")
+    p.add_argument("--transport", choices=["shm", "gloo"], default="shm",
+                   help="of the ocl all-reduces and the DDP step (shm: shared memory where possible, and gloo too)")
     p.add_argument("--child-nccl", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes, s = [], 1024
@@ -149,8 +162,9 @@ def main():
         return
     nccl = nccl_times(args, sizes) if args.ref == "nccl" else None
     queue = mp.get_context("spawn").Queue()
-    mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, queue), nprocs=args.world)
-    rows, ddp, device, lanes = queue.get()
+    mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, args.transport, queue),
+             nprocs=args.world)
+    rows, ddp, device, lanes, used = queue.get()
 
     common.import_backend()
     from pytorch_ocl import _dist_async
@@ -162,13 +176,18 @@ def main():
 
     w = args.world
     header = ["size", "ocl ms", "ocl bus GB/s", "cpu ms", "cpu bus GB/s", "cpu/ocl"]
+    other = rows[0][3] is not None
+    if other:
+        header += ["ocl gloo ms", "ocl gloo bus GB/s", "gloo/ocl"]
     if nccl:
         header += ["nccl ms", "nccl bus GB/s", "nccl/ocl"]
     table, labels, ratios = [], [], []
-    for i, (nbytes, t_ocl, t_cpu) in enumerate(rows):
+    for i, (nbytes, t_ocl, t_cpu, t_other) in enumerate(rows):
         bus = 2 * (w - 1) / w * nbytes / 1e9
         size = f"{nbytes // 1024} KiB" if nbytes < 2**20 else f"{nbytes // 2**20} MiB"
         table.append([size, t_ocl * 1e3, bus / t_ocl, t_cpu * 1e3, bus / t_cpu, t_cpu / t_ocl])
+        if other:
+            table[-1] += [t_other * 1e3, bus / t_other, t_other / t_ocl]
         if nccl:
             table[-1] += [nccl[i] * 1e3, bus / nccl[i], nccl[i] / t_ocl]
         labels.append(size)
@@ -177,14 +196,19 @@ def main():
     per = args.batch // w
     notes = [f"Training step of a small CNN (~{sum(q.numel() for q in model.parameters()) / 1e6:.2f} M parameters, "
              f"DDP buckets of 1 MiB), global batch {args.batch}: single device {t_single * 1e3:.1f} ms; DDP on {w} "
-             f"processes ({per} each) {ddp['async'] * 1e3:.1f} ms with asynchronous collectives, "
+             f"processes ({per} each, all-reduces through {used}) {ddp['async'] * 1e3:.1f} ms with asynchronous "
+             "collectives, "
              f"{ddp['sync'] * 1e3:.1f} ms with each collective waited for where it is issued.",
              "cpu/ocl: gloo's time on CPU tensors over ocl_gloo's on ocl tensors of the same size (1 = staging "
              "through host memory costs nothing)."]
+    if other:
+        notes.append("gloo/ocl: the ocl all-reduce's time through gloo over its time through shared memory.")
     for n in notes:
         print(n)
     preamble = [f"{w} processes on one machine, each on {device}; median of {args.iters}; "
-                f"{lanes} gloo lane(s) for all_reduces over {_dist_async.CHUNK_BYTES >> 20} MiB "
+                f"ocl columns: all-reduces through {used} (PYTORCH_OCL_DIST_SHM"
+                + (", ocl gloo: a group with it 0" if other else "") + "); "
+                f"{lanes} gloo lane(s) for gloo's all_reduces over {_dist_async.CHUNK_BYTES >> 20} MiB "
                 f"(PYTORCH_OCL_GLOO_LANES), cpu tensors on one",
                 f"torch {torch.__version__}"]
     md = common.write_markdown(args.out, f"all_reduce (SUM, float32): ocl tensors through ocl_gloo vs CPU tensors "

@@ -128,6 +128,9 @@ def main():
             print(f"step {step}: loss {mean_loss.item():.4f} (mean over {world} ranks)", flush=True)
 
     if start is not None and rank == 0:
+        # the ocl group's all-reduce transport: "shm" (shared memory between ranks of one host) or "gloo"
+        pg = dist.group.WORLD
+        transport = f" through {pg.transport()}" if hasattr(pg, "transport") and world > 1 else ""
         acc.synchronize()
         timed = args.steps - args.warmup
         rate = timed * args.batch * world / (time.perf_counter() - start)
@@ -135,7 +138,7 @@ def main():
         if args.model == "gpt2":
             rate, unit = rate * args.seq_len, "tokens"
         print(f"throughput: {rate:.1f} {unit}/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model}, "
-              f"communication {args.comm})", flush=True)
+              f"communication {args.comm}{transport})", flush=True)
     if args.comm == "none":  # the ranks trained apart: nothing to compare
         dist.destroy_process_group()
         return 0

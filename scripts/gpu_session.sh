@@ -16,7 +16,7 @@
 #   bash scripts/gpu_session.sh mma_configs  # gemm_mma tests native, each mma tile config vs cuBLAS (gemm_configs.py)
 #   bash scripts/gpu_session.sh helpers      # compile / new ops / cache tests on the GPU, cold_start.py, compiled models
 #   bash scripts/gpu_session.sh ddp2_vs_nccl  # (2-GPU kind) GPT-2 small DDP on ocl and on CUDA/NCCL, resnet50 on NCCL
-#   bash scripts/gpu_session.sh ddp2_lanes   # (2-GPU kind) GPT-2 small DDP on 2 GPUs over 1, 2, 4, 8 gloo lanes
+#   bash scripts/gpu_session.sh ddp2_lanes   # (2-GPU kind) GPT-2 small DDP on 2 GPUs over 1, 2, 4, 8 gloo lanes (shm off)
 #   bash scripts/gpu_session.sh ddp2         # (2-GPU kind) resnet50 DDP images/s on one GPU and on two
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
@@ -34,6 +34,7 @@
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
 #   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
+#   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP on 2 GPUs, shared memory vs gloo
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -163,7 +164,7 @@ case "${1:-validate}" in
     ;;
   ddp2_lanes)  # on a 2-GPU kind: GPT-2 small DDP on 2 GPUs with its all-reduces over 1, 2, 4 and 8 gloo lanes
     for k in 1 2 4 8; do
-      PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
+      PYTORCH_OCL_DIST_SHM=0 PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
     done
     ;;
   attn128)  # the engine's backward at head dims over 64 (warp-pair split): native tests, then the D128 case's
@@ -249,7 +250,7 @@ case "${1:-validate}" in
     run r50_ocl_2gpu_none 70 $tr examples/ddp_train.py $rargs --comm none
     run allreduce_bw 120 python3 benchmarks/distributed.py --ref nccl --out "$out/distributed.md"
     for k in 1 8; do
-      PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 60 $tr examples/ddp_train.py $gargs
+      PYTORCH_OCL_DIST_SHM=0 PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 60 $tr examples/ddp_train.py $gargs
     done
     grep -h -E "throughput|check" "$out"/*.log
     ;;
@@ -273,6 +274,16 @@ case "${1:-validate}" in
     n=$(echo "$files" | wc -l)
     if [ "${2:-1}" = 1 ]; then part=$(echo "$files" | head -n $((n / 2))); else part=$(echo "$files" | tail -n +$((n / 2 + 1))); fi
     run "tests_half${2:-1}" "${3:-470}" python3 -m pytest -q -n 14 -p no:cacheprovider $part
+    ;;
+  ddp2_shm)  # (2-GPU kind) the shared-memory all-reduce between the 2 ranks (PYTORCH_OCL_DIST_SHM, default on)
+    # against gloo: GPT-2 small and resnet50 on 2 GPUs, overlapped; all_reduce bandwidth of both and NCCL. The
+    # 1-GPU baselines are ddp2_scaling's / ddp2_more's; the first run of each model fills the kernel cache.
+    run gpt2_ocl_2gpu_shm 110 $tr examples/ddp_train.py $gargs
+    run r50_ocl_2gpu_shm 110 $tr examples/ddp_train.py $rargs
+    PYTORCH_OCL_DIST_SHM=0 run gpt2_ocl_2gpu_gloo 60 $tr examples/ddp_train.py $gargs
+    PYTORCH_OCL_DIST_SHM=0 run r50_ocl_2gpu_gloo 60 $tr examples/ddp_train.py $rargs
+    run allreduce_bw_shm 110 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed_shm.md"
+    grep -h -E "throughput|check" "$out"/*.log
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
     run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30

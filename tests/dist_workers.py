@@ -45,12 +45,16 @@ def _full(value, n=4, dtype=torch.float32):
 
 def collectives(rank, world, port):
     _env(rank, world, port)
+    # the gloo transport of ocl all-reduces, whose lanes are checked here (shared memory between ranks of
+    # one host: dist_shm_workers.py)
+    os.environ["PYTORCH_OCL_DIST_SHM"] = "0"
     # large all-reduces on 3 gloo lanes (rank 0's count: the others must follow it), see dist_lane_workers
     os.environ["PYTORCH_OCL_GLOO_LANES"] = "3" if rank == 0 else "1"
     dist.init_process_group(timeout=datetime.timedelta(seconds=60))  # no backend: torch picks ours for ocl
     from pytorch_ocl._dist_pg import OclGlooProcessGroup
 
     assert isinstance(dist.group.WORLD, OclGlooProcessGroup), type(dist.group.WORLD)
+    assert dist.group.WORLD.transport() == "gloo"
     R, W = rank, world
     ranks = torch.arange(1, W + 1, dtype=torch.float64)  # every rank's value r + 1
 
@@ -287,18 +291,20 @@ def _train(model, x, y, lr=0.1):
         opt.step()
 
 
-def ddp(rank, world, port, per_rank=2):
+def ddp(rank, world, port, transport, per_rank=2):
     """5 SGD steps with DDP on each rank's share equal single-process training on the global batch,
     once with DDP's built-in allreduce and once through a comm hook (which uses the Work's future)
-    with gradient_as_bucket_view."""
+    with gradient_as_bucket_view; all-reduces through `transport` ("shm": shared memory, or "gloo")."""
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from pytorch_ocl import _dist_async
 
     _env(rank, world, port)
-    os.environ["PYTORCH_OCL_GLOO_LANES"] = "2"  # the buckets' chunks over 2 gloo lanes (_dist_lanes.py)
+    os.environ["PYTORCH_OCL_GLOO_LANES"] = "2"  # gloo: the buckets' chunks over 2 lanes (_dist_lanes.py)
+    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
+    assert dist.group.WORLD.transport() == transport
     _dist_async.CHUNK_BYTES = 1024  # every bucket in several chunks
     x, y = _data(per_rank * world)
     mine = slice(rank * per_rank, (rank + 1) * per_rank)
@@ -455,10 +461,12 @@ def fsdp(rank, world, port, ckpt_dir, per_rank=2):
 
 # ---- failures --------------------------------------------------------------------------------------
 
-def dead_peer(rank, world, port, result_dir, mode):
+def dead_peer(rank, world, port, result_dir, mode, transport):
     """Rank `world - 1` is SIGKILLed (mode "kill") or never joins the collective (mode "hang");
-    the others must raise within the 5 s timeout instead of waiting forever."""
+    the others must raise within the 5 s timeout instead of waiting forever. The all-reduces go through
+    `transport` ("shm": shared memory, or "gloo")."""
     _env(rank, world, port)
+    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
     t = _full(1.0)
     t.add_(0).cpu()  # device init and the first program builds happen before the 5 s clock starts
     # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a
@@ -469,6 +477,7 @@ def dead_peer(rank, world, port, result_dir, mode):
         assert time.monotonic() < deadline, "ranks did not start"
         time.sleep(0.05)
     dist.init_process_group(timeout=datetime.timedelta(seconds=5))
+    assert dist.group.WORLD.transport() == transport
     dist.all_reduce(t)  # everyone is there once
     if rank == world - 1:
         if mode == "kill":

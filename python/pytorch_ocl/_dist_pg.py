@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 from torch._C._distributed_c10d import _create_work_from_future
 
-from . import _dist_async, _dist_lanes
+from . import _dist_async, _dist_lanes, _dist_shm
 
 _R = dist.ReduceOp.RedOpType
 # Ops gloo runs itself; AVG and PREMUL_SUM become SUM plus a host-side step (gloo has neither).
@@ -270,10 +270,21 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         self._worker = _dist_async.Worker()  # runs every collective's gloo part, in order (_dist_async.py)
         # extra gloo groups for large all-reduces, made at the first one (_dist_lanes.py)
         self._lanes = _dist_lanes.Lanes(store, rank, world_size, timeout, self._gloo)
+        # all-reduces of ocl tensors through shared memory when every rank is on this host (_dist_shm.py)
+        self._shm = _dist_shm.setup(store, rank, world_size, timeout)
         _route_allgather_base()
 
     def getBackendName(self):
         return "ocl_gloo"
+
+    def transport(self):
+        """What carries this group's all-reduces of ocl tensors: "shm" (_dist_shm.py) or "gloo"."""
+        return "shm" if self._shm is not None else "gloo"
+
+    def shutdown(self):  # destroy_process_group: the shared-memory segment is unmapped, then gloo's part
+        if self._shm is not None:
+            self._shm.close()
+        super().shutdown()
 
     def _get_backend(self, device):
         # torch's Python helpers look a backend up per device, e.g. init_process_group(device_id=ocl:N)
@@ -306,6 +317,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         # ocl tensors: non-blocking chunked reads enqueued here, the rest on the worker (_dist_async.py)
         staged = [_dist_async.StagedTensor(t, _host_buffer) if _is_ocl(t) else _stage(t, copy=red.modifies_input)
                   for t in tensors]
+        # shared memory's pieces, cut here: the chunk size the reads were cut with (every rank the same)
+        shm = [self._shm.pieces(t.numel(), t.element_size(), _dist_async.CHUNK_BYTES)
+               if self._shm is not None and _is_ocl(t) and self._shm.supports(t.dtype, red.gloo_op) else None
+               for t in tensors]
 
         def reduce_chunk(h):
             red.before([h])
@@ -322,8 +337,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return finish
 
         def job(worker):
-            for t, st in zip(tensors, staged):
-                if not isinstance(st, _dist_async.StagedTensor):
+            for t, st, pieces in zip(tensors, staged, shm):
+                if pieces is not None:
+                    _dist_shm.run_staged(self._shm, worker, st, red, keep, pieces)
+                elif not isinstance(st, _dist_async.StagedTensor):
                     reduce_chunk(st)
                     _dist_async.copy_back(worker, [t], [st])
                 elif len(st.chunks) > 1:  # the same decision on every rank: c10d's sizes agree (_dist_lanes.py)

@@ -33,7 +33,9 @@ pairs must be able to be posted before either is waited on, so send reads with a
 returns a Work that waits for gloo and copies back (on the current stream) inside wait().
 
 Large all-reduces (more than one chunk) spread their chunks over several gloo groups of the same ranks, K in
-flight at once (_dist_lanes.py, PYTORCH_OCL_GLOO_LANES): one gloo group is one TCP stream per peer.
+flight at once (_dist_lanes.py, PYTORCH_OCL_GLOO_LANES): one gloo group is one TCP stream per peer. When every rank of a
+group is on this host, its all-reduces of ocl tensors go through a shared-memory segment instead of gloo
+(_dist_shm.py, PYTORCH_OCL_DIST_SHM).
 """
 import torch
 

@@ -1,0 +1,163 @@
+"""Per-rank bodies for tests/test_distributed_shm.py: all-reduces through shared memory (pytorch_ocl/_dist_shm.py).
+
+Every rank can rebuild every rank's inputs (generators seeded by rank), so each checks its result against the
+reduction done here on the CPU in the same order as the transport's (rank 0 op rank 1 op ...), bit for bit,
+and, on 2 ranks, against gloo's result (a group made with PYTORCH_OCL_DIST_SHM=0), bit for bit.
+"""
+import datetime
+import os
+
+import torch
+import torch.distributed as dist
+from torch.testing import assert_close
+
+import pytorch_ocl  # noqa: F401  (registers the device and the "ocl_gloo" c10d backend)
+from dist_workers import _env
+
+DEV = "ocl:0"
+R_ = dist.ReduceOp
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+_INTS = (torch.int32, torch.int64, torch.int8, torch.uint8)
+
+
+def _input(rank, n, dtype, op):
+    g = torch.Generator().manual_seed(1000 * rank + n)
+    if dtype.is_floating_point:
+        x = torch.randn(n, generator=g, dtype=torch.float64)
+        if op == R_.PRODUCT:
+            x = 0.5 + x.abs()  # no overflow to inf over the ranks
+        return x.to(dtype)
+    hi = 4 if op == R_.PRODUCT else 50
+    return torch.randint(0 if dtype == torch.uint8 else -hi, hi, (n,), generator=g).to(dtype)
+
+
+def _expected(world, n, dtype, op):
+    """The reduction of every rank's input in rank order, in `dtype`: what the transport computes."""
+    xs = [_input(r, n, dtype, op) for r in range(world)]
+    if isinstance(op, tuple):  # ("premul", factor): each input times the factor first (on the host, in dtype)
+        xs = [x * op[1] for x in xs]
+        op = R_.SUM
+    fold = {R_.SUM: torch.add, R_.AVG: torch.add, R_.PRODUCT: torch.mul, R_.MIN: torch.minimum,
+            R_.MAX: torch.maximum, R_.BAND: torch.bitwise_and, R_.BOR: torch.bitwise_or,
+            R_.BXOR: torch.bitwise_xor}[op]
+    out = xs[0]
+    for x in xs[1:]:
+        out = fold(out, x)
+    if op == R_.AVG:
+        out = out / world if dtype.is_floating_point else torch.div(out, world, rounding_mode="trunc")
+    return out
+
+
+def _reduce_op(op):
+    return dist._make_nccl_premul_sum(op[1]) if isinstance(op, tuple) else op
+
+
+def _cases():
+    for dtype in _FLOATS:
+        for op in (R_.SUM, R_.AVG, R_.PRODUCT, R_.MIN, R_.MAX, ("premul", 0.5)):
+            yield dtype, op
+    for dtype in _INTS:
+        for op in (R_.SUM, R_.AVG, R_.PRODUCT, R_.MIN, R_.MAX, R_.BAND, R_.BOR, R_.BXOR):
+            yield dtype, op
+
+
+def allreduce(rank, world, port):
+    from pytorch_ocl import _dist_async, _dist_shm
+
+    _env(rank, world, port)
+    dist.init_process_group(timeout=datetime.timedelta(seconds=60))
+    pg = dist.group.WORLD
+    assert pg.transport() == "shm", pg.transport()
+    # the switch: one rank saying 0 gives gloo on every rank (agreed through the store)
+    os.environ[_dist_shm.ENV] = "0" if rank == world - 1 else "1"
+    gloo = dist.new_group(list(range(world)))
+    os.environ.pop(_dist_shm.ENV)
+    assert gloo.transport() == "gloo", gloo.transport()
+
+    saved = _dist_async.CHUNK_BYTES
+    try:
+        # every dtype and op, odd sizes, one piece (4 MiB) or several (chunks of 40 bytes): the result is the
+        # rank-order reduction bit for bit, and (2 ranks) gloo's
+        for chunk in (saved, 40):
+            _dist_async.CHUNK_BYTES = chunk
+            for i, (dtype, op) in enumerate(_cases()):
+                n = ((1, 7, 101, 1001) if chunk == saved else (1, 7, 13, 57))[i % 4]
+                t = _input(rank, n, dtype, op).to(DEV)
+                dist.all_reduce(t, op=_reduce_op(op))
+                want = _expected(world, n, dtype, op)
+                msg = f"{dtype} {op} n={n} chunk={chunk}"
+                assert torch.equal(t.cpu(), want), msg
+                if world == 2:
+                    g = _input(rank, n, dtype, op).to(DEV)
+                    dist.all_reduce(g, op=_reduce_op(op), group=gloo)
+                    assert torch.equal(g.cpu(), t.cpu()), "gloo: " + msg
+        done = pg._shm.pieces_done
+
+        # non-contiguous (a transposed view, a strided slice with untouched neighbours), zero-size, 0-dim,
+        # bool (MAX: logical or), over several pieces
+        _dist_async.CHUNK_BYTES = 64
+        base = torch.arange(13 * 9, dtype=torch.float32).reshape(13, 9)
+        t = (base * (rank + 1)).to(DEV).t()[1:]
+        dist.all_reduce(t)
+        assert torch.equal(t.cpu(), (base * (world * (world + 1) // 2)).t()[1:])
+        buf = torch.full((77, 2), -1.0, device=DEV)
+        buf[:, 0] = rank + 1.0
+        dist.all_reduce(buf[:, 0], op=R_.MAX)
+        assert buf[:, 0].cpu().eq(world).all() and buf[:, 1].cpu().eq(-1).all()
+        z, s = torch.zeros(0, device=DEV), torch.tensor(rank + 1.0, device=DEV)
+        dist.all_reduce(z)
+        dist.all_reduce(s)
+        assert z.shape == (0,) and s.item() == world * (world + 1) / 2
+        b = (torch.arange(33) % world == rank).to(DEV)
+        dist.all_reduce(b, op=R_.MAX)
+        assert b.cpu().all()
+        _dist_async.CHUNK_BYTES = saved
+
+        # many async collectives back to back, sizes and dtypes mixed, a gloo broadcast among them: each
+        # gets its own values (pieces never mix: their descriptors are checked)
+        works, checks = [], []
+        for i in range(24):
+            dtype = (torch.float32, torch.int64, torch.bfloat16)[i % 3]
+            n = 1 + 997 * i
+            t = _input(rank, n, dtype, R_.SUM).to(DEV)
+            works.append(dist.all_reduce(t, async_op=True))
+            checks.append((t, _expected(world, n, dtype, R_.SUM)))
+            if i == 10:
+                bc = torch.full((5,), float(rank), device=DEV)
+                works.append(dist.broadcast(bc, src=world - 1, async_op=True))
+                checks.append((bc, torch.full((5,), float(world - 1))))
+        for w in works:
+            w.wait()
+        for i, (t, want) in enumerate(checks):
+            assert torch.equal(t.cpu(), want), i
+        # one tensor over two 4 MiB slots, and the coalesced form
+        n = (5 << 20) // 4 + 3
+        t = torch.full((n,), rank + 1.0, device=DEV)
+        pair = [torch.full((3,), rank + 1.0, device=DEV), torch.full((5, 4), 2.0 * rank, device=DEV).t()]
+        dist.all_reduce(t)
+        dist.all_reduce_coalesced(pair)
+        assert t.cpu().eq(world * (world + 1) / 2).all()
+        assert_close(pair[0].cpu(), torch.full((3,), world * (world + 1) / 2))
+        assert pair[1].cpu().eq(world * (world - 1)).all()
+        assert pg._shm.pieces_done > done + 30, (done, pg._shm.pieces_done)
+        assert all(c == 0 for c in pg._lanes.calls), pg._lanes.calls  # no gloo lane took an ocl all-reduce
+    finally:
+        _dist_async.CHUNK_BYTES = saved
+
+    # a subgroup of the first and last rank gets its own segment
+    sub = dist.new_group([0, world - 1])
+    if rank in (0, world - 1):
+        assert sub.transport() == "shm"
+        t = torch.full((9,), rank + 1.0, device=DEV)
+        dist.all_reduce(t, group=sub)
+        assert t.cpu().eq(world + 1.0).all()
+
+    # ranks that call different all-reduces raise (not mix data); the group's shared memory is then done
+    bad = torch.ones(10 + rank, device=DEV)
+    try:
+        dist.all_reduce(bad)
+        raise AssertionError("mismatched all_reduce returned")
+    except dist.DistBackendError as e:
+        assert "different all_reduces" in str(e), e
+    dist.destroy_process_group()
+    assert pg._shm._mm is None  # unmapped at destroy

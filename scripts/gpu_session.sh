@@ -34,7 +34,8 @@
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
 #   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
-#   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP on 2 GPUs, shared memory vs gloo
+#   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
+#   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -275,14 +276,19 @@ case "${1:-validate}" in
     if [ "${2:-1}" = 1 ]; then part=$(echo "$files" | head -n $((n / 2))); else part=$(echo "$files" | tail -n +$((n / 2 + 1))); fi
     run "tests_half${2:-1}" "${3:-470}" python3 -m pytest -q -n 14 -p no:cacheprovider $part
     ;;
-  ddp2_shm)  # (2-GPU kind) the shared-memory all-reduce between the 2 ranks (PYTORCH_OCL_DIST_SHM, default on)
-    # against gloo: GPT-2 small and resnet50 on 2 GPUs, overlapped; all_reduce bandwidth of both and NCCL. The
-    # 1-GPU baselines are ddp2_scaling's / ddp2_more's; the first run of each model fills the kernel cache.
-    run gpt2_ocl_2gpu_shm 110 $tr examples/ddp_train.py $gargs
-    run r50_ocl_2gpu_shm 110 $tr examples/ddp_train.py $rargs
-    PYTORCH_OCL_DIST_SHM=0 run gpt2_ocl_2gpu_gloo 60 $tr examples/ddp_train.py $gargs
-    PYTORCH_OCL_DIST_SHM=0 run r50_ocl_2gpu_gloo 60 $tr examples/ddp_train.py $rargs
-    run allreduce_bw_shm 110 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed_shm.md"
+  ddp2_shm)  # (2-GPU kind) the shared-memory all-reduce between the 2 ranks (PYTORCH_OCL_DIST_SHM, default on):
+    # GPT-2 small and resnet50 on one GPU, then on 2 GPUs overlapped (scaling in one call; the first run of each
+    # model fills the kernel cache), then all_reduce bandwidth of shm, gloo and NCCL
+    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu_shm 80 $tr examples/ddp_train.py $gargs
+    run r50_ocl_1gpu 110 python3 examples/ddp_train.py $rargs
+    run r50_ocl_2gpu_shm 70 $tr examples/ddp_train.py $rargs
+    run allreduce_bw_shm 100 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed_shm.md"
+    grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  ddp2_shm_gloo)  # (2-GPU kind, warm after ddp2_shm) the same 2-GPU runs with the all-reduce over gloo
+    PYTORCH_OCL_DIST_SHM=0 run gpt2_ocl_2gpu_gloo 70 $tr examples/ddp_train.py $gargs
+    PYTORCH_OCL_DIST_SHM=0 run r50_ocl_2gpu_gloo 70 $tr examples/ddp_train.py $rargs
     grep -h -E "throughput|check" "$out"/*.log
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)

@@ -34,6 +34,7 @@
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
 #   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
+#   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
@@ -269,6 +270,12 @@ case "${1:-validate}" in
     # the three slowest generated reductions: their graph nodes and OpenCL source, from the FX graph cache
     grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3 |
       python3 scripts/inductor_kernel_source.py /tmp/torchinductor_$(whoami) > "$out/slow_kernels.log"
+    ;;
+  check30)  # this session's GPU-only checks (native atomics, environment lock, x-fast sizing), then the compiled models
+    run tests30 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_env_lock.py tests/test_gemm_mma.py \
+      tests/test_compile.py tests/test_compile_reduce_layout.py tests/test_speculative_builds.py
+    run transformer_compiled 330 python3 benchmarks/transformer.py --ref cuda --models --compile \
+      --out "$out/transformer_compiled.md"
     ;;
   tests_half)  # the test suite on the GPU in two calls: `tests_half 1` runs the first half of the files, `2` the rest
     files=$(ls tests/test_*.py | sort)

@@ -113,28 +113,38 @@ def reference_notes(device) -> str:
 
 
 def run_reference(script, ref, args):
-    """{label: (t, note)} and the description from `script --child ref`; what landed before a failure counts."""
+    """{label: (t, note)}, the description and whether we were interrupted, from `script --child ref`;
+    the lines that landed before a failure, a timeout or Ctrl-C (timeout -s INT) count."""
     cmd = [sys.executable, os.path.abspath(script), "--child", ref, "--seconds", str(args.seconds),
            "--per-call", str(args.per_call), "--only", args.only] + ["--quick"] * args.quick + extra_child_args(args)
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    try:  # stderr goes through: the child's progress bar and any traceback show as they come
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, timeout=args.seconds * 2 + 120)
-        out, status = proc.stdout, (f"exit {proc.returncode}" if proc.returncode else "")
-    except subprocess.TimeoutExpired as e:
-        out, status = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timed out"
-    results, desc = {}, f"{ref} (child {status or 'failed'})"
-    for line in out.splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if "device" in d:
-            desc = d["device"] + (f" (child {status})" if status else "")
-        else:
-            results[d["label"]] = (d["t"], d["note"])
+    results, desc, status, interrupted = {}, ref, "", False
+    # stderr goes through: the child's progress bar and any traceback show as they come
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    deadline = time.perf_counter() + args.seconds * 2 + 120
+    try:
+        for line in proc.stdout:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if "device" in d:
+                desc = d["device"]
+            else:
+                results[d["label"]] = (d["t"], d["note"])
+            if time.perf_counter() > deadline:
+                status = "timed out"
+                break
+    except KeyboardInterrupt:
+        status, interrupted = "interrupted", True
     if status:
+        proc.kill()
+    rc = proc.wait()
+    status = status or (f"exit {rc}" if rc else "")
+    if status:
+        desc += f" (child {status}; {len(results)} cases came back)"
         print(f"{ref} reference child: {status}; {len(results)} cases came back", file=sys.stderr)
-    return results, desc
+    return results, desc, interrupted
 
 
 def extra_child_args(args):
@@ -157,14 +167,18 @@ def main(args, cases, script, title, unit: str, work_name: str, notes):
         return 1
     refs = args.ref or ("cuda,cpu" if torch.cuda.is_available() else "cpu")
     refs = [] if refs == "none" else [r for r in refs.split(",") if r]
-    ref_results, descs = {}, {}
+    ref_results, descs, interrupted = {}, {}, False
     for r in refs:
-        ref_results[r], descs[r] = run_reference(script, r, args)
+        if interrupted:
+            ref_results[r], descs[r] = {}, f"{r} (not run: interrupted)"
+        else:
+            ref_results[r], descs[r], interrupted = run_reference(script, r, args)
     by_label = {c.label: c for c in cases}
-    rows = []
+    rows, done = [], set()
     scale = 1e9
 
     def emit(label, t, note):
+        done.add(label)
         c = by_label[label]
         times = [t] + [ref_results[r].get(label, (None, "not run"))[0] for r in refs]
         rates = [c.work / x / scale if x else None for x in times]
@@ -174,9 +188,14 @@ def main(args, cases, script, title, unit: str, work_name: str, notes):
         tqdm.write(" | ".join(common.fmt(v) for v in rows[-1]), file=sys.stderr)
 
     try:
+        if interrupted:
+            raise KeyboardInterrupt
         measure_device(args.device, cases, args.per_call, args.seconds, emit, desc=args.device)
     except KeyboardInterrupt:  # a time limit (timeout -s INT): keep the rows measured so far
         print("interrupted: writing the rows measured so far", file=sys.stderr)
+    for c in cases:  # the references' times of the cases ocl did not reach
+        if c.label not in done:
+            emit(c.label, None, "not run")
     header = (["case", "ocl ms"] + [f"{r} ms" for r in refs] + [f"ocl {unit}"] + [f"{r} {unit}" for r in refs]
               + [f"{r}/ocl" for r in refs] + ["notes"])
     summary = []

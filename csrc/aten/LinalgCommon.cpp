@@ -248,6 +248,15 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
 }
 
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
+  int64_t nb = block_size();
+  if (std::min(work.size(-2), work.size(-1)) > nb) {
+    blocked_geqrf(work, tau, nb, op);
+  } else {
+    geqrf_kernel(work, tau, op);
+  }
+}
+
+void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op) {
   int device = work.device().index();
   cl_command_queue q = queue_of(work);
   OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work),
@@ -256,6 +265,11 @@ void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* o
 }
 
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+  int64_t nb = block_size();
+  if (tau.size(-1) > nb) {
+    blocked_orgqr(v, tau, out, nb, op);
+    return;
+  }
   int device = out.device().index();
   cl_command_queue q = current_queue(device);
   OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, ltype_of(out, op),

@@ -9,6 +9,8 @@
 #include "aten/LinalgCommon.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
 #include <ATen/ops/diag_embed.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eye.h>
@@ -38,6 +40,21 @@ at::Tensor batch_info(const at::Tensor& a) {
 // info <- offset + part where info is still 0 and part reports a failure (the first one counts).
 void merge_info(const at::Tensor& info, const at::Tensor& part, int64_t offset) {
   info.copy_(at::where(info.eq(0).logical_and(part.gt(0)), part.add(offset), info));
+}
+
+// c -= a @ b as one GEMM with beta 1, alpha -1 into c itself (a strided block of the work matrix),
+// instead of a product then an elementwise pass over c; batches of more than one dim take the two steps.
+// Operands in c's own storage make the GEMM write a temporary and copy it back (it cannot tell a
+// disjoint block of the same matrix from an overlapping one), so callers pass copies of the thin
+// panels (O(n nb) each) rather than let c (O(n^2)) be copied.
+void sub_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) {
+  if (c.dim() == 2) {
+    c.addmm_(a, b, 1, -1);
+  } else if (c.dim() == 3) {
+    c.baddbmm_(a, b, 1, -1);
+  } else {
+    c.sub_(at::matmul(a, b));
+  }
 }
 
 // A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal).
@@ -78,7 +95,7 @@ void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const
     at::Tensor v = reflectors(panel);
     at::Tensor rest = block(a, k0, m, k1, n);
     at::Tensor w = at::matmul(wy_factor(v, t, op).mH(), at::matmul(v.mH(), rest));
-    rest.sub_(at::matmul(v, w));
+    sub_product(rest, v, w);
   }
 }
 
@@ -93,7 +110,7 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
     at::Tensor vp = reflectors(block(v, k0, m, k0, k1));
     at::Tensor q = block(out, k0, m, k0, qc);
     at::Tensor w = at::matmul(wy_factor(vp, tau.narrow(-1, k0, k1 - k0), op), at::matmul(vp.mH(), q));
-    q.sub_(at::matmul(vp, w));
+    sub_product(q, vp, w);
   }
 }
 
@@ -111,7 +128,8 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
     // L21 L11^H = A21 is conj(L11) L21^T = A21^T: a solve with conj(L11) on A21's transpose.
     trsm_kernel(a11, a21.mT(), /*lower=*/true, false, false, op, /*conj=*/true);
     at::Tensor a22 = block(a, k1, n, k1, n);
-    a22.sub_(at::matmul(a21, a21.mH()));
+    at::Tensor l21 = a21.clone();  // see sub_product: operands apart from a22's storage
+    sub_product(a22, l21, l21.mH());
   }
   a.copy_(a.tril());  // the kernel zeroes the upper part of the diagonal blocks only
 }
@@ -131,7 +149,7 @@ void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor&
       laswp(block(a, k0, m, k1, n), piv, false, op);
       at::Tensor u12 = block(a, k0, k1, k1, n);
       trsm_kernel(block(a, k0, k1, k0, k1), u12, /*lower=*/true, false, /*unit=*/true, op);
-      if (k1 < m) block(a, k1, m, k1, n).sub_(at::matmul(block(a, k1, m, k0, k1), u12));
+      if (k1 < m) sub_product(block(a, k1, m, k1, n), block(a, k1, m, k0, k1).clone(), u12.clone());
     }
     piv.add_(k0);
   }
@@ -147,14 +165,14 @@ void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool uni
       const int64_t k1 = std::min(n, k0 + nb);
       at::Tensor xk = x.narrow(-2, k0, k1 - k0);
       trsm_kernel(block(a, k0, k1, k0, k1), xk, true, false, unit, op, conj);
-      if (k1 < n) x.narrow(-2, k1, n - k1).sub_(at::matmul(op_a(block(a, k1, n, k0, k1)), xk));
+      if (k1 < n) sub_product(x.narrow(-2, k1, n - k1), op_a(block(a, k1, n, k0, k1)), xk);
     }
   } else {
     for (int64_t k1 = n; k1 > 0; k1 -= nb) {
       const int64_t k0 = std::max<int64_t>(0, k1 - nb);
       at::Tensor xk = x.narrow(-2, k0, k1 - k0);
       trsm_kernel(block(a, k0, k1, k0, k1), xk, false, false, unit, op, conj);
-      if (k0 > 0) x.narrow(-2, 0, k0).sub_(at::matmul(op_a(block(a, 0, k0, k0, k1)), xk));
+      if (k0 > 0) sub_product(x.narrow(-2, 0, k0), op_a(block(a, 0, k0, k0, k1)), xk);
     }
   }
 }

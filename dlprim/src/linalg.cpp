@@ -180,6 +180,7 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
   args.add<cl_long>(m).add<cl_long>(n);
   add_matrix(args, tau, false);
   args.add_local(g * dtype_size(t.real));  // |x|^2 partial sums: real
+  args.add_local(g * dtype_size(t.real) * (t.complex ? 2 : 1));  // v^H a_j partial sums: T
   launch_1d(q, k.k, batch * g, g);
 }
 

@@ -92,3 +92,19 @@ def test_qr_blocked_at_default_block():
     Qc, Rc = torch.linalg.qr(A)
     torch.testing.assert_close(R.cpu(), Rc, rtol=1e-3, atol=1e-3)
     torch.testing.assert_close(Q.cpu(), Qc, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("lanes", ["1", "4", "32"])
+def test_geqrf_lanes(lanes, monkeypatch):
+    """linalg_geqrf's reflector update with 1 work-item per column (CPU devices' default), a few, and 32
+    (GPUs' default: a tree sum per column): the same R, tau and Q, real and complex, tall and wide."""
+    monkeypatch.setenv("PYTORCH_OCL_GEQRF_LANES", lanes)
+    for dtype in (torch.float64, torch.complex64):
+        tol = _tol(dtype)
+        for shape in [(3, 40, 9), (7, 30), (70, 66)]:
+            A = _randn(shape, dtype, 5)
+            QR, tau = torch.geqrf(A.to("ocl"))
+            QRc, tauc = torch.geqrf(A)
+            torch.testing.assert_close(QR.cpu(), QRc, **tol)
+            torch.testing.assert_close(tau.cpu(), tauc, **tol)
+            torch.testing.assert_close(torch.linalg.qr(A.to("ocl"))[0].cpu(), torch.linalg.qr(A)[0], **tol)

@@ -11,7 +11,7 @@
 // In place: R on and above the diagonal, the reflectors' v below it; tau[b][0..min(m, n)).
 // red, wsum: local scratch of one R, one T per work-item (a power of two of them).
 __kernel void linalg_geqrf(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n, __global T* tau,
-                           ulong tau_o, long tau_bs, __local R* red, __local T* wsum) {
+                           ulong tau_o, long tau_bs, __local R* red, __local T* wsum, int lanes) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * bs;
@@ -47,15 +47,15 @@ __kernel void linalg_geqrf(__global T* a, ulong a_o, long bs, long rs, long cs, 
       TAU[k] = tk;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
-    // H^H = I - conj(tau) v v^H on the columns right of k, P work-items per column (consecutive
-    // rows: coalesced on GPUs) and L / P columns at a time, so a tall matrix does not leave each
-    // work-item a serial walk down its column. w_j = conj(tau) (a_kj + v^H a_j) by a tree sum in
-    // wsum. The loops run even for tau = 0 (H = I, nothing written) so every barrier sits in
+    // H^H = I - conj(tau) v v^H on the columns right of k, P = `lanes` work-items per column
+    // (consecutive rows: coalesced on GPUs, where the host passes 32) and L / P columns at a time, so
+    // a tall matrix does not leave each work-item a serial walk down its column (CPU devices: 1, that
+    // walk, cheaper there than barriers). w_j = conj(tau) (a_kj + v^H a_j) by a tree sum in wsum. The loops run even for tau = 0 (H = I, nothing written) so every barrier sits in
     // control flow the same for the whole work-group (PoCL's compiler requires it).
     {
       const int apply = !IS_ZERO(tk);
       const T ct = CONJ(tk);
-      const int P = min(L, 32), C = L / P, c = lid / P, r = lid % P;
+      const int P = min(L, lanes), C = L / P, c = lid / P, r = lid % P;
       for (long j0 = k + 1; j0 < n; j0 += C) {
         const long j = j0 + c;
         const int mine = apply && j < n;

@@ -38,6 +38,7 @@
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
+#   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -224,6 +225,12 @@ case "${1:-validate}" in
   lstm)  # the whole-layer LSTM's two step paths (PYTORCH_OCL_LSTM_FUSED) on the GPU, then the LM step per path
     run lstm_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
     run lstm_steps 200 python3 benchmarks/lstm_steps.py --ref cuda
+    ;;
+  linalg_fft)  # issue 17's targets: torch.fft vs cuFFT, torch.linalg vs cuSOLVER, both vs the CPU. Each script
+    # gives every device (ocl, the cuda child, the cpu child) a --seconds budget, so the limits below hold
+    # three budgets plus start-up; with the ~100 s build the call stays under 6 min.
+    run fft 95 python3 benchmarks/fft.py --ref cuda,cpu --seconds 25 --out "$out/fft.md"
+    run linalg 150 python3 benchmarks/linalg.py --ref cuda,cpu --seconds 45 --out "$out/linalg.md"
     ;;
   compiled)  # torch.compile on both devices: GPT-2 / BERT training steps, resnet50; GPU-only linalg checks first
     run checks 90 python3 -m pytest -q -n 6 -p no:cacheprovider tests/test_complex_linalg.py tests/test_linalg_ldl.py

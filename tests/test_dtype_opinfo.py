@@ -1,7 +1,7 @@
 """op_db samples of the integer and bool paths against the CPU, strict mode (issue 17's other dtypes):
 matrix products in integer dtypes (dlprim's small GEMM in the integer type, wrapping as the CPU's), angle of
 integers, tril/triu_indices, integer max pooling and int64 average pooling, int64 convolutions (ConvInteger.cpp),
-uint8 nearest upsampling, addr and F.unfold of bool; on the samples as given and on non-contiguous (transposed)
+uint8 upsampling (nearest; bilinear / bicubic, antialiased too, bit-exact with the CPU's fixed-point passes), addr and F.unfold of bool; on the samples as given and on non-contiguous (transposed)
 copies, plus hand-made corners (wrap-around, alpha/beta truncation, out=, errors) and the dtype of 16-bit batch
 norm statistics."""
 import os
@@ -25,11 +25,11 @@ CASES = {
     "nn.functional.avg_pool1d nn.functional.avg_pool2d nn.functional.avg_pool3d": (torch.int64,),
     "nn.functional.conv1d nn.functional.conv2d nn.functional.conv3d nn.functional.conv_transpose1d "
     "nn.functional.conv_transpose2d nn.functional.conv_transpose3d": (torch.int64,),
-    "nn.functional.interpolate": (torch.uint8,),
+    "nn.functional.interpolate nn.functional.upsample_bilinear _upsample_bilinear2d_aa": (torch.uint8,),
     "nn.functional.unfold": (torch.bool,),
 }
-# uint8 interpolation: nearest modes only (the CPU's linear/cubic uint8 kernels use fixed-point weights)
-VARIANTS = {"nn.functional.interpolate": {"nearest", "nearest-exact"}}
+# uint8 interpolation: the modes the CPU has in uint8 (linear, trilinear and area raise there)
+VARIANTS = {"nn.functional.interpolate": {"nearest", "nearest-exact", "bilinear", "bicubic"}}
 MAX_SAMPLES = 2
 
 

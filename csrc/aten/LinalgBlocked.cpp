@@ -3,12 +3,22 @@
 // blocks, tall panels) and the O(n^3) trailing updates are matmuls on our GEMM, so a large matrix
 // is n / nb rounds of a few launches instead of one work-group walking n steps. The same
 // algorithms as LAPACK's blocked potrf/getrf/trsm (pivots: each panel's, offset to the matrix).
+// Householder QR (geqrf, orgqr) the same way: the one-work-group kernels on nb-column panels, the
+// reflectors of a panel applied to the rest at once in compact WY form, H_1 ... H_nb = I - V T V^H
+// (LAPACK's ?larft + ?larfb), so the O(n^3) part is three matmuls per panel.
 #include "aten/LinalgCommon.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/diag_embed.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eye.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
 
 #include <algorithm>
 #include <vector>
@@ -32,7 +42,77 @@ void merge_info(const at::Tensor& info, const at::Tensor& part, int64_t offset) 
   info.copy_(at::where(info.eq(0).logical_and(part.gt(0)), part.add(offset), info));
 }
 
+// c -= a @ b as one GEMM with beta 1, alpha -1 into c itself (a strided block of the work matrix),
+// instead of a product then an elementwise pass over c; batches of more than one dim take the two steps.
+// Operands in c's own storage make the GEMM write a temporary and copy it back (it cannot tell a
+// disjoint block of the same matrix from an overlapping one), so callers pass copies of the thin
+// panels (O(n nb) each) rather than let c (O(n^2)) be copied.
+void sub_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) {
+  if (c.dim() == 2) {
+    c.addmm_(a, b, 1, -1);
+  } else if (c.dim() == 3) {
+    c.baddbmm_(a, b, 1, -1);
+  } else {
+    c.sub_(at::matmul(a, b));
+  }
+}
+
+// A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal).
+at::Tensor reflectors(const at::Tensor& panel) {
+  at::Tensor v = panel.tril(-1);
+  v.diagonal(0, -2, -1).fill_(1);
+  return v;
+}
+
+// The upper triangular T of H_1 ... H_k = I - V T V^H (H_i = I - tau_i v_i v_i^H). Not ?larft's
+// column recurrence (k dependent matrix-vector products) but its closed form, two launches:
+// T^-1 = diag(1 / tau) + strict upper part of V^H V. A reflector with tau_i = 0 is the identity:
+// its row and column of T^-1 are cut out (diagonal 1 to keep it invertible), then T_ii set to 0.
+at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op) {
+  at::Tensor nz = tau.ne(0);
+  at::Tensor keep = nz.unsqueeze(-1).logical_and(nz.unsqueeze(-2));
+  at::Tensor s = at::matmul(v.mH(), v).triu(1);
+  at::Tensor tinv = at::where(keep, s, at::zeros_like(s))
+                        .add_(at::diag_embed(at::where(nz, at::reciprocal(tau), at::ones_like(tau))));
+  const int64_t k = tau.size(-1);
+  at::Tensor t = at::eye(k, tau.options()).expand(tinv.sizes()).contiguous();
+  trsm_kernel(tinv, t, /*lower=*/false, false, false, op);  // k <= nb: one kernel
+  return t.mul_(nz.unsqueeze(-2));
+}
+
 } // namespace
+
+void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const char* op) {
+  const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
+  for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
+    const int64_t k1 = std::min(kmax, k0 + nb);
+    at::Tensor panel = block(a, k0, m, k0, k1);
+    at::Tensor t = at::empty(tau.narrow(-1, k0, k1 - k0).sizes(), tau.options());
+    geqrf_kernel(panel, t, op);
+    tau.narrow(-1, k0, k1 - k0).copy_(t);
+    if (k1 == n) break;
+    // The rest of the rows k0.. gets Q_panel^H = I - V T^H V^H, as geqr2 applies H_i^H in turn.
+    at::Tensor v = reflectors(panel);
+    at::Tensor rest = block(a, k0, m, k1, n);
+    at::Tensor w = at::matmul(wy_factor(v, t, op).mH(), at::matmul(v.mH(), rest));
+    sub_product(rest, v, w);
+  }
+}
+
+void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, int64_t nb, const char* op) {
+  const int64_t m = out.size(-2), qc = out.size(-1), k = tau.size(-1);
+  out.zero_();
+  out.diagonal(0, -2, -1).fill_(1);
+  // Backward, as ?orgqr: the panel starting at k0 acts on rows k0.. and, with the later panels
+  // applied to the identity first, leaves the columns left of k0 (still e_j there) alone.
+  for (int64_t k0 = (k - 1) / nb * nb; k0 >= 0; k0 -= nb) {
+    const int64_t k1 = std::min(k, k0 + nb);
+    at::Tensor vp = reflectors(block(v, k0, m, k0, k1));
+    at::Tensor q = block(out, k0, m, k0, qc);
+    at::Tensor w = at::matmul(wy_factor(vp, tau.narrow(-1, k0, k1 - k0), op), at::matmul(vp.mH(), q));
+    sub_product(q, vp, w);
+  }
+}
 
 void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op) {
   const int64_t n = a.size(-1);
@@ -48,7 +128,8 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
     // L21 L11^H = A21 is conj(L11) L21^T = A21^T: a solve with conj(L11) on A21's transpose.
     trsm_kernel(a11, a21.mT(), /*lower=*/true, false, false, op, /*conj=*/true);
     at::Tensor a22 = block(a, k1, n, k1, n);
-    a22.sub_(at::matmul(a21, a21.mH()));
+    at::Tensor l21 = a21.clone();  // see sub_product: operands apart from a22's storage
+    sub_product(a22, l21, l21.mH());
   }
   a.copy_(a.tril());  // the kernel zeroes the upper part of the diagonal blocks only
 }
@@ -68,7 +149,7 @@ void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor&
       laswp(block(a, k0, m, k1, n), piv, false, op);
       at::Tensor u12 = block(a, k0, k1, k1, n);
       trsm_kernel(block(a, k0, k1, k0, k1), u12, /*lower=*/true, false, /*unit=*/true, op);
-      if (k1 < m) block(a, k1, m, k1, n).sub_(at::matmul(block(a, k1, m, k0, k1), u12));
+      if (k1 < m) sub_product(block(a, k1, m, k1, n), block(a, k1, m, k0, k1).clone(), u12.clone());
     }
     piv.add_(k0);
   }
@@ -84,14 +165,14 @@ void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool uni
       const int64_t k1 = std::min(n, k0 + nb);
       at::Tensor xk = x.narrow(-2, k0, k1 - k0);
       trsm_kernel(block(a, k0, k1, k0, k1), xk, true, false, unit, op, conj);
-      if (k1 < n) x.narrow(-2, k1, n - k1).sub_(at::matmul(op_a(block(a, k1, n, k0, k1)), xk));
+      if (k1 < n) sub_product(x.narrow(-2, k1, n - k1), op_a(block(a, k1, n, k0, k1)), xk);
     }
   } else {
     for (int64_t k1 = n; k1 > 0; k1 -= nb) {
       const int64_t k0 = std::max<int64_t>(0, k1 - nb);
       at::Tensor xk = x.narrow(-2, k0, k1 - k0);
       trsm_kernel(block(a, k0, k1, k0, k1), xk, false, false, unit, op, conj);
-      if (k0 > 0) x.narrow(-2, 0, k0).sub_(at::matmul(op_a(block(a, 0, k0, k0, k1)), xk));
+      if (k0 > 0) sub_product(x.narrow(-2, 0, k0), op_a(block(a, 0, k0, k0, k1)), xk);
     }
   }
 }

@@ -171,8 +171,32 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
   ib.done();
 }
 
+namespace {
+
+// The one-work-group-per-matrix kernels (trsm, laswp) treat the columns of the right-hand side
+// independently; one matrix with many columns is split into a batch of kWide-column chunks (views,
+// batch stride kWide columns) so they spread over the device's compute units instead of one, with
+// the same arithmetic per column. Returns the chunks [c, rows, kWide] and the remaining columns.
+constexpr int64_t kWide = 32;
+
+bool wide(const at::Tensor& x) { return x.dim() == 2 && x.size(-1) >= 2 * kWide; }
+
+std::pair<at::Tensor, at::Tensor> column_chunks(const at::Tensor& x) {
+  const int64_t n = x.size(-1), c = n / kWide;
+  at::Tensor chunks = x.narrow(-1, 0, c * kWide).unflatten(-1, {c, kWide}).movedim(-2, 0);
+  return {chunks, x.narrow(-1, c * kWide, n - c * kWide)};
+}
+
+} // namespace
+
 void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
                  bool conj) {
+  if (wide(x)) {
+    auto [chunks, tail] = column_chunks(x);
+    trsm_kernel(a.expand({chunks.size(0), a.size(0), a.size(1)}), chunks, lower, transpose, unit, op, conj);
+    if (tail.size(-1) > 0) trsm_kernel(a, tail, lower, transpose, unit, op, conj);
+    return;
+  }
   dlprim::MatrixRef ar = matrix_ref(a);
   if (transpose) ar = ar.transposed();
   int device = x.device().index();
@@ -212,6 +236,12 @@ void trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, 
 }
 
 void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const char* op) {
+  if (wide(x) && pivots.dim() == 1) {  // see column_chunks
+    auto [chunks, tail] = column_chunks(x);
+    laswp(chunks, pivots.expand({chunks.size(0), pivots.size(0)}), reverse, op);
+    if (tail.size(-1) > 0) laswp(tail, pivots, reverse, op);
+    return;
+  }
   int device = x.device().index();
   cl_command_queue q = queue_of(x);
   OCL_DLPRIM_CALL(op, dlprim::apply_pivots(context(device), q, ltype_of(x, op), batch_count(x), x.size(-2),
@@ -248,6 +278,15 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
 }
 
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
+  int64_t nb = block_size();
+  if (std::min(work.size(-2), work.size(-1)) > nb) {
+    blocked_geqrf(work, tau, nb, op);
+  } else {
+    geqrf_kernel(work, tau, op);
+  }
+}
+
+void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op) {
   int device = work.device().index();
   cl_command_queue q = queue_of(work);
   OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work),
@@ -256,6 +295,11 @@ void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* o
 }
 
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+  int64_t nb = block_size();
+  if (tau.size(-1) > nb) {
+    blocked_orgqr(v, tau, out, nb, op);
+    return;
+  }
   int device = out.device().index();
   cl_command_queue q = current_queue(device);
   OCL_DLPRIM_CALL(op, dlprim::householder_product(context(device), q, ltype_of(out, op),

@@ -67,6 +67,10 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
 void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op);
 void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op,
                   bool conj = false);
+// Blocked Householder QR: geqrf in place of a (tau contiguous), and out (m x qc) = the first qc
+// columns of the product of v's reflectors (orgqr), both by nb-column panels.
+void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const char* op);
+void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, int64_t nb, const char* op);
 // int64 (batch..., m) permutation of the pivots (see dlprim::pivots_to_permutation).
 at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op);
 
@@ -74,9 +78,12 @@ at::Tensor permutation(const at::Tensor& pivots, int64_t m, const char* op);
 void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at::Tensor& x, bool adjoint,
                        const char* op);
 
-// Householder QR in place of flat `work`, tau contiguous (..., min(m, n)).
+// Householder QR in place of flat `work`, tau contiguous (..., min(m, n)); blocked above block_size().
+// geqrf_kernel: one launch (one work-group per matrix) whatever the size.
+void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op);
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op);
-// out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous).
+// out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous);
+// blocked above block_size() reflectors.
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op);
 
 } // namespace pytorch_ocl::linalg

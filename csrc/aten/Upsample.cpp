@@ -4,6 +4,7 @@
 // kernels with a mode and the number of spatial dims; the *.vec overloads are
 // CompositeImplicit and reach these. Inputs are made contiguous (channels_last copied).
 #include "LayerUtils.h"
+#include "aten/UpsampleUint8.h"
 #include "core/Errors.h"
 #include "core/Trace.h"
 
@@ -72,12 +73,20 @@ at::Tensor& forward(UpsampleMode mode, bool align, const at::Tensor& self, c10::
   std::vector<int64_t> shape{self.size(0), self.size(1)};
   shape.insert(shape.end(), output_size.begin(), output_size.end());
   at::native::resize_output(out, shape);
-  // uint8 images, nearest modes: elements only move, so float32 is exact. (The CPU's uint8 linear and cubic
-  // modes use fixed-point weights and clamp between the separable passes: not reproduced, they raise here.)
+  // uint8 images, nearest modes: elements only move, so float32 is exact. 2-D bilinear / bicubic (plain and
+  // antialiased) follow the CPU's fixed-point passes (UpsampleUint8.cpp); uint8 linear / trilinear raise, as
+  // on the CPU.
   if (self.scalar_type() == at::kByte && (mode == UpsampleMode::Nearest || mode == UpsampleMode::NearestExact)) {
     at::Tensor r = at::empty({0}, self.options().dtype(at::kFloat));
     forward(mode, align, self.to(at::kFloat), output_size, scales, r);
     return out.copy_(r);
+  }
+  if (self.scalar_type() == at::kByte && scales.size() == 2 && mode != UpsampleMode::Nearest &&
+      mode != UpsampleMode::NearestExact) {
+    OCL_TRACE(op, " uint8 ", self.sizes(), " -> ", output_size);
+    bool cubic = mode == UpsampleMode::Cubic || mode == UpsampleMode::AntialiasCubic;
+    bool aa = mode == UpsampleMode::AntialiasLinear || mode == UpsampleMode::AntialiasCubic;
+    return out.copy_(upsample2d_uint8(self, output_size, align, scales, cubic, aa));
   }
   auto t = floating_dtype(self, op);
   at::Tensor x = self.contiguous();

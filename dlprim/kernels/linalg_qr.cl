@@ -9,9 +9,9 @@
 #define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
 
 // In place: R on and above the diagonal, the reflectors' v below it; tau[b][0..min(m, n)).
-// red: local scratch of one R per work-item (a power of two of them).
+// red, wsum: local scratch of one R, one T per work-item (a power of two of them).
 __kernel void linalg_geqrf(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n, __global T* tau,
-                           ulong tau_o, long tau_bs, __local R* red) {
+                           ulong tau_o, long tau_bs, __local R* red, __local T* wsum, int lanes) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * bs;
@@ -47,15 +47,33 @@ __kernel void linalg_geqrf(__global T* a, ulong a_o, long bs, long rs, long cs, 
       TAU[k] = tk;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
-    // H^H = I - conj(tau) v v^H on the columns right of k: one work-item per column.
-    if (!IS_ZERO(tk)) {
+    // H^H = I - conj(tau) v v^H on the columns right of k, P = `lanes` work-items per column
+    // (consecutive rows: coalesced on GPUs, where the host passes 32) and L / P columns at a time, so
+    // a tall matrix does not leave each work-item a serial walk down its column (CPU devices: 1, that
+    // walk, cheaper there than barriers). w_j = conj(tau) (a_kj + v^H a_j) by a tree sum in wsum. The loops run even for tau = 0 (H = I, nothing written) so every barrier sits in
+    // control flow the same for the whole work-group (PoCL's compiler requires it).
+    {
+      const int apply = !IS_ZERO(tk);
       const T ct = CONJ(tk);
-      for (long j = k + 1 + lid; j < n; j += L) {
-        T w = AT(A, k, j);
-        for (long i = k + 1; i < m; ++i) w += MUL(CONJ(AT(A, i, k)), AT(A, i, j));
-        w = MUL(ct, w);
-        AT(A, k, j) -= w;
-        for (long i = k + 1; i < m; ++i) AT(A, i, j) -= MUL(AT(A, i, k), w);
+      const int P = min(L, lanes), C = L / P, c = lid / P, r = lid % P;
+      for (long j0 = k + 1; j0 < n; j0 += C) {
+        const long j = j0 + c;
+        const int mine = apply && j < n;
+        T part = TO_T(0);
+        if (mine)
+          for (long i = k + 1 + r; i < m; i += P) part += MUL(CONJ(AT(A, i, k)), AT(A, i, j));
+        wsum[lid] = part;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = P >> 1; s > 0; s >>= 1) {
+          if (r < s) wsum[lid] += wsum[lid + s];
+          barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        const T w = mine ? MUL(ct, AT(A, k, j) + wsum[c * P]) : TO_T(0);
+        barrier(CLK_LOCAL_MEM_FENCE);  // wsum read by all before the next columns reuse it
+        if (mine) {
+          for (long i = k + 1 + r; i < m; i += P) AT(A, i, j) -= MUL(AT(A, i, k), w);
+          if (r == 0) AT(A, k, j) -= w;
+        }
       }
     }
     barrier(CLK_GLOBAL_MEM_FENCE);

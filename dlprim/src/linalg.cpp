@@ -1,10 +1,12 @@
 // Host side of kernels/linalg*.cl: one program per (context, dtype, file), one work-group per matrix.
 // The group size follows the work of one step (a power of two up to 256 and the device's limit),
 // so batches of tiny matrices do not idle 256-wide groups.
+#include <dlprim/autotune.h>
 #include <dlprim/embedded.h>
 #include <dlprim/linalg.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -170,6 +172,21 @@ void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batc
 
 namespace dlprim {
 
+// Work-items per column in linalg_geqrf's reflector update (a power of two): PYTORCH_OCL_GEQRF_LANES,
+// else a seeded pick under PYTORCH_OCL_TUNE=random:SEED, else 32 on GPUs (coalesced rows) and 1 on
+// CPU devices (one work-item walks a column: no barriers).
+static int geqrf_lanes(const Context& ctx) {
+  const char* v = std::getenv("PYTORCH_OCL_GEQRF_LANES");
+  int lanes = v && *v ? std::atoi(v) : 0;
+  if (lanes <= 0) {
+    int pick = tune_variant("geqrf_lanes", 2);
+    lanes = pick >= 0 ? (pick ? 32 : 1) : (ctx.info().is_cpu ? 1 : 32);
+  }
+  int p = 1;
+  while (p * 2 <= lanes) p *= 2;
+  return p;
+}
+
 void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
            const MatrixRef& tau) {
   if (batch == 0 || m == 0 || n == 0) return;
@@ -180,6 +197,8 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
   args.add<cl_long>(m).add<cl_long>(n);
   add_matrix(args, tau, false);
   args.add_local(g * dtype_size(t.real));  // |x|^2 partial sums: real
+  args.add_local(g * dtype_size(t.real) * (t.complex ? 2 : 1));  // v^H a_j partial sums: T
+  args.add<cl_int>(static_cast<cl_int>(std::min<size_t>(g, geqrf_lanes(ctx))));
   launch_1d(q, k.k, batch * g, g);
 }
 

@@ -289,6 +289,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
 
 } // namespace
 
+// pytorch_ocl._C._attention_mask_blocks (tests): the block flags the kernels would read for an SDPA call with
+// query q, key k and attn_mask mask, as [FB, FH, FQ, FK] uint8 (a dimension the mask broadcasts has one block).
+at::Tensor attention_mask_blocks_for_test(const at::Tensor& q, const at::Tensor& k, const at::Tensor& mask) {
+  const char* op = "_attention_mask_blocks";
+  check_inputs(q, k, k, op);
+  c10::DeviceGuard guard(q.device());
+  at::Tensor m = expanded_mask(mask, q, k, op);
+  dlprim::AttnShape s = attn_shape(q, k, k, false, std::nullopt, true);
+  int device = q.device().index();
+  cl_command_queue queue = current_queue(device);
+  auto flags = mask_block_flags(m, s, q, queue, device, op);
+  note_enqueued(queue);
+  const int64_t B = dlprim::kAttnMaskBlock;
+  const int64_t fb = m.stride(0) == 0 ? 1 : s.B, fh = m.stride(1) == 0 ? 1 : s.Hq;
+  const int64_t fq = m.stride(2) == 0 ? std::min<int64_t>(s.L, 1) : (s.L + B - 1) / B;
+  const int64_t fk = m.stride(3) == 0 ? std::min<int64_t>(s.S, 1) : (s.S + B - 1) / B;
+  return flags.first.narrow(0, 0, fb * fh * fq * fk).view({fb, fh, fq, fk});
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fused_sdp_choice", TORCH_FN(sdp_choice));
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fused_forward));

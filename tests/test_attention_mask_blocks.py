@@ -144,7 +144,7 @@ def inputs(dtype, Hk=H):
             torch.randn(B, Hk, S, D, generator=g).to(dtype), torch.randn(B, H, L, D, generator=g).to(dtype))
 
 
-def run_ocl(fn, q, k, v, go, mask, launch=None):
+def run_ocl(fn, q, k, v, go, mask, launch="attention_forward"):
     ts = [t.to("ocl").requires_grad_() for t in (q, k, v)]
     with pytorch_ocl.profiler.profile() as prof:
         o = fn(*ts, mask.to("ocl"))
@@ -195,7 +195,7 @@ def test_grouped_query_heads_and_16_bit(path, monkeypatch):
     # GQA (the dk/dv passes walk the query heads of a key head, each with its own mask blocks) in bfloat16.
     set_env(monkeypatch, PATHS[path])
     q, k, v, go = inputs(torch.bfloat16, Hk=1)
-    mask = mask_of("blocks")
+    mask = mask_of("blocks").to(torch.bfloat16)  # SDPA takes an additive mask of the query's dtype
     got = run_ocl(sdpa, q, k, v, go, mask)
     monkeypatch.setenv("PYTORCH_OCL_ATTN_MASK_BLOCKS", "0")
     off = run_ocl(sdpa, q, k, v, go, mask)
@@ -240,3 +240,24 @@ def test_causal_with_a_mask(kind, path, monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_ATTN_MASK_BLOCKS", "0")
     off = run_ocl(causal_op, q, k, v, go, mask)
     compare(run_cpu(causal_op, q, k, v, go, mask), got, torch.float32, off)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_all_masked_tiles_are_not_read(path, monkeypatch):
+    # Values behind an all-masked tile never reach the kernels' arithmetic with the flags on: NaN values of
+    # keys 32.. (whole key tiles of the forward and dq passes on every path; padding masks keys 30.. of the
+    # second batch) leave the output and dq finite, where reading them (flags off) makes 0 * NaN = NaN. (The
+    # dk / dv of those keys themselves may be NaN where a dk/dv work-group's keys are not all masked.)
+    set_env(monkeypatch, PATHS[path])
+    q, k, v, go = inputs(torch.float32)
+    v[1, :, 32:] = float("nan")
+    mask = mask_of("padding")
+    got = run_ocl(sdpa, q, k, v, go, mask)
+    assert torch.isfinite(got[0]).all() and torch.isfinite(got[1]).all()
+    assert torch.isfinite(got[2][:, :, :32]).all() and torch.isfinite(got[3][:, :, :32]).all()
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_MASK_BLOCKS", "0")
+    off = run_ocl(sdpa, q, k, v, go, mask)
+    assert torch.isnan(off[0][1]).any()
+    ref = run_cpu(sdpa, q, k, v.nan_to_num(0.0), go, mask)  # what the visible keys give
+    for name, a, b in zip(["out", "dq"], ref, got):
+        assert (a - b.double()).abs().max().item() <= TOL[torch.float32] * max(a.abs().max().item(), 1.0), name

@@ -110,9 +110,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
   T m = -INFINITY, l = 0;
   const int last_row = min(L, (qb + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  int fl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
-  for (int j0 = ATTN_NEXT_KEYS(0, BC, s_end, qb * BR, last_row + 1, h, fl); j0 < s_end;
-       j0 = ATTN_NEXT_KEYS(j0 + BC, BC, s_end, qb * BR, last_row + 1, h, fl)) {
+  int fl, nfl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BC, s_end, qb * BR, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BC, BC, s_end, qb * BR, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     barrier(CLK_LOCAL_MEM_FENCE);
     attn_stage((__local T*)Kt4, D, DC, KS, K, ko, ks, bb, hk, j0, S);
     attn_stage((__local T*)Vt4, DV, DVC, VS, V, vo, vs, bb, hk, j0, S);
@@ -165,9 +166,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
   const T delta = i < L ? DELTA[dlo + (ulong)bh * L + i] : (T)0;
   const int last_row = min(L, (qb + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  int fl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
-  for (int j0 = ATTN_NEXT_KEYS(0, BC, s_end, qb * BR, last_row + 1, h, fl); j0 < s_end;
-       j0 = ATTN_NEXT_KEYS(j0 + BC, BC, s_end, qb * BR, last_row + 1, h, fl)) {
+  int fl, nfl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BC, s_end, qb * BR, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BC, BC, s_end, qb * BR, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     barrier(CLK_LOCAL_MEM_FENCE);
     attn_stage((__local T*)Kt4, D, DC, KS, K, ko, ks, bb, hk, j0, S);
     attn_stage((__local T*)Vt4, DV, DVC, VS, V, vo, vs, bb, hk, j0, S);
@@ -215,9 +217,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
   for (int g = 0; g < G; ++g) {
     const int h = hk * G + g, bh = bb * Hq + h;
     const int k_first = get_group_id(1) * BR, k_last = min(S, k_first + BR);
-    int fl;  // the query tile's mask flag: all-masked tiles are skipped
-    for (int i0 = ATTN_NEXT_QUERIES(i_begin, BC, L, k_first, k_last, h, fl); i0 < L;
-         i0 = ATTN_NEXT_QUERIES(i0 + BC, BC, L, k_first, k_last, h, fl)) {
+    int fl, nfl;  // the query tile's mask flag: all-masked tiles are skipped
+    int i0 = ATTN_NEXT_QUERIES(i_begin, BC, L, k_first, k_last, h, fl);
+    for (int i0n; i0 < L; i0 = i0n, fl = nfl) {
+      i0n = ATTN_NEXT_QUERIES(i0 + BC, BC, L, k_first, k_last, h, nfl);  // see ATTN_NEXT_KEYS
       barrier(CLK_LOCAL_MEM_FENCE);
       attn_stage((__local T*)Qt4, D, DC, KS, Q, qo, qs, bb, h, i0, L);
       attn_stage((__local T*)Ot4, DV, DVC, VS, DO, doo, dos, bb, h, i0, L);

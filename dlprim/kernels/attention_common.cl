@@ -104,7 +104,9 @@ inline int attn_mask_next(__global const uchar* MF, ulong mfo, dl_attn_strides m
   return t;
 }
 // Inside a kernel (MF, mfo, mfs, bb, L, S in scope): the next key tile against queries [r0, r1) of query
-// head hh, or the next query tile against keys [c0, c1); `flag` (an int lvalue) receives its flag.
+// head hh, or the next query tile against keys [c0, c1); `flag` (an int lvalue) receives its flag. The tile
+// loops find their next tile at the top of the body (and step to it in the increment): the scan's loop in a
+// for's increment, behind the body's barriers, fails PoCL's barrier-region check with optimizations on.
 #define ATTN_NEXT_KEYS(t, step, end, r0, r1, hh, flag) \
   attn_mask_next(MF, mfo, mfs, bb, hh, 1, t, step, end, r0, r1, S, &(flag))
 #define ATTN_NEXT_QUERIES(t, step, end, c0, c1, hh, flag) \

@@ -273,9 +273,10 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled
   }
   const int last_row = min(L, q0 + BQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  int fl;  // the key tile's mask flag: all-masked tiles are skipped
-  for (int j0 = ATTN_NEXT_KEYS(0, BK, s_end, q0, last_row + 1, h, fl); j0 < s_end;
-       j0 = ATTN_NEXT_KEYS(j0 + BK, BK, s_end, q0, last_row + 1, h, fl)) {
+  int fl, nfl;  // the key tile's mask flag: all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BK, s_end, q0, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BK, BK, s_end, q0, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     T kr[CEILDIV(BK * DP / 4, NTT) * 4];
     {
       T vr[BN * 4];

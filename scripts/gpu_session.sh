@@ -39,6 +39,7 @@
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
+#   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -310,6 +311,15 @@ case "${1:-validate}" in
     run prof_bert_compiled 120 python3 benchmarks/profile_model.py --net bert --compile --top 30
     run prof_gpt2_compiled 110 python3 benchmarks/profile_model.py --net gpt2 --compile --top 30
     run prof_gpt2_bf16 130 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --ref cuda --top 30
+    ;;
+  mask_blocks)  # attention masks by block (issues 19, 15): tests/test_attention*.py natively (mma kernels on the
+    # real instruction), SDPA B8 H12 L1024 D64 with no / all-ones / padding masks, flags on and off, fp32 and bf16
+    # (fwd, fwd+bwd), then compiled BERT (its all-ones padding mask reaches SDPA). About 320 s after the build.
+    PYTORCH_OCL_MMA_TEST=native run mask_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_attention.py tests/test_attention_mma.py tests/test_attention_mask_blocks.py
+    run masks_fp32 30 python3 benchmarks/attention_masks.py --dtype float32 --out "$out/masks_fp32.md"
+    run masks_bf16 30 python3 benchmarks/attention_masks.py --dtype bfloat16 --out "$out/masks_bf16.md"
+    run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -388,7 +388,7 @@ def test_random_ops():
 
 # ------------------------------------------------------------------ attention / RNN cells / isin
 @pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward", "tiled_dq",
-                                  "tiled_dkdv", "mma", "mma_split"])
+                                  "tiled_dkdv", "mma", "mma_split", "mask_blocks"])
 def test_fused_attention(case, monkeypatch):
     # Tails in every tile: L, S not multiples of the row/column tiles; D not a multiple of 4.
     if case == "tiled_dkdv":  # the backward's tiled dk/dv pass (opt-in): GQA, causal, L != S, BK not a multiple of 4 NTC
@@ -416,6 +416,14 @@ def test_fused_attention(case, monkeypatch):
         monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "2,16,0")
         q, k, v = rand(1, 2, 11, 68, grad=True), rand(1, 1, 13, 68, grad=True), rand(1, 1, 13, 66, grad=True)
         check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), q, k, v)
+    elif case == "mask_blocks":  # mask block flags (attention_mask_blocks.cl) on 16-key tiles: key tiles all masked
+        # for the second batch skipped by the forward, dq and dk/dv passes; all-visible tiles read no mask
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", "16,16,8,2")
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "dq=16,16,2+dkdv=8,16,2")
+        q, k, v = rand(2, 1, 18, 6, grad=True), rand(2, 1, 35, 6, grad=True), rand(2, 1, 35, 5, grad=True)
+        mask = torch.ones(2, 1, 1, 35, dtype=torch.bool)
+        mask[1, ..., 14:] = False
+        check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
     elif case == "causal":
         q, k, v = rand(1, 2, 9, 6, grad=True), rand(1, 2, 11, 6, grad=True), rand(1, 2, 11, 5, grad=True)
         check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)

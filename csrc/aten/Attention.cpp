@@ -27,6 +27,7 @@
 #include <dlprim/attention.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -145,6 +146,24 @@ at::Tensor expanded_mask(const std::optional<at::Tensor>& mask, const at::Tensor
   return m.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
 }
 
+// The mask's block flags (dlprim::attention_mask_blocks, filled on the device from the mask: no host sync) and
+// their view for the kernels; none without a mask. The forward and the backward each compute their own (one
+// read of the mask: the backward's op receives the mask, not the forward's flags).
+std::pair<at::Tensor, dlprim::AttnTensor> mask_block_flags(const at::Tensor& m, const dlprim::AttnShape& s,
+                                                           const at::Tensor& q, cl_command_queue queue, int device,
+                                                           const char* op) {
+  if (!m.defined()) return {at::Tensor(), dlprim::AttnTensor()};
+  uint64_t bytes = 0;
+  const dlprim::AttnTensor mt = attn_tensor(m);
+  dlprim::AttnTensor f = dlprim::attention_mask_block_grid(s, mt, bytes);
+  at::Tensor flags = at::empty({static_cast<int64_t>(std::max<uint64_t>(bytes, 1))}, q.options().dtype(c10::kByte));
+  BufferRef fb = buffer_of(flags);
+  f.mem = fb.mem;
+  f.offset = fb.offset;
+  OCL_DLPRIM_CALL(op, dlprim::attention_mask_blocks(context(device), queue, s, to_dlprim(q.scalar_type(), op), mt, f));
+  return {flags, f};
+}
+
 // The output in the query's dimension order, as torch's meta function (alloc_with_matching_layout)
 // allocates it: torch.compile asserts the strides of every extern kernel's result against the meta.
 at::Tensor alloc_like_query(const at::Tensor& q, int64_t dv) {
@@ -195,9 +214,11 @@ fused_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, con
             " dropout=", dropout_p);
   cl_command_queue queue = current_queue(device);
   BufferRef lb = buffer_of(lse);
+  const auto flags = mask_block_flags(m, s, q, queue, device, op);
   OCL_DLPRIM_CALL(op, dlprim::attention_forward(context(device), queue, s, to_dlprim(q.scalar_type(), op),
                                                 attn_tensor(q), attn_tensor(k), attn_tensor(v), attn_tensor(m),
-                                                attn_tensor(out), lb.mem, lb.offset / lse.element_size()));
+                                                flags.second, attn_tensor(out), lb.mem,
+                                                lb.offset / lse.element_size()));
   // Training: the backward's programs build in the background while the rest of the forward runs.
   if (at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad()))
     OCL_DLPRIM_CALL(op, dlprim::attention_prepare_backward(context(device), s, to_dlprim(q.scalar_type(), op),
@@ -255,9 +276,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
   OCL_TRACE(op, " q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " causal=", is_causal, " dropout=", dropout_p);
   cl_command_queue queue = current_queue(device);
   BufferRef lb = buffer_of(lse_c), db = buffer_of(delta);
+  const auto flags = mask_block_flags(m, s, q, queue, device, op);
   OCL_DLPRIM_CALL(op, dlprim::attention_backward(
                           context(device), queue, s, to_dlprim(q.scalar_type(), op), attn_tensor(q), attn_tensor(k),
-                          attn_tensor(v), attn_tensor(m), attn_tensor(grad_out), lb.mem,
+                          attn_tensor(v), attn_tensor(m), flags.second, attn_tensor(grad_out), lb.mem,
                           lb.offset / lse_c.element_size(), db.mem, db.offset / delta.element_size(),
                           attn_tensor(gq), attn_tensor(gk), attn_tensor(gv)));
   note_enqueued(queue);
@@ -266,6 +288,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
 }
 
 } // namespace
+
+// pytorch_ocl._C._attention_mask_blocks (tests): the block flags the kernels would read for an SDPA call with
+// query q, key k and attn_mask mask, as [FB, FH, FQ, FK] uint8 (a dimension the mask broadcasts has one block).
+at::Tensor attention_mask_blocks_for_test(const at::Tensor& q, const at::Tensor& k, const at::Tensor& mask) {
+  const char* op = "_attention_mask_blocks";
+  check_inputs(q, k, k, op);
+  c10::DeviceGuard guard(q.device());
+  at::Tensor m = expanded_mask(mask, q, k, op);
+  dlprim::AttnShape s = attn_shape(q, k, k, false, std::nullopt, true);
+  int device = q.device().index();
+  cl_command_queue queue = current_queue(device);
+  auto flags = mask_block_flags(m, s, q, queue, device, op);
+  note_enqueued(queue);
+  const int64_t B = dlprim::kAttnMaskBlock;
+  const int64_t fb = m.stride(0) == 0 ? 1 : s.B, fh = m.stride(1) == 0 ? 1 : s.Hq;
+  const int64_t fq = m.stride(2) == 0 ? std::min<int64_t>(s.L, 1) : (s.L + B - 1) / B;
+  const int64_t fk = m.stride(3) == 0 ? std::min<int64_t>(s.S, 1) : (s.S + B - 1) / B;
+  return flags.first.narrow(0, 0, fb * fh * fq * fk).view({fb, fh, fq, fk});
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fused_sdp_choice", TORCH_FN(sdp_choice));

@@ -20,6 +20,9 @@ namespace py = pybind11;
 
 namespace pytorch_ocl {
 
+// Attention.cpp: the mask block flags of an SDPA call (tests).
+at::Tensor attention_mask_blocks_for_test(const at::Tensor& q, const at::Tensor& k, const at::Tensor& mask);
+
 namespace {
 
 // a [..., M, K] @ b [..., K, N] with equal (or one-sided absent) batch dims: one GEMM call.
@@ -148,6 +151,8 @@ void init_ops_bindings(py::module& m) {
         py::arg("trans_a") = false, py::arg("trans_b") = false, py::arg("batch") = 1, py::arg("dtype") = "float32");
   m.def("conv_algorithms", &conv_algorithms, py::arg("device"), py::arg("input"), py::arg("weight"),
         py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("dtype") = "float32");
+  m.def("_attention_mask_blocks", &attention_mask_blocks_for_test, py::arg("query"), py::arg("key"),
+        py::arg("attn_mask"));
   m.def("autotune_decisions", &dlprim::autotune_decisions);
   m.def("autotune_stats", [] {
     auto s = dlprim::autotune_stats();

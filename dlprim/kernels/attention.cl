@@ -110,7 +110,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
   T m = -INFINITY, l = 0;
   const int last_row = min(L, (qb + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  for (int j0 = 0; j0 < s_end; j0 += BC) {
+  int fl, nfl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BC, s_end, qb * BR, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BC, BC, s_end, qb * BR, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     barrier(CLK_LOCAL_MEM_FENCE);
     attn_stage((__local T*)Kt4, D, DC, KS, K, ko, ks, bb, hk, j0, S);
     attn_stage((__local T*)Vt4, DV, DVC, VS, V, vo, vs, bb, hk, j0, S);
@@ -120,7 +123,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_fwd(
     attn_combine(X, s, r, p);
     T mt = m;
     for (int c = 0; c < BC; ++c) {
-      s[c] = attn_score(s[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h);
+      s[c] = attn_score(s[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h, fl == ATTN_MIXED);
       mt = fmax(mt, s[c]);
     }
     if (mt == -INFINITY) continue;  // nothing visible yet in this row
@@ -163,7 +166,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
   const T delta = i < L ? DELTA[dlo + (ulong)bh * L + i] : (T)0;
   const int last_row = min(L, (qb + 1) * BR) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  for (int j0 = 0; j0 < s_end; j0 += BC) {
+  int fl, nfl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BC, s_end, qb * BR, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BC, BC, s_end, qb * BR, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     barrier(CLK_LOCAL_MEM_FENCE);
     attn_stage((__local T*)Kt4, D, DC, KS, K, ko, ks, bb, hk, j0, S);
     attn_stage((__local T*)Vt4, DV, DVC, VS, V, vo, vs, bb, hk, j0, S);
@@ -175,7 +181,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dq(
     attn_combine(X, b, r, p);
     uint4 words = 0;
     for (int c = 0; c < BC; ++c) {
-      const T sc = attn_score(a[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h);
+      const T sc = attn_score(a[c], scale, i, j0 + c, L, S, causal, M, mo, ms, bb, h, fl == ATTN_MIXED);
       ATTN_WORDS(words, bh, i, j0, c, L, S);
       // dS = P (Z dP' - delta) with dP' = dO . v; 0 where masked or the row is all masked (lse = +inf)
       const T ds = ATTN_EXP(sc - lse) * (ATTN_Z(words, c) * b[c] - delta);
@@ -210,7 +216,11 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
   const int i_begin = causal ? (int)(get_group_id(1) * BR) / BC * BC : 0;
   for (int g = 0; g < G; ++g) {
     const int h = hk * G + g, bh = bb * Hq + h;
-    for (int i0 = i_begin; i0 < L; i0 += BC) {
+    const int k_first = get_group_id(1) * BR, k_last = min(S, k_first + BR);
+    int fl, nfl;  // the query tile's mask flag: all-masked tiles are skipped
+    int i0 = ATTN_NEXT_QUERIES(i_begin, BC, L, k_first, k_last, h, fl);
+    for (int i0n; i0 < L; i0 = i0n, fl = nfl) {
+      i0n = ATTN_NEXT_QUERIES(i0 + BC, BC, L, k_first, k_last, h, nfl);  // see ATTN_NEXT_KEYS
       barrier(CLK_LOCAL_MEM_FENCE);
       attn_stage((__local T*)Qt4, D, DC, KS, Q, qo, qs, bb, h, i0, L);
       attn_stage((__local T*)Ot4, DV, DVC, VS, DO, doo, dos, bb, h, i0, L);
@@ -226,7 +236,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void attn_bwd_dkdv(
       attn_combine(X, a, r, p);
       attn_combine(X, b, r, p);
       for (int c = 0; c < BC; ++c) {
-        const T sc = attn_score(a[c], scale, i0 + c, j, L, S, causal, M, mo, ms, bb, h);
+        const T sc = attn_score(a[c], scale, i0 + c, j, L, S, causal, M, mo, ms, bb, h, fl == ATTN_MIXED);
         const T pr = ATTN_EXP(sc - lse_t[c]);
 #ifdef DROPOUT
         // this thread's key j is one column of query row i0 + c: its own Philox group

@@ -89,6 +89,27 @@ inline void attn_commit_rows(__local T* dst, int ld, const T* r, int n, int nr, 
     }                                                                                             \
   }
 
+// The first step >= st (of the G * tiles query tiles, head-major) whose queries are not all masked against
+// the work-group's keys [k0, k1) (G * tiles if none), and its mask flag (attention_common.cl).
+#if HAS_MASK
+inline int dkdv_next(__global const uchar* MF, ulong mfo, dl_attn_strides mfs, int bb, int hk, int G, int tiles,
+                     int i_begin, int L, int k0, int k1, int st, int* flag) {
+  for (; st < G * tiles; ++st) {
+    const int g = st / tiles, i0 = i_begin + (st - g * tiles) * BQ;
+    const int f = attn_mask_tile(MF, mfo, mfs, bb, hk * G + g, i0, min(L, i0 + BQ), k0, k1);
+    if (f != ATTN_MASKED) {
+      *flag = f;
+      return st;
+    }
+  }
+  *flag = ATTN_MIXED;
+  return st;
+}
+#define DKDV_NEXT(st, flag) dkdv_next(MF, mfo, mfs, bb, hk, G, tiles, i_begin, L, k0, min(S, k0 + BK), st, &(flag))
+#else
+#define DKDV_NEXT(st, flag) ((flag) = ATTN_VISIBLE, (st))
+#endif
+
 // acc[a][j] += (row tr TM + a of A) . (row j NTC + tc of B) over n4 4-vectors; A4 / B4 are
 // row-major local tiles of 4-vectors with row strides as4 / bs4. The four products of a step are
 // separate multiply-adds on one accumulator (dot() may round differently and is not an FMA chain).
@@ -147,10 +168,17 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
   const int i_begin = causal ? k0 / BQ * BQ : 0;
   const int tiles = L > i_begin ? CEILDIV(L - i_begin, BQ) : 0;
   T qr[QRN * 4], orr[ORN * 4], lr[RN], dr[RN];
+  // Steps whose mask blocks are all -inf are skipped: fl is the step's flag, nstep / nfl the next step's.
+  int fl, nfl;
+  int step = DKDV_NEXT(0, fl);
 #if DKDV_PREFETCH
-  if (tiles > 0) ATTN_FETCH_STEP(hk * G, i_begin);
+  if (step < G * tiles) {
+    const int g0 = step / tiles;
+    ATTN_FETCH_STEP(hk * G + g0, i_begin + (step - g0 * tiles) * BQ);
+  }
 #endif
-  for (int step = 0; step < G * tiles; ++step) {
+  for (int nstep; step < G * tiles; step = nstep, fl = nfl) {
+    nstep = DKDV_NEXT(step + 1, nfl);
     const int g = step / tiles, h = hk * G + g, bh = bb * Hq + h, i0 = i_begin + (step - g * tiles) * BQ;
 #if !DKDV_PREFETCH
     ATTN_FETCH_STEP(h, i0);
@@ -178,7 +206,7 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
         T pz[TM];
         _Pragma("unroll") for (int a = 0; a < TM; ++a) {
           // 0 where masked, past L or S, or the row is all masked (lse = +inf)
-          const T pr = ATTN_EXP(attn_score(s[a][j], scale, i, j0 + a, L, S, causal, M, mo, ms, bb, h) - lse);
+          const T pr = ATTN_EXP(attn_score(s[a][j], scale, i, j0 + a, L, S, causal, M, mo, ms, bb, h, fl == ATTN_MIXED) - lse);
           const T z = ATTN_Z(words, a);
           pz[a] = pr * z;
           s[a][j] = pr * (z * dp[a][j] - delta);
@@ -186,9 +214,9 @@ __kernel __attribute__((reqd_work_group_size(NTK, 1, 1))) void attn_bwd_dkdv_til
         Ps4[qc * (BKP / 4) + tr] = (T4)(pz[0], pz[1], pz[2], pz[3]);
       }
 #if DKDV_PREFETCH
-      if (step + 1 < G * tiles) {  // the next step's tiles: in flight during the products
-        const int ng = (step + 1) / tiles;
-        ATTN_FETCH_STEP(hk * G + ng, i_begin + (step + 1 - ng * tiles) * BQ);
+      if (nstep < G * tiles) {  // the next step's tiles: in flight during the products
+        const int ng = nstep / tiles;
+        ATTN_FETCH_STEP(hk * G + ng, i_begin + (nstep - ng * tiles) * BQ);
       }
 #endif
 #if DKDV_SPLIT

@@ -335,10 +335,15 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
   const int last_row = min(L, q0 + NQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
   uint4 kr[KPT], vr[VPT];
+  // Key tiles whose mask blocks are all -inf are skipped (attention_common.cl): fl is the tile's flag, jn /
+  // nfl the next tile's (the prefetch's target).
+  int fl, nfl;
+  int j0 = ATTN_NEXT_KEYS(0, BKT, s_end, q0, last_row + 1, h, fl);
 #if PREFETCH
-  if (s_end > 0) FETCH_TILE(0);
+  if (j0 < s_end) FETCH_TILE(j0);
 #endif
-  for (int j0 = 0; j0 < s_end; j0 += BKT) {
+  for (int jn; j0 < s_end; j0 = jn, fl = nfl) {
+    jn = ATTN_NEXT_KEYS(j0 + BKT, BKT, s_end, q0, last_row + 1, h, nfl);
 #if !PREFETCH
     FETCH_TILE(j0);  // in flight while slower warps finish the previous tile
 #endif
@@ -346,17 +351,18 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     COMMIT_TILE();
     barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
-    if (j0 + BKT < s_end) FETCH_TILE(j0 + BKT);  // lands during this tile's products
+    if (jn < s_end) FETCH_TILE(jn);  // lands during this tile's products
 #endif
     // S = Q K^T
     float s[NKT][4];
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0;
     ROWS_PRODUCT(s, qf, NQK, Ks, KLD, 0);
     // Scale, mask (exp2 domain) and the tile's row maxima. Only tiles at an edge of this warp's block (the
-    // last keys, queries past L, the causal diagonal) test each score: a warp-uniform branch.
+    // last keys, queries past L, the causal diagonal) or with a mixed mask block test each score: a
+    // warp-uniform branch (an all-0 mask block reads no mask).
     float mx_lo = -INFINITY, mx_hi = -INFINITY;
     const int w0 = q0 + warp * 16;
-    const bool edge = HAS_MASK || j0 + BKT > S || w0 + 16 > L || (causal && j0 + BKT - 1 > w0);
+    const bool edge = (HAS_MASK && fl == ATTN_MIXED) || j0 + BKT > S || w0 + 16 > L || (causal && j0 + BKT - 1 > w0);
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const int i = e < 2 ? r_lo : r_hi, j = j0 + n * 8 + 2 * tig + (e & 1);
@@ -364,7 +370,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
         if (edge) {
           if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
 #if HAS_MASK
-          else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+          else if (fl == ATTN_MIXED) x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
 #endif
         }
         s[n][e] = x;

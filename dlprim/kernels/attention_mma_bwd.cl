@@ -118,7 +118,10 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
   _Pragma("unroll") for (int n = 0; n < NDQH; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0;
   const int last_row = min(L, q0 + NQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  for (int j0 = 0; j0 < s_end; j0 += BKT) {
+  int fl, nfl;  // the key tile's mask flag (attention_common.cl): all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BKT, s_end, q0, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BKT, BKT, s_end, q0, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     uint4 kr[KPT], vr[VKPT];
     _Pragma("unroll") for (int v = 0; v < KPT; ++v) kr[v] = (tid + v * NTH < KUNITS)
         ? attn_mma_unit(K, ko, ks, bb, hk, j0 + K_ROW(v), S, K_D(v), D, VEC_K) : (uint4)0;
@@ -157,7 +160,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
         float x = s[n][e] * c;
         if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
 #if HAS_MASK
-        else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+        else if (fl == ATTN_MIXED) x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
 #endif
         const float p = native_exp2(x - (e < 2 ? l2_lo : l2_hi));
 #ifdef DROPOUT
@@ -246,7 +249,10 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
   const int i_start = causal ? k0 / BKT * BKT : 0;  // earlier queries see none of these keys
   for (int g = 0; g < G; ++g) {
     const int h = hk * G + g, bh = bb * Hq + h;
-    for (int i0 = i_start; i0 < L; i0 += BKT) {
+    int fl, nfl;  // the query tile's mask flag: all-masked tiles are skipped
+    int i0 = ATTN_NEXT_QUERIES(i_start, BKT, L, k0, min(S, k0 + NQ), h, fl);
+    for (int i0n; i0 < L; i0 = i0n, fl = nfl) {
+      i0n = ATTN_NEXT_QUERIES(i0 + BKT, BKT, L, k0, min(S, k0 + NQ), h, nfl);  // see ATTN_NEXT_KEYS
       uint4 qr[KPT], dr[VKPT];
       _Pragma("unroll") for (int v = 0; v < KPT; ++v) qr[v] = (tid + v * NTH < KUNITS)
           ? attn_mma_unit(Q, qo, qs, bb, h, i0 + K_ROW(v), L, K_D(v), D, VEC_Q) : (uint4)0;
@@ -290,7 +296,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
           float x = s[n][e] * c;
           if (i >= L || j >= S || (causal && j > i)) x = -INFINITY;
 #if HAS_MASK
-          else x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
+          else if (fl == ATTN_MIXED) x += LOAD(M, (long)mo + AT(ms, bb, h, i, j)) * LOG2E;
 #endif
           const float p = native_exp2(x - lse_s[ci]);
 #ifdef DROPOUT

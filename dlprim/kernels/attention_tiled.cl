@@ -138,6 +138,10 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
   const int last_row = min(L, q0 + BQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
   T kr[KN * 4], vr[VN * 4];
+  // Key tiles whose mask block is all -inf are skipped (attention_common.cl): fl is the current tile's flag,
+  // jn / nfl the next tile's (the prefetch's target).
+  int fl, nfl;
+  int j0 = ATTN_NEXT_KEYS(0, BK, s_end, q0, last_row + 1, h, fl);
 #if QRES
   {
     T qr[QN * 4];
@@ -146,13 +150,14 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
   }
 #else
   T qr[QN * 4];
-  if (s_end > 0) attn_fetch_t(qr, QN, BQ, KSTEP, Q, qo, qs, bb, h, q0, L, 0, D);
+  if (j0 < s_end) attn_fetch_t(qr, QN, BQ, KSTEP, Q, qo, qs, bb, h, q0, L, 0, D);
 #endif
-  if (s_end > 0) {
-    attn_fetch_t(kr, KN, BK, KSTEP, K, ko, ks, bb, hk, 0, S, 0, D);
-    attn_fetch_n(vr, VN, BK, DVP, V, vo, vs, bb, hk, 0, S, DV);
+  if (j0 < s_end) {
+    attn_fetch_t(kr, KN, BK, KSTEP, K, ko, ks, bb, hk, j0, S, 0, D);
+    attn_fetch_n(vr, VN, BK, DVP, V, vo, vs, bb, hk, j0, S, DV);
   }
-  for (int j0 = 0; j0 < s_end; j0 += BK) {
+  for (int jn; j0 < s_end; j0 = jn, fl = nfl) {
+    jn = ATTN_NEXT_KEYS(j0 + BK, BK, s_end, q0, last_row + 1, h, nfl);
     T s[TM][SN];
     _Pragma("unroll") for (int a = 0; a < TM; ++a)
       _Pragma("unroll") for (int j = 0; j < SN; ++j) s[a][j] = 0;
@@ -165,7 +170,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
 #endif
       barrier(CLK_LOCAL_MEM_FENCE);
       // Prefetch what the next step stages: the next head-dim chunk, or the next tile's first.
-      const int nd0 = d0 + KSTEP < DP ? d0 + KSTEP : 0, nj0 = nd0 ? j0 : j0 + BK;
+      const int nd0 = d0 + KSTEP < DP ? d0 + KSTEP : 0, nj0 = nd0 ? j0 : jn;
       if (nj0 < s_end) {
         attn_fetch_t(kr, KN, BK, KSTEP, K, ko, ks, bb, hk, nj0, S, nd0, D);
         if (nd0 == 0) attn_fetch_n(vr, VN, BK, DVP, V, vo, vs, bb, hk, nj0, S, DV);
@@ -180,7 +185,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_fwd_tiled(
     _Pragma("unroll") for (int a = 0; a < TM; ++a) {
       T mx = -INFINITY;
       _Pragma("unroll") for (int j = 0; j < SN; ++j) {
-        s[a][j] = attn_score(s[a][j], scale, i0 + a, j0 + TCOL(j), L, S, causal, M, mo, ms, bb, h);
+        s[a][j] = attn_score(s[a][j], scale, i0 + a, j0 + TCOL(j), L, S, causal, M, mo, ms, bb, h, fl == ATTN_MIXED);
         mx = fmax(mx, s[a][j]);
       }
       red[(tr * TM + a) * NTC + tc] = mx;
@@ -268,7 +273,10 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled
   }
   const int last_row = min(L, q0 + BQ) - 1;
   const int s_end = causal ? min(S, last_row + 1) : S;
-  for (int j0 = 0; j0 < s_end; j0 += BK) {
+  int fl, nfl;  // the key tile's mask flag: all-masked tiles are skipped
+  int j0 = ATTN_NEXT_KEYS(0, BK, s_end, q0, last_row + 1, h, fl);
+  for (int j0n; j0 < s_end; j0 = j0n, fl = nfl) {
+    j0n = ATTN_NEXT_KEYS(j0 + BK, BK, s_end, q0, last_row + 1, h, nfl);  // see ATTN_NEXT_KEYS
     T kr[CEILDIV(BK * DP / 4, NTT) * 4];
     {
       T vr[BN * 4];
@@ -288,7 +296,7 @@ __kernel __attribute__((reqd_work_group_size(NTT, 1, 1))) void attn_bwd_dq_tiled
     _Pragma("unroll") for (int a = 0; a < TM; ++a) {
       uint4 words = 0;
       _Pragma("unroll") for (int j = 0; j < SN; ++j) {
-        const T sc = attn_score(s[a][j], scale, i0 + a, j0 + TCOL(j), L, S, causal, M, mo, ms, bb, h);
+        const T sc = attn_score(s[a][j], scale, i0 + a, j0 + TCOL(j), L, S, causal, M, mo, ms, bb, h, fl == ATTN_MIXED);
         ATTN_WORDS(words, bh, i0 + a, j0 + TCOL(j & ~3), j & 3, L, S);
         s[a][j] = ATTN_EXP(sc - lse[a]) * (ATTN_Z(words, j) * dp[a][j] - delta[a]);
       }

@@ -373,7 +373,7 @@ void add_tensor(KernelArgs& args, const AttnTensor& t, cl_mem fallback) {
 }
 
 void add_common(KernelArgs& args, const AttnShape& s, DType compute, const AttnTensor& Q, const AttnTensor& K,
-                const AttnTensor& V, const AttnTensor& M) {
+                const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF) {
   args.add<cl_int>(static_cast<cl_int>(s.L)).add<cl_int>(static_cast<cl_int>(s.S));
   args.add<cl_int>(static_cast<cl_int>(s.Hq)).add<cl_int>(static_cast<cl_int>(s.Hq / s.Hk));
   if (compute == DType::F64)
@@ -385,6 +385,8 @@ void add_common(KernelArgs& args, const AttnShape& s, DType compute, const AttnT
   add_tensor(args, K, nullptr);
   add_tensor(args, V, nullptr);
   add_tensor(args, M, Q.mem);  // unread without a mask; any valid buffer
+  if (s.has_mask && !MF.mem) throw Error("attention: a mask needs its block flags (attention_mask_blocks)");
+  add_tensor(args, MF, Q.mem);
 }
 
 void add_dropout(KernelArgs& args, const AttnShape& s, DType compute) {
@@ -410,8 +412,8 @@ void check(const Context& ctx, const AttnShape& s, DType dtype) {
 } // namespace
 
 void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
-                       const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& O,
-                       cl_mem lse, uint64_t lse_offset) {
+                       const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
+                       const AttnTensor& O, cl_mem lse, uint64_t lse_offset) {
   check(ctx, s, dtype);
   if (s.B * s.Hq * s.L == 0) return;
   // The matrix engine where the device has the kind (attention_mma.cpp); same arguments and grid shape.
@@ -419,7 +421,7 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
   if (mk.kernel) {
     std::lock_guard<std::mutex> lock(*mk.m);
     KernelArgs args(mk.kernel);
-    add_common(args, s, DType::F32, Q, K, V, M);
+    add_common(args, s, DType::F32, Q, K, V, M, MF);
     add_tensor(args, O, nullptr);
     args.add(lse).add<cl_ulong>(lse_offset);
     add_dropout(args, s, DType::F32);
@@ -433,7 +435,7 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
   std::lock_guard<std::mutex> lock(k.m);
   const Layout& l = k.layout;
   KernelArgs args(k.a);
-  add_common(args, s, compute_dtype(dtype), Q, K, V, M);
+  add_common(args, s, compute_dtype(dtype), Q, K, V, M, MF);
   add_tensor(args, O, nullptr);
   args.add(lse).add<cl_ulong>(lse_offset);
   add_dropout(args, s, compute_dtype(dtype));
@@ -460,14 +462,15 @@ void attention_prepare_backward(const Context& ctx, const AttnShape& s, DType dt
 }
 
 void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
-                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& dO,
+                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
+                        const AttnTensor& dO,
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV) {
   check(ctx, s, dtype);
   const DType compute = compute_dtype(dtype);
   const bool want_dq = s.B * s.Hq * s.L > 0 && dQ.mem, want_kv = s.B * s.Hk * s.S > 0 && dK.mem && dV.mem;
   auto add_args = [&](KernelArgs& args, bool kv) {  // the dq / dk-dv passes' arguments, any kernel
-    add_common(args, s, compute, Q, K, V, M);
+    add_common(args, s, compute, Q, K, V, M, MF);
     add_tensor(args, dO, nullptr);
     args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
     if (kv) {

@@ -31,15 +31,33 @@ struct AttnShape {
 // Largest head dim the kernels take (registers per thread grow with it).
 constexpr int64_t kAttnMaxHeadDim = 512;
 
-// o = softmax(q k^T * scale + mask) v, lse[b, hq, i] (compute type, contiguous [B, Hq, L]).
+// Mask block flags (kernels/attention_mask_blocks.cl): one byte per kAttnMaskBlock x kAttnMaskBlock block
+// (queries x keys) of the mask, per batch and query head of the mask (a dimension the mask broadcasts has one
+// block): 0 every element visible (0), 1 every element masked (-inf), 2 mixed. The kernels skip the tiles whose
+// blocks are all masked and read no mask in those whose blocks are all visible. The host keeps them in a
+// device buffer (attention_mask_blocks fills it, no host sync) and passes them with the mask.
+constexpr int64_t kAttnMaskBlock = 16;
+
+// The flag grid of mask M (a [B, Hq, L, S] view, broadcast dims with stride 0) for s: its strides (b, h, query
+// block, key block; 0 where one block covers the dimension) with mem / offset unset, and its size in bytes.
+AttnTensor attention_mask_block_grid(const AttnShape& s, const AttnTensor& M, uint64_t& bytes);
+
+// Fills F (attention_mask_block_grid's layout, at F.mem / F.offset bytes) from M. PYTORCH_OCL_ATTN_MASK_BLOCKS=0
+// fills every flag with 2 instead (the kernels then read the whole mask: comparisons, timing).
+void attention_mask_blocks(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype,
+                           const AttnTensor& M, const AttnTensor& F);
+
+// o = softmax(q k^T * scale + mask) v, lse[b, hq, i] (compute type, contiguous [B, Hq, L]). With a mask, MF
+// holds its block flags (attention_mask_blocks); unread without.
 void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
-                       const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& O,
-                       cl_mem lse, uint64_t lse_offset);
+                       const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
+                       const AttnTensor& O, cl_mem lse, uint64_t lse_offset);
 
 // dq, dk, dv from grad_out, the forward's lse and delta[b, hq, i] = dO_i . O_i (both compute
 // type, contiguous [B, Hq, L]). dk/dv are per key head (GQA groups summed in the kernel).
 void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
-                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& dO,
+                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
+                        const AttnTensor& dO,
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
                         const AttnTensor& dK, const AttnTensor& dV);
 

@@ -34,6 +34,7 @@
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
 #   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
+#   bash scripts/gpu_session.sh final30       # mask-block attention natively, linalg / fft vs CUDA (short), mask timings
 #   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
@@ -284,6 +285,14 @@ case "${1:-validate}" in
       tests/test_compile.py tests/test_compile_reduce_layout.py tests/test_speculative_builds.py
     run transformer_compiled 330 python3 benchmarks/transformer.py --ref cuda --models --compile \
       --out "$out/transformer_compiled.md"
+    ;;
+  final30)  # this session's last call (about 310 s after the build): the mask-block attention kernels natively
+    # (mma on the real instruction), linalg / fft against cuSOLVER / cuFFT with short budgets, mask timings
+    PYTORCH_OCL_MMA_TEST=native run mask_tests 100 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_attention_mma.py tests/test_attention_mask_blocks.py
+    run linalg 110 python3 benchmarks/linalg.py --ref cuda,cpu --seconds 30 --out "$out/linalg.md"
+    run fft 70 python3 benchmarks/fft.py --ref cuda,cpu --seconds 18 --out "$out/fft.md"
+    run masks_fp32 30 python3 benchmarks/attention_masks.py --dtype float32 --out "$out/masks_fp32.md"
     ;;
   tests_half)  # the test suite on the GPU in two calls: `tests_half 1` runs the first half of the files, `2` the rest
     files=$(ls tests/test_*.py | sort)

@@ -21,6 +21,7 @@
 #include <ATen/ops/zeros_like.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 namespace pytorch_ocl::linalg {
@@ -78,6 +79,42 @@ at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op)
   at::Tensor t = at::eye(k, tau.options()).expand(tinv.sizes()).contiguous();
   trsm_kernel(tinv, t, /*lower=*/false, false, false, op);  // k <= nb: one kernel
   return t.mul_(nz.unsqueeze(-2));
+}
+
+// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 8.
+int64_t lu_leaf() {
+  const char* v = std::getenv("PYTORCH_OCL_LU_LEAF");
+  const int64_t leaf = v && *v ? std::atoll(v) : 0;
+  return leaf > 0 ? leaf : 8;
+}
+
+// getrf of a tall panel (m x w) by recursive halves (Toledo's / LAPACK's ?getrf2 split): the left
+// half is factored, its interchanges applied to the right half, U12 = L11^-1 A12 (a w/2-row trsm),
+// A22 -= L21 U12 on our GEMM, then the right half below. Only leaves of `leaf` columns run the
+// one-work-group kernel, so its rank-1 updates (m w / 2 per column, the bulk of a 64-wide panel on
+// one work-group) cover leaf columns instead of w, and the rest is a GEMM over all compute units.
+// The same partial pivoting as the unblocked kernel (each column's pivot is the first largest
+// |a| of the updated column): pivots relative to the panel's row 0. info: the first zero pivot,
+// 1-based from column `col0` of the whole matrix (leaves run left to right, the first one counts).
+void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& info, const at::Tensor& part,
+              int64_t col0, int64_t leaf, const char* op) {
+  const int64_t m = panel.size(-2), w = panel.size(-1);
+  if (w <= leaf) {
+    lu_kernel(panel, piv, part, op);
+    merge_info(info, part, col0);
+    return;
+  }
+  const int64_t w1 = w / 2;
+  at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
+  lu_panel(left, piv.narrow(-1, 0, w1), info, part, col0, leaf, op);
+  laswp(right, piv.narrow(-1, 0, w1), false, op);
+  at::Tensor u12 = right.narrow(-2, 0, w1);
+  trsm_kernel(left.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
+  sub_product(right.narrow(-2, w1, m - w1), left.narrow(-2, w1, m - w1).clone(), u12.clone());
+  at::Tensor piv2 = piv.narrow(-1, w1, w - w1);
+  lu_panel(right.narrow(-2, w1, m - w1), piv2, info, part, col0 + w1, leaf, op);
+  laswp(left.narrow(-2, w1, m - w1), piv2, false, op);
+  piv2.add_(w1);
 }
 
 } // namespace
@@ -138,12 +175,12 @@ void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor&
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
   info.zero_();
   at::Tensor part = batch_info(a);
+  const int64_t leaf = lu_leaf();
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
     at::Tensor panel = block(a, k0, m, k0, k1);
     at::Tensor piv = pivots.narrow(-1, k0, k1 - k0);
-    lu_kernel(panel, piv, part, op);  // pivots relative to row k0
-    merge_info(info, part, k0);
+    lu_panel(panel, piv, info, part, k0, leaf, op);  // pivots relative to row k0
     if (k0 > 0) laswp(block(a, k0, m, 0, k0), piv, false, op);
     if (k1 < n) {
       laswp(block(a, k0, m, k1, n), piv, false, op);

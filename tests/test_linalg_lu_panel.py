@@ -1,0 +1,69 @@
+"""The recursive LU panel of blocked getrf (csrc/aten/LinalgBlocked.cpp, lu_panel): each nb-column
+panel is split in halves down to PYTORCH_OCL_LU_LEAF columns (a trsm and a GEMM between halves,
+the one-work-group kernel on the leaves only). Against the CPU (LAPACK): the same pivots (partial
+pivoting, the first largest |a| on ties), LU factors, info of singular inputs, on square, tall, wide,
+batched, complex and float64/float32 matrices, several recursion levels and uneven splits."""
+import pytest
+import torch
+
+import pytorch_ocl  # noqa: F401
+
+DEV = "ocl:0"
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.complex64: dict(rtol=1e-4, atol=1e-4),
+       torch.float64: dict(rtol=1e-9, atol=1e-9), torch.complex128: dict(rtol=1e-9, atol=1e-9)}
+
+
+@pytest.fixture
+def small_panels(monkeypatch):
+    # Panels of 12 columns in leaves of 3: halves 6 | 6, then 3 | 3 (two recursion levels); the last
+    # panel of a 40-column matrix is 4 wide (2 | 2), and 13 columns give an uneven 6 | 7 split.
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "12")
+    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "3")
+
+
+def _check(A, dtype):
+    LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV))
+    LUc, pivc, infoc = torch.linalg.lu_factor_ex(A)
+    assert torch.equal(piv.cpu(), pivc), (piv.cpu(), pivc)
+    assert torch.equal(info.cpu(), infoc)
+    torch.testing.assert_close(LU.cpu(), LUc, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_lu_panel_shapes(dtype, small_panels):
+    torch.manual_seed(1)
+    A = torch.randn(2, 40, 40, dtype=dtype)
+    for M in (A, A[0, :, :27], A[:, :27, :], A[1, :, 1:14]):  # square batch, tall, wide batch, 40 x 13
+        _check(M, dtype)
+    _check(A.mT, dtype)  # a transposed (row-major) input
+
+
+def test_lu_panel_ties(small_panels):
+    """Small integers: many columns with several rows of equal largest |a|; LAPACK takes the first."""
+    torch.manual_seed(2)
+    A = torch.randint(-2, 3, (3, 36, 36)).double()
+    A[:, :, 0] = torch.where(torch.arange(36) % 2 == 0, 2.0, -2.0)  # every row ties in column 0
+    _check(A, torch.float64)
+    _check(A.float(), torch.float32)
+
+
+def test_lu_panel_singular(small_panels):
+    """Exact zero pivots inside a leaf, in a later panel's second half, and an all-zero matrix: info
+    the first zero pivot (1-based, as LAPACK), the factorization going on past it."""
+    torch.manual_seed(3)
+    A = torch.randn(4, 30, 30, dtype=torch.float64)
+    A[0, :, 4] = 0  # first panel, second leaf
+    A[1, :, 20] = 0  # second panel, right half
+    A[1, :, 22] = 0  # a later zero pivot: the first one counts
+    A[2] = 0
+    _check(A, torch.float64)
+    _check(A[:, :, :17], torch.float64)  # tall with the zero columns
+
+
+def test_lu_panel_default_sizes():
+    """The default block (64) and leaf (8): a 150 x 150 solve and pivots past two panels."""
+    torch.manual_seed(4)
+    A = torch.randn(150, 150, dtype=torch.float64)
+    _check(A, torch.float64)
+    B = torch.randn(150, 2, dtype=torch.float64)
+    torch.testing.assert_close(torch.linalg.solve(A.to(DEV), B.to(DEV)).cpu(), torch.linalg.solve(A, B))

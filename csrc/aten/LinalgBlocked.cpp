@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/diag_embed.h>
 #include <ATen/ops/empty.h>
@@ -18,6 +19,7 @@
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/reciprocal.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 
 #include <algorithm>
@@ -58,6 +60,14 @@ void sub_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) 
   }
 }
 
+// A copy of the block x apart from its matrix's storage (see sub_product), in x's own layout: a
+// column-major block (the work matrices are) stays column-major, so the copy is a straight
+// column-by-column pass and the GEMM reads it as it would have read x (clone() of a non-dense
+// view is row-major: a transposing copy).
+at::Tensor apart(const at::Tensor& x) {
+  return x.stride(-2) == 1 && x.stride(-1) != 1 ? x.mT().clone().mT() : x.clone();
+}
+
 // A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal).
 at::Tensor reflectors(const at::Tensor& panel) {
   at::Tensor v = panel.tril(-1);
@@ -81,11 +91,24 @@ at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op)
   return t.mul_(nz.unsqueeze(-2));
 }
 
-// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 8.
+// inv(T) of the nb x nb triangular diagonal blocks t (lower or upper as given; unit: ones taken
+// on the diagonal): one trsm kernel on an identity (nb^3 / 6 work per block), so the wide solves
+// against T in blocked getrf / potrf are one GEMM each (U12 = inv(L11) A12, L21 = A21 inv(L11)^H)
+// over all compute units instead of the trsm kernel's nb dependent steps per column chunk. The
+// inverses of getrf's unit L11 (|l| <= 1) and potrf's L11 are as accurate as the solves (?trtri
+// then ?trmm is MAGMA's way too).
+at::Tensor tri_inverse(const at::Tensor& t, bool lower, bool unit, const char* op) {
+  at::Tensor inv = at::eye(t.size(-1), t.options()).expand(t.sizes()).contiguous();
+  trsm_kernel(t, inv, lower, false, unit, op);
+  return inv;
+}
+
+// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 16 (the
+// best of 8 / 16 / 32 in kernel time on PoCL at n = 1024; fewer launches than 8).
 int64_t lu_leaf() {
   const char* v = std::getenv("PYTORCH_OCL_LU_LEAF");
   const int64_t leaf = v && *v ? std::atoll(v) : 0;
-  return leaf > 0 ? leaf : 8;
+  return leaf > 0 ? leaf : 16;
 }
 
 // getrf of a tall panel (m x w) by recursive halves (Toledo's / LAPACK's ?getrf2 split): the left
@@ -94,25 +117,24 @@ int64_t lu_leaf() {
 // one-work-group kernel, so its rank-1 updates (m w / 2 per column, the bulk of a 64-wide panel on
 // one work-group) cover leaf columns instead of w, and the rest is a GEMM over all compute units.
 // The same partial pivoting as the unblocked kernel (each column's pivot is the first largest
-// |a| of the updated column): pivots relative to the panel's row 0. info: the first zero pivot,
-// 1-based from column `col0` of the whole matrix (leaves run left to right, the first one counts).
-void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& info, const at::Tensor& part,
-              int64_t col0, int64_t leaf, const char* op) {
+// |a| of the updated column): pivots relative to the panel's row 0. parts[c]: the info of the leaf
+// starting at column c of the whole matrix (1-based within the leaf; see leaf_info).
+void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& parts, int64_t col0, int64_t leaf,
+              const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
   if (w <= leaf) {
-    lu_kernel(panel, piv, part, op);
-    merge_info(info, part, col0);
+    lu_kernel(panel, piv, parts.select(0, col0), op);
     return;
   }
   const int64_t w1 = w / 2;
   at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
-  lu_panel(left, piv.narrow(-1, 0, w1), info, part, col0, leaf, op);
+  lu_panel(left, piv.narrow(-1, 0, w1), parts, col0, leaf, op);
   laswp(right, piv.narrow(-1, 0, w1), false, op);
   at::Tensor u12 = right.narrow(-2, 0, w1);
   trsm_kernel(left.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
-  sub_product(right.narrow(-2, w1, m - w1), left.narrow(-2, w1, m - w1).clone(), u12.clone());
+  sub_product(right.narrow(-2, w1, m - w1), apart(left.narrow(-2, w1, m - w1)), apart(u12));
   at::Tensor piv2 = piv.narrow(-1, w1, w - w1);
-  lu_panel(right.narrow(-2, w1, m - w1), piv2, info, part, col0 + w1, leaf, op);
+  lu_panel(right.narrow(-2, w1, m - w1), piv2, parts, col0 + w1, leaf, op);
   laswp(left.narrow(-2, w1, m - w1), piv2, false, op);
   piv2.add_(w1);
 }
@@ -162,34 +184,46 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
     merge_info(info, part, k0);
     if (k1 == n) break;
     at::Tensor a21 = block(a, k1, n, k0, k1);
-    // L21 L11^H = A21 is conj(L11) L21^T = A21^T: a solve with conj(L11) on A21's transpose.
-    trsm_kernel(a11, a21.mT(), /*lower=*/true, false, false, op, /*conj=*/true);
-    at::Tensor a22 = block(a, k1, n, k1, n);
-    at::Tensor l21 = a21.clone();  // see sub_product: operands apart from a22's storage
-    sub_product(a22, l21, l21.mH());
+    // L21 L11^H = A21: L21 = A21 inv(L11)^H, a product apart from a22's storage (see sub_product).
+    at::Tensor l21 = at::matmul(a21, tri_inverse(a11, /*lower=*/true, false, op).mH());
+    a21.copy_(l21);
+    sub_product(block(a, k1, n, k1, n), l21, l21.mH());
   }
   a.copy_(a.tril());  // the kernel zeroes the upper part of the diagonal blocks only
 }
 
 void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op) {
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
-  info.zero_();
-  at::Tensor part = batch_info(a);
   const int64_t leaf = lu_leaf();
+  // One info slot per column (only the leaves' first columns written), merged once at the end
+  // instead of a handful of elementwise launches after every leaf.
+  std::vector<int64_t> shape{kmax};
+  shape.insert(shape.end(), a.sizes().begin(), a.sizes().end() - 2);
+  at::Tensor parts = at::zeros(shape, a.options().dtype(c10::kInt));
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
     at::Tensor panel = block(a, k0, m, k0, k1);
     at::Tensor piv = pivots.narrow(-1, k0, k1 - k0);
-    lu_panel(panel, piv, info, part, k0, leaf, op);  // pivots relative to row k0
+    lu_panel(panel, piv, parts, k0, leaf, op);  // pivots relative to row k0
     if (k0 > 0) laswp(block(a, k0, m, 0, k0), piv, false, op);
     if (k1 < n) {
       laswp(block(a, k0, m, k1, n), piv, false, op);
-      at::Tensor u12 = block(a, k0, k1, k1, n);
-      trsm_kernel(block(a, k0, k1, k0, k1), u12, /*lower=*/true, false, /*unit=*/true, op);
-      if (k1 < m) sub_product(block(a, k1, m, k1, n), block(a, k1, m, k0, k1).clone(), u12.clone());
+      at::Tensor a12 = block(a, k0, k1, k1, n);
+      // U12 = inv(L11) A12 computed as its transpose A12^T inv(L11)^T: column-major like a12, so
+      // the copy back is straight and the GEMM below reads it as it would the block.
+      at::Tensor u12 =
+          at::matmul(a12.mT(), tri_inverse(block(a, k0, k1, k0, k1), /*lower=*/true, /*unit=*/true, op).mT()).mT();
+      a12.copy_(u12);
+      if (k1 < m) sub_product(block(a, k1, m, k1, n), apart(block(a, k1, m, k0, k1)), u12);
     }
     piv.add_(k0);
   }
+  // info: the first failing leaf's (leaves start at increasing columns), offset to its column.
+  std::vector<int64_t> col_shape(shape.size(), 1);
+  col_shape[0] = kmax;
+  at::Tensor cols = at::arange(kmax, a.options().dtype(c10::kInt)).view(col_shape);
+  at::Tensor first = at::where(parts.gt(0), parts.add(cols), kmax + 1).amin(0);
+  info.copy_(at::where(first.le(kmax), first, 0));
 }
 
 void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op,

@@ -180,16 +180,18 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
   for (int64_t k0 = 0; k0 < n; k0 += nb) {
     const int64_t k1 = std::min(n, k0 + nb);
     at::Tensor a11 = block(a, k0, k1, k0, k1);
-    cholesky_kernel(a11, false, part, op);
+    cholesky_kernel(a11, false, part, op);  // zeroes a11's strict upper part
     merge_info(info, part, k0);
     if (k1 == n) break;
     at::Tensor a21 = block(a, k1, n, k0, k1);
-    // L21 L11^H = A21: L21 = A21 inv(L11)^H, a product apart from a22's storage (see sub_product).
-    at::Tensor l21 = at::matmul(a21, tri_inverse(a11, /*lower=*/true, false, op).mH());
+    // L21 L11^H = A21: L21 = A21 inv(L11)^H, a product apart from a22's storage (see sub_product),
+    // made in a21's layout (column-major: as (conj(inv(L11)) A21^T)^T) so the copy back is straight.
+    at::Tensor linv = tri_inverse(a11, /*lower=*/true, false, op);
+    at::Tensor l21 = a21.stride(-2) == 1 ? at::matmul(linv.conj(), a21.mT()).mT() : at::matmul(a21, linv.mH());
     a21.copy_(l21);
+    block(a, k0, k1, k1, n).zero_();  // the upper triangle, a block row at a time (no tril pass)
     sub_product(block(a, k1, n, k1, n), l21, l21.mH());
   }
-  a.copy_(a.tril());  // the kernel zeroes the upper part of the diagonal blocks only
 }
 
 void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op) {

@@ -22,6 +22,8 @@
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <dlprim/env.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <vector>
@@ -106,7 +108,7 @@ at::Tensor tri_inverse(const at::Tensor& t, bool lower, bool unit, const char* o
 // Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 16 (the
 // best of 8 / 16 / 32 in kernel time on PoCL at n = 1024; fewer launches than 8).
 int64_t lu_leaf() {
-  const char* v = std::getenv("PYTORCH_OCL_LU_LEAF");
+  const char* v = dlprim::env_value("PYTORCH_OCL_LU_LEAF");  // under the environment lock
   const int64_t leaf = v && *v ? std::atoll(v) : 0;
   return leaf > 0 ? leaf : 16;
 }

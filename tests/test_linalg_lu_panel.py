@@ -36,6 +36,7 @@ def test_lu_panel_shapes(dtype, small_panels):
     for M in (A, A[0, :, :27], A[:, :27, :], A[1, :, 1:14]):  # square batch, tall, wide batch, 40 x 13
         _check(M, dtype)
     _check(A.mT, dtype)  # a transposed (row-major) input
+    _check(torch.randn(2, 3, 26, 26, dtype=dtype), dtype)  # two batch dims
 
 
 def test_lu_panel_ties(small_panels):

@@ -68,3 +68,28 @@ def test_lu_panel_default_sizes():
     _check(A, torch.float64)
     B = torch.randn(150, 2, dtype=torch.float64)
     torch.testing.assert_close(torch.linalg.solve(A.to(DEV), B.to(DEV)).cpu(), torch.linalg.solve(A, B))
+
+
+@pytest.mark.parametrize("col_major", [False, True])
+def test_gemm_between_blocks_of_one_matrix(col_major):
+    """The GEMM runner writes c in place when its operands are provably disjoint blocks of c's own
+    matrix (GemmRunner.cpp, disjoint_blocks) and through a temporary otherwise: both against the CPU,
+    with blocks apart by rows only, by columns only, overlapping, and the operand being c itself."""
+    torch.manual_seed(5)
+    base = torch.randn(24, 30, dtype=torch.float64)
+    cases = [  # (c rows, c cols, a rows, a cols, b rows, b cols) as slices
+        ((10, 24), (8, 14), (10, 24), (0, 4), (0, 4), (8, 14)),  # A22 -= A21 A12: apart by rows / cols
+        ((0, 6), (10, 20), (0, 6), (0, 6), (6, 12), (10, 20)),  # a apart by columns, b by rows
+        ((4, 12), (4, 12), (0, 8), (0, 8), (0, 8), (4, 12)),  # overlapping blocks
+        ((2, 10), (3, 11), (2, 10), (3, 11), (2, 10), (3, 11)),  # c = a = b
+        ((0, 24), (20, 26), (0, 24), (0, 4), (20, 24), (20, 26)),  # full-height columns, b inside c
+    ]
+    for cr, cc, ar, ac, br, bc in cases:
+        want = base.clone()
+        got = (base.mT.contiguous().mT if col_major else base).to(DEV)
+        blocks = [[m[slice(*r), slice(*q)] for r, q in ((cr, cc), (ar, ac), (br, bc))] for m in (want, got)]
+        c, a, b = blocks[0]
+        c.sub_(a @ b)  # the product first: the CPU's in-place addmm_ of overlapping blocks is not this
+        c, a, b = blocks[1]
+        c.addmm_(a, b, beta=1, alpha=-1)
+        torch.testing.assert_close(got.cpu(), want)

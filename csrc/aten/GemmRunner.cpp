@@ -28,11 +28,37 @@ dlprim::GemmMatrix matrix_of(const at::Tensor& t3) {
   return m;
 }
 
+// True when a and b are provably disjoint blocks of one row- or column-major matrix: the same
+// strides (one of them 1, the other the leading dimension ld), batch dims of size 1, neither
+// wrapping past ld, and their row ranges or column ranges apart. Blocked factorizations update
+// one block of the work matrix from others (A22 -= L21 U12); get_overlap_status answers TooHard
+// for any two non-contiguous views, which made the GEMM write a temporary and copy it back.
+// false (not known) in every other case: the caller then stays conservative.
+bool disjoint_blocks(const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() < 2 || b.dim() < 2 || a.itemsize() != b.itemsize()) return false;
+  for (const at::Tensor* t : {&a, &b})
+    for (int64_t d = 0; d < t->dim() - 2; ++d)
+      if (t->size(d) != 1) return false;
+  if (a.stride(-2) != b.stride(-2) || a.stride(-1) != b.stride(-1)) return false;
+  const int64_t inner = a.stride(-1) == 1 ? -1 : a.stride(-2) == 1 ? -2 : 0;
+  if (inner == 0) return false;
+  const int64_t outer = inner == -1 ? -2 : -1, ld = a.stride(outer);
+  if (ld < 1) return false;
+  // Element (i, j) of a block (i along the unit stride) sits at i0 + i + (j0 + j) * ld.
+  auto i0 = [&](const at::Tensor& t) { return t.storage_offset() % ld; };
+  auto j0 = [&](const at::Tensor& t) { return t.storage_offset() / ld; };
+  if (i0(a) + a.size(inner) > ld || i0(b) + b.size(inner) > ld) return false;
+  const bool rows_apart = i0(a) + a.size(inner) <= i0(b) || i0(b) + b.size(inner) <= i0(a);
+  const bool cols_apart = j0(a) + a.size(outer) <= j0(b) || j0(b) + b.size(outer) <= j0(a);
+  return rows_apart || cols_apart;
+}
+
 bool overlaps(const at::Tensor& a, const at::Tensor& b) {
   if (!b.defined() || a.numel() == 0 || b.numel() == 0) return false;
   // get_overlap_status answers TooHard for any expanded operand (a broadcast bias) before it
   // looks at storages: tensors of different storages never overlap.
   if (!a.storage().is_alias_of(b.storage())) return false;
+  if (disjoint_blocks(a, b)) return false;
   return at::get_overlap_status(a, b) != at::MemOverlapStatus::No;
 }
 

@@ -49,9 +49,9 @@ void merge_info(const at::Tensor& info, const at::Tensor& part, int64_t offset) 
 
 // c -= a @ b as one GEMM with beta 1, alpha -1 into c itself (a strided block of the work matrix),
 // instead of a product then an elementwise pass over c; batches of more than one dim take the two steps.
-// Operands in c's own storage make the GEMM write a temporary and copy it back (it cannot tell a
-// disjoint block of the same matrix from an overlapping one), so callers pass copies of the thin
-// panels (O(n nb) each) rather than let c (O(n^2)) be copied.
+// Operands may be other blocks of c's own matrix: the GEMM runner sees that disjoint blocks of one
+// column- or row-major matrix do not overlap (GemmRunner.cpp, disjoint_blocks) and writes c in
+// place; anything it cannot prove apart makes it write a temporary and copy it back.
 void sub_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) {
   if (c.dim() == 2) {
     c.addmm_(a, b, 1, -1);
@@ -62,11 +62,12 @@ void sub_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) 
   }
 }
 
-// A copy of the block x apart from its matrix's storage (see sub_product), in x's own layout: a
-// column-major block (the work matrices are) stays column-major, so the copy is a straight
-// column-by-column pass and the GEMM reads it as it would have read x (clone() of a non-dense
-// view is row-major: a transposing copy).
-at::Tensor apart(const at::Tensor& x) {
+// A GEMM operand from another block of x's own matrix: x itself for one matrix (see sub_product),
+// for a batch a copy in x's layout (the runner proves only single matrices' blocks apart; a copy
+// of the thin panel, O(n nb), beats its temporary of the trailing block, O(n^2)). Column-major
+// stays column-major: a straight copy (clone() of a non-dense view is a transposing one).
+at::Tensor operand(const at::Tensor& x) {
+  if (x.dim() == 2) return x;
   return x.stride(-2) == 1 && x.stride(-1) != 1 ? x.mT().clone().mT() : x.clone();
 }
 
@@ -134,7 +135,7 @@ void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& 
   laswp(right, piv.narrow(-1, 0, w1), false, op);
   at::Tensor u12 = right.narrow(-2, 0, w1);
   trsm_kernel(left.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
-  sub_product(right.narrow(-2, w1, m - w1), apart(left.narrow(-2, w1, m - w1)), apart(u12));
+  sub_product(right.narrow(-2, w1, m - w1), operand(left.narrow(-2, w1, m - w1)), operand(u12));
   at::Tensor piv2 = piv.narrow(-1, w1, w - w1);
   lu_panel(right.narrow(-2, w1, m - w1), piv2, parts, col0 + w1, leaf, op);
   laswp(left.narrow(-2, w1, m - w1), piv2, false, op);
@@ -218,7 +219,7 @@ void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor&
       at::Tensor u12 =
           at::matmul(a12.mT(), tri_inverse(block(a, k0, k1, k0, k1), /*lower=*/true, /*unit=*/true, op).mT()).mT();
       a12.copy_(u12);
-      if (k1 < m) sub_product(block(a, k1, m, k1, n), apart(block(a, k1, m, k0, k1)), u12);
+      if (k1 < m) sub_product(block(a, k1, m, k1, n), operand(block(a, k1, m, k0, k1)), u12);
     }
     piv.add_(k0);
   }

@@ -121,7 +121,7 @@ int64_t lu_leaf() {
 // one work-group) cover leaf columns instead of w, and the rest is a GEMM over all compute units.
 // The same partial pivoting as the unblocked kernel (each column's pivot is the first largest
 // |a| of the updated column): pivots relative to the panel's row 0. parts[c]: the info of the leaf
-// starting at column c of the whole matrix (1-based within the leaf; see leaf_info).
+// starting at column c of the whole matrix (1-based within the leaf; blocked_lu merges them).
 void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& parts, int64_t col0, int64_t leaf,
               const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);

@@ -33,24 +33,36 @@ MAX_DEFAULT = 4  # beyond this a ring's share gets too small to keep TCP busy, a
 _STORE_KEY = "ocl_gloo_lanes"
 
 
+def positive_int_env(name, hint=""):
+    """The positive integer set in environment variable `name`, None when unset; anything else raises."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
+    try:
+        k = int(env)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise ValueError(f"ocl_gloo: {name} must be a positive integer{hint}, got {env!r}")
+    return k
+
+
+def usable_cpus():
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_count(world_size):
     """This process's choice of K: PYTORCH_OCL_GLOO_LANES, else min(4, CPUs / processes on this host)
     (each lane is a reduction thread and a receiving thread per process)."""
-    env = os.environ.get(ENV, "").strip()
-    if env:
-        try:
-            k = int(env)
-        except ValueError:
-            k = 0
-        if k < 1:
-            raise ValueError(f"ocl_gloo: {ENV} must be a positive integer (1: one gloo group), got {env!r}")
+    k = positive_int_env(ENV, " (1: one gloo group)")
+    if k is not None:
         return k
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size) or world_size)
-    return max(1, min(MAX_DEFAULT, cpus // max(1, local)))
+    return max(1, min(MAX_DEFAULT, usable_cpus() // max(1, local)))
 
 
 class Lanes:

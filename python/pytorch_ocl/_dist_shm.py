@@ -49,6 +49,8 @@ import uuid
 import torch
 import torch.distributed as dist
 
+from . import _dist_lanes
+
 ENV = "PYTORCH_OCL_DIST_SHM"
 THREADS_ENV = "PYTORCH_OCL_DIST_SHM_THREADS"
 MAX_THREADS = 8  # the copies and reductions are bound by memory bandwidth well before this
@@ -88,20 +90,10 @@ def default_threads(world):
     """Intra-op threads of the worker's copies and reductions: PYTORCH_OCL_DIST_SHM_THREADS, else
     min(8, CPUs / ranks) (every rank of the group runs on this host and works at the same time: more would
     oversubscribe the cores, and OpenMP threads spinning between regions would take them from the peers)."""
-    env = os.environ.get(THREADS_ENV, "").strip()
-    if env:
-        try:
-            k = int(env)
-        except ValueError:
-            k = 0
-        if k < 1:
-            raise ValueError(f"ocl_gloo: {THREADS_ENV} must be a positive integer, got {env!r}")
+    k = _dist_lanes.positive_int_env(THREADS_ENV)
+    if k is not None:
         return k
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, cpus // world))
+    return max(1, min(MAX_THREADS, _dist_lanes.usable_cpus() // world))
 
 
 def _host_id():

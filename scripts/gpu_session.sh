@@ -40,6 +40,7 @@
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
+#   bash scripts/gpu_session.sh start31       # env-lock mma tests, LU/Cholesky/QR profile + vs cuSOLVER, bf16 attention, GPT-2 eager vs compiled
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -329,6 +330,17 @@ case "${1:-validate}" in
     run masks_fp32 30 python3 benchmarks/attention_masks.py --dtype float32 --out "$out/masks_fp32.md"
     run masks_bf16 30 python3 benchmarks/attention_masks.py --dtype bfloat16 --out "$out/masks_bf16.md"
     run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
+    ;;
+  start31)  # GPU-only checks of the environment lock (gemm_mma crash last time), LU / Cholesky / QR at 4096 by
+    # kernel and against cuSOLVER, bf16 attention per pass (D64, D128), compiled vs eager GPT-2 by kernel
+    PYTORCH_OCL_MMA_TEST=native run mma_env_tests 70 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_gemm_mma.py tests/test_env_lock.py
+    run prof_linalg 80 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 12
+    run linalg_lu 70 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg_lu.md"
+    run attn_bf16 60 python3 benchmarks/attention_layouts.py --fwd "" --mma "default" --dtype bfloat16 \
+      --cases "8,12,1024,64,1;8,12,2048,128,1" --out "$out/attn_bf16.md"
+    run prof_gpt2 80 python3 benchmarks/profile_model.py --net gpt2 --top 25
+    run prof_gpt2_compiled 110 python3 benchmarks/profile_model.py --net gpt2 --compile --top 25
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

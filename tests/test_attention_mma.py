@@ -95,8 +95,8 @@ def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
     return out
 
 
-# (kind, B, Hq, Hk, L, S, D, Dv, causal, transposed): tails (L, S not multiples of the 64-query / 32-key
-# tiles), L < S and L > S (causal is top-left aligned, as torch's is_causal), GQA, D 64 / 128 / 80 / 96 /
+# (kind, B, Hq, Hk, L, S, D, Dv, causal, transposed): tails (L, S not multiples of the 64- / 128-query and
+# 32- / 64-key tiles), L < S and L > S (causal is top-left aligned, as torch's is_causal), GQA, D 64 / 128 / 80 / 96 /
 # odd 24 (scalar staging), Dv != D, the transformers layout.
 GRID = [
     ("3xtf32", 1, 2, 2, 37, 45, 64, 64, False, False),
@@ -130,6 +130,10 @@ BWD = [
     (torch.bfloat16, 1, 2, 2, 19, 26, 128, 128, False, True),
     (torch.float16, 1, 1, 1, 30, 22, 128, 128, True, False),
     (torch.float16, 1, 2, 1, 14, 25, 80, 80, False, False),
+    # 16-bit 8-warp layouts (128-query forward groups, 64-row dq / dk/dv tiles at heads up to 64, 32-key dq
+    # tiles over 64) over several whole and partial tiles and work-groups
+    (torch.bfloat16, 1, 1, 1, 150, 200, 64, 64, True, False),
+    (torch.float16, 1, 1, 1, 140, 131, 128, 128, True, True),
 ]
 
 

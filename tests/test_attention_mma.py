@@ -158,14 +158,18 @@ def test_masks(kind, D):
     run(kind, q, k, v, attn_mask=bias, grad=D > 64)
 
 
-@pytest.mark.parametrize("D", [32, 128])
-def test_dropout_draws_the_fma_kernels_mask(monkeypatch, D):
-    q, k, v = make(1, 2, 2, 21, 30, D, D) if D <= 64 else make(1, 1, 1, 13, 18, D, D)
+# The mma kernels share each Philox draw between lanes (row layout: lane pairs; the dk/dv pass's transposed
+# layout: 4 lanes by index shuffles); several query and key tiles, 16-bit too, must draw the FMA kernels' mask.
+@pytest.mark.parametrize("kind,D,L,S", [("3xtf32", 32, 21, 30), ("3xtf32", 128, 13, 18), ("3xtf32", 64, 70, 83),
+                                        (torch.bfloat16, 64, 75, 90)])
+def test_dropout_draws_the_fma_kernels_mask(monkeypatch, kind, D, L, S):
+    dtype = dtype_of(kind)
+    q, k, v = make(1, 2 if D <= 64 else 1, 2 if D <= 64 else 1, L, S, D, D)
     res = []
     for env in (None, "0"):
         if env:
             monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", env)
-        ts = [t.to("ocl").requires_grad_() for t in (q, k, v)]
+        ts = [t.to(dtype).to("ocl").requires_grad_() for t in (q, k, v)]
         torch.manual_seed(7)
         out, names = launches(lambda: F.scaled_dot_product_attention(*ts, dropout_p=0.3))
         assert (MMA_LAUNCH in names) == (env is None), names
@@ -173,7 +177,7 @@ def test_dropout_draws_the_fma_kernels_mask(monkeypatch, D):
         assert (DQ_LAUNCH in names) == (env is None) and (DKDV_LAUNCH in names) == (env is None), names
         res.append([out.cpu()] + [g.cpu() for g in grads])
     for name, a, b in zip(["out", "dq", "dk", "dv"], res[1], res[0]):
-        check(a, b, TOL["3xtf32"], "dropout " + name)
+        check(a, b, TOL[kind], "dropout " + name)
 
 
 def test_zero_sizes_and_fallbacks(monkeypatch):

@@ -161,6 +161,42 @@ inline float attn_shfl_xor(float x, int m) {
   QUAD_XOR(x, 1, OP);      \
   QUAD_XOR(x, 2, OP)
 
+#ifdef DROPOUT
+// 32-bit words between the lanes of a warp (dropout's Philox words, below): xor and index shuffles.
+#if MMA_EMULATE
+#define LANE_SHFL_U(dst, x, src)              \
+  do {                                        \
+    emu_regs[tid] = (x);                      \
+    barrier(CLK_LOCAL_MEM_FENCE);             \
+    dst = emu_regs[tid - lane + (src)];       \
+    barrier(CLK_LOCAL_MEM_FENCE);             \
+  } while (0)
+#else
+inline uint attn_shfl_idx_u(uint x, int src) {
+  uint r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(x), "r"(src));
+  return r;
+}
+#define LANE_SHFL_U(dst, x, src) dst = attn_shfl_idx_u((x), (src))
+#endif
+#define ATTN_ZW(word) ((dl_uniform_f(word) >= drop_p) ? (T)1 / (T)(1 - drop_p) : (T)0)
+// The dropout words of a lane's 4 scores of a row-layout C fragment (rows r_lo, r_hi; columns jd, jd + 1 with
+// jd = j0 + 8 n + 2 tig): lanes tig and tig ^ 1 need the same Philox group (4 adjacent keys) of each row, so
+// each draws one group (the even lane r_lo's, the odd lane r_hi's) and the two swap the words the other needs:
+// half the Philox work of a call per row and lane.
+#define ATTN_ROW_DROP_WORDS(zw, jd)                                                                           \
+  do {                                                                                                        \
+    const int odd_ = tig & 1;                                                                                 \
+    const uint4 w_ = dl_philox(seed, ((ulong)((ulong)bh * L + (odd_ ? r_hi : r_lo)) * (ulong)((S + 3) & ~3) + (jd)) >> 2, \
+                               offset);                                                                       \
+    uint x0_, x1_;                                                                                            \
+    LANE_SHFL_U(x0_, odd_ ? w_.x : w_.z, lane ^ 1);                                                           \
+    LANE_SHFL_U(x1_, odd_ ? w_.y : w_.w, lane ^ 1);                                                           \
+    zw[0] = odd_ ? x0_ : w_.x, zw[1] = odd_ ? x1_ : w_.y;                                                     \
+    zw[2] = odd_ ? w_.z : x0_, zw[3] = odd_ ? w_.w : x1_;                                                     \
+  } while (0)
+#endif
+
 // Two probabilities as a 16-bit operand register (lo: the lower k slot), rounded to nearest even.
 #if MMA_KIND == 3
 #if MMA_EMULATE
@@ -390,18 +426,15 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_fwd_mma(
     _Pragma("unroll") for (int n = 0; n < NO; ++n) o[n][0] *= a_lo, o[n][1] *= a_lo, o[n][2] *= a_hi, o[n][3] *= a_hi;
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
 #ifdef DROPOUT
-      uint4 w_lo, w_hi;  // one Philox group holds both columns of a lane (2 tig is even)
-      const int jd = j0 + n * 8 + 2 * tig;
-      const ulong S4 = (ulong)((S + 3) & ~3);
-      w_lo = dl_philox(seed, ((ulong)((ulong)bh * L + r_lo) * S4 + jd) >> 2, offset);
-      w_hi = dl_philox(seed, ((ulong)((ulong)bh * L + r_hi) * S4 + jd) >> 2, offset);
+      uint zw[4];
+      ATTN_ROW_DROP_WORDS(zw, j0 + n * 8 + 2 * tig);
 #endif
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const float p = native_exp2(s[n][e] - (e < 2 ? sub_lo : sub_hi));  // exp2(-inf) = 0: masked keys
         if (e < 2) l_lo += p;  // the softmax's sum is over every key; dropout scales what reaches o
         else l_hi += p;
 #ifdef DROPOUT
-        s[n][e] = p * ATTN_Z(e < 2 ? w_lo : w_hi, (jd + (e & 1)) & 3);
+        s[n][e] = p * ATTN_ZW(zw[e]);
 #else
         s[n][e] = p;
 #endif

@@ -151,9 +151,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
     _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
       const int jd = j0 + n * 8 + 2 * tig;
 #ifdef DROPOUT
-      const ulong S4 = (ulong)((S + 3) & ~3);
-      const uint4 w_lo = dl_philox(seed, ((ulong)((ulong)bh * L + r_lo) * S4 + jd) >> 2, offset);
-      const uint4 w_hi = dl_philox(seed, ((ulong)((ulong)bh * L + r_hi) * S4 + jd) >> 2, offset);
+      uint zw[4];
+      ATTN_ROW_DROP_WORDS(zw, jd);
 #endif
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const int i = e < 2 ? r_lo : r_hi, j = jd + (e & 1);
@@ -164,7 +163,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
 #endif
         const float p = native_exp2(x - (e < 2 ? l2_lo : l2_hi));
 #ifdef DROPOUT
-        const float z = ATTN_Z(e < 2 ? w_lo : w_hi, j & 3);
+        const float z = ATTN_ZW(zw[e]);
 #else
         const float z = 1.0f;
 #endif
@@ -291,6 +290,25 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
       EXCHANGE(s, dp);
       // P^T (Z applied: s) and dS^T (dp); 0 where masked.
       _Pragma("unroll") for (int n = 0; n < NKT; ++n) {
+#ifdef DROPOUT
+        // The lanes gid = 4 a + q (q = 0..3, one tig) need word q of the same 4 Philox groups (element e: query
+        // i0 + 8 n + 2 tig + (e & 1), keys (e < 2 ? k_lo : k_hi) rounded down to 4; k0 is a multiple of 4):
+        // lane q draws element q's group, and 4 index shuffles give every lane its word of each (round r:
+        // lane q sends word q + r of its group to lane q + r, and receives from lane q - r).
+        uint zw[4] = {0, 0, 0, 0};
+        {
+          const int q = gid & 3;
+          const int iq = i0 + n * 8 + 2 * tig + (q & 1), jq = (q < 2 ? k_lo : k_hi) & ~3;
+          const uint4 w = dl_philox(seed, ((ulong)((ulong)bh * L + iq) * (ulong)((S + 3) & ~3) + jq) >> 2, offset);
+          _Pragma("unroll") for (int r = 0; r < 4; ++r) {
+            const int from = (q - r) & 3;
+            uint x;
+            LANE_SHFL_U(x, dl_word(w, (q + r) & 3), lane + 4 * (from - q));
+            zw[0] = from == 0 ? x : zw[0], zw[1] = from == 1 ? x : zw[1];
+            zw[2] = from == 2 ? x : zw[2], zw[3] = from == 3 ? x : zw[3];
+          }
+        }
+#endif
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
           const int j = (e < 2) ? k_lo : k_hi, ci = n * 8 + 2 * tig + (e & 1), i = i0 + ci;
           float x = s[n][e] * c;
@@ -300,8 +318,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
 #endif
           const float p = native_exp2(x - lse_s[ci]);
 #ifdef DROPOUT
-          const ulong col = (ulong)((ulong)bh * L + i) * (ulong)((S + 3) & ~3) + j;
-          const float z = ATTN_Z(dl_philox(seed, col >> 2, offset), (int)(col & 3));
+          const float z = ATTN_ZW(zw[e]);
 #else
           const float z = 1.0f;
 #endif

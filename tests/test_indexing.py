@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.testing import assert_close
 
 import pytorch_ocl  # noqa: F401
@@ -95,6 +96,26 @@ def test_embedding_forward_backward(dtype):
         out.backward(g)
         out_o.backward(g.to(D))
         same(emb_o.weight.grad, emb.weight.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_long_runs_of_one_index(dtype):
+    # The keyed reduction folds a run of equal indices 8 rows at a time: runs of 1, 7, 8, 9 and 61 rows,
+    # skipped (padding) rows inside and after a run, sums in the CPU's row order.
+    g = torch.Generator().manual_seed(5)
+    idx = torch.cat([torch.full((61,), 3), torch.tensor([0]), torch.full((7,), 5), torch.full((8,), 6),
+                     torch.full((9,), 2), torch.tensor([1, 3, 3])])[torch.randperm(89, generator=g)]
+    vals = make((89, 5), dtype, 2)
+    x = make((8, 5), dtype, 3)
+    same(x.to(D).index_put_((idx.to(D),), vals.to(D), accumulate=True), x.clone().index_put_((idx,), vals, accumulate=True))
+    if dtype.is_floating_point:
+        for padding_idx in (None, 5, 3):
+            w = make((8, 5), dtype, 4)
+            ref = w.clone().requires_grad_()
+            dev = w.to(D).requires_grad_()
+            F.embedding(idx, ref, padding_idx=padding_idx).backward(vals)
+            F.embedding(idx.to(D), dev, padding_idx=padding_idx).backward(vals.to(D))
+            same(dev.grad, ref.grad)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)

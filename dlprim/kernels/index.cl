@@ -143,20 +143,37 @@ __kernel void dl_index_reduce(ulong n, ulong inner_n, int rank, dl_dims64 shape,
   } else {
     acc = (DL_ACC)(mode == DL_MODE_PROD ? 1 : 0);
   }
-  for (ulong k = j; k < n_rows && keys[k] == key; ++k) {
-    DL_ACC v = DL_LOAD(dense, dense_off + rows[k] * dense_row_s + off_d);
-    if (mode == DL_MODE_SUM || mode == DL_MODE_MEAN) {
-      acc = dl_round(acc + (mode == DL_MODE_SUM ? dl_round(alpha * v) : v));
-    } else if (mode == DL_MODE_PROD) {
-      acc = dl_round(acc * v);
-    } else if (count == 0) {
-      acc = v;
-    } else if (mode == DL_MODE_AMAX) {
-      acc = (v > acc || v != v) && acc == acc ? v : acc;  // NaN propagates
-    } else {
-      acc = (v < acc || v != v) && acc == acc ? v : acc;
+  // The run (the rows from j on with this key; skipped rows hold -1, so keys need not ascend past it) is
+  // folded 8 rows at a time: 8 keys checked, then the matching rows' values loaded together. A long run (an
+  // embedding row many tokens share, e.g. BERT's 2 token types for 8192 tokens) is otherwise a chain of
+  // dependent loads. The fold stays in row order.
+  for (ulong k0 = j;; k0 += 8) {
+    int c = 0;
+    bool run = true;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      run = run && k0 + u < n_rows && keys[min(k0 + u, n_rows - 1)] == key;
+      c += run ? 1 : 0;
     }
-    ++count;
+    DL_ACC vb[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) vb[u] = u < c ? DL_LOAD(dense, dense_off + rows[k0 + u] * dense_row_s + off_d) : (DL_ACC)0;
+    for (int u = 0; u < c; ++u) {
+      const DL_ACC v = vb[u];
+      if (mode == DL_MODE_SUM || mode == DL_MODE_MEAN) {
+        acc = dl_round(acc + (mode == DL_MODE_SUM ? dl_round(alpha * v) : v));
+      } else if (mode == DL_MODE_PROD) {
+        acc = dl_round(acc * v);
+      } else if (count == 0) {
+        acc = v;
+      } else if (mode == DL_MODE_AMAX) {
+        acc = (v > acc || v != v) && acc == acc ? v : acc;  // NaN propagates
+      } else {
+        acc = (v < acc || v != v) && acc == acc ? v : acc;
+      }
+      ++count;
+    }
+    if (c < 8) break;
   }
   if (mode == DL_MODE_MEAN) {
     DL_ACC c = (DL_ACC)count;

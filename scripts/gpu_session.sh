@@ -41,6 +41,7 @@
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start31       # env-lock mma tests, LU/Cholesky/QR profile + vs cuSOLVER, bf16 attention, GPT-2 eager vs compiled
+#   bash scripts/gpu_session.sh final31       # linalg + attention tests natively, LU/Cholesky/QR/eigh vs cuSOLVER, GPT-2 step vs CUDA
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -341,6 +342,14 @@ case "${1:-validate}" in
       --cases "8,12,1024,64,1;8,12,2048,128,1" --out "$out/attn_bf16.md"
     run prof_gpt2 80 python3 benchmarks/profile_model.py --net gpt2 --top 25
     run prof_gpt2_compiled 110 python3 benchmarks/profile_model.py --net gpt2 --compile --top 25
+    ;;
+  final31)  # this session's last 1-GPU call: linear-algebra and attention tests natively (new panel / tridiagonal
+    # kernels, mma layouts), LU / Cholesky / QR / eigh vs cuSOLVER, GPT-2 small's eager step by kernel vs CUDA
+    PYTORCH_OCL_MMA_TEST=native run native_tests 110 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_linalg*.py tests/test_attention_mma.py
+    run linalg31 90 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr,eigh --out "$out/linalg31.md"
+    run prof_linalg 50 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
+    run prof_gpt2 90 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 12
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -33,6 +33,7 @@ import datetime
 import queue
 import threading
 import weakref
+from time import perf_counter
 
 import torch
 import torch.distributed as dist
@@ -219,12 +220,13 @@ class StagedTensor:
             event.record(stream)
             self.chunks.append((a, b, event))
 
-    def run(self, worker, start, keep, write_back=True, depth=1, pieces=None):
+    def run(self, worker, start, keep, write_back=True, depth=1, pieces=None, timing=None):
         """On the worker: per piece (by default the read chunks; else `pieces`, (begin, end) element ranges
         covering the tensor in order), wait for the reads it covers, start(host view, piece number) its
         collective (which returns a callable waiting for it), and once that is done write the piece back.
         Up to `depth` pieces are in flight at once (one per gloo lane, _dist_lanes.py), finished and
-        written back in order; with depth 1 each is done before the next starts."""
+        written back in order; with depth 1 each is done before the next starts. `timing(i, stage, start)`,
+        when given, is told when piece i's "read" wait and its "write" (enqueue) started (perf_counter)."""
         side = worker.side_stream(self.tensor.device)
         flat = self.dense.view(-1)
         pending = collections.deque()
@@ -232,19 +234,25 @@ class StagedTensor:
         read = 0  # chunks whose reads have been waited for
 
         def finish():
-            a, b, h, wait = pending.popleft()
+            a, b, h, wait, i = pending.popleft()
             wait()
             if write_back:
+                t = perf_counter()
                 flat[a:b].copy_(h, non_blocking=True)
+                if timing:
+                    timing(i, "write", t)
 
         with torch.ocl.stream(side):
             for i, (a, b) in enumerate(ranges):
+                t = perf_counter()
                 while read < len(self.chunks) and self.chunks[read][0] < b:
                     self.chunks[read][2].synchronize()
                     read += 1
+                if timing:
+                    timing(i, "read", t)
                 h = self.host[a:b]
                 keep.add(h)  # gloo's thread holds it too: waited for at exit (_dist_pg._staged)
-                pending.append((a, b, h, start(h, i)))
+                pending.append((a, b, h, start(h, i), i))
                 if len(pending) >= depth:
                     finish()
             while pending:

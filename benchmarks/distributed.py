@@ -18,6 +18,8 @@ PYTORCH_OCL_GLOO_LANES parallel gloo groups (the default depends on the CPU coun
 connection per peer, as the cpu tensors get): set it to compare.
 With --ref nccl (a machine with --world CUDA GPUs) the same all_reduce sizes also run on CUDA tensors through
 NCCL, in a child process that does not load pytorch_ocl (a column nccl/ocl: NCCL's time over ocl_gloo's).
+--shm-trace prints, per size from 1 MiB, the stages of one more shared-memory all_reduce on rank 0 (where the
+time goes: device read wait, copy in, waits for the peers, reduce, copy out, write back; _dist_shm_trace.py).
 Writes a markdown table, and a plot of cpu/ocl per size when matplotlib is installed.
 """
 import argparse
@@ -27,6 +29,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -66,8 +69,9 @@ def batch(size, dev, part=slice(None)):
     return x[part].to(dev), y[part].to(dev)
 
 
-def worker(rank, world, port, sizes, iters, global_batch, transport, queue):
+def worker(rank, world, port, sizes, iters, global_batch, transport, queue, shm_trace=False):
     common.import_backend()
+    import pytorch_ocl.distributed
     from pytorch_ocl import _dist_async
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
@@ -82,7 +86,7 @@ def worker(rank, world, port, sizes, iters, global_batch, transport, queue):
         assert other.transport() == "gloo"
     dev = f"ocl:{rank % torch.ocl.device_count()}"
     torch.ocl.set_device(dev)
-    rows = []
+    rows, traces = [], []
     progress = sizes
     if rank == 0:
         from tqdm import tqdm
@@ -94,6 +98,18 @@ def worker(rank, world, port, sizes, iters, global_batch, transport, queue):
         t_other = common.median_time(lambda: dist.all_reduce(a, group=other), dev, iters) if other else None
         t_cpu = common.median_time(lambda: dist.all_reduce(b, group=cpu_group), "cpu", iters)
         rows.append((nbytes, t_ocl, t_cpu, t_other))
+        trace = pytorch_ocl.distributed.shm_trace() if shm_trace and used == "shm" else None
+        if trace is not None and nbytes >= 1 << 20:  # one more all-reduce, its stages recorded (rank 0's)
+            trace.reset(on=True)
+            start = time.perf_counter()
+            dist.all_reduce(a)
+            torch.ocl.synchronize()
+            wall = time.perf_counter() - start
+            size = f"{nbytes // 1024} KiB" if nbytes < 2**20 else f"{nbytes // 2**20} MiB"
+            traces.append(f"{size}: one all_reduce {wall * 1e3:.2f} ms (rank {rank}), "
+                          f"{dist.group.WORLD._shm.sets} slot sets of {dist.group.WORLD._shm.slot_bytes >> 10} KiB\n"
+                          + trace.summary())
+            trace.reset(on=False)
         del a, b
     # DDP: each rank trains on its share of the global batch
     share = global_batch // world
@@ -108,7 +124,7 @@ def worker(rank, world, port, sizes, iters, global_batch, transport, queue):
     dist.barrier()
     if rank == 0:  # gloo lanes of the large all-reduces (PYTORCH_OCL_GLOO_LANES; none made below 2 chunks)
         lanes = max(1, len((other or dist.group.WORLD)._lanes.calls))
-        queue.put((rows, ddp, common.device_description(dev), lanes, used))
+        queue.put((rows, ddp, common.device_description(dev), lanes, used, traces))
     dist.destroy_process_group()
 
 
@@ -149,6 +165,8 @@ def main():
     p.add_argument("--ref", choices=["nccl"], help="also all_reduce CUDA tensors through NCCL (child process)")
     p.add_argument("--transport", choices=["shm", "gloo"], default="shm",
                    help="of the ocl all-reduces and the DDP step (shm: shared memory where possible, and gloo too)")
+    p.add_argument("--shm-trace", action="store_true",
+                   help="per size from 1 MiB, the shared-memory stages of one more all_reduce (rank 0's trace)")
     p.add_argument("--child-nccl", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes, s = [], 1024
@@ -162,9 +180,9 @@ def main():
         return
     nccl = nccl_times(args, sizes) if args.ref == "nccl" else None
     queue = mp.get_context("spawn").Queue()
-    mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, args.transport, queue),
-             nprocs=args.world)
-    rows, ddp, device, lanes, used = queue.get()
+    mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, args.transport, queue,
+                           args.shm_trace), nprocs=args.world)
+    rows, ddp, device, lanes, used, traces = queue.get()
 
     common.import_backend()
     from pytorch_ocl import _dist_async
@@ -205,6 +223,8 @@ def main():
         notes.append("gloo/ocl: the ocl all-reduce's time through gloo over its time through shared memory.")
     for n in notes:
         print(n)
+    for t in traces:
+        print(t)
     preamble = [f"{w} processes on one machine, each on {device}; median of {args.iters}; "
                 f"ocl columns: all-reduces through {used} (PYTORCH_OCL_DIST_SHM"
                 + (", ocl gloo: a group with it 0" if other else "") + "); "

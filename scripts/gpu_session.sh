@@ -38,6 +38,7 @@
 #   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
+#   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start31       # env-lock mma tests, LU/Cholesky/QR profile + vs cuSOLVER, bf16 attention, GPT-2 eager vs compiled
@@ -316,6 +317,18 @@ case "${1:-validate}" in
     PYTORCH_OCL_DIST_SHM=0 run gpt2_ocl_2gpu_gloo 70 $tr examples/ddp_train.py $gargs
     PYTORCH_OCL_DIST_SHM=0 run r50_ocl_2gpu_gloo 70 $tr examples/ddp_train.py $rargs
     grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  ddp2_shm_trace)  # (2-GPU kind) where the shared-memory all-reduce's time goes: per size (1..256 MiB) bandwidth
+    # and one traced all_reduce's stages, one piece at a time (1 slot set: the old protocol) and pipelined (3 sets,
+    # the default; 4 MiB pieces, then 1 MiB: 3 x 3 MiB touched per round, within the caches), then the host-only
+    # probe (CPU tensors: the hand-offs alone)
+    PYTORCH_OCL_DIST_SHM_SETS=1 run shm_trace_sets1 110 python3 benchmarks/distributed.py --shm-trace --max-mib 256 --iters 3 --out "$out/shm_sets1.md"
+    run shm_trace_sets3 110 python3 benchmarks/distributed.py --shm-trace --max-mib 256 --iters 3 --out "$out/shm_sets3.md"
+    PYTORCH_OCL_DIST_SHM_PIECE_KIB=1024 run shm_trace_1mib 110 python3 benchmarks/distributed.py --shm-trace --max-mib 256 --iters 3 --out "$out/shm_1mib.md"
+    for sets in 1 3; do
+      PYTORCH_OCL_DIST_SHM_SETS=$sets run "shm_probe_sets$sets" 60 python3 benchmarks/dist_shm_probe.py --iters 5
+    done
+    grep -h -E "MiB|shm trace" "$out"/shm_*.log
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)
     run prof_bert 90 python3 benchmarks/profile_model.py --net bert --top 30

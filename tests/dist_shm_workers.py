@@ -144,6 +144,9 @@ def allreduce(rank, world, port):
     finally:
         _dist_async.CHUNK_BYTES = saved
 
+    pipeline(rank, world)
+    switches(rank, world, gloo)
+
     # a subgroup of the first and last rank gets its own segment
     sub = dist.new_group([0, world - 1])
     if rank in (0, world - 1):
@@ -161,3 +164,74 @@ def allreduce(rank, world, port):
         assert "different all_reduces" in str(e), e
     dist.destroy_process_group()
     assert pg._shm._mm is None  # unmapped at destroy
+
+
+def pipeline(rank, world):
+    """Pieces in flight: many async all-reduces back to back, each cut into many odd-sized pieces (up to 3
+    in flight over the slot sets, across calls, dtypes and ops): every result bit for bit."""
+    from pytorch_ocl import _dist_async
+
+    shm = dist.group.WORLD._shm
+    assert (shm.sets, shm.depth) == (3, 3), (shm.sets, shm.depth)
+    saved = _dist_async.CHUNK_BYTES
+    _dist_async.CHUNK_BYTES = 4 * 257  # odd element counts per piece for every dtype
+    try:
+        works, checks = [], []
+        dtypes = (torch.float32, torch.int64, torch.bfloat16, torch.float64, torch.int8, torch.float16)
+        ops = (R_.SUM, R_.MAX, R_.PRODUCT, R_.AVG, ("premul", 0.5))
+        for i in range(20):
+            dtype, op = dtypes[i % len(dtypes)], ops[i % len(ops)]
+            if op == ("premul", 0.5) and not dtype.is_floating_point:
+                op = R_.MIN
+            n = 1 + 131 * i * (i % 5 + 1)
+            t = _input(rank, n, dtype, op).to(DEV)
+            works.append(dist.all_reduce(t, op=_reduce_op(op), async_op=True))
+            checks.append((t, _expected(world, n, dtype, op), f"{i}: {dtype} {op} n={n}"))
+        for w in works:
+            w.wait()
+        for t, want, msg in checks:
+            assert torch.equal(t.cpu(), want), msg
+    finally:
+        _dist_async.CHUNK_BYTES = saved
+
+
+def switches(rank, world, gloo):
+    """PYTORCH_OCL_DIST_SHM_SETS / _PIECE_KIB (rank 0's values for the group; fewer sets when /dev/shm has
+    no room) and the stage trace (PYTORCH_OCL_DIST_SHM_TRACE, pytorch_ocl.distributed.shm_trace)."""
+    from pytorch_ocl import _dist_shm, _dist_shm_trace
+    from pytorch_ocl.distributed import shm_trace
+
+    env = {_dist_shm.SETS_ENV: "1" if rank == 0 else "5", _dist_shm.PIECE_ENV: "1" if rank == 0 else "64",
+           _dist_shm_trace.ENV: "1"}
+    os.environ.update(env)
+    one = dist.new_group(list(range(world)))  # one set of 1 KiB slots: one piece at a time
+    os.environ[_dist_shm.SETS_ENV] = "3"
+    fallocate = os.posix_fallocate
+    if rank == 0:  # room for 2 sets only: the group gets 2
+        def short(fd, offset, size):
+            if size > _dist_shm._size(world, 2, 1024):
+                raise OSError(28, "No space left on device")
+            return fallocate(fd, offset, size)
+        os.posix_fallocate = short
+    try:
+        two = dist.new_group(list(range(world)))
+    finally:
+        os.posix_fallocate = fallocate
+        for k in env:
+            os.environ.pop(k)
+    assert (one._shm.sets, one._shm.depth, one._shm.slot_bytes) == (1, 1, 1024)
+    assert (two._shm.sets, two._shm.depth, two._shm.slot_bytes) == (2, 2, 1024)
+    n = 3001  # 12 pieces of at most 1 KiB
+    for group in (one, two):
+        t = _input(rank, n, torch.float32, R_.SUM).to(DEV)
+        dist.all_reduce(t, group=group)
+        assert torch.equal(t.cpu(), _expected(world, n, torch.float32, R_.SUM))
+        trace = shm_trace(group)
+        assert trace.on and len(trace.pieces) == 12, trace.summary()
+        summary = trace.summary()
+        for stage in ("read", "copy_in", "wait_arrive", "reduce", "wait_reduced", "copy_out", "write", "write_tail"):
+            assert stage in summary, summary
+        trace.reset(on=False)
+        dist.all_reduce(t, group=group)
+        assert not trace.pieces
+    assert shm_trace(gloo) is None and not shm_trace().on

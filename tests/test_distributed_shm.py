@@ -17,7 +17,8 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
 @pytest.mark.parametrize("world", [2, 3])
 def test_shm_allreduce(world):
     """Every op and dtype, bit for bit the rank-order reduction (and gloo's on 2 ranks); odd sizes, one or
-    many pieces, strided, zero-size, back-to-back async calls; the switch; mismatched calls raise."""
+    many pieces, strided, zero-size, back-to-back async calls, many pieces in flight; the switches (slot
+    sets, piece size, trace); mismatched calls raise."""
     _spawn(dist_shm_workers.allreduce, world)
 
 
@@ -40,3 +41,17 @@ def test_switch_values(monkeypatch):
     monkeypatch.delenv("PYTORCH_OCL_DIST_SHM_THREADS")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
     assert [_dist_shm.default_threads(w) for w in (2, 8, 64)] == [8, 4, 1]
+    # slot sets, largest piece, trace
+    from pytorch_ocl import _dist_shm_trace
+
+    assert (_dist_shm.default_sets(), _dist_shm.default_slot_bytes(), _dist_shm_trace.wanted()) == (3, 4 << 20, False)
+    monkeypatch.setenv("PYTORCH_OCL_DIST_SHM_SETS", "1")
+    monkeypatch.setenv("PYTORCH_OCL_DIST_SHM_PIECE_KIB", "256")
+    monkeypatch.setenv("PYTORCH_OCL_DIST_SHM_TRACE", "1")
+    assert (_dist_shm.default_sets(), _dist_shm.default_slot_bytes(), _dist_shm_trace.wanted()) == (1, 256 << 10, True)
+    for name, fn in (("PYTORCH_OCL_DIST_SHM_SETS", _dist_shm.default_sets),
+                     ("PYTORCH_OCL_DIST_SHM_PIECE_KIB", _dist_shm.default_slot_bytes),
+                     ("PYTORCH_OCL_DIST_SHM_TRACE", _dist_shm_trace.wanted)):
+        monkeypatch.setenv(name, "-1")
+        with pytest.raises(ValueError, match=name):
+            fn()

@@ -118,7 +118,8 @@ def default_sets():
 
 
 def default_slot_bytes():
-    """The largest piece (a slot's size): PYTORCH_OCL_DIST_SHM_PIECE_KIB KiB, else 4 MiB (rank 0's is used)."""
+    """The largest piece (a slot's size): PYTORCH_OCL_DIST_SHM_PIECE_KIB KiB, else 4 MiB (rank 0's is used).
+    Pieces are also at most a chunk of the device reads (_dist_async.CHUNK_BYTES, 4 MiB): smaller only."""
     k = _dist_lanes.positive_int_env(PIECE_ENV)
     return SLOT_BYTES if k is None else k << 10
 

@@ -72,3 +72,14 @@ def _process_group_class():
 
         _pg_class = _dist_pg.OclGlooProcessGroup
     return _pg_class
+
+
+def shm_trace(group=None):
+    """The stage trace (_dist_shm_trace.Trace) of `group`'s shared-memory all-reduces (default: the world
+    group), None when the group goes through gloo. `.reset(on=True)` starts recording, `.summary()` gives
+    the per-stage breakdown; PYTORCH_OCL_DIST_SHM_TRACE=1 starts it for every group made afterwards."""
+    import torch.distributed as dist
+
+    pg = group if group is not None else dist.group.WORLD
+    shm = getattr(pg, "_shm", None)
+    return shm.trace if shm is not None else None

@@ -38,7 +38,7 @@
 #   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
-#   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe
+#   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe, copies
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start31       # env-lock mma tests, LU/Cholesky/QR profile + vs cuSOLVER, bf16 attention, GPT-2 eager vs compiled
@@ -328,6 +328,7 @@ case "${1:-validate}" in
     for sets in 1 3; do
       PYTORCH_OCL_DIST_SHM_SETS=$sets run "shm_probe_sets$sets" 60 python3 benchmarks/dist_shm_probe.py --iters 5
     done
+    run shm_copies 60 python3 benchmarks/dist_shm_copies.py  # could the device copies use the segment directly?
     grep -h -E "MiB|shm trace" "$out"/shm_*.log
     ;;
   profile_tf)  # where GPT-2 / BERT training steps spend device time: eager, compiled, bf16 autocast (with CUDA's)

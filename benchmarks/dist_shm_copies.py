@@ -1,0 +1,74 @@
+"""Could the device reads and writes of the shared-memory all-reduce (pytorch_ocl/_dist_shm.py) use the segment
+itself? Bandwidth of the copies each way of staging, on one device, in one process:
+
+    python3 benchmarks/dist_shm_copies.py [--mib 4 16 64] [--iters 5] [--threads N]
+
+  d2h pinned    ocl -> pinned host buffer (non_blocking, then waited for): today's read
+  d2h shm       ocl -> a mapping of a /dev/shm file (unpinned: a blocking copy): a read straight into the slot
+  copy in       pinned buffer -> the mapping (torch's copy with --threads intra-op threads): today's copy-in
+  h2d pinned    pinned -> ocl (non_blocking, then waited for): today's write back
+  h2d shm       the mapping -> ocl (blocking): a write back straight from the result area
+Today's path costs d2h pinned + copy in (and copy out + h2d pinned); reading into the segment would cost d2h
+shm alone, which pays only where unpinned copies are not much slower (on NVIDIA they are 3-6x slower: the
+segment would have to be made pinned for the OpenCL runtime, e.g. a CL_MEM_USE_HOST_PTR buffer over it).
+"""
+import argparse
+import mmap
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+
+
+def timed(fn, sync, iters):
+    fn()
+    sync()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mib", type=int, nargs="+", default=[4, 16, 64])
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--threads", type=int, default=min(8, os.cpu_count() or 1))
+    args = p.parse_args()
+    import pytorch_ocl  # noqa: F401
+
+    torch.set_num_threads(args.threads)
+    dev = "ocl:0"
+    sync = torch.ocl.synchronize
+    biggest = max(args.mib) << 20
+    fd, path = tempfile.mkstemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        os.posix_fallocate(fd, 0, biggest)
+        mm = mmap.mmap(fd, biggest)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    seg = torch.frombuffer(mm, dtype=torch.uint8)
+    print(f"{torch.ocl.get_device_properties(0).name}; {args.threads} threads; GB/s, median of {args.iters}")
+    print(f"{'size':>8} {'d2h pinned':>11} {'d2h shm':>9} {'copy in':>9} {'h2d pinned':>11} {'h2d shm':>9}")
+    for mib in args.mib:
+        n = mib << 20
+        d = torch.ones(n, dtype=torch.uint8, device=dev)
+        pinned = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+        shm = seg[:n]
+        cases = [lambda: pinned.copy_(d, non_blocking=True), lambda: shm.copy_(d), lambda: shm.copy_(pinned),
+                 lambda: d.copy_(pinned, non_blocking=True), lambda: d.copy_(shm)]
+        rates = [n / 1e9 / timed(fn, sync, args.iters) for fn in cases]
+        print(f"{mib:>4} MiB " + " ".join(f"{r:>{w}.2f}" for r, w in zip(rates, (11, 9, 9, 11, 9))))
+        del d, pinned, shm
+    del seg
+    mm.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -55,3 +55,25 @@ def test_switch_values(monkeypatch):
         monkeypatch.setenv(name, "-1")
         with pytest.raises(ValueError, match=name):
             fn()
+
+
+def test_abandoned_pieces_poison_the_transport():
+    """An error outside the transport with pieces in flight (a failed device read) leaves the peers' state
+    different from ours: later calls raise instead of pairing pieces wrongly."""
+    import datetime
+    import mmap
+
+    import torch
+    from pytorch_ocl import _dist_shm
+
+    mm = mmap.mmap(-1, _dist_shm._size(2, 3, 1024))
+    t = _dist_shm.Transport(mm, _dist_shm._header(2, 3), 0, 2, datetime.timedelta(seconds=1), {}, 1, 3, 1024)
+    t.abandon(RuntimeError("nothing in flight"))
+    assert t.error is None
+    h = torch.arange(10, dtype=torch.float32)
+    t.stage_in(h, dist.ReduceOp.SUM, t.begin(), 0)  # copied in, waits for no one yet
+    t.abandon(RuntimeError("device read failed"))
+    with pytest.raises(dist.DistBackendError, match="pieces in flight"):
+        t.stage_in(h, dist.ReduceOp.SUM, t.begin(), 0)
+    t.close()
+    assert t._mm is None

@@ -247,6 +247,7 @@ class Transport:
         self._addr = ctypes.addressof(self._anchor)
         self._q = 0  # pieces started (unbounded; the words hold it modulo 2**32)
         self._unreduced = deque()  # pieces copied in, not yet reduced, oldest first
+        self._in_flight = 0  # pieces started and not finished
         self._calls = 0
         self.pieces_done = 0  # tests check the path was taken
         self.error = None  # the first failure: the protocol's state is unknown after it, later calls raise it
@@ -298,6 +299,7 @@ class Transport:
             for i, word in enumerate(desc):
                 self._words[line + _DESC + i] = word
             self._q = q
+            self._in_flight += 1
             self._post(s, _ARRIVE, q)
             trace.add(piece.key, "copy_in", t)
             while self._unreduced:  # the peers have had this copy-in's time to arrive with them
@@ -319,12 +321,20 @@ class Transport:
             piece.h.copy_(self._view(piece.set, self.world, piece.h.dtype, piece.h.numel()))
             self._post(piece.set, _OUT, piece.q)
             self.trace.add(piece.key, "copy_out", t)
+            self._in_flight -= 1
             self.pieces_done += 1
         self._guarded(stage)
 
     def allreduce(self, h, gloo_op, call, offset):
         """One piece, start to end (no other piece in flight)."""
         self.finish(self.stage_in(h, gloo_op, call, offset))
+
+    def abandon(self, error):
+        """The caller gives up on its pieces in flight (an error outside the transport, e.g. a device read):
+        the peers' protocol state then differs from ours, so later calls raise instead of going on."""
+        if self._in_flight and self.error is None:
+            self.error = dist.DistBackendError(f"ocl_gloo: a shared-memory all_reduce stopped with pieces in "
+                                               f"flight: {error!r}")
 
     def _guarded(self, stage):
         if self.error is not None:
@@ -465,6 +475,7 @@ def run_staged(transport, worker, st, red, keep, pieces):
             worker.side_stream(st.tensor.device).synchronize()
             trace.add((call, len(pieces) - 1), "write_tail", t)
     except BaseException as e:
+        transport.abandon(e)
         # The error goes to the Work (and its waiter's traceback); without this its frames would hold the
         # staging buffers, which exit waits for as if gloo still held them (_dist_pg._staged).
         traceback.clear_frames(e.__traceback__)
@@ -478,9 +489,13 @@ def allreduce_host(transport, t, gloo_op):
     flat = t.view(-1)
     call = transport.begin()
     pending = deque()
-    for i, (a, b) in enumerate(transport.pieces(flat.numel(), flat.element_size(), transport.slot_bytes)):
-        pending.append(transport.stage_in(flat[a:b], gloo_op, call, a, i))
-        if len(pending) >= transport.depth:
+    try:
+        for i, (a, b) in enumerate(transport.pieces(flat.numel(), flat.element_size(), transport.slot_bytes)):
+            pending.append(transport.stage_in(flat[a:b], gloo_op, call, a, i))
+            if len(pending) >= transport.depth:
+                transport.finish(pending.popleft())
+        while pending:
             transport.finish(pending.popleft())
-    while pending:
-        transport.finish(pending.popleft())
+    except BaseException as e:
+        transport.abandon(e)
+        raise

@@ -41,8 +41,9 @@ all-reduce of the group, its offset, length, dtype and op): ranks whose calls di
 mixing data.
 
 PYTORCH_OCL_DIST_SHM=0 keeps gloo for everything; 1 (the default) uses this path when possible.
-PYTORCH_OCL_DIST_SHM_SETS: slot sets (1: one piece at a time, as before the pipeline); rank 0's choice is
-used, and fewer when /dev/shm has no room for them.
+PYTORCH_OCL_DIST_SHM_SETS: slot sets (1: one piece at a time, as before the pipeline);
+PYTORCH_OCL_DIST_SHM_PIECE_KIB: the slot size, i.e. the largest piece (default and at most 4 MiB, the read
+chunk); rank 0's choices are used, and fewer sets when /dev/shm has no room for them.
 """
 import ctypes
 import mmap

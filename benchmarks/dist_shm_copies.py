@@ -17,6 +17,7 @@ import mmap
 import os
 import statistics
 import tempfile
+import threading
 import time
 
 import torch
@@ -65,6 +66,32 @@ def main():
                  lambda: d.copy_(pinned, non_blocking=True), lambda: d.copy_(shm)]
         rates = [n / 1e9 / timed(fn, sync, args.iters) for fn in cases]
         print(f"{mib:>4} MiB " + " ".join(f"{r:>{w}.2f}" for r, w in zip(rates, (11, 9, 9, 11, 9))))
+        # How long the asynchronous write back's enqueue itself takes (the all-reduce's worker pays it per piece;
+        # an asynchronous copy should return at once), from an offset into the pinned buffer as the pieces are,
+        # on this thread and on a worker thread with a side stream as _dist_async does.
+        half = n // 2
+        enq = {}
+
+        def enqueue(label):
+            times = []
+            for _ in range(args.iters):
+                sync()
+                start = time.perf_counter()
+                d[half:].copy_(pinned[half:], non_blocking=True)
+                times.append(time.perf_counter() - start)
+            sync()
+            enq[label] = statistics.median(times) * 1e3
+
+        enqueue("main thread")
+
+        def worker():
+            with torch.ocl.stream(torch.ocl.Stream()):
+                enqueue("worker, side stream")
+
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+        print("         h2d enqueue of the second half (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in enq.items()))
         del d, pinned, shm
     del seg
     mm.close()

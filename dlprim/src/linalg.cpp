@@ -305,3 +305,83 @@ void ldl_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
 }
 
 } // namespace dlprim
+
+namespace dlprim {
+
+// The large-n eigh path (kernels/linalg_tridiag.cl): real types only.
+void tridiag_column(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
+                    int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& d, const MatrixRef& e,
+                    const MatrixRef& tau) {
+  if (batch == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_column");
+  size_t g = k.group_for(n - i);
+  KernelArgs args(k.k);
+  add_matrix(args, a, false);
+  add_matrix(args, vw, false);
+  add_matrix(args, d, false);
+  add_matrix(args, e, false);
+  add_matrix(args, tau, false);
+  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j).add_local(g * dtype_size(t));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void tridiag_rowdot(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
+                    int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& p) {
+  if (batch == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_rowdot");
+  // A short row per group: 64 items at most (the rows, not their length, give the parallelism).
+  size_t g = std::min<size_t>(64, k.group_for(n - i - 1));
+  KernelArgs args(k.k);
+  add_matrix(args, a, false);
+  add_matrix(args, vw, false);
+  add_matrix(args, p, false);
+  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j).add_local(g * dtype_size(t));
+  const size_t global[2] = {static_cast<size_t>(n - i - 1 + 2 * nb) * g, static_cast<size_t>(batch)};
+  const size_t local[2] = {g, 1};
+  launch_nd(q, k.k, 2, global, local);
+}
+
+void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
+               int64_t j, const MatrixRef& vw, const MatrixRef& p, const MatrixRef& tau) {
+  if (batch == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_w");
+  size_t g = k.group_for(n - i - 1);
+  KernelArgs args(k.k);
+  add_matrix(args, vw, false);
+  add_matrix(args, p, false);
+  add_matrix(args, tau, false);
+  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j).add_local(g * dtype_size(t));
+  launch_1d(q, k.k, batch * g, g);
+}
+
+size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group) {
+  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_ql");
+  *group = k.group_for(std::max<int64_t>(rows, 1));
+  // CPU devices: one group (the serial sweeps are repeated per group; the CPU has few cores to
+  // spread the rotations over anyway).
+  if (rows == 0 || ctx.info().is_cpu) return 1;
+  return static_cast<size_t>((rows + *group - 1) / *group);
+}
+
+void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
+                const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,
+                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors) {
+  if (batch == 0 || n == 0) return;
+  const int64_t rows = vectors ? n : 0;
+  size_t g = 1;
+  const size_t groups = tridiag_ql_groups(ctx, t, rows, &g);
+  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_ql");
+  KernelArgs args(k.k);
+  add_matrix(args, d, false);
+  add_matrix(args, e, false);
+  args.add(scratch).add<cl_ulong>(scratch_offset).add(iscratch).add<cl_ulong>(iscratch_offset);
+  add_matrix(args, w, false);
+  add_matrix(args, z ? *z : w, false);
+  add_matrix(args, vectors ? *vectors : w);
+  args.add<cl_long>(n).add<cl_long>(rows);
+  const size_t global[2] = {groups * g, static_cast<size_t>(batch)};
+  const size_t local[2] = {g, 1};
+  launch_nd(q, k.k, 2, global, local);
+}
+
+} // namespace dlprim

@@ -329,8 +329,12 @@ void tridiag_rowdot(const Context& ctx, cl_command_queue q, DType t, uint64_t ba
                     int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& p) {
   if (batch == 0) return;
   Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_rowdot");
-  // A short row per group: 64 items at most (the rows, not their length, give the parallelism).
-  size_t g = std::min<size_t>(64, k.group_for(n - i - 1));
+  // A row per group: up to 64 items on GPUs (the rows, not their length, give the parallelism),
+  // one on CPU devices (a serial dot product per row, no barriers); a seeded pick under
+  // PYTORCH_OCL_TUNE=random:SEED.
+  const int pick = tune_variant("tridiag_rowdot_lanes", 2);
+  const bool wide = pick >= 0 ? pick == 1 : !ctx.info().is_cpu;
+  size_t g = wide ? std::min<size_t>(64, k.group_for(n - i - 1)) : 1;
   KernelArgs args(k.k);
   add_matrix(args, a, false);
   add_matrix(args, vw, false);
@@ -357,8 +361,8 @@ void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, 
 size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group) {
   Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_ql");
   *group = k.group_for(std::max<int64_t>(rows, 1));
-  // CPU devices: one group (the serial sweeps are repeated per group; the CPU has few cores to
-  // spread the rotations over anyway).
+  // CPU devices: one group (every group repeats the serial sweeps; two groups on PoCL's two cores
+  // here took longer than one: 61 against 39 ms at n = 256).
   if (rows == 0 || ctx.info().is_cpu) return 1;
   return static_cast<size_t>((rows + *group - 1) / *group);
 }

@@ -133,13 +133,14 @@ __kernel void linalg_tridiag_w(__global T* vw, ulong vw_o, long vw_bs, __global 
 
 // Implicit QL on the tridiagonal (d, e) (e[k] couples k and k + 1; e[n - 1] unused) of each matrix:
 // eigenvalues ascending into w; with rows > 0, the rotations applied to the rows of z (n x n,
-// column-major, rows rows), the result permuted with the eigenvalues into vout's columns.
+// element (r, c) at r * zrs + c * zcs), the result permuted with the eigenvalues into vout's columns.
 // Grid: groups_per_matrix groups (id 0) per matrix (id 1); scratch per group: 4 n R (d, e, c, s)
 // and n ints (the sort). Not converging after 60 sweeps for one eigenvalue leaves it as it is
 // (LAPACK fails there; with these shifts it does not happen in practice).
 __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __global const T* e, ulong e_o, long e_bs,
                                 __global T* scr, ulong scr_o, __global int* iscr, ulong iscr_o, __global T* w,
-                                ulong w_o, long w_bs, __global T* z, ulong z_o, long z_bs, __global T* vout,
+                                ulong w_o, long w_bs, __global T* z, ulong z_o, long z_bs, long zrs, long zcs,
+                                __global T* vout,
                                 ulong vo_o, long vo_bs, long vo_rs, long vo_cs, long n, long rows) {
   const long g = get_group_id(0), G = get_num_groups(0), b = get_group_id(1);
   const int lid = get_local_id(0), L = get_local_size(0);
@@ -226,14 +227,14 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
       for (long r0 = g * L; r0 < rows; r0 += G * L) {
         const long r = r0 + lid;
         if (r < rows) {
-          __global T* zr = Z + r;
-          T cur = zr[(hi + 1) * n];
+          __global T* zr = Z + r * zrs;
+          T cur = zr[(hi + 1) * zcs];
           for (long k = hi; k >= lo; --k) {
-            const T zk = zr[k * n];
-            zr[(k + 1) * n] = S[k] * zk + C[k] * cur;
+            const T zk = zr[k * zcs];
+            zr[(k + 1) * zcs] = S[k] * zk + C[k] * cur;
             cur = C[k] * zk - S[k] * cur;
           }
-          zr[lo * n] = cur;
+          zr[lo * zcs] = cur;
         }
       }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
@@ -251,6 +252,6 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
   for (long r0 = g * L; r0 < rows; r0 += G * L) {
     const long r = r0 + lid;
     if (r < rows)
-      for (long k = 0; k < n; ++k) VO[r * vo_rs + k * vo_cs] = Z[RANK[k] * n + r];
+      for (long k = 0; k < n; ++k) VO[r * vo_rs + k * vo_cs] = Z[r * zrs + RANK[k] * zcs];
   }
 }

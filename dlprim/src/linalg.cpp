@@ -380,7 +380,7 @@ void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch,
   add_matrix(args, e, false);
   args.add(scratch).add<cl_ulong>(scratch_offset).add(iscratch).add<cl_ulong>(iscratch_offset);
   add_matrix(args, w, false);
-  add_matrix(args, z ? *z : w, false);
+  add_matrix(args, z ? *z : w);
   add_matrix(args, vectors ? *vectors : w);
   args.add<cl_long>(n).add<cl_long>(rows);
   const size_t global[2] = {groups * g, static_cast<size_t>(batch)};

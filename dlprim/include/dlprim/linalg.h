@@ -136,7 +136,7 @@ void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, 
 // its group size: the scratch is groups * batch * 4n elements of t and groups * batch * n int32.
 size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group);
 // Implicit QL on the tridiagonal (d, e[0..n-2]): eigenvalues ascending into w; with vectors, the
-// rotations applied to z (n x n column-major per matrix, z.batch_stride apart: Q of the reduction)
+// rotations applied to z (n x n per matrix, any strides: Q of the reduction)
 // and the eigenvectors of A written as the columns of *vectors.
 void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
                 const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,

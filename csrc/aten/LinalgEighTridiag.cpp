@@ -93,24 +93,25 @@ void eigh_tridiag(const at::Tensor& sym, const at::Tensor& w, const at::Tensor* 
     qm.select(1, 0).select(1, 0).fill_(1);
     orgqr_into(a.narrow(1, 1, n - 1).narrow(2, 0, n - 1), tau, qm.narrow(1, 1, n - 1).narrow(2, 1, n - 1), op);
   }
+  at::Tensor wv = w.reshape({batch, n});
+  if (!vectors) {
+    OCL_DLPRIM_CALL(op, dlprim::tridiag_bisect(ctx, q, t, batch, n, D, E, flat_ref(wv)));
+    note_enqueued(q);
+    return;
+  }
   size_t g = 1;
   size_t groups = 0;
-  OCL_DLPRIM_CALL(op, groups = dlprim::tridiag_ql_groups(ctx, t, vectors ? n : 0, &g));
+  OCL_DLPRIM_CALL(op, groups = dlprim::tridiag_ql_groups(ctx, t, n, &g));
   at::Tensor scr = at::empty({static_cast<int64_t>(groups) * batch * 4 * n}, opts);
   at::Tensor iscr = at::empty({static_cast<int64_t>(groups) * batch * n}, opts.dtype(c10::kInt));
   BufferRef sb = buffer_of(scr), ib = buffer_of(iscr);
-  at::Tensor wv = w.reshape({batch, n});
-  dlprim::MatrixRef zref;
-  if (vectors) {
-    zref = flat_ref(z);
-    zref.row_stride = qm.stride(1);
-    zref.col_stride = qm.stride(2);
-  }
-  dlprim::MatrixRef vref = vectors ? matrix_ref(*vectors) : dlprim::MatrixRef();
+  dlprim::MatrixRef zref = flat_ref(z);
+  zref.row_stride = qm.stride(1);
+  zref.col_stride = qm.stride(2);
+  dlprim::MatrixRef vref = matrix_ref(*vectors);
   q = current_queue(device);
   OCL_DLPRIM_CALL(op, dlprim::tridiag_ql(ctx, q, t, batch, n, D, E, sb.mem, sb.offset / scr.element_size(), ib.mem,
-                                         ib.offset / 4, flat_ref(wv), vectors ? &zref : nullptr,
-                                         vectors ? &vref : nullptr));
+                                         ib.offset / 4, flat_ref(wv), &zref, &vref));
   note_enqueued(q);
 }
 

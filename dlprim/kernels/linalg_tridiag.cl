@@ -17,6 +17,8 @@
 //    work-group repeats the same serial sweeps on its own copy of (d, e) (the same arithmetic: the
 //    same rotations bit for bit) and applies them to its own rows of Z: the O(n^3) rotation work is
 //    spread over n / L work-groups with two barriers per sweep, not per rotation.
+// 3. Eigenvalues only (eigvalsh): bisection with Sturm counts, one work-item per eigenvalue, instead
+//    of the QL sweeps' serial chain.
 //
 // The generator (linalg.cpp) prepends T, R, EPS and SAFMIN.
 
@@ -254,4 +256,49 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
     if (r < rows)
       for (long k = 0; k < n; ++k) VO[r * vo_rs + k * vo_cs] = Z[r * zrs + RANK[k] * zcs];
   }
+}
+
+// Sturm count: the number of eigenvalues of the tridiagonal (D, E) less than x (LAPACK's ?laneg
+// recurrence, pivots kept away from zero by pivmin).
+inline long tri_sturm(__global const T* D, __global const T* E, long n, R x, R pivmin) {
+  R q = D[0] - x;
+  if (fabs(q) < pivmin) q = -pivmin;
+  long c = q < 0 ? 1 : 0;
+  for (long i = 1; i < n; ++i) {
+    q = D[i] - x - E[i - 1] * E[i - 1] / q;
+    if (fabs(q) < pivmin) q = -pivmin;
+    c += q < 0 ? 1 : 0;
+  }
+  return c;
+}
+
+// Eigenvalues only (eigvalsh): bisection with Sturm counts (LAPACK's ?stebz idea), work-item k
+// (id 0) finds the k-th smallest eigenvalue of matrix id 1 alone, all in parallel, to an interval of
+// 2 eps max(|lo|, |hi|) + eps ||T|| (the QL iteration's accuracy). Sturm counts are monotone in x,
+// so the results come out ascending.
+__kernel void linalg_tridiag_bisect(__global const T* d, ulong d_o, long d_bs, __global const T* e, ulong e_o,
+                                    long e_bs, __global T* w, ulong w_o, long w_bs, long n) {
+  const long k = get_global_id(0), b = get_global_id(1);
+  if (k >= n) return;
+  __global const T* D = d + d_o + b * d_bs;
+  __global const T* E = e + e_o + b * e_bs;
+  // Gershgorin interval and the pivot floor.
+  R lo = D[0], hi = D[0], emax2 = 0;
+  for (long i = 0; i < n; ++i) {
+    const R r = (i > 0 ? fabs(E[i - 1]) : 0) + (i < n - 1 ? fabs(E[i]) : 0);
+    lo = fmin(lo, D[i] - r);
+    hi = fmax(hi, D[i] + r);
+    if (i < n - 1) emax2 = fmax(emax2, E[i] * E[i]);
+  }
+  const R tnorm = fmax(fabs(lo), fabs(hi));
+  const R pivmin = SAFMIN * fmax((R)1, emax2);
+  lo -= 2 * EPS * tnorm * n + 2 * pivmin;
+  hi += 2 * EPS * tnorm * n + 2 * pivmin;
+  for (int it = 0; it < 256; ++it) {
+    if (hi - lo <= 2 * EPS * fmax(fabs(lo), fabs(hi)) + EPS * tnorm + pivmin) break;
+    const R mid = lo + (hi - lo) / 2;
+    if (tri_sturm(D, E, n, mid, pivmin) > k) hi = mid;
+    else lo = mid;
+  }
+  w[w_o + b * w_bs + k] = lo + (hi - lo) / 2;
 }

@@ -389,3 +389,22 @@ void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch,
 }
 
 } // namespace dlprim
+
+namespace dlprim {
+
+void tridiag_bisect(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
+                    const MatrixRef& e, const MatrixRef& w) {
+  if (batch == 0 || n == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_bisect");
+  KernelArgs args(k.k);
+  add_matrix(args, d, false);
+  add_matrix(args, e, false);
+  add_matrix(args, w, false);
+  args.add<cl_long>(n);
+  const size_t g = std::min<size_t>(k.max_wg, 64);
+  const size_t global[2] = {(static_cast<size_t>(n) + g - 1) / g * g, static_cast<size_t>(batch)};
+  const size_t local[2] = {g, 1};
+  launch_nd(q, k.k, 2, global, local);
+}
+
+} // namespace dlprim

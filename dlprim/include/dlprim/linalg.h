@@ -142,4 +142,9 @@ void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch,
                 const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,
                 const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors);
 
+// Eigenvalues only: the n eigenvalues of the tridiagonal (d, e[0..n-2]) ascending into w, one
+// work-item each by bisection with Sturm counts.
+void tridiag_bisect(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
+                    const MatrixRef& e, const MatrixRef& w);
+
 } // namespace dlprim

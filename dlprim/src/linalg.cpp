@@ -328,19 +328,21 @@ void tridiag_column(const Context& ctx, cl_command_queue q, DType t, uint64_t ba
 void tridiag_rowdot(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
                     int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& p) {
   if (batch == 0) return;
-  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_rowdot");
-  // A row per group: up to 64 items on GPUs (the rows, not their length, give the parallelism),
-  // one on CPU devices (a serial dot product per row, no barriers); a seeded pick under
-  // PYTORCH_OCL_TUNE=random:SEED.
+  // A row per group of up to 64 items on GPUs (the rows, not their length, give the parallelism;
+  // a tree sum per row), a row per work-item on CPU devices (a serial dot product, no barriers,
+  // few groups); a seeded pick under PYTORCH_OCL_TUNE=random:SEED.
   const int pick = tune_variant("tridiag_rowdot_lanes", 2);
   const bool wide = pick >= 0 ? pick == 1 : !ctx.info().is_cpu;
-  size_t g = wide ? std::min<size_t>(64, k.group_for(n - i - 1)) : 1;
+  Kernel k = kernel(ctx, t, "linalg_tridiag", wide ? "linalg_tridiag_rowdot" : "linalg_tridiag_rowdot1");
+  const size_t rows = static_cast<size_t>(n - i - 1 + 2 * nb);
+  size_t g = wide ? std::min<size_t>(64, k.group_for(n - i - 1)) : std::min<size_t>(64, k.max_wg);
   KernelArgs args(k.k);
   add_matrix(args, a, false);
   add_matrix(args, vw, false);
   add_matrix(args, p, false);
-  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j).add_local(g * dtype_size(t));
-  const size_t global[2] = {static_cast<size_t>(n - i - 1 + 2 * nb) * g, static_cast<size_t>(batch)};
+  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j);
+  if (wide) args.add_local(g * dtype_size(t));
+  const size_t global[2] = {wide ? rows * g : (rows + g - 1) / g * g, static_cast<size_t>(batch)};
   const size_t local[2] = {g, 1};
   launch_nd(q, k.k, 2, global, local);
 }

@@ -124,6 +124,17 @@ def test_crossover_two(monkeypatch):
         _check(A, w.cpu(), V.cpu(), torch.linalg.eigvalsh(A))
 
 
+@pytest.mark.parametrize("layout", ["0", "1"])
+def test_ql_several_groups(layout, monkeypatch):
+    """The QL kernel as on GPUs: its rows in several work-groups (4 rows each: 10 groups for n = 37), each
+    repeating the serial sweeps, Q row- or column-major (seeded layouts under PYTORCH_OCL_TUNE)."""
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_QL_ROWS", "4")
+    monkeypatch.setenv("PYTORCH_OCL_TUNE", "random:" + layout)
+    A = _sym((2, 37, 37), torch.float64, seed=13)
+    w, V = torch.linalg.eigh(A.to(DEV))
+    _check(A, w.cpu(), V.cpu(), torch.linalg.eigvalsh(A))
+
+
 def test_out_and_noncontiguous():
     A = _sym((34, 34), torch.float64, seed=9)
     At = A.mT.contiguous().mT  # column-major storage, the same symmetric matrix

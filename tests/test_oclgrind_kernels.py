@@ -115,8 +115,10 @@ def test_ldl():
 
 def test_eigh_tridiag(monkeypatch):
     """linalg_tridiag.cl: the reduction's column, row-dot and W kernels over two panels (a ragged last one), then
-    implicit QL rotating the 7 rows of Q in one group of 8 items (eigvalsh: one item), batched."""
+    implicit QL rotating the 7 rows of Q in two groups of 4 (each repeating the sweeps), and eigvalsh's bisection,
+    batched."""
     monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "2")
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_QL_ROWS", "4")
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "4")
     a = torch.randn(2, 7, 7)
     a = a + a.mT

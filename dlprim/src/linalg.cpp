@@ -362,10 +362,16 @@ void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, 
 
 size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group) {
   Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_ql");
-  *group = k.group_for(std::max<int64_t>(rows, 1));
-  // CPU devices: one group (every group repeats the serial sweeps; two groups on PoCL's two cores
-  // here took longer than one: 61 against 39 ms at n = 256).
-  if (rows == 0 || ctx.info().is_cpu) return 1;
+  // Rows per group: PYTORCH_OCL_EIGH_QL_ROWS (a power of two; tests use it to reach several groups
+  // with small matrices), else a seeded 4 or the default under PYTORCH_OCL_TUNE=random:SEED, else
+  // the default: the largest group on GPUs, and on CPU devices one group for all rows (every group
+  // repeats the serial sweeps; two groups on PoCL's two cores took longer than one: 61 against 39 ms
+  // at n = 256).
+  const char* v = std::getenv("PYTORCH_OCL_EIGH_QL_ROWS");
+  int64_t forced = v && *v ? std::atoll(v) : 0;
+  if (forced <= 0 && tune_variant("tridiag_ql_rows", 2) == 1) forced = 4;
+  *group = k.group_for(std::max<int64_t>(forced > 0 ? std::min(forced, rows) : rows, 1));
+  if (rows == 0 || (forced <= 0 && ctx.info().is_cpu)) return 1;
   return static_cast<size_t>((rows + *group - 1) / *group);
 }
 

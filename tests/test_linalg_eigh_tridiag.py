@@ -115,13 +115,14 @@ def test_special_matrices(dtype):
         _check(A, w.cpu(), V.cpu(), torch.linalg.eigvalsh(A))
 
 
-def test_crossover_two(monkeypatch):
-    """The tridiagonal path down to n = 3 (crossover 2), batched, eigenvalues ascending."""
-    monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "2")
-    for n in (3, 4, 5, 9):
+def test_crossover_zero(monkeypatch):
+    """The tridiagonal path down to n = 2 (crossover 0; n = 1 stays on Jacobi), batched."""
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "0")
+    for n in (1, 2, 3, 4, 5, 9):
         A = _sym((3, n, n), torch.float64, seed=n)
         w, V = torch.linalg.eigh(A.to(DEV))
         _check(A, w.cpu(), V.cpu(), torch.linalg.eigvalsh(A))
+        _check(A, torch.linalg.eigvalsh(A.to(DEV)).cpu(), None, torch.linalg.eigvalsh(A))
 
 
 @pytest.mark.parametrize("layout", ["0", "1"])

@@ -77,7 +77,7 @@ std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_v
   // LAPACK fails on non-finite input and the CPU raises: the same LinAlgError (our error code, n - 1,
   // stands in for syevd's).
   at::_linalg_check_errors(nonfinite_info(sym, std::max<int64_t>(1, n - 1)), op, A.dim() == 2);
-  if (!A.is_complex() && n > eigh_crossover()) {
+  if (!A.is_complex() && n > std::max<int64_t>(1, eigh_crossover())) {
     at::Tensor w = L.is_contiguous() ? L : at::empty(L.sizes(), L.options());
     at::Tensor vw = compute_v ? work_for(V, A) : at::Tensor();
     eigh_tridiag(sym, w, compute_v ? &vw : nullptr, op);

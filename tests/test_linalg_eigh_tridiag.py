@@ -115,6 +115,17 @@ def test_special_matrices(dtype):
         _check(A, w.cpu(), V.cpu(), torch.linalg.eigvalsh(A))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_extreme_scales(dtype):
+    """Entries whose squares over- or underflow (the matrix is scaled by a power of two first, as ?syev)."""
+    big = 1e30 if dtype == torch.float32 else 1e300
+    for s in (big, 1 / big):
+        A = _sym((2, 40, 40), dtype, seed=14) * s
+        w, V = torch.linalg.eigh(A.to(DEV))
+        _check(A, w.cpu(), V.cpu(), torch.linalg.eigvalsh(A))
+        _check(A, torch.linalg.eigvalsh(A.to(DEV)).cpu(), None, torch.linalg.eigvalsh(A))
+
+
 def test_crossover_zero(monkeypatch):
     """The tridiagonal path down to n = 2 (crossover 0; n = 1 stays on Jacobi), batched."""
     monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "0")

@@ -13,6 +13,11 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/exp2.h>
+#include <ATen/ops/log2.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/round.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <dlprim/autotune.h>
 #include <dlprim/env.h>
@@ -52,6 +57,11 @@ void eigh_tridiag(const at::Tensor& sym, const at::Tensor& w, const at::Tensor* 
   const int64_t n = sym.size(-1), batch = batch_count(sym);
   TORCH_INTERNAL_ASSERT(n >= 2 && !sym.is_complex());
   at::Tensor a = sym.reshape({batch, n, n}).contiguous();  // sym's storage when it is contiguous: destroyed
+  // Scaled by a power of two near max |a_ij| (exact), as ?syev scales matrices near over- or
+  // underflow: the reflectors' and Sturm counts' squares stay in range; eigenvalues scaled back.
+  at::Tensor amax = a.abs().amax({1, 2}, /*keepdim=*/true);
+  at::Tensor scale = at::where(amax.gt(0), at::exp2(at::round(at::log2(amax))), at::ones_like(amax));
+  a.div_(scale);
   const int64_t nb = std::max<int64_t>(1, std::min(block_size(), n - 1));
   const auto opts = a.options();
   at::Tensor vw = at::zeros({batch, 2 * nb, n}, opts);
@@ -97,6 +107,7 @@ void eigh_tridiag(const at::Tensor& sym, const at::Tensor& w, const at::Tensor* 
   if (!vectors) {
     OCL_DLPRIM_CALL(op, dlprim::tridiag_bisect(ctx, q, t, batch, n, D, E, flat_ref(wv)));
     note_enqueued(q);
+    wv.mul_(scale.squeeze(-1));
     return;
   }
   size_t g = 1;
@@ -113,6 +124,7 @@ void eigh_tridiag(const at::Tensor& sym, const at::Tensor& w, const at::Tensor* 
   OCL_DLPRIM_CALL(op, dlprim::tridiag_ql(ctx, q, t, batch, n, D, E, sb.mem, sb.offset / scr.element_size(), ib.mem,
                                          ib.offset / 4, flat_ref(wv), &zref, &vref));
   note_enqueued(q);
+  wv.mul_(scale.squeeze(-1));
 }
 
 } // namespace pytorch_ocl::linalg

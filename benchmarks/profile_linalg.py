@@ -1,7 +1,7 @@
 """Where a factorization spends device time on ocl: kernels by total time and the idle gaps between them
 (the device waiting for the host), for one call after a warm-up call.
 
-    python3 benchmarks/profile_linalg.py [--n 4096] [--ops lu_factor,cholesky,qr,eigh] [--top 15]
+    python3 benchmarks/profile_linalg.py [--n 4096] [--ops lu_factor,cholesky,qr,eigh,eigvalsh] [--top 15]
 
 A kernel sum well below the wall time means the factorization is bound by launches and host work, not
 by its kernels; a few kernels called once per column name the sequential part.
@@ -25,6 +25,7 @@ OPS = {
     "cholesky": (spd, lambda a: torch.linalg.cholesky(a)),
     "qr": (lambda n, d: torch.randn(n, n).to(d), lambda a: torch.linalg.qr(a)),
     "eigh": (spd, lambda a: torch.linalg.eigh(a)),
+    "eigvalsh": (spd, lambda a: torch.linalg.eigvalsh(a)),
     "svd": (lambda n, d: torch.randn(n, n).to(d), lambda a: torch.linalg.svd(a)),
 }
 

@@ -113,6 +113,20 @@ def test_ldl():
         check(lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a, hermitian=herm), b, hermitian=herm),
               a, b, backward=False)
 
+def test_eigh_tridiag(monkeypatch):
+    """linalg_tridiag.cl: the reduction's column, row-dot and W kernels over two panels (a ragged last one), then
+    implicit QL rotating the 7 rows of Q in two groups of 4 (each repeating the sweeps), and eigvalsh's bisection,
+    batched."""
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "2")
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_QL_ROWS", "4")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "4")
+    a = torch.randn(2, 7, 7)
+    a = a + a.mT
+    check(lambda a: (lambda w, V: (w, (a @ V - V * w.unsqueeze(-2)).abs().amax() < 1e-4))(*torch.linalg.eigh(a)), a,
+          backward=False)
+    check(lambda a: torch.linalg.eigvalsh(a), a, backward=False)
+
+
 def test_pointwise_dtypes_and_inplace():
     i = torch.randint(-50, 50, (13,), dtype=torch.int64)
     check(lambda i: (i * 3 + 7) // 5 % 4, i)

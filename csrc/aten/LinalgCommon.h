@@ -86,4 +86,11 @@ void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* o
 // blocked above block_size() reflectors.
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op);
 
+// Real symmetric eigh above eigh_crossover() (PYTORCH_OCL_EIGH_CROSSOVER, default 32; Jacobi at
+// and below it): tridiagonal reduction, implicit QL, Q from orgqr (LinalgEighTridiag.cpp). sym: the
+// full symmetric float32/float64 matrices (destroyed), n >= 2; w: contiguous (..., n) eigenvalues
+// ascending; *vectors (flat) the eigenvectors as columns when given.
+int64_t eigh_crossover();
+void eigh_tridiag(const at::Tensor& sym, const at::Tensor& w, const at::Tensor* vectors, const char* op);
+
 } // namespace pytorch_ocl::linalg

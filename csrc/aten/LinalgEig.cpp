@@ -1,5 +1,6 @@
 // Jacobi-based decompositions on dlprim's linalg_jacobi kernels: _linalg_eigh (linalg.eigh,
-// eigvalsh; cyclic two-sided Jacobi) and _linalg_svd (linalg.svd, svdvals, pinv, matrix_rank,
+// eigvalsh; cyclic two-sided Jacobi up to eigh_crossover(), real matrices above it by the
+// tridiagonal path of LinalgEighTridiag.cpp, complex ones always by Jacobi) and _linalg_svd (linalg.svd, svdvals, pinv, matrix_rank,
 // matrix_norm, cond; one-sided Jacobi on the tall orientation of A, whose left vectors are then
 // completed to an orthonormal basis (zero singular values, full_matrices) by a Householder QR).
 // float32/float64 and complex64/complex128: the complex kernels are the real ones with complex
@@ -76,6 +77,14 @@ std::tuple<at::Tensor&, at::Tensor&> eigh_out(const at::Tensor& A, c10::string_v
   // LAPACK fails on non-finite input and the CPU raises: the same LinAlgError (our error code, n - 1,
   // stands in for syevd's).
   at::_linalg_check_errors(nonfinite_info(sym, std::max<int64_t>(1, n - 1)), op, A.dim() == 2);
+  if (!A.is_complex() && n > std::max<int64_t>(1, eigh_crossover())) {
+    at::Tensor w = L.is_contiguous() ? L : at::empty(L.sizes(), L.options());
+    at::Tensor vw = compute_v ? work_for(V, A) : at::Tensor();
+    eigh_tridiag(sym, w, compute_v ? &vw : nullptr, op);
+    write_back(L, w);
+    if (compute_v) write_back(V, vw);
+    return {L, V};
+  }
   const int64_t batch = batch_count(A);
   at::Tensor scratch = at::empty({batch, n * n}, A.options());
   at::Tensor rot = at::empty({batch, n + 1}, A.options());

@@ -116,3 +116,35 @@ void eig(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_
          const MatrixRef& w, const MatrixRef& z, const MatrixRef& x, const MatrixRef* vectors, const IntVecRef& info);
 
 } // namespace dlprim
+
+namespace dlprim {
+
+// The large-n symmetric eigenproblem, real float32/float64 (kernels/linalg_tridiag.cl; the blocked
+// driver is csrc/aten/LinalgEighTridiag.cpp). All arrays contiguous per matrix, batch_stride apart
+// (MatrixRef's row/col strides unused except for `vectors`). a: n x n full symmetric, row-major;
+// vw: 2 nb x n (V^T over W^T of the current panel, zero where not yet made); d, e: n; tau: n - 1;
+// p: n + 2 nb. Column i (the panel's column j) made: tridiag_column (reflector), tridiag_rowdot
+// (A22 v and the panel's dot products), tridiag_w (W's column).
+void tridiag_column(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
+                    int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& d, const MatrixRef& e,
+                    const MatrixRef& tau);
+void tridiag_rowdot(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
+                    int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& p);
+void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
+               int64_t j, const MatrixRef& vw, const MatrixRef& p, const MatrixRef& tau);
+// Work-groups per matrix of tridiag_ql for `rows` rows of eigenvectors (0: eigenvalues only) and
+// its group size: the scratch is groups * batch * 4n elements of t and groups * batch * n int32.
+size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group);
+// Implicit QL on the tridiagonal (d, e[0..n-2]): eigenvalues ascending into w; with vectors, the
+// rotations applied to z (n x n per matrix, any strides: Q of the reduction)
+// and the eigenvectors of A written as the columns of *vectors.
+void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
+                const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,
+                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors);
+
+// Eigenvalues only: the n eigenvalues of the tridiagonal (d, e[0..n-2]) ascending into w, one
+// work-item each by bisection with Sturm counts.
+void tridiag_bisect(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
+                    const MatrixRef& e, const MatrixRef& w);
+
+} // namespace dlprim

@@ -83,50 +83,6 @@ def test_complex():
     check(lambda z: F.pad(z, (2, 1), mode="reflect"), zg)
 
 
-def test_complex_linalg():
-    """linalg.cl, linalg_qr.cl and linalg_jacobi.cl on complex T (float2): LU (pivot search in local
-    memory), the triangular solves (plain and conjugated), laswp, Cholesky, Householder QR, and the
-    Jacobi eigh and SVD with complex rotations (vectors compared up to phase: |V|, U @ Vh)."""
-    a = torch.randn(2, 5, 5, dtype=torch.complex64) + 3 * torch.eye(5)
-    b = torch.randn(2, 5, 2, dtype=torch.complex64)
-    check(lambda a: torch.linalg.lu_factor(a).LU, a, backward=False)
-    check(lambda a, b: torch.linalg.solve(a, b), a, b, backward=False)
-    check(lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True), a, b, backward=False)
-    check(lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a @ a.mH)), a, b, backward=False)
-    check(lambda a: torch.linalg.qr(a[:, :, :3]), a, backward=False)
-    check(lambda a: (lambda w, V: (w, V.abs()))(*torch.linalg.eigh(a + a.mH)), a, backward=False)
-    check(lambda a: (lambda U, S, Vh: (S, U @ Vh))(*torch.linalg.svd(a[:, :, :3], full_matrices=False)), a,
-          backward=False)
-
-
-
-def test_ldl():
-    """linalg_ldl.cl: Bunch-Kaufman with 1x1 and 2x2 blocks and interchanges (symmetric real, Hermitian
-    complex; the pivot decision by one item, the swaps and rank updates by the group), then the
-    per-right-hand-side solve."""
-    for dt, herm in ((torch.float32, False), (torch.complex64, True)):
-        a = torch.randn(2, 5, 5, dtype=dt)
-        a = a + (a.mH if herm else a.mT)
-        a.diagonal(dim1=-2, dim2=-1).mul_(1e-2)
-        b = torch.randn(2, 5, 3, dtype=dt)
-        check(lambda a: torch.linalg.ldl_factor_ex(a, hermitian=herm), a, backward=False)
-        check(lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a, hermitian=herm), b, hermitian=herm),
-              a, b, backward=False)
-
-def test_eigh_tridiag(monkeypatch):
-    """linalg_tridiag.cl: the reduction's column, row-dot and W kernels over two panels (a ragged last one), then
-    implicit QL rotating the 7 rows of Q in two groups of 4 (each repeating the sweeps), and eigvalsh's bisection,
-    batched."""
-    monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "2")
-    monkeypatch.setenv("PYTORCH_OCL_EIGH_QL_ROWS", "4")
-    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "4")
-    a = torch.randn(2, 7, 7)
-    a = a + a.mT
-    check(lambda a: (lambda w, V: (w, (a @ V - V * w.unsqueeze(-2)).abs().amax() < 1e-4))(*torch.linalg.eigh(a)), a,
-          backward=False)
-    check(lambda a: torch.linalg.eigvalsh(a), a, backward=False)
-
-
 def test_pointwise_dtypes_and_inplace():
     i = torch.randint(-50, 50, (13,), dtype=torch.int64)
     check(lambda i: (i * 3 + 7) // 5 % 4, i)

@@ -370,12 +370,12 @@ case "${1:-validate}" in
   final31)  # this session's last 1-GPU call: linear-algebra and attention tests natively (new panel / tridiagonal
     # kernels, mma layouts), LU / Cholesky / QR / eigh vs cuSOLVER, GPT-2 small's eager step vs CUDA, and the
     # staging copies of the shared-memory all-reduce (is the asynchronous write back's enqueue itself slow?)
-    PYTORCH_OCL_MMA_TEST=native run native_tests 80 python3 -m pytest -q -n 8 -p no:cacheprovider \
+    PYTORCH_OCL_MMA_TEST=native run native_tests 70 python3 -m pytest -q -n 8 -p no:cacheprovider \
       tests/test_linalg*.py tests/test_attention_mma.py
-    run linalg31 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr,eigh --out "$out/linalg31.md"
-    run shm_copies 30 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
-    PYTORCH_OCL_PINNED_COPIES=buffer run shm_copies_buffer 30 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
-    run prof_gpt2 80 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 12
+    run linalg31 70 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr,eigh --out "$out/linalg31.md"
+    run shm_copies 25 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
+    PYTORCH_OCL_PINNED_COPIES=buffer run shm_copies_buffer 25 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
+    run prof_gpt2 75 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 12
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -176,7 +176,33 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
   }
 }
 
+// Blocked potrf with the diagonal blocks on chip (cholesky_block_kernel): per block one kernel
+// (factor, info, inv(L11)), the panel L21 = A21 inv(L11)^H and the trailing update on our GEMM,
+// four launches; the upper triangle zeroed once at the end (the loop reads only the lower one).
+static void blocked_cholesky_on_chip(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op) {
+  const int64_t n = a.size(-1);
+  at::Tensor inf = info.is_contiguous() ? info : at::empty(info.sizes(), info.options());
+  inf.zero_();
+  for (int64_t k0 = 0; k0 < n; k0 += nb) {
+    const int64_t k1 = std::min(n, k0 + nb);
+    at::Tensor a11 = block(a, k0, k1, k0, k1);
+    at::Tensor linv = k1 < n ? at::empty(a11.sizes(), a.options()) : at::Tensor();
+    cholesky_block_kernel(a11, linv, inf, k0, op);
+    if (k1 == n) break;
+    at::Tensor a21 = block(a, k1, n, k0, k1);
+    at::Tensor l21 = a21.stride(-2) == 1 ? at::matmul(linv.conj(), a21.mT()).mT() : at::matmul(a21, linv.mH());
+    a21.copy_(l21);
+    sub_product(block(a, k1, n, k1, n), l21, l21.mH());
+  }
+  a.tril_();
+  copy_into(info, inf);
+}
+
 void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op) {
+  if (cholesky_block_fits(a, nb)) {
+    blocked_cholesky_on_chip(a, info, nb, op);
+    return;
+  }
   const int64_t n = a.size(-1);
   info.zero_();
   at::Tensor part = batch_info(a);

@@ -9,9 +9,11 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <dlprim/autotune.h>
+#include <dlprim/env.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace pytorch_ocl::linalg {
 
@@ -169,6 +171,29 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
                                         matrix_ref(a), int_ref(pivots), ib.ref()));
   note_enqueued(q);
   ib.done();
+}
+
+bool on_chip() {
+  const char* v = dlprim::env_value("PYTORCH_OCL_LINALG_ON_CHIP");  // under the environment lock
+  return !(v && std::string(v) == "0");
+}
+
+bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
+  return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
+}
+
+void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at::Tensor& info, int64_t base,
+                           const char* op) {
+  TORCH_INTERNAL_ASSERT(info.is_contiguous() && info.scalar_type() == c10::kInt);
+  BufferRef ib = buffer_of(info);
+  dlprim::MatrixRef ir;
+  if (inv.defined()) ir = matrix_ref(inv);
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::cholesky_block(context(device), q, ltype_of(a, op), batch_count(a), a.size(-1),
+                                             matrix_ref(a), inv.defined() ? &ir : nullptr,
+                                             {ib.mem, ib.offset / 4, 1}, base));
+  note_enqueued(q);
 }
 
 namespace {

@@ -65,7 +65,7 @@ std::string prelude(LinalgType lt) {
              "}\n";
 }
 
-Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name) {
+Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name, size_t preferred = 256) {
   const DType t = lt.real;
   if (t != DType::F32 && t != DType::F64) throw Error(std::string("linalg: unsupported dtype ") + dtype_name(t));
   if (t == DType::F64 && !ctx.info().fp64)
@@ -85,7 +85,7 @@ Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* n
     cl_kernel kk = create_kernel(p->prog, name);
     size_t lim = 0;
     DLPRIM_CL_CHECK(clGetKernelWorkGroupInfo(kk, ctx.device(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(lim), &lim, nullptr));
-    lim = std::min(lim, ctx.work_group_size(256));
+    lim = std::min(lim, ctx.work_group_size(preferred));
     size_t g = 1;
     while (g * 2 <= lim) g *= 2;
     it = p->kernels.emplace(name, std::make_pair(kk, g)).first;
@@ -115,6 +115,33 @@ void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t bat
   add_matrix(args, a);
   args.add<cl_long>(n);
   add_ints(args, info, false);
+  size_t g = k.group_for(n * n / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+// Local bytes of linalg_cholesky_block for an n x n block: the block (leading dimension n + 1)
+// and two vectors.
+static uint64_t cholesky_block_bytes(LinalgType t, int64_t n) {
+  return static_cast<uint64_t>(n * (n + 1) + 2 * n) * dtype_size(t.real) * (t.complex ? 2 : 1);
+}
+
+bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n) {
+  return n > 0 && cholesky_block_bytes(t, n) + 1024 <= ctx.info().local_mem_size;
+}
+
+void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base) {
+  if (batch == 0 || n == 0) return;
+  if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a Cholesky block does not fit in local memory");
+  Kernel k = kernel(ctx, t, "linalg_block", "linalg_cholesky_block");
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_int>(static_cast<cl_int>(n));
+  add_matrix(args, inv ? *inv : a);
+  args.add<cl_int>(inv ? 1 : 0);
+  add_ints(args, info, false);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add<cl_int>(static_cast<cl_int>(base)).add_local(n * (n + 1) * elem).add_local(2 * n * elem);
   size_t g = k.group_for(n * n / 2);
   launch_1d(q, k.k, batch * g, g);
 }

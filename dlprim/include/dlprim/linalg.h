@@ -47,6 +47,14 @@ struct IntVecRef {
 void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
               const IntVecRef& info);
 
+// The diagonal block of blocked potrf on chip (kernels/linalg_block.cl): each n x n block of a
+// factored in local memory as cholesky() does, and when inv is given inv(L) into it (lower, zeros
+// above). info is the whole matrix's: set to base + k where still 0 if the block fails at its
+// column k, else untouched. Only for n where cholesky_block_fits (throws otherwise).
+bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
+void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
+
 // In place: getrf of each m x n matrix (unit lower L and U packed), 1-based pivots (min(m, n)
 // of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero). The pivot is the first row of
 // largest |re| + |im| (LAPACK's i?amax: |x| for real, cabs1 for complex).

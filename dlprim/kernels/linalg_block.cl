@@ -1,0 +1,82 @@
+// On-chip kernels of the blocked factorizations (csrc/aten/LinalgBlocked.cpp): the piece one
+// work-group works on is read from global memory once, factored in local memory, and written
+// once, so a step costs barriers on local memory instead of a walk over global memory (the
+// linalg.cl kernels keep their matrix in global memory and serve any size; these serve the
+// block sizes that fit, chosen by the host). Same T / R / MUL / CONJ / ... prelude as linalg.cl.
+
+// Local blocks are row-major with an odd leading dimension (ld = n + 1): a walk down a column
+// (consecutive work-items on consecutive rows) hits distinct banks.
+#define LS(i, j) s[(i) * ld + (j)]
+#define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
+
+// Lower Cholesky L L^H of each n x n diagonal block (only its lower triangle read, the strict
+// upper one written as zeros), as linalg_cholesky, and when want_inv the inverse of L (lower, the
+// upper part zeros) into inv, so the panel below is one GEMM (L21 = A21 inv(L11)^H). info: the
+// whole matrix's (potrf's info), set to base + k by the first block that fails at its column k
+// (info[b] still 0: blocks run in queue order) and left alone otherwise: no per-block merge.
+// s: n (n + 1) elements of T; v: 2 n.
+__kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, long cs, int n, __global T* inv,
+                                    ulong inv_o, long inv_bs, long inv_rs, long inv_cs, int want_inv,
+                                    __global int* info, ulong info_o, int base, __local T* s, __local T* v) {
+  const long b = get_group_id(0);
+  const int lid = get_local_id(0), L = get_local_size(0);
+  const int ld = n + 1;
+  __global T* A = a + a_o + b * bs;
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    LS(i, j) = j <= i ? AT(A, i, j) : TO_T(0);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int bad = 0;
+  for (int k = 0; k < n; ++k) {
+    const R d = RE(LS(k, k));
+    if (!(d > 0)) {  // the same d in every item: the whole group leaves together
+      bad = k + 1;
+      break;
+    }
+    const R r = sqrt(d), ri = 1 / r;  // potf2 scales by the reciprocal
+    for (int i = k + 1 + lid; i < n; i += L) v[i] = LS(i, k) * ri;
+    barrier(CLK_LOCAL_MEM_FENCE);  // d read by all, the scaled column ready
+    if (lid == 0) LS(k, k) = TO_T(r);
+    const int m = n - k - 1;
+    for (int i = k + 1 + lid; i < n; i += L) LS(i, k) = v[i];
+    for (int t = lid; t < m * m; t += L) {
+      const int i = k + 1 + t / m, j = k + 1 + t % m;
+      if (j <= i) LS(i, j) -= MUL(v[i], CONJ(v[j]));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    AT(A, i, j) = j <= i ? LS(i, j) : TO_T(0);
+  }
+  if (lid == 0 && bad && info[info_o + b] == 0) info[info_o + b] = base + bad;
+  if (!want_inv) return;
+  // inv(L) in place by Gauss-Jordan steps (no pivoting: L is triangular): at step k the multipliers
+  // -l_ik / l_kk (column k) and row k / l_kk, then l_ic += mult_i l_kc for i > k > c. Entries above
+  // the diagonal stay zero. A failed factor gives inf / NaN here, as trsm on it would.
+  __local T* col = v;
+  __local T* row = v + n;
+  for (int k = 0; k < n; ++k) {
+    const T pinv = DIV(TO_T(1), LS(k, k));
+    for (int i = lid; i < n; i += L) {
+      if (i > k) col[i] = -MUL(LS(i, k), pinv);
+      if (i < k) row[i] = LS(k, i);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone has read l_kk, row k and column k
+    if (lid == 0) LS(k, k) = pinv;
+    for (int i = k + 1 + lid; i < n; i += L) LS(i, k) = col[i];
+    for (int c = lid; c < k; c += L) LS(k, c) = MUL(row[c], pinv);
+    const int m = n - k - 1;
+    for (int t = lid; t < m * k; t += L) {
+      const int i = k + 1 + t / k, c = t % k;
+      LS(i, c) += MUL(col[i], row[c]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  __global T* X = inv + inv_o + b * inv_bs;
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    X[(long)i * inv_rs + (long)j * inv_cs] = j <= i ? LS(i, j) : TO_T(0);
+  }
+}

@@ -1,0 +1,80 @@
+"""The on-chip kernels of the blocked factorizations (dlprim/kernels/linalg_block.cl): Cholesky's diagonal
+blocks factored and inverted in local memory by one kernel that also records info (csrc/aten/LinalgBlocked.cpp,
+blocked_cholesky_on_chip). Against the CPU (LAPACK): factors of sizes past one block and not a multiple of it,
+upper and lower, batched, float32/float64/complex, transposed input, info of matrices that fail in the first,
+a middle and the last block, and the same results with PYTORCH_OCL_LINALG_ON_CHIP=0 (the global-memory path)."""
+import pytest
+import torch
+
+import pytorch_ocl  # noqa: F401
+
+DEV = "ocl:0"
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.complex64: dict(rtol=1e-4, atol=1e-4),
+       torch.float64: dict(rtol=1e-10, atol=1e-10), torch.complex128: dict(rtol=1e-10, atol=1e-10)}
+
+
+def spd(*shape, dtype):
+    n = shape[-1]
+    a = torch.randn(*shape, dtype=dtype)
+    return a @ a.mH / n + torch.eye(n, dtype=dtype)
+
+
+@pytest.mark.parametrize("on_chip", ["1", "0"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_cholesky_blocks(dtype, on_chip, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "16")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", on_chip)
+    torch.manual_seed(0)
+    S = spd(2, 45, 45, dtype=dtype)  # blocks 16, 16, 13
+    for upper in (False, True):
+        got = torch.linalg.cholesky(S.to(DEV), upper=upper).cpu()
+        torch.testing.assert_close(got, torch.linalg.cholesky(S, upper=upper), **TOL[dtype])
+    S1 = spd(48, 48, dtype=dtype)  # exactly three blocks, one matrix, row-major view of a transpose
+    torch.testing.assert_close(torch.linalg.cholesky(S1.to(DEV).mT).cpu(), torch.linalg.cholesky(S1.mT),
+                               **TOL[dtype])
+
+
+@pytest.mark.parametrize("on_chip", ["1", "0"])
+def test_cholesky_info(on_chip, monkeypatch):
+    """info of the first failing leading minor: in the first block, a middle one, the last one, and with a
+    later second failure (the first counts); good matrices of the batch unaffected."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", on_chip)
+    torch.manual_seed(1)
+    S = spd(5, 30, 30, dtype=torch.float64)
+    S[0, 3, 3] = -1.0
+    S[1, 12, 12] = -5.0
+    S[1, 25, 25] = -5.0
+    S[2, 29, 29] = 0.0
+    S[3, 8, 8] = float("nan")
+    L, info = torch.linalg.cholesky_ex(S.to(DEV))
+    Lc, infoc = torch.linalg.cholesky_ex(S)
+    assert info.tolist() == infoc.tolist()
+    torch.testing.assert_close(L[4].cpu(), Lc[4])
+    with pytest.raises(torch.linalg.LinAlgError, match="order 4"):
+        torch.linalg.cholesky(S[0].to(DEV))
+
+
+def test_cholesky_default_block_info_out():
+    """The default block (64): 150 = 64 + 64 + 22, float32, and an info out= that is not contiguous."""
+    torch.manual_seed(2)
+    S = spd(3, 150, 150, dtype=torch.float32)
+    S[1, 100, 100] = -1
+    L = torch.empty(3, 150, 150, device=DEV)
+    info = torch.empty(3, 2, dtype=torch.int32, device=DEV)[:, 0]
+    torch.linalg.cholesky_ex(S.to(DEV), out=(L, info))
+    Lc, infoc = torch.linalg.cholesky_ex(S)
+    assert info.tolist() == infoc.tolist() == [0, 101, 0]
+    torch.testing.assert_close(L[0].cpu(), Lc[0], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(L[2].cpu(), Lc[2], rtol=1e-4, atol=1e-4)
+
+
+def test_cholesky_backward_blocked(monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
+    torch.manual_seed(3)
+    S = spd(20, 20, dtype=torch.float64).requires_grad_()
+    Sd = S.detach().to(DEV).requires_grad_()
+    g = torch.randn(20, 20, dtype=torch.float64).tril()
+    torch.linalg.cholesky(S).backward(g)
+    torch.linalg.cholesky(Sd).backward(g.to(DEV))
+    torch.testing.assert_close(Sd.grad.cpu(), S.grad)

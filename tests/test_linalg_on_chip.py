@@ -1,8 +1,11 @@
 """The on-chip kernels of the blocked factorizations (dlprim/kernels/linalg_block.cl): Cholesky's diagonal
 blocks factored and inverted in local memory by one kernel that also records info (csrc/aten/LinalgBlocked.cpp,
-blocked_cholesky_on_chip). Against the CPU (LAPACK): factors of sizes past one block and not a multiple of it,
-upper and lower, batched, float32/float64/complex, transposed input, info of matrices that fail in the first,
-a middle and the last block, and the same results with PYTORCH_OCL_LINALG_ON_CHIP=0 (the global-memory path)."""
+blocked_cholesky_on_chip), and the recursive LU panel's leaves factored in registers (linalg_lu_leaf8/16; on
+CPU devices only with PYTORCH_OCL_LINALG_ON_CHIP=1, which these tests set). Against the CPU (LAPACK): factors
+of sizes past one block and not a multiple of it, upper and lower, batched, float32/float64/complex, transposed
+input, info of matrices that fail in the first, a middle and the last block; LU pivots exactly the CPU's (ties:
+the first row), leaves of several rows per work-item and a two-level argmax; and the same results with
+PYTORCH_OCL_LINALG_ON_CHIP=0 (the global-memory path)."""
 import pytest
 import torch
 
@@ -17,6 +20,11 @@ def spd(*shape, dtype):
     n = shape[-1]
     a = torch.randn(*shape, dtype=dtype)
     return a @ a.mH / n + torch.eye(n, dtype=dtype)
+
+
+@pytest.fixture(autouse=True)
+def _on_chip(monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
 
 
 @pytest.mark.parametrize("on_chip", ["1", "0"])
@@ -78,3 +86,62 @@ def test_cholesky_backward_blocked(monkeypatch):
     torch.linalg.cholesky(S).backward(g)
     torch.linalg.cholesky(Sd).backward(g.to(DEV))
     torch.testing.assert_close(Sd.grad.cpu(), S.grad)
+
+
+def _check_lu(A, dtype):
+    LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV))
+    LUc, pivc, infoc = torch.linalg.lu_factor_ex(A)
+    assert torch.equal(piv.cpu(), pivc), (piv.cpu(), pivc)
+    assert torch.equal(info.cpu(), infoc)
+    torch.testing.assert_close(LU.cpu(), LUc, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_lu_leaves(dtype, monkeypatch):
+    """Leaves of 3 (the 8-column kernel) in panels of 12; then the defaults (blocks of 64, leaves of 16):
+    150 rows are 64 items of up to 3 rows and a two-level argmax; tall, wide and batched."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "12")
+    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "3")
+    torch.manual_seed(4)
+    A = torch.randn(2, 40, 40, dtype=dtype)
+    for M in (A, A[0, :, :27], A[:, :27, :], A.mT):
+        _check_lu(M, dtype)
+    monkeypatch.delenv("PYTORCH_OCL_LINALG_BLOCK")
+    monkeypatch.delenv("PYTORCH_OCL_LU_LEAF")
+    B = torch.randn(150, 150, dtype=dtype)
+    _check_lu(B, dtype)
+    if dtype == torch.float64:
+        _check_lu(torch.randn(2, 200, 70, dtype=dtype), dtype)
+
+
+def test_lu_leaf_ties_and_singular(monkeypatch):
+    """Small integers (many equal largest |a| across work-items and within one item's rows: the first row
+    wins), exact zero pivots inside a leaf and later ones (info the first), an all-zero matrix."""
+    torch.manual_seed(5)
+    A = torch.randint(-2, 3, (3, 150, 150)).double()
+    A[:, :, 0] = torch.where(torch.arange(150) % 2 == 0, 2.0, -2.0)
+    A[1, :, 5] = 0
+    A[1, :, 90] = 0
+    A[2] = 0
+    _check_lu(A, torch.float64)
+    # float32 at 150: rounding of the updated columns (not exact there) already picks other near-tied rows than
+    # LAPACK's order of operations, on the global-memory path too; 36 columns stay exact.
+    _check_lu(A[:, :36, :36].float(), torch.float32)
+    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "8")
+    _check_lu(A[:2, :, :100], torch.float64)
+
+
+def test_lu_leaf_nonfinite_matches_global_kernel(monkeypatch):
+    """NaN and inf entries: the register leaf picks the pivots the global-memory kernel picks (the same
+    strict > scan in row order), so both paths agree on every output."""
+    torch.manual_seed(6)
+    A = torch.randn(2, 100, 100, dtype=torch.float64)
+    A[0, 7, 3] = float("nan")
+    A[0, :, 20] = float("nan")
+    A[1, 50, 1] = float("inf")
+    outs = []
+    for oc in ("1", "0"):
+        monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", oc)
+        outs.append([t.cpu() for t in torch.linalg.lu_factor_ex(A.to(DEV))])
+    for x, y in zip(*outs):
+        torch.testing.assert_close(x, y, equal_nan=True, rtol=0, atol=0)

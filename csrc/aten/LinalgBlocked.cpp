@@ -106,12 +106,30 @@ at::Tensor tri_inverse(const at::Tensor& t, bool lower, bool unit, const char* o
   return inv;
 }
 
-// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 16 (the
-// best of 8 / 16 / 32 in kernel time on PoCL at n = 1024; fewer launches than 8).
+// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 0 (leaf_width decides).
 int64_t lu_leaf() {
   const char* v = dlprim::env_value("PYTORCH_OCL_LU_LEAF");  // under the environment lock
   const int64_t leaf = v && *v ? std::atoll(v) : 0;
-  return leaf > 0 ? leaf : 16;
+  return leaf > 0 ? leaf : 0;
+}
+
+// The leaf width for a panel of m rows: the user's, else 16 (the best of 8 / 16 / 32 in kernel
+// time on PoCL at n = 1024; fewer launches than 8), or 8 where a 16-column leaf of m rows does not
+// fit in one work-group's registers and an 8-column one does (the tall panels of large matrices).
+int64_t leaf_width(const at::Tensor& panel, int64_t user) {
+  if (user > 0) return user;
+  const int64_t m = panel.size(-2);
+  if (m > lu_leaf_max_rows(panel, 16) && m <= lu_leaf_max_rows(panel, 8)) return 8;
+  return 16;
+}
+
+// A leaf: in registers where it fits (lu_leaf_kernel), else the any-size global-memory kernel.
+void lu_leaf_any(const at::Tensor& leaf, const at::Tensor& piv, const at::Tensor& info, const char* op) {
+  if (leaf.size(-1) <= 16 && leaf.size(-2) <= lu_leaf_max_rows(leaf, leaf.size(-1))) {
+    lu_leaf_kernel(leaf, piv, info, op);
+  } else {
+    lu_kernel(leaf, piv, info, op);
+  }
 }
 
 // getrf of a tall panel (m x w) by recursive halves (Toledo's / LAPACK's ?getrf2 split): the left
@@ -125,8 +143,8 @@ int64_t lu_leaf() {
 void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& parts, int64_t col0, int64_t leaf,
               const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
-  if (w <= leaf) {
-    lu_kernel(panel, piv, parts.select(0, col0), op);
+  if (w <= leaf_width(panel, leaf)) {
+    lu_leaf_any(panel, piv, parts.select(0, col0), op);
     return;
   }
   const int64_t w1 = w / 2;

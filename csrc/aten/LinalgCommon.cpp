@@ -173,10 +173,18 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
   ib.done();
 }
 
-bool on_chip() {
+namespace {
+
+// PYTORCH_OCL_LINALG_ON_CHIP: 0 or 1, else -1 (unset).
+int on_chip_setting() {
   const char* v = dlprim::env_value("PYTORCH_OCL_LINALG_ON_CHIP");  // under the environment lock
-  return !(v && std::string(v) == "0");
+  if (!v || !*v) return -1;
+  return std::string(v) == "0" ? 0 : 1;
 }
+
+} // namespace
+
+bool on_chip() { return on_chip_setting() != 0; }
 
 bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
   return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
@@ -194,6 +202,27 @@ void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at:
                                              matrix_ref(a), inv.defined() ? &ir : nullptr,
                                              {ib.mem, ib.offset / 4, 1}, base));
   note_enqueued(q);
+}
+
+int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w) {
+  const dlprim::Context& ctx = context(a.device().index());
+  // Unset: GPUs only. On PoCL's CPU device the leaf in registers measured slower than the global-memory
+  // kernel (its work-items are loops, the leaf's per-item arrays memory anyway, and three barriers a column).
+  int use = on_chip_setting();
+  if (use < 0) use = dlprim::tune_variant("lu_leaf_registers", 2);
+  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
+  if (!use) return 0;
+  return dlprim::lu_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
+}
+
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+  InfoBuffer ib(info);
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::lu_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
+                                      matrix_ref(a), int_ref(pivots), ib.ref()));
+  note_enqueued(q);
+  ib.done();
 }
 
 namespace {

@@ -60,8 +60,13 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
 void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
                  bool conj = false);
 // False when PYTORCH_OCL_LINALG_ON_CHIP=0: the blocked factorizations keep their diagonal blocks and
-// leaves in global memory (the any-size kernels), as where they do not fit on chip.
+// leaves in global memory (the any-size kernels), as where they do not fit on chip. (=1 also puts LU
+// leaves in registers on CPU devices, where unset leaves them to the global-memory kernel.)
 bool on_chip();
+// The recursive LU panel's leaves in registers (dlprim::lu_leaf): the most rows a leaf of w columns
+// may have there (0: none, or PYTORCH_OCL_LINALG_ON_CHIP=0), and the kernel, as lu_kernel.
+int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w);
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
 // blocked_cholesky's diagonal block on chip (dlprim::cholesky_block): a's n x n matrices factored
 // in place, inv (when defined, flat) <- inv(L); info (contiguous int32, the batch's) set to base + k
 // where still 0 by a block failing at its column k. Only when cholesky_block_fits(a, n).

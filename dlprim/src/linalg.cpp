@@ -146,6 +146,34 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
   launch_1d(q, k.k, batch * g, g);
 }
 
+// linalg_lu_leaf8 / 16 (linalg_block.cl): rows per work-item, and the kernel for w columns.
+constexpr int64_t kLeafRowsPerItem = 4;
+
+static const char* lu_leaf_name(int64_t w) { return w <= 8 ? "linalg_lu_leaf8" : "linalg_lu_leaf16"; }
+
+int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
+  if (w < 1 || w > 16) return 0;
+  // The group limit is the kernel's (on GPUs it reflects the registers the leaf takes).
+  return kLeafRowsPerItem * static_cast<int64_t>(kernel(ctx, t, "linalg_block", lu_leaf_name(w), 1024).max_wg);
+}
+
+void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
+             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
+  if (batch == 0 || m == 0 || w == 0) return;
+  Kernel k = kernel(ctx, t, "linalg_block", lu_leaf_name(w), 1024);
+  if (w > 16 || m > kLeafRowsPerItem * static_cast<int64_t>(k.max_wg))
+    throw Error("linalg: an LU leaf does not fit in the registers of one work-group");
+  size_t g = k.group_for((m + kLeafRowsPerItem - 1) / kLeafRowsPerItem);
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));
+  add_ints(args, pivots, true);
+  add_ints(args, info, false);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_int)).add_local(16 * elem).add_local(16 * elem);
+  launch_1d(q, k.k, batch * g, g);
+}
+
 void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
   if (batch == 0) return;

@@ -55,6 +55,12 @@ bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
                     const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
 
+// getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_block.cl):
+// pivots, info and factors as lu_factor's. Only for w <= 16 and m <= lu_leaf_max_rows (0: none).
+int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
+void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
+             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info);
+
 // In place: getrf of each m x n matrix (unit lower L and U packed), 1-based pivots (min(m, n)
 // of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero). The pivot is the first row of
 // largest |re| + |im| (LAPACK's i?amax: |x| for real, cabs1 for complex).

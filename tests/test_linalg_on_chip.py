@@ -1,6 +1,6 @@
-"""The on-chip kernels of the blocked factorizations (dlprim/kernels/linalg_block.cl): Cholesky's diagonal
+"""The on-chip kernels of the blocked factorizations (dlprim/kernels/linalg_block.cl, linalg_lu_leaf.cl): Cholesky's diagonal
 blocks factored and inverted in local memory by one kernel that also records info (csrc/aten/LinalgBlocked.cpp,
-blocked_cholesky_on_chip), and the recursive LU panel's leaves factored in registers (linalg_lu_leaf8/16; on
+blocked_cholesky_on_chip), and the recursive LU panel's leaves factored in registers (linalg_lu_leaf, W = 8 or 16; on
 CPU devices only with PYTORCH_OCL_LINALG_ON_CHIP=1, which these tests set). Against the CPU (LAPACK): factors
 of sizes past one block and not a multiple of it, upper and lower, batched, float32/float64/complex, transposed
 input, info of matrices that fail in the first, a middle and the last block; LU pivots exactly the CPU's (ties:

@@ -65,7 +65,9 @@ std::string prelude(LinalgType lt) {
              "}\n";
 }
 
-Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name, size_t preferred = 256) {
+// defines: text put between the prelude and the file (compile-time variants: a program each).
+Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name, size_t preferred = 256,
+              const std::string& defines = std::string()) {
   const DType t = lt.real;
   if (t != DType::F32 && t != DType::F64) throw Error(std::string("linalg: unsupported dtype ") + dtype_name(t));
   if (t == DType::F64 && !ctx.info().fp64)
@@ -75,11 +77,11 @@ Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* n
   Program* p;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t) * 2 + (lt.complex ? 1 : 0), std::string(file))];
+    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t) * 2 + (lt.complex ? 1 : 0), file + defines)];
   }
   Kernel k;
   k.lock = std::unique_lock<std::mutex>(p->m);
-  if (!p->prog) p->prog = ctx.program(prelude(lt) + kernel_source(file));
+  if (!p->prog) p->prog = ctx.program(prelude(lt) + defines + kernel_source(file));
   auto it = p->kernels.find(name);
   if (it == p->kernels.end()) {
     cl_kernel kk = create_kernel(p->prog, name);
@@ -146,24 +148,31 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
   launch_1d(q, k.k, batch * g, g);
 }
 
-// linalg_lu_leaf8 / 16 (linalg_block.cl): rows per work-item, and the kernel for w columns.
-constexpr int64_t kLeafRowsPerItem = 4;
+// linalg_lu_leaf.cl: the program for w columns, W = 8 or 16, and its rows per work-item: 64 elements
+// an item either way (ptxas for sm_90 on clang's PTX, float32: 121 registers for 8 x 8, 108 for
+// 4 x 16, so 512-item groups: leaves of 4096 x 8 or 2048 x 16 rows fit).
+static int64_t leaf_rows_per_item(int64_t w) { return w <= 8 ? 8 : 4; }
 
-static const char* lu_leaf_name(int64_t w) { return w <= 8 ? "linalg_lu_leaf8" : "linalg_lu_leaf16"; }
+static Kernel lu_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
+  const std::string defs = std::string("#define W ") + (w <= 8 ? "8" : "16") + "\n#define LEAF_RPI " +
+                           std::to_string(leaf_rows_per_item(w)) + "\n";
+  return kernel(ctx, t, "linalg_lu_leaf", "linalg_lu_leaf", 1024, defs);
+}
 
 int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
   if (w < 1 || w > 16) return 0;
   // The group limit is the kernel's (on GPUs it reflects the registers the leaf takes).
-  return kLeafRowsPerItem * static_cast<int64_t>(kernel(ctx, t, "linalg_block", lu_leaf_name(w), 1024).max_wg);
+  return leaf_rows_per_item(w) * static_cast<int64_t>(lu_leaf_kernel(ctx, t, w).max_wg);
 }
 
 void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
              const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
   if (batch == 0 || m == 0 || w == 0) return;
-  Kernel k = kernel(ctx, t, "linalg_block", lu_leaf_name(w), 1024);
-  if (w > 16 || m > kLeafRowsPerItem * static_cast<int64_t>(k.max_wg))
+  Kernel k = lu_leaf_kernel(ctx, t, w);
+  const int64_t rpi = leaf_rows_per_item(w);
+  if (w > 16 || m > rpi * static_cast<int64_t>(k.max_wg))
     throw Error("linalg: an LU leaf does not fit in the registers of one work-group");
-  size_t g = k.group_for((m + kLeafRowsPerItem - 1) / kLeafRowsPerItem);
+  size_t g = k.group_for((m + rpi - 1) / rpi);
   KernelArgs args(k.k);
   add_matrix(args, a);
   args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));

@@ -55,7 +55,7 @@ bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
                     const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
 
-// getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_block.cl):
+// getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_lu_leaf.cl):
 // pivots, info and factors as lu_factor's. Only for w <= 16 and m <= lu_leaf_max_rows (0: none).
 int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
 void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,

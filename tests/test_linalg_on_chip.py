@@ -145,3 +145,34 @@ def test_lu_leaf_nonfinite_matches_global_kernel(monkeypatch):
         outs.append([t.cpu() for t in torch.linalg.lu_factor_ex(A.to(DEV))])
     for x, y in zip(*outs):
         torch.testing.assert_close(x, y, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_triangular_solves_in_local_memory(dtype, monkeypatch):
+    """linalg_trsm_local: lower / upper, unit, left and right (transposed A), batched, a non-contiguous right
+    side, 64 x 64 (the largest on chip) and wider right sides (32-column chunks), the adjoint LU solve (A read
+    conjugated), and blocked solves (blocks of 16) whose diagonal solves take it."""
+    torch.manual_seed(7)
+    A = torch.randn(2, 64, 64, dtype=dtype) + 8 * torch.eye(64, dtype=dtype)
+    B = torch.randn(2, 64, 100, dtype=dtype)
+    for upper in (False, True):
+        for unit in (False, True):
+            for left in (True, False):
+                a, b = (A[:, :37, :37], B[:, :37, 1::3]) if left else (A[:, :23, :23], B[:, 3:40, :23].mT.mT)
+                want = torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit, left=left)
+                got = torch.linalg.solve_triangular(a.to(DEV), b.to(DEV), upper=upper, unitriangular=unit, left=left)
+                # unit: the random off-diagonal part grows the solution (to ~1e5): errors relative to its size
+                tol = dict(rtol=TOL[dtype]["rtol"], atol=TOL[dtype]["atol"] * want.abs().max().item())
+                torch.testing.assert_close(got.cpu(), want, **tol)
+    want = torch.linalg.solve_triangular(A[0], B[0], upper=False)
+    torch.testing.assert_close(torch.linalg.solve_triangular(A[0].to(DEV), B[0].to(DEV), upper=False).cpu(), want,
+                               **TOL[dtype])
+    LU, piv = torch.linalg.lu_factor(A[:, :30, :30])
+    rhs = B[:, :30, :5]
+    want = torch.linalg.lu_solve(LU, piv, rhs, adjoint=True)
+    got = torch.linalg.lu_solve(LU.to(DEV), piv.to(DEV), rhs.to(DEV), adjoint=True)
+    torch.testing.assert_close(got.cpu(), want, **TOL[dtype])
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "16")
+    want = torch.linalg.solve_triangular(A[:, :45, :45], B[:, :45, :7], upper=True)
+    got = torch.linalg.solve_triangular(A[:, :45, :45].to(DEV), B[:, :45, :7].to(DEV), upper=True)
+    torch.testing.assert_close(got.cpu(), want, **TOL[dtype])

@@ -204,14 +204,24 @@ void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at:
   note_enqueued(q);
 }
 
+namespace {
+
+// The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
+// PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On
+// PoCL's CPU device the LU leaf measured slower than the global-memory kernel (work-items are loops
+// there, the per-item arrays memory anyway, and three barriers a column).
+bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
+  int use = on_chip_setting();
+  if (use < 0) use = dlprim::tune_variant(label, 2);
+  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
+  return use != 0;
+}
+
+} // namespace
+
 int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w) {
   const dlprim::Context& ctx = context(a.device().index());
-  // Unset: GPUs only. On PoCL's CPU device the leaf in registers measured slower than the global-memory
-  // kernel (its work-items are loops, the leaf's per-item arrays memory anyway, and three barriers a column).
-  int use = on_chip_setting();
-  if (use < 0) use = dlprim::tune_variant("lu_leaf_registers", 2);
-  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
-  if (!use) return 0;
+  if (!gpu_on_chip(ctx, "lu_leaf_registers")) return 0;
   return dlprim::lu_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
 }
 
@@ -255,6 +265,15 @@ void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool tran
   if (transpose) ar = ar.transposed();
   int device = x.device().index();
   cl_command_queue q = queue_of(x);
+  const dlprim::Context& ctx = context(device);
+  if (dlprim::triangular_solve_local_fits(ctx, ltype_of(x, op), x.size(-2), x.size(-1)) &&
+      gpu_on_chip(ctx, "trsm_local")) {
+    OCL_DLPRIM_CALL(op, dlprim::triangular_solve_local(ctx, q, ltype_of(x, op), batch_count(x), x.size(-2),
+                                                       x.size(-1), ar, matrix_ref(x), lower != transpose, unit,
+                                                       conj && x.is_complex()));
+    note_enqueued(q);
+    return;
+  }
   OCL_DLPRIM_CALL(op, dlprim::triangular_solve(context(device), q, ltype_of(x, op), batch_count(x), x.size(-2),
                                                x.size(-1), ar, matrix_ref(x), lower != transpose, unit,
                                                conj && x.is_complex()));

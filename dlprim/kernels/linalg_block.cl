@@ -80,3 +80,47 @@ __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, 
     X[(long)i * inv_rs + (long)j * inv_cs] = j <= i ? LS(i, j) : TO_T(0);
   }
 }
+
+// linalg_trsm (linalg.cl) with A and X in local memory: X <- A^-1 X for triangular n x n A (lower:
+// forward, else backward substitution; unit: ones taken on the diagonal; conj: A read conjugated),
+// X n x nrhs, the same operations in the same order per element, barriers on local memory instead
+// of global. For the small solves of the recursive LU panel and the triangular inverses (n, nrhs
+// up to 64). sa: n (n + 1) elements; sx: n (nrhs + 1).
+__kernel void linalg_trsm_local(__global const T* a, ulong a_o, long a_bs, long a_rs, long a_cs, __global T* x,
+                                ulong x_o, long x_bs, long x_rs, long x_cs, int n, int nrhs, int lower, int unit,
+                                int conj, __local T* sa, __local T* sx) {
+  const long b = get_group_id(0);
+  const int lid = get_local_id(0), L = get_local_size(0);
+  __global const T* A = a + a_o + b * a_bs;
+  __global T* X = x + x_o + b * x_bs;
+  const int ld = n + 1, lx = nrhs + 1;
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    const T v = A[i * a_rs + j * a_cs];
+    sa[i * ld + j] = conj ? CONJ(v) : v;
+  }
+  for (int t = lid; t < n * nrhs; t += L) {
+    const int i = t / nrhs, j = t % nrhs;
+    sx[i * lx + j] = X[i * x_rs + j * x_cs];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int t = 0; t < n; ++t) {
+    const int k = lower ? t : n - 1 - t;
+    if (!unit) {
+      const T d = sa[k * ld + k];
+      for (int j = lid; j < nrhs; j += L) sx[k * lx + j] = DIV(sx[k * lx + j], d);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const int rows = n - 1 - t;
+    for (int q = lid; q < rows * nrhs; q += L) {
+      const int r = q / nrhs, j = q % nrhs;
+      const int i = lower ? k + 1 + r : r;
+      sx[i * lx + j] -= MUL(sa[i * ld + k], sx[k * lx + j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int t = lid; t < n * nrhs; t += L) {
+    const int i = t / nrhs, j = t % nrhs;
+    X[i * x_rs + j * x_cs] = sx[i * lx + j];
+  }
+}

@@ -211,6 +211,32 @@ void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint
   launch_1d(q, k.k, batch * g, g);
 }
 
+// Local bytes of linalg_trsm_local: A with leading dimension n + 1, X with nrhs + 1.
+static uint64_t trsm_local_bytes(LinalgType t, int64_t n, int64_t nrhs) {
+  return static_cast<uint64_t>(n * (n + 1) + n * (nrhs + 1)) * dtype_size(t.real) * (t.complex ? 2 : 1);
+}
+
+bool triangular_solve_local_fits(const Context& ctx, LinalgType t, int64_t n, int64_t nrhs) {
+  return n > 0 && nrhs > 0 && n <= 64 && nrhs <= 64 &&
+         trsm_local_bytes(t, n, nrhs) + 1024 <= ctx.info().local_mem_size;
+}
+
+void triangular_solve_local(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                            int64_t nrhs, const MatrixRef& a, const MatrixRef& x, bool lower, bool unit, bool conj) {
+  if (batch == 0 || n == 0 || nrhs == 0) return;
+  if (!triangular_solve_local_fits(ctx, t, n, nrhs)) throw Error("linalg: a triangular solve does not fit in local memory");
+  Kernel k = kernel(ctx, t, "linalg_block", "linalg_trsm_local", ctx.info().is_cpu ? 256 : 1024);
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, x);
+  args.add<cl_int>(static_cast<cl_int>(n)).add<cl_int>(static_cast<cl_int>(nrhs)).add<cl_int>(lower ? 1 : 0);
+  args.add<cl_int>(unit ? 1 : 0).add<cl_int>(conj ? 1 : 0);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add_local(n * (n + 1) * elem).add_local(n * (nrhs + 1) * elem);
+  size_t g = k.group_for(n * nrhs / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
 void apply_pivots(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
                   const MatrixRef& x, const IntVecRef& pivots, int64_t kk, bool reverse) {
   if (batch == 0 || n == 0 || nrhs == 0 || kk == 0) return;

@@ -73,6 +73,13 @@ void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
 void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
                       const MatrixRef& a, const MatrixRef& x, bool lower, bool unit, bool conj = false);
 
+// triangular_solve with A and X in local memory (kernels/linalg_block.cl), the same results; only
+// where triangular_solve_local_fits (n, nrhs <= 64 and the device's local memory).
+bool triangular_solve_local_fits(const Context& ctx, LinalgType t, int64_t n, int64_t nrhs);
+void triangular_solve_local(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                            int64_t nrhs, const MatrixRef& a, const MatrixRef& x, bool lower, bool unit,
+                            bool conj = false);
+
 // In place of x (n x nrhs): getrf's k row interchanges in order (reverse false: x <- P^T x) or
 // backwards (x <- P x). Interchanges naming a row outside [0, n) are skipped.
 void apply_pivots(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,

@@ -4,8 +4,9 @@ blocked_cholesky_on_chip), and the recursive LU panel's leaves factored in regis
 CPU devices only with PYTORCH_OCL_LINALG_ON_CHIP=1, which these tests set). Against the CPU (LAPACK): factors
 of sizes past one block and not a multiple of it, upper and lower, batched, float32/float64/complex, transposed
 input, info of matrices that fail in the first, a middle and the last block; LU pivots exactly the CPU's (ties:
-the first row), leaves of several rows per work-item and a two-level argmax; and the same results with
-PYTORCH_OCL_LINALG_ON_CHIP=0 (the global-memory path)."""
+the first row), leaves of several rows per work-item and a two-level argmax; small triangular solves in local
+memory; blocked QR's compact-WY T in one kernel; and the same results with PYTORCH_OCL_LINALG_ON_CHIP=0 (the
+global-memory path)."""
 import pytest
 import torch
 
@@ -176,3 +177,23 @@ def test_triangular_solves_in_local_memory(dtype, monkeypatch):
     want = torch.linalg.solve_triangular(A[:, :45, :45], B[:, :45, :7], upper=True)
     got = torch.linalg.solve_triangular(A[:, :45, :45].to(DEV), B[:, :45, :7].to(DEV), upper=True)
     torch.testing.assert_close(got.cpu(), want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("on_chip", ["1", "0"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex128])
+def test_blocked_qr_wy_factor(dtype, on_chip, monkeypatch):
+    """linalg_wy_factor (blocked QR's T per panel in one kernel) against the CPU and the launch-by-launch path:
+    panels of 8 over 30 columns, batched, a column already zero below the diagonal (tau = 0), Q and R."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", on_chip)
+    torch.manual_seed(8)
+    A = torch.randn(2, 37, 30, dtype=dtype)
+    A[1, 12:, 12] = 0
+    QR, tau = torch.geqrf(A.to(DEV))
+    QRc, tauc = torch.geqrf(A)
+    torch.testing.assert_close(QR.cpu(), QRc, **TOL[dtype])
+    torch.testing.assert_close(tau.cpu(), tauc, **TOL[dtype])
+    Q, R = torch.linalg.qr(A.to(DEV))
+    torch.testing.assert_close((Q @ R).cpu(), A, **TOL[dtype])
+    torch.testing.assert_close(torch.linalg.householder_product(QR, tau).cpu(),
+                               torch.linalg.householder_product(QRc, tauc), **TOL[dtype])

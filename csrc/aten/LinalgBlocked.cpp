@@ -83,9 +83,15 @@ at::Tensor reflectors(const at::Tensor& panel) {
 // T^-1 = diag(1 / tau) + strict upper part of V^H V. A reflector with tau_i = 0 is the identity:
 // its row and column of T^-1 are cut out (diagonal 1 to keep it invertible), then T_ii set to 0.
 at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op) {
+  at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
+  // On chip: the GEMM and one kernel (the steps below in local memory) instead of a dozen launches.
+  if (flat_batches(vhv)) {
+    at::Tensor t = at::empty(vhv.sizes(), vhv.options());
+    if (wy_factor_kernel(vhv, tau, t, op)) return t;
+  }
   at::Tensor nz = tau.ne(0);
   at::Tensor keep = nz.unsqueeze(-1).logical_and(nz.unsqueeze(-2));
-  at::Tensor s = at::matmul(v.mH(), v).triu(1);
+  at::Tensor s = vhv.triu(1);
   at::Tensor tinv = at::where(keep, s, at::zeros_like(s))
                         .add_(at::diag_embed(at::where(nz, at::reciprocal(tau), at::ones_like(tau))));
   const int64_t k = tau.size(-1);

@@ -67,6 +67,9 @@ bool on_chip();
 // may have there (0: none, or PYTORCH_OCL_LINALG_ON_CHIP=0), and the kernel, as lu_kernel.
 int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w);
 void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+// out (flat, ..., k, k) <- the T of compact WY from s = V^H V (flat) and tau (..., k) in one kernel
+// (dlprim::wy_factor); false (nothing done) where it does not fit on chip or PYTORCH_OCL_LINALG_ON_CHIP=0.
+bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op);
 // blocked_cholesky's diagonal block on chip (dlprim::cholesky_block): a's n x n matrices factored
 // in place, inv (when defined, flat) <- inv(L); info (contiguous int32, the batch's) set to base + k
 // where still 0 by a block failing at its column k. Only when cholesky_block_fits(a, n).

@@ -47,6 +47,11 @@ struct IntVecRef {
 void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
               const IntVecRef& info);
 
+// T (n x n upper) of H_1 ... H_n = I - V T V^H from s = V^H V and tau (batch stride only; unit
+// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n).
+void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
+               const MatrixRef& tau, const MatrixRef& out);
+
 // The diagonal block of blocked potrf on chip (kernels/linalg_block.cl): each n x n block of a
 // factored in local memory as cholesky() does, and when inv is given inv(L) into it (lower, zeros
 // above). info is the whole matrix's: set to base + k where still 0 if the block fails at its

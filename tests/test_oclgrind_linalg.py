@@ -1,6 +1,6 @@
 """The linear-algebra kernel families under Oclgrind (scripts/oclgrind.sh runs this file with
-test_oclgrind_kernels.py, whose helpers and settings it shares): tiny complex factorizations, LDL, and the
-two-stage eigh's tridiagonal kernels."""
+test_oclgrind_kernels.py, whose helpers and settings it shares): tiny complex factorizations, the on-chip
+kernels of the blocked factorizations, LDL, and the two-stage eigh's tridiagonal kernels."""
 import torch
 
 from test_oclgrind_kernels import _no_tuning, check  # noqa: F401  (_no_tuning: the autouse fixture)
@@ -20,6 +20,39 @@ def test_complex_linalg():
     check(lambda a: (lambda w, V: (w, V.abs()))(*torch.linalg.eigh(a + a.mH)), a, backward=False)
     check(lambda a: (lambda U, S, Vh: (S, U @ Vh))(*torch.linalg.svd(a[:, :, :3], full_matrices=False)), a,
           backward=False)
+
+
+def test_linalg_on_chip(monkeypatch):
+    """linalg_block.cl: blocked Cholesky's diagonal blocks factored and inverted in local memory (blocks of
+    4 and a tail of 2, complex too: the conjugated products) and small triangular solves in local memory;
+    linalg_lu_leaf.cl: LU leaves in registers."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "4")
+    for dt in (torch.float32, torch.complex64):
+        a = torch.randn(2, 10, 10, dtype=dt)
+        check(lambda a: torch.linalg.cholesky(a @ a.mH + 10 * torch.eye(10, device=a.device)), a, backward=False)
+    # LU leaves in registers (linalg_lu_leaf.cl): a 140 x 10 matrix in panels of 8, leaves of 4 (W = 8: 32
+    # work-items of up to 5 rows), then whole panels as leaves (W = 16: 64 items of up to 3 rows, the argmax's
+    # two levels); ties in column 0 (the first row wins).
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
+    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "4")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
+    a = torch.randn(140, 10)
+    a[:, 0] = torch.where(torch.arange(140) % 3 == 0, 1.0, -1.0)
+    check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
+    monkeypatch.delenv("PYTORCH_OCL_LU_LEAF")
+    check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
+    # linalg_wy_factor: blocked QR's T per panel (panels of 4; a zero column: tau = 0 cut out).
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "4")
+    for dt in (torch.float32, torch.complex64):
+        q = torch.randn(11, 9, dtype=dt)
+        q[5:, 5] = 0
+        check(lambda q: torch.geqrf(q), q, backward=False)
+    # linalg_trsm_local: the small triangular solves in local memory (plain, unit, conjugated).
+    for dt in (torch.float32, torch.complex64):
+        t = torch.randn(10, 10, dtype=dt) + 4 * torch.eye(10)
+        b = torch.randn(10, 5, dtype=dt)
+        check(lambda t, b: torch.linalg.solve_triangular(t, b, upper=True), t, b, backward=False)
+        check(lambda t, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(t), b, adjoint=True), t, b, backward=False)
 
 
 def test_ldl():

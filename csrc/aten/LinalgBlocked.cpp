@@ -83,9 +83,15 @@ at::Tensor reflectors(const at::Tensor& panel) {
 // T^-1 = diag(1 / tau) + strict upper part of V^H V. A reflector with tau_i = 0 is the identity:
 // its row and column of T^-1 are cut out (diagonal 1 to keep it invertible), then T_ii set to 0.
 at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op) {
+  at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
+  // On chip: the GEMM and one kernel (the steps below in local memory) instead of a dozen launches.
+  if (flat_batches(vhv)) {
+    at::Tensor t = at::empty(vhv.sizes(), vhv.options());
+    if (wy_factor_kernel(vhv, tau, t, op)) return t;
+  }
   at::Tensor nz = tau.ne(0);
   at::Tensor keep = nz.unsqueeze(-1).logical_and(nz.unsqueeze(-2));
-  at::Tensor s = at::matmul(v.mH(), v).triu(1);
+  at::Tensor s = vhv.triu(1);
   at::Tensor tinv = at::where(keep, s, at::zeros_like(s))
                         .add_(at::diag_embed(at::where(nz, at::reciprocal(tau), at::ones_like(tau))));
   const int64_t k = tau.size(-1);
@@ -106,12 +112,30 @@ at::Tensor tri_inverse(const at::Tensor& t, bool lower, bool unit, const char* o
   return inv;
 }
 
-// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 16 (the
-// best of 8 / 16 / 32 in kernel time on PoCL at n = 1024; fewer launches than 8).
+// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 0 (leaf_width decides).
 int64_t lu_leaf() {
   const char* v = dlprim::env_value("PYTORCH_OCL_LU_LEAF");  // under the environment lock
   const int64_t leaf = v && *v ? std::atoll(v) : 0;
-  return leaf > 0 ? leaf : 16;
+  return leaf > 0 ? leaf : 0;
+}
+
+// The leaf width for a panel of m rows: the user's, else 16 (the best of 8 / 16 / 32 in kernel
+// time on PoCL at n = 1024; fewer launches than 8), or 8 where a 16-column leaf of m rows does not
+// fit in one work-group's registers and an 8-column one does (the tall panels of large matrices).
+int64_t leaf_width(const at::Tensor& panel, int64_t user) {
+  if (user > 0) return user;
+  const int64_t m = panel.size(-2);
+  if (m > lu_leaf_max_rows(panel, 16) && m <= lu_leaf_max_rows(panel, 8)) return 8;
+  return 16;
+}
+
+// A leaf: in registers where it fits (lu_leaf_kernel), else the any-size global-memory kernel.
+void lu_leaf_any(const at::Tensor& leaf, const at::Tensor& piv, const at::Tensor& info, const char* op) {
+  if (leaf.size(-1) <= 16 && leaf.size(-2) <= lu_leaf_max_rows(leaf, leaf.size(-1))) {
+    lu_leaf_kernel(leaf, piv, info, op);
+  } else {
+    lu_kernel(leaf, piv, info, op);
+  }
 }
 
 // getrf of a tall panel (m x w) by recursive halves (Toledo's / LAPACK's ?getrf2 split): the left
@@ -125,8 +149,8 @@ int64_t lu_leaf() {
 void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& parts, int64_t col0, int64_t leaf,
               const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
-  if (w <= leaf) {
-    lu_kernel(panel, piv, parts.select(0, col0), op);
+  if (w <= leaf_width(panel, leaf)) {
+    lu_leaf_any(panel, piv, parts.select(0, col0), op);
     return;
   }
   const int64_t w1 = w / 2;
@@ -176,7 +200,33 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
   }
 }
 
+// Blocked potrf with the diagonal blocks on chip (cholesky_block_kernel): per block one kernel
+// (factor, info, inv(L11)), the panel L21 = A21 inv(L11)^H and the trailing update on our GEMM,
+// four launches; the upper triangle zeroed once at the end (the loop reads only the lower one).
+static void blocked_cholesky_on_chip(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op) {
+  const int64_t n = a.size(-1);
+  at::Tensor inf = info.is_contiguous() ? info : at::empty(info.sizes(), info.options());
+  inf.zero_();
+  for (int64_t k0 = 0; k0 < n; k0 += nb) {
+    const int64_t k1 = std::min(n, k0 + nb);
+    at::Tensor a11 = block(a, k0, k1, k0, k1);
+    at::Tensor linv = k1 < n ? at::empty(a11.sizes(), a.options()) : at::Tensor();
+    cholesky_block_kernel(a11, linv, inf, k0, op);
+    if (k1 == n) break;
+    at::Tensor a21 = block(a, k1, n, k0, k1);
+    at::Tensor l21 = a21.stride(-2) == 1 ? at::matmul(linv.conj(), a21.mT()).mT() : at::matmul(a21, linv.mH());
+    a21.copy_(l21);
+    sub_product(block(a, k1, n, k1, n), l21, l21.mH());
+  }
+  a.tril_();
+  copy_into(info, inf);
+}
+
 void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op) {
+  if (cholesky_block_fits(a, nb)) {
+    blocked_cholesky_on_chip(a, info, nb, op);
+    return;
+  }
   const int64_t n = a.size(-1);
   info.zero_();
   at::Tensor part = batch_info(a);

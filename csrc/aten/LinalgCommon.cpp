@@ -9,9 +9,11 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <dlprim/autotune.h>
+#include <dlprim/env.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace pytorch_ocl::linalg {
 
@@ -173,6 +175,81 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
 
 namespace {
 
+// PYTORCH_OCL_LINALG_ON_CHIP: 0 or 1, else -1 (unset).
+int on_chip_setting() {
+  const char* v = dlprim::env_value("PYTORCH_OCL_LINALG_ON_CHIP");  // under the environment lock
+  if (!v || !*v) return -1;
+  return std::string(v) == "0" ? 0 : 1;
+}
+
+} // namespace
+
+bool on_chip() { return on_chip_setting() != 0; }
+
+bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
+  return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
+}
+
+bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+  const int64_t n = s.size(-1);
+  if (!on_chip() || !cholesky_block_fits(s, n)) return false;
+  int device = s.device().index();
+  cl_command_queue q = queue_of(s);
+  at::Tensor tau2 = tau.unsqueeze(-2);  // (..., 1, k): its batch stride; elements one apart
+  if (!flat_batches(tau2) || (n > 1 && tau.stride(-1) != 1)) tau2 = tau.contiguous().unsqueeze(-2);
+  OCL_DLPRIM_CALL(op, dlprim::wy_factor(context(device), q, ltype_of(s, op), batch_count(s), n, matrix_ref(s),
+                                        matrix_ref(tau2), matrix_ref(out)));
+  note_enqueued(q);
+  return true;
+}
+
+void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at::Tensor& info, int64_t base,
+                           const char* op) {
+  TORCH_INTERNAL_ASSERT(info.is_contiguous() && info.scalar_type() == c10::kInt);
+  BufferRef ib = buffer_of(info);
+  dlprim::MatrixRef ir;
+  if (inv.defined()) ir = matrix_ref(inv);
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::cholesky_block(context(device), q, ltype_of(a, op), batch_count(a), a.size(-1),
+                                             matrix_ref(a), inv.defined() ? &ir : nullptr,
+                                             {ib.mem, ib.offset / 4, 1}, base));
+  note_enqueued(q);
+}
+
+namespace {
+
+// The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
+// PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On
+// PoCL's CPU device the LU leaf measured slower than the global-memory kernel (work-items are loops
+// there, the per-item arrays memory anyway, and three barriers a column).
+bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
+  int use = on_chip_setting();
+  if (use < 0) use = dlprim::tune_variant(label, 2);
+  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
+  return use != 0;
+}
+
+} // namespace
+
+int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w) {
+  const dlprim::Context& ctx = context(a.device().index());
+  if (!gpu_on_chip(ctx, "lu_leaf_registers")) return 0;
+  return dlprim::lu_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
+}
+
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+  InfoBuffer ib(info);
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::lu_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
+                                      matrix_ref(a), int_ref(pivots), ib.ref()));
+  note_enqueued(q);
+  ib.done();
+}
+
+namespace {
+
 // The one-work-group-per-matrix kernels (trsm, laswp) treat the columns of the right-hand side
 // independently; one matrix with many columns is split into a batch of kWide-column chunks (views,
 // batch stride kWide columns) so they spread over the device's compute units instead of one, with
@@ -201,6 +278,15 @@ void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool tran
   if (transpose) ar = ar.transposed();
   int device = x.device().index();
   cl_command_queue q = queue_of(x);
+  const dlprim::Context& ctx = context(device);
+  if (dlprim::triangular_solve_local_fits(ctx, ltype_of(x, op), x.size(-2), x.size(-1)) &&
+      gpu_on_chip(ctx, "trsm_local")) {
+    OCL_DLPRIM_CALL(op, dlprim::triangular_solve_local(ctx, q, ltype_of(x, op), batch_count(x), x.size(-2),
+                                                       x.size(-1), ar, matrix_ref(x), lower != transpose, unit,
+                                                       conj && x.is_complex()));
+    note_enqueued(q);
+    return;
+  }
   OCL_DLPRIM_CALL(op, dlprim::triangular_solve(context(device), q, ltype_of(x, op), batch_count(x), x.size(-2),
                                                x.size(-1), ar, matrix_ref(x), lower != transpose, unit,
                                                conj && x.is_complex()));

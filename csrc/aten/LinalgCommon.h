@@ -59,6 +59,23 @@ void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, co
 void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
 void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
                  bool conj = false);
+// False when PYTORCH_OCL_LINALG_ON_CHIP=0: the blocked factorizations keep their diagonal blocks and
+// leaves in global memory (the any-size kernels), as where they do not fit on chip. (=1 also puts LU
+// leaves in registers on CPU devices, where unset leaves them to the global-memory kernel.)
+bool on_chip();
+// The recursive LU panel's leaves in registers (dlprim::lu_leaf): the most rows a leaf of w columns
+// may have there (0: none, or PYTORCH_OCL_LINALG_ON_CHIP=0), and the kernel, as lu_kernel.
+int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w);
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+// out (flat, ..., k, k) <- the T of compact WY from s = V^H V (flat) and tau (..., k) in one kernel
+// (dlprim::wy_factor); false (nothing done) where it does not fit on chip or PYTORCH_OCL_LINALG_ON_CHIP=0.
+bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op);
+// blocked_cholesky's diagonal block on chip (dlprim::cholesky_block): a's n x n matrices factored
+// in place, inv (when defined, flat) <- inv(L); info (contiguous int32, the batch's) set to base + k
+// where still 0 by a block failing at its column k. Only when cholesky_block_fits(a, n).
+bool cholesky_block_fits(const at::Tensor& a, int64_t n);
+void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at::Tensor& info, int64_t base,
+                           const char* op);
 
 // The blocked forms (LinalgBlocked.cpp): lower Cholesky of a (a view: pass a.mT() for upper:
 // the lower factor of A^T is U^T, complex too), getrf, and x <- A^-1 x for triangular A (lower or

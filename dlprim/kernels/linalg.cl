@@ -143,7 +143,9 @@ __kernel void linalg_trsm(__global const T* a, ulong a_o, long a_bs, long a_rs, 
 }
 
 // Applies getrf's row interchanges (1-based piv, k of them) to X (n x nrhs) in place: in order
-// (P^T X, getrs' forward laswp) or in reverse order (P X). X has n rows.
+// (P^T X, getrs' forward laswp) or in reverse order (P X). X has n rows. Each item swaps the same
+// columns at every step, so its own program order orders the swaps: no barrier between steps (one
+// was a fence and a group-wide wait per pivot).
 __kernel void linalg_laswp(__global T* x, ulong x_o, long x_bs, long rs, long cs, long n, long nrhs,
                            __global const int* piv, ulong piv_o, long piv_bs, long k, int reverse) {
   const long b = get_group_id(0);
@@ -159,7 +161,6 @@ __kernel void linalg_laswp(__global T* x, ulong x_o, long x_bs, long rs, long cs
         AT(X, i, j) = AT(X, p, j);
         AT(X, p, j) = v;
       }
-    barrier(CLK_GLOBAL_MEM_FENCE);
   }
 }
 

@@ -65,7 +65,9 @@ std::string prelude(LinalgType lt) {
              "}\n";
 }
 
-Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name) {
+// defines: text put between the prelude and the file (compile-time variants: a program each).
+Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name, size_t preferred = 256,
+              const std::string& defines = std::string()) {
   const DType t = lt.real;
   if (t != DType::F32 && t != DType::F64) throw Error(std::string("linalg: unsupported dtype ") + dtype_name(t));
   if (t == DType::F64 && !ctx.info().fp64)
@@ -75,17 +77,17 @@ Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* n
   Program* p;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t) * 2 + (lt.complex ? 1 : 0), std::string(file))];
+    p = &cache[std::make_tuple(ctx.context(), static_cast<int>(t) * 2 + (lt.complex ? 1 : 0), file + defines)];
   }
   Kernel k;
   k.lock = std::unique_lock<std::mutex>(p->m);
-  if (!p->prog) p->prog = ctx.program(prelude(lt) + kernel_source(file));
+  if (!p->prog) p->prog = ctx.program(prelude(lt) + defines + kernel_source(file));
   auto it = p->kernels.find(name);
   if (it == p->kernels.end()) {
     cl_kernel kk = create_kernel(p->prog, name);
     size_t lim = 0;
     DLPRIM_CL_CHECK(clGetKernelWorkGroupInfo(kk, ctx.device(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(lim), &lim, nullptr));
-    lim = std::min(lim, ctx.work_group_size(256));
+    lim = std::min(lim, ctx.work_group_size(preferred));
     size_t g = 1;
     while (g * 2 <= lim) g *= 2;
     it = p->kernels.emplace(name, std::make_pair(kk, g)).first;
@@ -119,6 +121,86 @@ void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t bat
   launch_1d(q, k.k, batch * g, g);
 }
 
+// Local bytes of linalg_cholesky_block for an n x n block: the block (leading dimension n + 1)
+// and two vectors.
+static uint64_t cholesky_block_bytes(LinalgType t, int64_t n) {
+  return static_cast<uint64_t>(n * (n + 1) + 2 * n) * dtype_size(t.real) * (t.complex ? 2 : 1);
+}
+
+bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n) {
+  return n > 0 && cholesky_block_bytes(t, n) + 1024 <= ctx.info().local_mem_size;
+}
+
+void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base) {
+  if (batch == 0 || n == 0) return;
+  if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a Cholesky block does not fit in local memory");
+  // Up to 1024 items on GPUs (a 64 x 64 block's step updates ~2k elements; 32 registers an item),
+  // 256 on CPU devices (items are loop iterations there).
+  Kernel k = kernel(ctx, t, "linalg_block", "linalg_cholesky_block", ctx.info().is_cpu ? 256 : 1024);
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_int>(static_cast<cl_int>(n));
+  add_matrix(args, inv ? *inv : a);
+  args.add<cl_int>(inv ? 1 : 0);
+  add_ints(args, info, false);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add<cl_int>(static_cast<cl_int>(base)).add_local(n * (n + 1) * elem).add_local(2 * n * elem);
+  size_t g = k.group_for(n * n / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+// linalg_lu_leaf.cl: the program for w columns, W = 8 or 16, and its rows per work-item: 64 elements
+// an item either way (ptxas for sm_90 on clang's PTX, float32: 121 registers for 8 x 8, 108 for
+// 4 x 16, so 512-item groups: leaves of 4096 x 8 or 2048 x 16 rows fit).
+static int64_t leaf_rows_per_item(int64_t w) { return w <= 8 ? 8 : 4; }
+
+static Kernel lu_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
+  const std::string defs = std::string("#define W ") + (w <= 8 ? "8" : "16") + "\n#define LEAF_RPI " +
+                           std::to_string(leaf_rows_per_item(w)) + "\n";
+  return kernel(ctx, t, "linalg_lu_leaf", "linalg_lu_leaf", 1024, defs);
+}
+
+int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
+  if (w < 1 || w > 16) return 0;
+  // The group limit is the kernel's (on GPUs it reflects the registers the leaf takes).
+  return leaf_rows_per_item(w) * static_cast<int64_t>(lu_leaf_kernel(ctx, t, w).max_wg);
+}
+
+void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
+             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
+  if (batch == 0 || m == 0 || w == 0) return;
+  Kernel k = lu_leaf_kernel(ctx, t, w);
+  const int64_t rpi = leaf_rows_per_item(w);
+  if (w > 16 || m > rpi * static_cast<int64_t>(k.max_wg))
+    throw Error("linalg: an LU leaf does not fit in the registers of one work-group");
+  size_t g = k.group_for((m + rpi - 1) / rpi);
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));
+  add_ints(args, pivots, true);
+  add_ints(args, info, false);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_int)).add_local(16 * elem).add_local(16 * elem);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
+               const MatrixRef& tau, const MatrixRef& out) {
+  if (batch == 0 || n == 0) return;
+  if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a WY factor does not fit in local memory");
+  Kernel k = kernel(ctx, t, "linalg_block", "linalg_wy_factor", ctx.info().is_cpu ? 256 : 1024);
+  KernelArgs args(k.k);
+  add_matrix(args, s);
+  add_matrix(args, tau, false);
+  add_matrix(args, out);
+  args.add<cl_int>(static_cast<cl_int>(n));
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);  // as cholesky_block's
+  size_t g = k.group_for(n * n / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
 void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
                const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
   if (batch == 0) return;
@@ -141,6 +223,32 @@ void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint
   add_matrix(args, a);
   add_matrix(args, x);
   args.add<cl_long>(n).add<cl_long>(nrhs).add<cl_int>(lower ? 1 : 0).add<cl_int>(unit ? 1 : 0).add<cl_int>(conj ? 1 : 0);
+  size_t g = k.group_for(n * nrhs / 2);
+  launch_1d(q, k.k, batch * g, g);
+}
+
+// Local bytes of linalg_trsm_local: A with leading dimension n + 1, X with nrhs + 1.
+static uint64_t trsm_local_bytes(LinalgType t, int64_t n, int64_t nrhs) {
+  return static_cast<uint64_t>(n * (n + 1) + n * (nrhs + 1)) * dtype_size(t.real) * (t.complex ? 2 : 1);
+}
+
+bool triangular_solve_local_fits(const Context& ctx, LinalgType t, int64_t n, int64_t nrhs) {
+  return n > 0 && nrhs > 0 && n <= 64 && nrhs <= 64 &&
+         trsm_local_bytes(t, n, nrhs) + 1024 <= ctx.info().local_mem_size;
+}
+
+void triangular_solve_local(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                            int64_t nrhs, const MatrixRef& a, const MatrixRef& x, bool lower, bool unit, bool conj) {
+  if (batch == 0 || n == 0 || nrhs == 0) return;
+  if (!triangular_solve_local_fits(ctx, t, n, nrhs)) throw Error("linalg: a triangular solve does not fit in local memory");
+  Kernel k = kernel(ctx, t, "linalg_block", "linalg_trsm_local", ctx.info().is_cpu ? 256 : 1024);
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  add_matrix(args, x);
+  args.add<cl_int>(static_cast<cl_int>(n)).add<cl_int>(static_cast<cl_int>(nrhs)).add<cl_int>(lower ? 1 : 0);
+  args.add<cl_int>(unit ? 1 : 0).add<cl_int>(conj ? 1 : 0);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add_local(n * (n + 1) * elem).add_local(n * (nrhs + 1) * elem);
   size_t g = k.group_for(n * nrhs / 2);
   launch_1d(q, k.k, batch * g, g);
 }

@@ -47,6 +47,25 @@ struct IntVecRef {
 void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
               const IntVecRef& info);
 
+// T (n x n upper) of H_1 ... H_n = I - V T V^H from s = V^H V and tau (batch stride only; unit
+// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n).
+void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
+               const MatrixRef& tau, const MatrixRef& out);
+
+// The diagonal block of blocked potrf on chip (kernels/linalg_block.cl): each n x n block of a
+// factored in local memory as cholesky() does, and when inv is given inv(L) into it (lower, zeros
+// above). info is the whole matrix's: set to base + k where still 0 if the block fails at its
+// column k, else untouched. Only for n where cholesky_block_fits (throws otherwise).
+bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
+void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
+
+// getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_lu_leaf.cl):
+// pivots, info and factors as lu_factor's. Only for w <= 16 and m <= lu_leaf_max_rows (0: none).
+int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
+void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
+             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info);
+
 // In place: getrf of each m x n matrix (unit lower L and U packed), 1-based pivots (min(m, n)
 // of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero). The pivot is the first row of
 // largest |re| + |im| (LAPACK's i?amax: |x| for real, cabs1 for complex).
@@ -58,6 +77,13 @@ void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
 // adjoint solves of complex LU and Cholesky). A and x must not overlap.
 void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
                       const MatrixRef& a, const MatrixRef& x, bool lower, bool unit, bool conj = false);
+
+// triangular_solve with A and X in local memory (kernels/linalg_block.cl), the same results; only
+// where triangular_solve_local_fits (n, nrhs <= 64 and the device's local memory).
+bool triangular_solve_local_fits(const Context& ctx, LinalgType t, int64_t n, int64_t nrhs);
+void triangular_solve_local(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
+                            int64_t nrhs, const MatrixRef& a, const MatrixRef& x, bool lower, bool unit,
+                            bool conj = false);
 
 // In place of x (n x nrhs): getrf's k row interchanges in order (reverse false: x <- P^T x) or
 // backwards (x <- P x). Interchanges naming a row outside [0, n) are skipped.

@@ -1,0 +1,163 @@
+// On-chip kernels of the blocked factorizations (csrc/aten/LinalgBlocked.cpp): the piece one
+// work-group works on is read from global memory once, factored in local memory, and written
+// once, so a step costs barriers on local memory instead of a walk over global memory (the
+// linalg.cl kernels keep their matrix in global memory and serve any size; these serve the
+// block sizes that fit, chosen by the host). Same T / R / MUL / CONJ / ... prelude as linalg.cl.
+
+// Local blocks are row-major with an odd leading dimension (ld = n + 1): a walk down a column
+// (consecutive work-items on consecutive rows) hits distinct banks.
+#define LS(i, j) s[(i) * ld + (j)]
+#define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
+
+// inv(L) of the lower triangular n x n L in local memory (leading dimension ld), in place, by Gauss-Jordan
+// steps (no pivoting: L is triangular): at step k the multipliers -l_ik / l_kk (column k) and row k / l_kk,
+// then l_ic += mult_i l_kc for i > k > c; entries above the diagonal stay zero. A zero diagonal gives inf /
+// NaN, as trsm would. v: 2 n elements of scratch. Called by the whole group (two barriers a step).
+inline void lower_inverse_local(__local T* s, int ld, int n, __local T* v) {
+  const int lid = get_local_id(0), L = get_local_size(0);
+  __local T* col = v;
+  __local T* row = v + n;
+  for (int k = 0; k < n; ++k) {
+    const T pinv = DIV(TO_T(1), LS(k, k));
+    for (int i = lid; i < n; i += L) {
+      if (i > k) col[i] = -MUL(LS(i, k), pinv);
+      if (i < k) row[i] = LS(k, i);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone has read l_kk, row k and column k
+    if (lid == 0) LS(k, k) = pinv;
+    for (int i = k + 1 + lid; i < n; i += L) LS(i, k) = col[i];
+    for (int c = lid; c < k; c += L) LS(k, c) = MUL(row[c], pinv);
+    const int m = n - k - 1;
+    for (int t = lid; t < m * k; t += L) {
+      const int i = k + 1 + t / k, c = t % k;
+      LS(i, c) += MUL(col[i], row[c]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// Lower Cholesky L L^H of each n x n diagonal block (only its lower triangle read, the strict
+// upper one written as zeros), as linalg_cholesky, and when want_inv the inverse of L (lower, the
+// upper part zeros) into inv, so the panel below is one GEMM (L21 = A21 inv(L11)^H). info: the
+// whole matrix's (potrf's info), set to base + k by the first block that fails at its column k
+// (info[b] still 0: blocks run in queue order) and left alone otherwise: no per-block merge.
+// s: n (n + 1) elements of T; v: 2 n.
+__kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, long cs, int n, __global T* inv,
+                                    ulong inv_o, long inv_bs, long inv_rs, long inv_cs, int want_inv,
+                                    __global int* info, ulong info_o, int base, __local T* s, __local T* v) {
+  const long b = get_group_id(0);
+  const int lid = get_local_id(0), L = get_local_size(0);
+  const int ld = n + 1;
+  __global T* A = a + a_o + b * bs;
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    LS(i, j) = j <= i ? AT(A, i, j) : TO_T(0);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int bad = 0;
+  for (int k = 0; k < n; ++k) {
+    const R d = RE(LS(k, k));
+    if (!(d > 0)) {  // the same d in every item: the whole group leaves together
+      bad = k + 1;
+      break;
+    }
+    const R r = sqrt(d), ri = 1 / r;  // potf2 scales by the reciprocal
+    for (int i = k + 1 + lid; i < n; i += L) v[i] = LS(i, k) * ri;
+    barrier(CLK_LOCAL_MEM_FENCE);  // d read by all, the scaled column ready
+    if (lid == 0) LS(k, k) = TO_T(r);
+    const int m = n - k - 1;
+    for (int i = k + 1 + lid; i < n; i += L) LS(i, k) = v[i];
+    for (int t = lid; t < m * m; t += L) {
+      const int i = k + 1 + t / m, j = k + 1 + t % m;
+      if (j <= i) LS(i, j) -= MUL(v[i], CONJ(v[j]));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    AT(A, i, j) = j <= i ? LS(i, j) : TO_T(0);
+  }
+  if (lid == 0 && bad && info[info_o + b] == 0) info[info_o + b] = base + bad;
+  if (!want_inv) return;
+  lower_inverse_local(s, ld, n, v);
+  __global T* X = inv + inv_o + b * inv_bs;
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    X[(long)i * inv_rs + (long)j * inv_cs] = j <= i ? LS(i, j) : TO_T(0);
+  }
+}
+
+// linalg_trsm (linalg.cl) with A and X in local memory: X <- A^-1 X for triangular n x n A (lower:
+// forward, else backward substitution; unit: ones taken on the diagonal; conj: A read conjugated),
+// X n x nrhs, the same operations in the same order per element, barriers on local memory instead
+// of global. For the small solves of the recursive LU panel and the triangular inverses (n, nrhs
+// up to 64). sa: n (n + 1) elements; sx: n (nrhs + 1).
+__kernel void linalg_trsm_local(__global const T* a, ulong a_o, long a_bs, long a_rs, long a_cs, __global T* x,
+                                ulong x_o, long x_bs, long x_rs, long x_cs, int n, int nrhs, int lower, int unit,
+                                int conj, __local T* sa, __local T* sx) {
+  const long b = get_group_id(0);
+  const int lid = get_local_id(0), L = get_local_size(0);
+  __global const T* A = a + a_o + b * a_bs;
+  __global T* X = x + x_o + b * x_bs;
+  const int ld = n + 1, lx = nrhs + 1;
+  for (int t = lid; t < n * n; t += L) {
+    const int i = t / n, j = t % n;
+    const T v = A[i * a_rs + j * a_cs];
+    sa[i * ld + j] = conj ? CONJ(v) : v;
+  }
+  for (int t = lid; t < n * nrhs; t += L) {
+    const int i = t / nrhs, j = t % nrhs;
+    sx[i * lx + j] = X[i * x_rs + j * x_cs];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int t = 0; t < n; ++t) {
+    const int k = lower ? t : n - 1 - t;
+    if (!unit) {
+      const T d = sa[k * ld + k];
+      for (int j = lid; j < nrhs; j += L) sx[k * lx + j] = DIV(sx[k * lx + j], d);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const int rows = n - 1 - t;
+    for (int q = lid; q < rows * nrhs; q += L) {
+      const int r = q / nrhs, j = q % nrhs;
+      const int i = lower ? k + 1 + r : r;
+      sx[i * lx + j] -= MUL(sa[i * ld + k], sx[k * lx + j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int t = lid; t < n * nrhs; t += L) {
+    const int i = t / nrhs, j = t % nrhs;
+    X[i * x_rs + j * x_cs] = sx[i * lx + j];
+  }
+}
+
+// The upper triangular T of H_1 ... H_k = I - V T V^H (blocked QR's compact WY form; wy_factor in
+// LinalgBlocked.cpp) from S = V^H V (only its strict upper part read) and tau, in one launch: T^-1 =
+// diag(1 / tau) + the strict upper part of S, with the rows and columns of a tau_i = 0 (an identity
+// reflector) cut out and 1 on their diagonal, inverted in local memory (as its transpose, lower: the
+// inverse of the transpose is the transpose of the inverse), then T's columns of tau_j = 0 zeroed.
+// s: n (n + 1) elements; v: 2 n.
+__kernel void linalg_wy_factor(__global const T* sm, ulong s_o, long s_bs, long s_rs, long s_cs,
+                               __global const T* tau, ulong tau_o, long tau_bs, __global T* t, ulong t_o, long t_bs,
+                               long t_rs, long t_cs, int n, __local T* s, __local T* v) {
+  const long b = get_group_id(0);
+  const int lid = get_local_id(0), L = get_local_size(0);
+  const int ld = n + 1;
+  __global const T* S = sm + s_o + b * s_bs;
+  __global const T* TAU = tau + tau_o + b * tau_bs;
+  for (int q = lid; q < n * n; q += L) {
+    const int i = q / n, j = q % n;  // (i, j) of the lower transpose: T^-1 (j, i)
+    const T ti = TAU[i], tj = TAU[j];
+    T val = TO_T(0);
+    if (i == j) val = IS_ZERO(ti) ? TO_T(1) : DIV(TO_T(1), ti);
+    else if (i > j && !IS_ZERO(ti) && !IS_ZERO(tj)) val = S[j * s_rs + i * s_cs];
+    LS(i, j) = val;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lower_inverse_local(s, ld, n, v);
+  __global T* X = t + t_o + b * t_bs;
+  for (int q = lid; q < n * n; q += L) {
+    const int i = q / n, j = q % n;
+    X[i * t_rs + j * t_cs] = (j >= i && !IS_ZERO(TAU[j])) ? LS(j, i) : TO_T(0);
+  }
+}

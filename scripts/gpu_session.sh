@@ -374,7 +374,6 @@ case "${1:-validate}" in
       tests/test_linalg*.py tests/test_attention_mma.py
     run linalg31 70 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr,eigh --out "$out/linalg31.md"
     run shm_copies 25 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
-    PYTORCH_OCL_PINNED_COPIES=buffer run shm_copies_buffer 25 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
     run prof_gpt2 75 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 12
     ;;
   profile)  # at most 8 files come back from a call: one log per network

@@ -153,26 +153,3 @@ def test_dataloader_pin_memory_with_workers():
     torch.ocl.synchronize()
     assert_close(torch.cat([g.cpu() for g in got_x]), data)
     assert_close(torch.cat([g.cpu() for g in got_y]), labels)
-
-
-def test_pinned_copies_by_buffer(monkeypatch):
-    # PYTORCH_OCL_PINNED_COPIES=buffer: non_blocking copies as device copies of the pinned block's own buffer, at
-    # offsets into it both ways, and a freed source block reused at once while its upload may be in flight.
-    monkeypatch.setenv("PYTORCH_OCL_PINNED_COPIES", "buffer")
-    n = 1 << 16
-    x = torch.randn(2 * n)
-    p = x.pin_memory()
-    d = torch.zeros(3 * n, device="ocl")
-    d[n + 7:n + 7 + n].copy_(p[1000:1000 + n], non_blocking=True)
-    out = torch.zeros(2 * n, pin_memory=True)
-    out[333:333 + n].copy_(d[n + 7:n + 7 + n], non_blocking=True)
-    torch.ocl.synchronize()
-    assert_close(out[333:333 + n], x[1000:1000 + n], rtol=0, atol=0)
-    uploaded, expected = [], []
-    for i in range(6):
-        q = torch.full((n,), float(i)).pin_memory()
-        uploaded.append(q.to("ocl", non_blocking=True))
-        expected.append(float(i))
-        del q
-    for u, e in zip(uploaded, expected):
-        assert (u.cpu() == e).all()

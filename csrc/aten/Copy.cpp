@@ -10,8 +10,6 @@
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
-#include <dlprim/env.h>
-
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/empty.h>
@@ -21,8 +19,6 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
-
-#include <cstring>
 
 namespace pytorch_ocl {
 
@@ -49,15 +45,6 @@ std::optional<c10::ScalarType> same_width_int(c10::ScalarType t) {
   }
 }
 
-// PYTORCH_OCL_PINNED_COPIES=buffer: asynchronous copies between the device and pinned host memory as a
-// clEnqueueCopyBuffer from / to the pinned block's own OpenCL buffer, instead of clEnqueueWrite/ReadBuffer with its
-// host pointer. Why: on a 2x H200 host the write's enqueue took as long as a blocking copy (0.5 ms per 4 MiB, the
-// DDP all-reduce's write back); a buffer-to-buffer copy is the device's own transfer. Off by default until timed.
-static bool pinned_copies_by_buffer() {
-  const char* v = dlprim::env_value("PYTORCH_OCL_PINNED_COPIES");
-  return v && std::strcmp(v, "buffer") == 0;
-}
-
 void host_to_device_bytes(const at::Tensor& dst, const void* src, size_t nbytes, bool non_blocking) {
   if (nbytes == 0) return;
   BufferRef buf = buffer_of(dst);
@@ -69,14 +56,8 @@ void host_to_device_bytes(const at::Tensor& dst, const void* src, size_t nbytes,
     count_wait(g_host_waits.writes);
   }
   cl_event ev = nullptr;
-  cl_mem host_mem = nullptr;
-  size_t host_off = 0;
-  if (async && pinned_copies_by_buffer() &&
-      pinned_buffer(src, context(dst.device().index()).context(), &host_mem, &host_off))
-    OCL_CHECK(clEnqueueCopyBuffer(q, host_mem, buf.mem, host_off, buf.offset, nbytes, 0, nullptr, &ev));
-  else
-    OCL_CHECK(clEnqueueWriteBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, src, 0, nullptr,
-                                   async ? &ev : nullptr));
+  OCL_CHECK(clEnqueueWriteBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, src, 0, nullptr,
+                                 async ? &ev : nullptr));
   if (ev) {
     record_host_use(src, ev);
     clReleaseEvent(ev);
@@ -99,14 +80,8 @@ void device_to_host_bytes(void* dst, const at::Tensor& src, size_t nbytes, bool 
   // here, before its result reaches the host; an asynchronous copy leaves them to the wait.
   const int device = src.device().index();
   enqueue_check(device, q);
-  cl_mem host_mem = nullptr;
-  size_t host_off = 0;
-  if (async && pinned_copies_by_buffer() &&
-      pinned_buffer(dst, context(src.device().index()).context(), &host_mem, &host_off))
-    OCL_CHECK(clEnqueueCopyBuffer(q, buf.mem, host_mem, buf.offset, host_off, nbytes, 0, nullptr, nullptr));
-  else
-    OCL_CHECK(clEnqueueReadBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, dst, 0, nullptr,
-                                  nullptr));
+  OCL_CHECK(clEnqueueReadBuffer(q, buf.mem, async ? CL_FALSE : CL_TRUE, buf.offset, nbytes, dst, 0, nullptr,
+                                nullptr));
   if (async) clFlush(q);
   else collect_checks(device, q);
 }

@@ -20,7 +20,6 @@ struct HostBlock {
   cl_mem mem;
   void* host;
   size_t size;
-  cl_context ctx;
   bool in_use = false;
   std::vector<cl_event> uses;
 };
@@ -102,7 +101,7 @@ public:
       clReleaseMemObject(mem);
       TORCH_CHECK(false, "ocl: cannot map pinned host memory: ", dlprim::cl_error_name(err));
     }
-    auto* b = new HostBlock{mem, host, size, ctx.context(), true, {}};
+    auto* b = new HostBlock{mem, host, size, true, {}};
     const int64_t us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -143,15 +142,6 @@ c10::Allocator* host_allocator() { return &g_pinned; }
 bool is_pinned(const void* ptr) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return find_block(ptr) != nullptr;
-}
-
-bool pinned_buffer(const void* ptr, cl_context ctx, cl_mem* mem, size_t* offset) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  HostBlock* b = find_block(ptr);
-  if (!b || b->ctx != ctx) return false;
-  *mem = b->mem;
-  *offset = static_cast<size_t>(static_cast<const char*>(ptr) - static_cast<const char*>(b->host));
-  return true;
 }
 
 void record_host_use(const void* ptr, cl_event event) {

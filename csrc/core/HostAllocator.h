@@ -16,8 +16,6 @@ c10::Allocator* host_allocator();
 bool is_pinned(const void* ptr);
 // Keeps the pinned block holding `ptr` from reuse until `event` completes (retains it).
 void record_host_use(const void* ptr, cl_event event);
-// The OpenCL buffer of the pinned block holding `ptr` and ptr's offset in it, when the block was made in `ctx`.
-bool pinned_buffer(const void* ptr, cl_context ctx, cl_mem* mem, size_t* offset);
 
 // torch.ocl.host_memory_stats(): torch.cuda's flat keys (allocations/allocated_bytes/active_requests/
 // active_bytes .current/.peak/.allocated/.freed, num_host_alloc/free, host_alloc/free_time.*, in us).

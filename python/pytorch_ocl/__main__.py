@@ -12,7 +12,6 @@ ENV_VARS = (
     ("PYTORCH_OCL_TRACE_BUILDS", "1: a stderr line per program build and tuning; a directory: also the sources"),
     ("PYTORCH_OCL_DEVICES", "filter/order devices"),
     ("PYTORCH_OCL_MEMORY_LIMIT", "cap on device memory in bytes"),
-    ("PYTORCH_OCL_PINNED_COPIES", "buffer: non_blocking copies with pinned memory as device copies of its OpenCL buffer"),
     ("PYTORCH_OCL_DEBUG", "1: trace device operations on stderr"),
     ("PYTORCH_OCL_EXTRA_BUILD_OPTIONS", "appended to every OpenCL program build"),
     ("PYTORCH_OCL_AUTOTUNE", "0: built-in kernel configs; force: re-time every shape class"),

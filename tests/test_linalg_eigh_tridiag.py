@@ -186,3 +186,19 @@ def test_nonfinite_raises():
     A[20, 3] = float("nan")
     with pytest.raises(torch.linalg.LinAlgError):
         torch.linalg.eigh(A.to(DEV))
+
+
+def test_failure_to_converge_is_reported(monkeypatch):
+    # QL giving up on an eigenvalue raises the CPU's LinAlgError (LAPACK's "failed to converge"), never a silent
+    # answer; one sweep per eigenvalue cannot converge on a random matrix.
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_CROSSOVER", "2")
+    monkeypatch.setenv("PYTORCH_OCL_EIGH_QL_SWEEPS", "1")
+    a = torch.randn(2, 40, 40, dtype=torch.float64)
+    a = (a + a.mT).to("ocl")
+    with pytest.raises(torch.linalg.LinAlgError, match="failed to converge"):
+        torch.linalg.eigh(a)
+    with pytest.raises(torch.linalg.LinAlgError, match="failed to converge"):
+        torch.linalg.eigh(a[0])
+    monkeypatch.delenv("PYTORCH_OCL_EIGH_QL_SWEEPS")
+    w, v = torch.linalg.eigh(a)
+    assert torch.allclose(w.cpu(), torch.linalg.eigvalsh(a.cpu()), atol=1e-10)

@@ -11,6 +11,7 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/exp2.h>
@@ -39,6 +40,14 @@ dlprim::MatrixRef flat_ref(const at::Tensor& t) {
   r.batch_stride = t.numel() / std::max<int64_t>(1, t.size(0));
   r.row_stride = r.col_stride = 1;
   return r;
+}
+
+// QL sweeps per eigenvalue before giving up (LAPACK's steqr: 30 n in all; tql2: 30 each). PYTORCH_OCL_EIGH_QL_SWEEPS
+// lowers it, so that a test can see the failure to converge reported.
+int64_t ql_max_sweeps() {
+  const char* v = dlprim::env_value("PYTORCH_OCL_EIGH_QL_SWEEPS");
+  const int64_t s = v && *v ? std::atoll(v) : 0;
+  return s > 0 ? s : 60;
 }
 
 } // namespace
@@ -120,11 +129,16 @@ void eigh_tridiag(const at::Tensor& sym, const at::Tensor& w, const at::Tensor* 
   zref.row_stride = qm.stride(1);
   zref.col_stride = qm.stride(2);
   dlprim::MatrixRef vref = matrix_ref(*vectors);
+  at::Tensor info = at::zeros({batch}, opts.dtype(c10::kInt));
+  BufferRef infob = buffer_of(info);
   q = current_queue(device);
   OCL_DLPRIM_CALL(op, dlprim::tridiag_ql(ctx, q, t, batch, n, D, E, sb.mem, sb.offset / scr.element_size(), ib.mem,
-                                         ib.offset / 4, flat_ref(wv), &zref, &vref));
+                                         ib.offset / 4, flat_ref(wv), &zref, &vref, infob.mem, infob.offset / 4,
+                                         ql_max_sweeps()));
   note_enqueued(q);
   wv.mul_(scale.squeeze(-1));
+  // LAPACK's failure to converge, as the CPU raises it (its error code: the eigenvalues given up on).
+  at::_linalg_check_errors(info.reshape(sym.sizes().slice(0, sym.dim() - 2)), op, sym.dim() == 2);
 }
 
 } // namespace pytorch_ocl::linalg

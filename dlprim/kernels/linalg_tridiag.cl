@@ -154,13 +154,14 @@ __kernel void linalg_tridiag_w(__global T* vw, ulong vw_o, long vw_bs, __global 
 // eigenvalues ascending into w; with rows > 0, the rotations applied to the rows of z (n x n,
 // element (r, c) at r * zrs + c * zcs), the result permuted with the eigenvalues into vout's columns.
 // Grid: groups_per_matrix groups (id 0) per matrix (id 1); scratch per group: 4 n R (d, e, c, s)
-// and n ints (the sort). Not converging after 60 sweeps for one eigenvalue leaves it as it is
-// (LAPACK fails there; with these shifts it does not happen in practice).
+// and n ints (the sort). An eigenvalue not converged after max_sweeps sweeps (60, as tql2) is counted
+// into info[b] (written by group 0), which the host raises as LAPACK's failure to converge.
 __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __global const T* e, ulong e_o, long e_bs,
                                 __global T* scr, ulong scr_o, __global int* iscr, ulong iscr_o, __global T* w,
                                 ulong w_o, long w_bs, __global T* z, ulong z_o, long z_bs, long zrs, long zcs,
                                 __global T* vout,
-                                ulong vo_o, long vo_bs, long vo_rs, long vo_cs, long n, long rows) {
+                                ulong vo_o, long vo_bs, long vo_rs, long vo_cs, long n, long rows,
+                                __global int* info, ulong info_o, long max_sweeps) {
   const long g = get_group_id(0), G = get_num_groups(0), b = get_group_id(1);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* D = scr + scr_o + (b * G + g) * 4 * n;
@@ -170,7 +171,7 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
   __global int* RANK = iscr + iscr_o + (b * G + g) * n;
   __global T* Z = z + z_o + b * z_bs;
   __local long ctl[4];  // step kind (0 done, 1 sweep), rotations hi..lo
-  __local long state[2];  // l, iterations on l (item 0's)
+  __local long state[3];  // l, iterations on l, eigenvalues given up on (item 0's)
   for (long k = lid; k < n; k += L) {
     D[k] = d[d_o + b * d_bs + k];
     E[k] = k < n - 1 ? e[e_o + b * e_bs + k] : 0;
@@ -178,6 +179,7 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
   if (lid == 0) {
     state[0] = 0;
     state[1] = 0;
+    state[2] = 0;
   }
   barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
   while (true) {
@@ -190,7 +192,8 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
           const R dd = fabs(D[m]) + fabs(D[m + 1]);
           if (fabs(E[m]) <= EPS * dd || fabs(E[m]) < SAFMIN) break;
         }
-        if (m == l || iter >= 60) {
+        if (m == l || iter >= max_sweeps) {
+          if (m != l) ++state[2];
           ++l;
           iter = 0;
           continue;
@@ -239,7 +242,10 @@ __kernel void linalg_tridiag_ql(__global const T* d, ulong d_o, long d_bs, __glo
     }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     const long kind = ctl[0], hi = ctl[1], lo = ctl[2];
-    if (kind == 0) break;
+    if (kind == 0) {
+      if (lid == 0 && g == 0) info[info_o + b] = (int)state[2];
+      break;
+    }
     // The row loop's trip count is the same for every item (a guard inside instead): PoCL's
     // optimized work-group code gave the items past `rows` wrong stores otherwise.
     if (kind == 1)

@@ -485,7 +485,8 @@ size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* grou
 
 void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
                 const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,
-                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors) {
+                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors, cl_mem info, uint64_t info_offset,
+                int64_t max_sweeps) {
   if (batch == 0 || n == 0) return;
   const int64_t rows = vectors ? n : 0;
   size_t g = 1;
@@ -499,6 +500,7 @@ void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch,
   add_matrix(args, z ? *z : w);
   add_matrix(args, vectors ? *vectors : w);
   args.add<cl_long>(n).add<cl_long>(rows);
+  args.add(info).add<cl_ulong>(info_offset).add<cl_long>(max_sweeps);
   const size_t global[2] = {groups * g, static_cast<size_t>(batch)};
   const size_t local[2] = {g, 1};
   launch_nd(q, k.k, 2, global, local);

@@ -24,6 +24,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_RNN", "steps: nn.LSTM/nn.GRU step by step instead of whole layers"),
     ("PYTORCH_OCL_LSTM_FUSED", "1/0: whole-layer nn.LSTM steps fused (GEMM + cell, one launch) or not; unset: GPUs, by shape"),
     ("PYTORCH_OCL_LINALG_ON_CHIP", "0/1: blocked Cholesky's diagonal blocks, LU's leaves and small triangular solves on chip or not (default: Cholesky on, the others on GPUs)"),
+    ("PYTORCH_OCL_EIGH_QL_SWEEPS", "QL sweeps per eigenvalue before eigh raises its failure to converge (default 60)"),
     ("PYTORCH_OCL_GLOO_LANES", "ocl_gloo: parallel gloo groups per large all_reduce (default min(4, CPUs / local ranks); 1: one)"),
     ("PYTORCH_OCL_DIST_SHM", "ocl_gloo: 0 keeps gloo for ranks on one host (default 1: shared-memory all_reduce)"),
     ("PYTORCH_OCL_DIST_SHM_SETS", "ocl_gloo shared memory: slot sets, pieces in flight up to 3 (default 3; 1: one at a time)"),

@@ -163,10 +163,12 @@ void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, 
 size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group);
 // Implicit QL on the tridiagonal (d, e[0..n-2]): eigenvalues ascending into w; with vectors, the
 // rotations applied to z (n x n per matrix, any strides: Q of the reduction)
-// and the eigenvectors of A written as the columns of *vectors.
+// and the eigenvectors of A written as the columns of *vectors. info (int32 per matrix, at info_offset
+// elements): how many eigenvalues did not converge within max_sweeps sweeps (0: all did).
 void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
                 const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,
-                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors);
+                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors, cl_mem info, uint64_t info_offset,
+                int64_t max_sweeps);
 
 // Eigenvalues only: the n eigenvalues of the tridiagonal (d, e[0..n-2]) ascending into w, one
 // work-item each by bisection with Sturm counts.

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import pytorch_ocl  # noqa: F401
+from test_linalg_lu_panel import _check as _check_lu_factor
 
 DEV = "ocl:0"
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.complex64: dict(rtol=1e-4, atol=1e-4),
@@ -90,11 +91,7 @@ def test_cholesky_backward_blocked(monkeypatch):
 
 
 def _check_lu(A, dtype):
-    LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV))
-    LUc, pivc, infoc = torch.linalg.lu_factor_ex(A)
-    assert torch.equal(piv.cpu(), pivc), (piv.cpu(), pivc)
-    assert torch.equal(info.cpu(), infoc)
-    torch.testing.assert_close(LU.cpu(), LUc, **TOL[dtype])
+    _check_lu_factor(A, dtype, TOL)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])

@@ -20,23 +20,10 @@
 // 3. Eigenvalues only (eigvalsh): bisection with Sturm counts, one work-item per eigenvalue, instead
 //    of the QL sweeps' serial chain.
 //
-// The generator (linalg.cpp) prepends T, R, EPS and SAFMIN.
+// The generator (linalg.cpp) prepends T, R, EPS and SAFMIN, and linalg_group.cl (group_sum).
 
 #define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
 
-// Sum over the work-group of x (red: one R per item, a power of two of them), result in every item.
-inline R tri_group_sum(R x, __local R* red) {
-  const int lid = get_local_id(0), L = get_local_size(0);
-  red[lid] = x;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = L >> 1; s > 0; s >>= 1) {
-    if (lid < s) red[lid] += red[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  R r = red[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
 
 // The row of vw paired with row c in the rank-2 update: V's row c with W's row c and back.
 inline long tri_swap(long c, long nb) { return c < nb ? c + nb : c - nb; }
@@ -67,7 +54,7 @@ __kernel void linalg_tridiag_column(__global T* a, ulong a_o, long a_bs, __globa
     const T x = AT(A, r, i);
     part += x * x;
   }
-  const R xn2 = tri_group_sum(part, red);
+  const R xn2 = group_sum(part, red);
   const T alpha = AT(A, i + 1, i);
   T tk = 0, beta = alpha, scale = 0;
   if (xn2 != 0) {  // else H = I (tau 0), as ?larfg
@@ -104,7 +91,7 @@ __kernel void linalg_tridiag_rowdot(__global const T* a, ulong a_o, long a_bs, _
   __global const T* v = VW + j * n;
   R part = 0;
   for (long c = i + 1 + lid; c < n; c += L) part += row[c] * v[c];
-  const R s = tri_group_sum(part, red);
+  const R s = group_sum(part, red);
   if (lid == 0) p[p_o + b * p_bs + g] = s;
 }
 
@@ -146,7 +133,7 @@ __kernel void linalg_tridiag_w(__global T* vw, ulong vw_o, long vw_bs, __global 
     w[r] = y;
     part += y * v[r];
   }
-  const R alpha = -(R)0.5 * tk * tri_group_sum(part, red);
+  const R alpha = -(R)0.5 * tk * group_sum(part, red);
   for (long r = i + 1 + lid; r < n; r += L) w[r] += alpha * v[r];
 }
 

@@ -81,7 +81,7 @@ Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* n
   }
   Kernel k;
   k.lock = std::unique_lock<std::mutex>(p->m);
-  if (!p->prog) p->prog = ctx.program(prelude(lt) + defines + kernel_source(file));
+  if (!p->prog) p->prog = ctx.program(prelude(lt) + kernel_source("linalg_group") + defines + kernel_source(file));
   auto it = p->kernels.find(name);
   if (it == p->kernels.end()) {
     cl_kernel kk = create_kernel(p->prog, name);

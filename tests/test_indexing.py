@@ -118,6 +118,35 @@ def test_long_runs_of_one_index(dtype):
             same(dev.grad, ref.grad)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_runs_longer_than_a_chunk(dtype):
+    # The embedding backward folds runs of >= 256 rows as partial sums of 64 rows (dl_index_reduce_chunks): runs
+    # that start and end inside chunks, span many chunks, end on a boundary, padding rows inside a run, BERT's
+    # token types (2 rows shared by every token). Compared with a float64 sum: the association differs from the
+    # CPU's loop. index_put_ / index_add_ over the same runs keep the CPU's sequential order exactly.
+    g = torch.Generator().manual_seed(7)
+    idx = torch.cat([torch.full((700,), 1), torch.full((64,), 4), torch.full((130,), 0), torch.tensor([2, 3]),
+                     torch.full((65,), 5)])[torch.randperm(961, generator=g)]
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    for ix, padding_idx in ((idx, None), (torch.sort(idx).values, None), (idx, 4)):
+        grad = make((961, 8), dtype, 2)
+        dev = make((6, 8), dtype, 4).to(D).requires_grad_()
+        F.embedding(ix.to(D), dev, padding_idx=padding_idx).backward(grad.to(D))
+        ref = torch.zeros(6, 8, dtype=torch.float64).index_add_(0, ix, grad.double())
+        if padding_idx is not None:
+            ref[padding_idx] = 0
+        assert_close(dev.grad.cpu().double(), ref, **tol)
+        x = make((6, 8), dtype, 3)
+        assert torch.equal(x.to(D).index_put_((ix.to(D),), grad.to(D), accumulate=True).cpu(),
+                           x.clone().index_put_((ix,), grad, accumulate=True))
+    tokens = torch.randint(0, 2, (16, 512), generator=g)
+    dev = make((2, 8), dtype, 4).to(D).requires_grad_()
+    grad = make((16, 512, 8), dtype, 5)
+    F.embedding(tokens.to(D), dev).backward(grad.to(D))
+    ref = torch.zeros(2, 8, dtype=torch.float64).index_add_(0, tokens.flatten(), grad.double().flatten(0, 1))
+    assert_close(dev.grad.cpu().double(), ref, **(dict(rtol=1e-5, atol=1e-3) if dtype == torch.float32 else tol))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_advanced_index_get(dtype):
     x = make((4, 5, 6), dtype)

@@ -311,6 +311,8 @@ def test_embedding():
     w = rand(10, 6, grad=True)
     ids = torch.tensor([[1, 4, 9], [4, 4, 0]])
     check(lambda w, i: F.embedding(i, w, padding_idx=0), w, ids)
+    # 300 tokens over 3 rows: runs past 256 rows are summed in chunks of 64 (dl_index_reduce_chunks)
+    check(lambda w, i: F.embedding(i, w, padding_idx=2), rand(4, 3, grad=True), torch.arange(300) % 3)
 
 
 def test_sort_topk():

@@ -346,9 +346,12 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
   if (padding_idx >= 0) skip = padding_idx;
   kb.add(on_device(indices, grad).reshape({n}), num_weights, d, 0, true, {}, skip);
   at::Tensor keys = kb.finish();
+  // A row many tokens share (BERT's 2 token types for every token) is summed in chunks of rows, then the
+  // chunks in order: deterministic, as CUDA's sorted embedding backward, but not the CPU's sequential rounding
+  // (index_put_ / index_add_ keep that).
   keyed_reduce(grad_weight, {1}, keys, n, grad.reshape({n, d}),
                scale_grad_by_freq ? dlprim::IndexReduce::Mean : dlprim::IndexReduce::Sum, false, 1.0,
-               "embedding_backward");
+               "embedding_backward", /*chunked=*/true);
   return grad_weight;
 }
 

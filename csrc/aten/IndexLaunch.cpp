@@ -99,6 +99,7 @@ struct ReduceArgs {
   bool include_self;
   double alpha;
   at::Tensor sorted_rows;
+  bool chunked;  // long runs summed as partial sums of chunks (not the CPU's sequential rounding)
 };
 
 // index_gather_direct's index (the gather then needs no keys).
@@ -158,10 +159,15 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
       }
       break;
     case Kind::Scatter: OCL_DLPRIM_CALL(op, dlprim::index_scatter(context(device), q, l)); break;
-    case Kind::Reduce:
+    case Kind::Reduce: {
+      // Long runs (an embedding row many tokens share) are summed in chunks through a scratch of partial sums.
+      const int64_t n_parts = red->chunked ? static_cast<int64_t>(dlprim::index_reduce_parts(l, red->mode)) : 0;
+      at::Tensor parts = n_parts ? at::empty({n_parts}, big.options()) : at::Tensor();
       OCL_DLPRIM_CALL(op, dlprim::index_reduce(context(device), q, l, dev_ptr(red->sorted_rows), red->mode,
-                                               red->include_self, red->alpha));
+                                               red->include_self, red->alpha,
+                                               parts.defined() ? dev_ptr(parts) : dlprim::DevPtr{}));
       break;
+    }
   }
   note_enqueued(q);
   if (kind == Kind::Gather && !dense.is_same(dense_in)) const_cast<at::Tensor&>(dense_in).copy_(dense);
@@ -288,7 +294,7 @@ void keyed_scatter(const at::Tensor& big, const std::vector<int64_t>& inner_dims
 
 void keyed_reduce(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys, int64_t rows,
                   const at::Tensor& dense, dlprim::IndexReduce mode, bool include_self, double alpha,
-                  const char* op) {
+                  const char* op, bool chunked) {
   if (rows == 0) return;
   c10::DeviceGuard guard(big.device());
   int64_t padded = keys.numel();
@@ -300,7 +306,7 @@ void keyed_reduce(const at::Tensor& big, const std::vector<int64_t>& inner_dims,
   OCL_DLPRIM_CALL(op, dlprim::sort_pairs(context(device), q, kp.mem, kp.offset, op_ptr.mem, op_ptr.offset, 1,
                                          static_cast<uint64_t>(padded), false));
   note_enqueued(q);
-  ReduceArgs red{mode, include_self, alpha, order};
+  ReduceArgs red{mode, include_self, alpha, order, chunked};
   run_keyed(Kind::Reduce, big, inner_dims, keys, rows, dense, &red, op);
 }
 

@@ -73,7 +73,7 @@ void keyed_scatter(const at::Tensor& big, const std::vector<int64_t>& inner_dims
 // big[keys] (mode)= dense, deterministic; `keys` from a KeyBuilder made with for_sort (sorted
 // here, in place).
 void keyed_reduce(const at::Tensor& big, const std::vector<int64_t>& inner_dims, const at::Tensor& keys, int64_t rows,
-                  const at::Tensor& dense, dlprim::IndexReduce mode, bool include_self, double alpha, const char* op);
+                  const at::Tensor& dense, dlprim::IndexReduce mode, bool include_self, double alpha, const char* op, bool chunked = false);
 
 // index_select in one launch: dense (shape: index + big's other dims, as keyed_gather's) =
 // big.index_select(dim, idx), idx a 1-D long tensor on big's device; bounds as KeyBuilder's.

@@ -124,7 +124,8 @@ __kernel void dl_index_reduce(ulong n, ulong inner_n, int rank, dl_dims64 shape,
                               ulong dense_off, long dense_row_s, dl_dims64 dense_s, __global DL_T* big,
                               ulong big_off, dl_dims64 big_s, __global const long* keys,
                               ulong keys_off, __global const long* rows, ulong rows_off, int mode,
-                              int include_self, DL_ACC alpha, ulong n_rows) {
+                              int include_self, DL_ACC alpha, ulong n_rows, ulong chunk,
+                              __global const DL_T* parts, ulong parts_off) {
   ulong i = get_global_id(0);
   if (i >= n) return;
   keys += keys_off;
@@ -146,13 +147,15 @@ __kernel void dl_index_reduce(ulong n, ulong inner_n, int rank, dl_dims64 shape,
   // The run (the rows from j on with this key; skipped rows hold -1, so keys need not ascend past it) is
   // folded 8 rows at a time: 8 keys checked, then the matching rows' values loaded together. A long run (an
   // embedding row many tokens share, e.g. BERT's 2 token types for 8192 tokens) is otherwise a chain of
-  // dependent loads. The fold stays in row order.
+  // dependent loads. The fold stays in row order. With `chunk` (sums only, see dl_index_reduce_chunks) the
+  // fold stops at the next multiple of chunk, and the run's later chunks come as partial sums.
+  const ulong lim = chunk ? min(n_rows, (j / chunk + 1) * chunk) : n_rows;
   for (ulong k0 = j;; k0 += 8) {
     int c = 0;
     bool run = true;
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
-      run = run && k0 + u < n_rows && keys[min(k0 + u, n_rows - 1)] == key;
+      run = run && k0 + u < lim && keys[min(k0 + u, n_rows - 1)] == key;
       c += run ? 1 : 0;
     }
     DL_ACC vb[8];
@@ -175,6 +178,10 @@ __kernel void dl_index_reduce(ulong n, ulong inner_n, int rank, dl_dims64 shape,
     }
     if (c < 8) break;
   }
+  if (chunk) {
+    parts += parts_off;
+    for (ulong k = lim; k < n_rows && keys[k] == key; k += chunk) acc = dl_round(acc + DL_LOAD(parts, k / chunk * inner_n + e));
+  }
   if (mode == DL_MODE_MEAN) {
     DL_ACC c = (DL_ACC)count;
     DL_ACC q = acc / c;
@@ -185,6 +192,33 @@ __kernel void dl_index_reduce(ulong n, ulong inner_n, int rank, dl_dims64 shape,
     acc = q;
   }
   DL_STORE(big, b, acc);
+}
+
+// The partial sums of long runs for dl_index_reduce (sum mode): work-item (k, e) with row k * chunk inside a run
+// (not its first row) folds rows k * chunk .. up to the next multiple of chunk or the run's end, in row order,
+// into parts[k * inner_n + e]. The run's first row then adds these partials in row order after its own rows,
+// so a run of R rows takes about chunk + R / chunk dependent steps instead of R, and the result is the same
+// on every run (fixed association).
+__kernel void dl_index_reduce_chunks(ulong n, ulong inner_n, int rank, dl_dims64 shape, __global const DL_T* dense,
+                                     ulong dense_off, long dense_row_s, dl_dims64 dense_s, __global DL_T* big,
+                                     ulong big_off, dl_dims64 big_s, __global const long* keys, ulong keys_off,
+                                     __global const long* rows, ulong rows_off, DL_ACC alpha, ulong n_rows,
+                                     ulong chunk, __global DL_T* parts, ulong parts_off) {
+  ulong i = get_global_id(0);
+  if (i >= n) return;
+  keys += keys_off;
+  rows += rows_off;
+  ulong kc = i / inner_n, e = i - kc * inner_n, j = kc * chunk;
+  if (j == 0 || j >= n_rows) return;
+  long key = keys[j];
+  if (key < 0 || keys[j - 1] != key) return;
+  long off_d = 0, off_b = 0;
+  DL_UNRAVEL(e, rank, shape, off_d, dense_s, off_b, big_s);
+  DL_ACC acc = (DL_ACC)0;
+  const ulong lim = min(n_rows, j + chunk);
+  for (ulong r = j; r < lim && keys[r] == key; ++r)
+    acc = dl_round(acc + dl_round(alpha * DL_LOAD(dense, dense_off + rows[r] * dense_row_s + off_d)));
+  DL_STORE(parts, parts_off + i, acc);
 }
 
 // The positions where a (row-major, inclusive) running count of nonzeros steps up: for each

@@ -35,15 +35,21 @@ void add_acc(KernelArgs& a, DType t, double v) {
 }
 
 // Arguments shared by the gather, scatter and reduce kernels.
-void add_keyed(KernelArgs& a, const KeyedLaunch& l) {
+// The keyed kernels' arguments after the work-item count n.
+void add_keyed_tail(KernelArgs& a, const KeyedLaunch& l) {
   uint64_t inner_n = l.inner.numel();
-  a.add<cl_ulong>(l.rows * inner_n).add<cl_ulong>(inner_n).add<cl_int>(l.inner.rank);
+  a.add<cl_ulong>(inner_n).add<cl_int>(l.inner.rank);
   add_dims(a, l.inner.sizes, l.inner.rank);
   a.add(l.dense.mem).add<cl_ulong>(l.dense.offset).add<cl_long>(l.dense_row_stride);
   add_dims(a, l.dense.strides, l.inner.rank);
   a.add(l.big.mem).add<cl_ulong>(l.big.offset);
   add_dims(a, l.big.strides, l.inner.rank);
   if (l.keys.mem) a.add(l.keys.mem).add<cl_ulong>(l.keys.offset);
+}
+
+void add_keyed(KernelArgs& a, const KeyedLaunch& l) {
+  a.add<cl_ulong>(l.rows * l.inner.numel());
+  add_keyed_tail(a, l);
 }
 
 void run_keyed(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, const char* name) {
@@ -100,10 +106,29 @@ void index_scatter(const Context& ctx, cl_command_queue q, const KeyedLaunch& l)
   run_keyed(ctx, q, l, "dl_index_scatter");
 }
 
+uint64_t index_reduce_parts(const KeyedLaunch& l, IndexReduce mode) {
+  const bool chunked = mode == IndexReduce::Sum && (l.big.dtype == DType::F32 || l.big.dtype == DType::F64) &&
+                       l.rows >= 4 * kIndexReduceChunk;
+  return chunked ? (l.rows + kIndexReduceChunk - 1) / kIndexReduceChunk * l.inner.numel() : 0;
+}
+
 void index_reduce(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, DevPtr sorted_rows,
-                  IndexReduce mode, bool include_self, double alpha) {
+                  IndexReduce mode, bool include_self, double alpha, DevPtr parts) {
   uint64_t n = l.rows * l.inner.numel();
   if (n == 0) return;
+  const uint64_t n_parts = index_reduce_parts(l, mode);
+  const uint64_t chunk = n_parts && parts.mem ? kIndexReduceChunk : 0;
+  if (chunk) {
+    TypedKernel k = typed_kernel(ctx, "index", l.big.dtype, "dl_index_reduce_chunks");
+    std::lock_guard<std::mutex> lock(*k.mutex);
+    KernelArgs a(k.kernel);
+    a.add<cl_ulong>(n_parts);
+    add_keyed_tail(a, l);
+    a.add(sorted_rows.mem).add<cl_ulong>(sorted_rows.offset);
+    add_acc(a, l.big.dtype, alpha);
+    a.add<cl_ulong>(l.rows).add<cl_ulong>(chunk).add(parts.mem).add<cl_ulong>(parts.offset);
+    launch_1d(q, k.kernel, n_parts, ctx.work_group_size(256));
+  }
   TypedKernel k = typed_kernel(ctx, "index", l.big.dtype, "dl_index_reduce");
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs a(k.kernel);
@@ -111,7 +136,8 @@ void index_reduce(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, 
   a.add(sorted_rows.mem).add<cl_ulong>(sorted_rows.offset);
   a.add<cl_int>(static_cast<int>(mode)).add<cl_int>(include_self ? 1 : 0);
   add_acc(a, l.big.dtype, alpha);
-  a.add<cl_ulong>(l.rows);
+  a.add<cl_ulong>(l.rows).add<cl_ulong>(chunk);
+  a.add(chunk ? parts.mem : sorted_rows.mem).add<cl_ulong>(chunk ? parts.offset : 0);
   launch_1d(q, k.kernel, n, ctx.work_group_size(256));
 }
 

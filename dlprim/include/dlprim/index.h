@@ -47,8 +47,13 @@ enum class IndexReduce { Sum = 0, Prod = 1, Mean = 2, Amax = 3, Amin = 4 };
 // in row order, skipped rows last as -1), `sorted_rows` the row each came from. Each run of
 // equal keys is folded in row order by one work-item per inner element (deterministic).
 // alpha scales the summands of Sum.
+// Float sums over many rows also take `parts`, a buffer of index_reduce_parts(l, mode) elements of big's dtype
+// (0: none wanted): runs longer than kIndexReduceChunk rows are then folded as partial sums of kIndexReduceChunk
+// rows each (in row order, then added in row order: deterministic, but not the sequential loop's rounding).
+constexpr uint64_t kIndexReduceChunk = 64;
+uint64_t index_reduce_parts(const KeyedLaunch& l, IndexReduce mode);
 void index_reduce(const Context& ctx, cl_command_queue q, const KeyedLaunch& l, DevPtr sorted_rows,
-                  IndexReduce mode, bool include_self, double alpha);
+                  IndexReduce mode, bool include_self, double alpha, DevPtr parts = {});
 
 // For elements i (row-major over shape) where the inclusive running count cs steps up, writes
 // their coordinates to coords ((count, rank) long, when want_coords) or their key

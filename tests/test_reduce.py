@@ -353,6 +353,26 @@ def test_many_dims():
 # ---------------------------------------------------------------- autograd
 
 
+def test_softmax_long_rows():
+    # Rows longer than 4 x 256 take the long-row loops four elements per step (a language model's vocabulary):
+    # row lengths not a multiple of 4 x 256 (tails), rows along a strided dim, forward, backward, in place.
+    for n in (4099, 2 * 1024 + 3):
+        x = torch.randn(3, n) * 4
+        for t in (x, x.t().contiguous().t()):
+            d = t.to("ocl")
+            for f in (lambda u: u.softmax(1), lambda u: u.log_softmax(1)):
+                ref = t.clone().requires_grad_()
+                dev = d.clone().requires_grad_()
+                g = torch.randn(3, n)
+                f(ref).backward(g)
+                f(dev).backward(g.to("ocl"))
+                assert_close(f(d).cpu(), f(t), rtol=1e-5, atol=1e-6)
+                assert_close(dev.grad.cpu(), ref.grad, rtol=1e-5, atol=1e-5)
+        s = x.to("ocl")
+        torch.ops.aten._softmax.out(s, 1, False, out=s)
+        assert_close(s.cpu(), x.softmax(1), rtol=1e-5, atol=1e-6)
+
+
 def test_backward_through_reductions_and_softmax():
     g = torch.Generator().manual_seed(6)
     x = torch.randn(5, 6, 7, generator=g)

@@ -63,6 +63,24 @@ __kernel void softmax_rows(ulong n_rows, ulong D, uint TO, uint TR, int col_orde
       }
     }
 #endif
+#if MODE >= 2
+    // Four independent loads per step (one at a time leaves a long row's loop bound by memory latency).
+    T s1 = 0, s2 = 0, s3 = 0;
+    for (; j + 3 * (ulong)TR < D; j += 4 * (ulong)TR) {
+#if MODE == 2
+      s += LOAD0(p0 + (long)j * d0) * LOAD1(p1 + (long)j * d1);
+      s1 += LOAD0(p0 + (long)(j + TR) * d0) * LOAD1(p1 + (long)(j + TR) * d1);
+      s2 += LOAD0(p0 + (long)(j + 2 * TR) * d0) * LOAD1(p1 + (long)(j + 2 * TR) * d1);
+      s3 += LOAD0(p0 + (long)(j + 3 * TR) * d0) * LOAD1(p1 + (long)(j + 3 * TR) * d1);
+#else
+      s += LOAD0(p0 + (long)j * d0);
+      s1 += LOAD0(p0 + (long)(j + TR) * d0);
+      s2 += LOAD0(p0 + (long)(j + 2 * TR) * d0);
+      s3 += LOAD0(p0 + (long)(j + 3 * TR) * d0);
+#endif
+    }
+    s = (s + s1) + (s2 + s3);
+#endif
     for (; j < D; j += TR) {
 #if MODE < 2
       lse_add(&m, &s, LOAD0(p0 + (long)j * d0));
@@ -99,31 +117,38 @@ __kernel void softmax_rows(ulong n_rows, ulong D, uint TO, uint TR, int col_orde
 #if MODE == 0
   // CPU semantics: a +inf in the row makes every entry NaN (exp(inf - inf)).
   T inv = (m == INFINITY) ? (T)NAN : (T)1 / s;
-  for (ulong j = tr; j < D; j += TR) {
-    T v = exp(LOAD0(p0 + (long)j * d0) - m) * inv;
-    STORE(py + (long)j * dy, v);
-  }
+#define SM_ROW_OUT(a, b) (exp((a) - m) * inv)
 #elif MODE == 1
   // (x - m) - log(s), as the CPU computes it, never x - (m + log(s)): x - m is exact near the row
   // max, while m + log(s) rounds to an ulp of |m| and so zeroed the dominant entry's log-probability
   // (-1.7e-6 came out 0.0 for a row max of 34), i.e. the cross-entropy gradient p - 1 of a confident
   // prediction. A +inf in the row makes every entry NaN (CPU semantics).
   T ls = (m == INFINITY) ? (T)NAN : log(s);
-  for (ulong j = tr; j < D; j += TR) {
-    T v = (LOAD0(p0 + (long)j * d0) - m) - ls;
-    STORE(py + (long)j * dy, v);
-  }
+#define SM_ROW_OUT(a, b) (((a) - m) - ls)
 #elif MODE == 2
-  for (ulong j = tr; j < D; j += TR) {
-    T v = LOAD1(p1 + (long)j * d1) * (LOAD0(p0 + (long)j * d0) - s);
-    STORE(py + (long)j * dy, v);
-  }
+#define SM_ROW_OUT(a, b) ((b) * ((a) - s))
 #else
-  for (ulong j = tr; j < D; j += TR) {
-    T v = LOAD0(p0 + (long)j * d0) - exp(LOAD1(p1 + (long)j * d1)) * s;
-    STORE(py + (long)j * dy, v);
-  }
+#define SM_ROW_OUT(a, b) ((a) - exp(b) * s)
 #endif
+#if MODE >= 2
+#define SM_ROW_B(jj) LOAD1(p1 + (long)(jj) * d1)
+#else
+#define SM_ROW_B(jj) (T)0
+#endif
+  // Four elements per step, loads before stores (in-place safe: an element's store follows its own load).
+  ulong j = tr;
+  for (; j + 3 * (ulong)TR < D; j += 4 * (ulong)TR) {
+    const T a0 = LOAD0(p0 + (long)j * d0), a1 = LOAD0(p0 + (long)(j + TR) * d0);
+    const T a2 = LOAD0(p0 + (long)(j + 2 * TR) * d0), a3 = LOAD0(p0 + (long)(j + 3 * TR) * d0);
+    const T b0 = SM_ROW_B(j), b1 = SM_ROW_B(j + TR), b2 = SM_ROW_B(j + 2 * TR), b3 = SM_ROW_B(j + 3 * TR);
+    STORE(py + (long)j * dy, SM_ROW_OUT(a0, b0));
+    STORE(py + (long)(j + TR) * dy, SM_ROW_OUT(a1, b1));
+    STORE(py + (long)(j + 2 * TR) * dy, SM_ROW_OUT(a2, b2));
+    STORE(py + (long)(j + 3 * TR) * dy, SM_ROW_OUT(a3, b3));
+  }
+  for (; j < D; j += TR) STORE(py + (long)j * dy, SM_ROW_OUT(LOAD0(p0 + (long)j * d0), SM_ROW_B(j)));
+#undef SM_ROW_OUT
+#undef SM_ROW_B
 }
 
 #if DL_GPU_KERNELS

@@ -52,6 +52,9 @@ def cases(n_side: int, sm_side: int, lm_rows: int, lm_vocab: int):
         y = torch.log_softmax(torch.randn(sm_side, sm_side), 1).to(device)
         return (torch.randn(sm_side, sm_side).to(device), y)
 
+    def grads(cols):  # a linear layer's output gradient over batch 8 x 1024 tokens (its bias gradient: sum(0))
+        return lambda device: (torch.randn(lm_rows, cols).to(device),)
+
     big = f"{n >> 20}M"
     m = f"[{n_side}, {n_side}]"
     s = f"[{sm_side}, {sm_side}]"
@@ -59,6 +62,8 @@ def cases(n_side: int, sm_side: int, lm_rows: int, lm_vocab: int):
         (f"sum all ({big})", vec, lambda x: x.sum(), n * f),
         (f"sum last {m}", mat, lambda x: x.sum(1), n * f + n_side * f),
         (f"sum first {m}", mat, lambda x: x.sum(0), n * f + n_side * f),
+        (f"sum first (bias grad) [{lm_rows}, 768]", grads(768), lambda x: x.sum(0), (lm_rows + 1) * 768 * f),
+        (f"sum first (bias grad) [{lm_rows}, 3072]", grads(3072), lambda x: x.sum(0), (lm_rows + 1) * 3072 * f),
         (f"softmax rows {s}", sm, lambda x: torch.softmax(x, 1), 2 * sm_side * sm_side * f),
         (f"amax all ({big})", vec, lambda x: x.amax(), n * f),
         (f"max last (values+indices) {m}", mat, lambda x: x.max(1), n * f + n_side * (f + 8)),

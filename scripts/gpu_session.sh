@@ -42,8 +42,8 @@
 #   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe, copies
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
-#   bash scripts/gpu_session.sh start31       # env-lock mma tests, LU/Cholesky/QR profile + vs cuSOLVER, bf16 attention, GPT-2 eager vs compiled
-#   bash scripts/gpu_session.sh final31       # linalg + attention tests natively, LU/Cholesky/QR/eigh vs cuSOLVER, GPT-2 step vs CUDA
+#   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
+#   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -356,25 +356,20 @@ case "${1:-validate}" in
     run masks_bf16 30 python3 benchmarks/attention_masks.py --dtype bfloat16 --out "$out/masks_bf16.md"
     run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
     ;;
-  start31)  # GPU-only checks of the environment lock (gemm_mma crash last time), LU / Cholesky / QR at 4096 by
-    # kernel and against cuSOLVER, bf16 attention per pass (D64, D128), compiled vs eager GPT-2 by kernel
-    PYTORCH_OCL_MMA_TEST=native run mma_env_tests 70 python3 -m pytest -q -n 8 -p no:cacheprovider \
-      tests/test_gemm_mma.py tests/test_env_lock.py
-    run prof_linalg 80 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 12
-    run linalg_lu 70 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg_lu.md"
-    run attn_bf16 60 python3 benchmarks/attention_layouts.py --fwd "" --mma "default" --dtype bfloat16 \
-      --cases "8,12,1024,64,1;8,12,2048,128,1" --out "$out/attn_bf16.md"
-    run prof_gpt2 80 python3 benchmarks/profile_model.py --net gpt2 --top 25
-    run prof_gpt2_compiled 110 python3 benchmarks/profile_model.py --net gpt2 --compile --top 25
+  start32)  # linear-algebra, mma attention and transformers model tests natively (whole files), then LU /
+    # Cholesky / QR at 4096 by kernel with the on-chip panels (default) and without
+    PYTORCH_OCL_MMA_TEST=native run native_tests 330 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_linalg*.py tests/test_attention_mma.py tests/test_transformers_models.py
+    run prof_linalg 60 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
+    PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
+      --ops lu_factor,cholesky,qr --top 8
     ;;
-  final31)  # this session's last 1-GPU call: linear-algebra and attention tests natively (new panel / tridiagonal
-    # kernels, mma layouts), LU / Cholesky / QR / eigh vs cuSOLVER, GPT-2 small's eager step vs CUDA, and the
-    # staging copies of the shared-memory all-reduce (is the asynchronous write back's enqueue itself slow?)
-    PYTORCH_OCL_MMA_TEST=native run native_tests 70 python3 -m pytest -q -n 8 -p no:cacheprovider \
-      tests/test_linalg*.py tests/test_attention_mma.py
-    run linalg31 70 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr,eigh --out "$out/linalg31.md"
-    run shm_copies 25 python3 benchmarks/dist_shm_copies.py --mib 4 64 --iters 3
-    run prof_gpt2 75 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 12
+  prof32)  # GPT-2 small and BERT training steps by kernel against CUDA's in a child process; the vocabulary
+    # log-softmax and the bias-gradient sums against CUDA
+    run reduce_lm 60 python3 benchmarks/reduce.py --ref cuda --only log_softmax --out "$out/reduce_lm.md"
+    run reduce_bias 40 python3 benchmarks/reduce.py --ref cuda --only bias --out "$out/reduce_bias.md"
+    run prof_gpt2 100 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
+    run prof_bert 100 python3 benchmarks/profile_model.py --net bert --ref cuda --top 14
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -9,7 +9,7 @@ forward, attention_mma_bwd.cl's dq or dk/dv pass: warps, keys per tile, 0/1 regi
 prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32; backward heads over 64 split over
 warp pairs where attention_mma.cpp splits them), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
-operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
+operands' fast dims, default kn: A k-fast, B n-fast), or "luleaf=W,RPI" (linalg_lu_leaf.cl, float32). Prints ptxas's register, stack and spill counts for
 each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
 
 How: the program text is put together as dlprim/src/attention.cpp does, compiled to PTX by clang
@@ -36,6 +36,7 @@ PRELUDE = r"""
 size_t OV get_local_id(uint d) { return SREG(tid); }
 size_t OV get_group_id(uint d) { return SREG(ctaid); }
 size_t OV get_num_groups(uint d) { return SREG(nctaid); }
+size_t OV get_local_size(uint d) { return SREG(ntid); }
 size_t OV get_global_id(uint d) { return SREG(ctaid) * SREG(ntid) + SREG(tid); }
 void OV barrier(cl_mem_fence_flags f) { __asm__ volatile("bar.sync 0;" ::: "memory"); }
 float OV native_exp(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
@@ -110,6 +111,15 @@ def program(layout, D, DV):
         return gemm_program(spec)
     if kind in ("attnmma", "attnmmadq", "attnmmadkdv"):
         return attn_mma_program(spec, D, DV, kind[7:])
+    if kind == "luleaf":  # linalg_lu_leaf.cl (float32) with W columns and RPI rows per work-item
+        w, rpi = (int(v) for v in spec.split(","))
+        text = PRELUDE + ("#define R float\n#define EPS FLT_EPSILON\n#define SAFMIN FLT_MIN\n#define T R\n"
+                          "#define MUL(a, b) ((a) * (b))\n#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n"
+                          "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n"
+                          "#define IM(a) ((R)0)\n#define TO_T(r) ((T)(r))\n#define ABS(a) fabs(a)\n"
+                          "#define ABS2(a) ((a) * (a))\n")
+        text += source("linalg_group") + f"#define W {w}\n#define LEAF_RPI {rpi}\n" + source("linalg_lu_leaf")
+        return text, "linalg_lu_leaf"
     vals = spec.split(",")
     split = vals[-1] == "split"
     nums = [int(v) for v in vals if v != "split"]

@@ -1,6 +1,6 @@
 """The on-chip kernels of the blocked factorizations (dlprim/kernels/linalg_block.cl, linalg_lu_leaf.cl): Cholesky's diagonal
 blocks factored and inverted in local memory by one kernel that also records info (csrc/aten/LinalgBlocked.cpp,
-blocked_cholesky_on_chip), and the recursive LU panel's leaves factored in registers (linalg_lu_leaf, W = 8 or 16; on
+blocked_cholesky_on_chip), and the recursive LU panel's leaves factored in registers (linalg_lu_leaf, W = 4, 8 or 16; on
 CPU devices only with PYTORCH_OCL_LINALG_ON_CHIP=1, which these tests set). Against the CPU (LAPACK): factors
 of sizes past one block and not a multiple of it, upper and lower, batched, float32/float64/complex, transposed
 input, info of matrices that fail in the first, a middle and the last block; LU pivots exactly the CPU's (ties:
@@ -96,7 +96,7 @@ def _check_lu(A, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 def test_lu_leaves(dtype, monkeypatch):
-    """Leaves of 3 (the 8-column kernel) in panels of 12; then the defaults (blocks of 64, leaves of 16):
+    """Leaves of 3 (the 4-column kernel) in panels of 12; then the defaults (blocks of 64, leaves of 16):
     150 rows are 64 items of up to 3 rows and a two-level argmax; tall, wide and batched."""
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "12")
     monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "3")

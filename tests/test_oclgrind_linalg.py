@@ -30,15 +30,16 @@ def test_linalg_on_chip(monkeypatch):
     for dt in (torch.float32, torch.complex64):
         a = torch.randn(2, 10, 10, dtype=dt)
         check(lambda a: torch.linalg.cholesky(a @ a.mH + 10 * torch.eye(10, device=a.device)), a, backward=False)
-    # LU leaves in registers (linalg_lu_leaf.cl): a 140 x 10 matrix in panels of 8, leaves of 4 (W = 8: 32
-    # work-items of up to 5 rows), then whole panels as leaves (W = 16: 64 items of up to 3 rows, the argmax's
-    # two levels); ties in column 0 (the first row wins).
+    # LU leaves in registers (linalg_lu_leaf.cl): a 140 x 10 matrix in panels of 8, leaves of 4 (W = 4: 16
+    # work-items of up to 16 rows) and of 8 (W = 8: 32 items of up to 8 rows), then whole panels as leaves
+    # (W = 16: 64 items of up to 4 rows, the argmax's two levels); ties in column 0 (the first row wins).
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
-    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "4")
     monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
     a = torch.randn(140, 10)
     a[:, 0] = torch.where(torch.arange(140) % 3 == 0, 1.0, -1.0)
-    check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
+    for leaf in ("4", "8"):
+        monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", leaf)
+        check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
     monkeypatch.delenv("PYTORCH_OCL_LU_LEAF")
     check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
     # linalg_wy_factor: blocked QR's T per panel (panels of 4; a zero column: tau = 0 cut out).

@@ -120,12 +120,14 @@ int64_t lu_leaf() {
 }
 
 // The leaf width for a panel of m rows: the user's, else 16 (the best of 8 / 16 / 32 in kernel
-// time on PoCL at n = 1024; fewer launches than 8), or 8 where a 16-column leaf of m rows does not
-// fit in one work-group's registers and an 8-column one does (the tall panels of large matrices).
+// time on PoCL at n = 1024; fewer launches than 8), or the widest of 8 and 4 whose leaf of m rows fits
+// in one work-group's registers where a 16-column one does not (the tall panels of large matrices).
 int64_t leaf_width(const at::Tensor& panel, int64_t user) {
   if (user > 0) return user;
   const int64_t m = panel.size(-2);
-  if (m > lu_leaf_max_rows(panel, 16) && m <= lu_leaf_max_rows(panel, 8)) return 8;
+  if (m <= lu_leaf_max_rows(panel, 16)) return 16;
+  for (int64_t w : {8, 4})
+    if (m <= lu_leaf_max_rows(panel, w)) return w;
   return 16;
 }
 

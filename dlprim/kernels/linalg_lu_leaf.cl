@@ -1,5 +1,5 @@
 // getrf of the recursive LU panel's leaves in registers (csrc/aten/LinalgBlocked.cpp, lu_panel), for
-// the leaves that fit: the host compiles this file with W (the leaf's columns at most: 8 or 16) and
+// the leaves that fit: the host compiles this file with W (the leaf's columns at most: 4, 8 or 16) and
 // LEAF_RPI (rows per work-item) defined, and falls back to linalg.cl's linalg_lu for taller leaves.
 // Same T / R / MUL / ABS1 / ... prelude as linalg.cl.
 

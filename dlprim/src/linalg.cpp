@@ -150,13 +150,16 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
   launch_1d(q, k.k, batch * g, g);
 }
 
-// linalg_lu_leaf.cl: the program for w columns, W = 8 or 16, and its rows per work-item: 64 elements
-// an item either way (ptxas for sm_90 on clang's PTX, float32: 121 registers for 8 x 8, 108 for
-// 4 x 16, so 512-item groups: leaves of 4096 x 8 or 2048 x 16 rows fit).
-static int64_t leaf_rows_per_item(int64_t w) { return w <= 8 ? 8 : 4; }
+// linalg_lu_leaf.cl: the program for w columns, W = 4, 8 or 16, and its rows per work-item: 64 elements
+// an item each (ptxas for sm_90 on clang's PTX, float32: 121 registers for 8 x 8, 108 for 4 x 16). On the
+// H100 NVIDIA's compiler gives both 256-item groups (leaves of 1024 x 16 and 2048 x 8 rows), so the
+// 4-column program with 16 rows an item takes the tall panels of n = 4096 (4096 x 4) that would otherwise
+// run the global-memory kernel at ~30 us a column.
+static int64_t leaf_cols(int64_t w) { return w <= 4 ? 4 : w <= 8 ? 8 : 16; }
+static int64_t leaf_rows_per_item(int64_t w) { return 64 / leaf_cols(w); }
 
 static Kernel lu_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
-  const std::string defs = std::string("#define W ") + (w <= 8 ? "8" : "16") + "\n#define LEAF_RPI " +
+  const std::string defs = "#define W " + std::to_string(leaf_cols(w)) + "\n#define LEAF_RPI " +
                            std::to_string(leaf_rows_per_item(w)) + "\n";
   return kernel(ctx, t, "linalg_lu_leaf", "linalg_lu_leaf", 1024, defs);
 }

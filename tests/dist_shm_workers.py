@@ -241,7 +241,8 @@ def stage_threads(rank, world, port):
     """A thread per stage (_dist_shm_stages.py, PYTORCH_OCL_DIST_SHM_STAGE_THREADS) and the one-thread path:
     many back-to-back async all-reduces of odd sizes over several pieces each, bit for bit on both; the trace's
     per-thread line; a failed write back raises on the caller's wait (not a hang), the peers finish and the
-    group goes on; the stage threads are gone after destroy_process_group."""
+    group goes on; a failed read with pieces in flight raises and poisons the group's transport; the stage
+    threads are gone after destroy_process_group."""
     import threading
 
     from pytorch_ocl import _dist_async, _dist_shm_stages
@@ -314,6 +315,31 @@ def stage_threads(rank, world, port):
         t = _input(rank, n, torch.float32, R_.SUM).to(DEV)
         dist.all_reduce(t, group=group)  # the group goes on
         assert torch.equal(t.cpu(), _expected(world, n, torch.float32, R_.SUM))
+
+        # a failed device read (the third piece's, on every rank: the same place, so no rank waits for another)
+        # with two pieces in flight: the wait raises it, and the group's later all-reduces raise too
+        read, calls = _dist_shm_stages._read, []
+
+        def failing_read(dst, src):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("injected read failure")
+            read(dst, src)
+        _dist_shm_stages._read = failing_read
+        try:
+            work = dist.all_reduce(t, group=group, async_op=True)
+            try:
+                work.wait()
+                raise AssertionError("the failed read was not raised")
+            except RuntimeError as e:
+                assert "injected read failure" in str(e), e
+        finally:
+            _dist_shm_stages._read = read
+        try:
+            dist.all_reduce(t, group=group)
+            raise AssertionError("an abandoned transport went on")
+        except dist.DistBackendError as e:
+            assert "pieces in flight" in str(e), e
     finally:
         _dist_async.CHUNK_BYTES = saved
     dist.destroy_process_group()

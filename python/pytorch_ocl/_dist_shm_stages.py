@@ -57,6 +57,11 @@ def wanted():
     return env != "0"
 
 
+def _read(dst, src):
+    """One piece's device read (enqueued on the reader's current stream); tests replace it to fail."""
+    dst.copy_(src, non_blocking=True)
+
+
 def _write(dst, src):
     """One piece's write back (enqueued on the writer's current stream); tests replace it to fail."""
     dst.copy_(src, non_blocking=True)
@@ -168,7 +173,7 @@ class StagedRead:
                     if self.cancelled:
                         return
                     t = perf_counter()
-                    self.host[a:b].copy_(self.flat[a:b], non_blocking=True)
+                    _read(self.host[a:b], self.flat[a:b])
                     done = torch.Event(device=self.tensor.device)
                     done.record(stream)
                     done.synchronize()  # the worker may use the piece once it is here

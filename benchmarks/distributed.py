@@ -119,10 +119,8 @@ def worker(rank, world, port, sizes, iters, global_batch, transport, queue, shm_
     for mode in ("async", "sync"):
         _dist_async.SYNCHRONOUS = mode == "sync"
         model = nn.parallel.DistributedDataParallel(net().to(dev), bucket_cap_mb=1)
-        if bf16_compress:  # the buckets all-reduced as bfloat16 (torch's hook)
-            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-            model.register_comm_hook(None, default_hooks.bf16_compress_hook)
+        if bf16_compress:  # the buckets all-reduced as bfloat16 (torch's hook, through pytorch_ocl's name for it)
+            model.register_comm_hook(None, pytorch_ocl.distributed.ocl_bf16_compress_hook)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         ddp[mode] = common.median_time(step_fn(model, opt, x, y), dev, iters, warmup=2)
     _dist_async.SYNCHRONOUS = False

@@ -12,8 +12,9 @@ written as for CUDA.
 small by default: 2 layers, 128 wide, 4 heads, vocabulary 1000) and trains it on random tokens as a
 language model (labels = inputs).
 
---bf16-compress registers torch's bf16_compress_hook on the DDP model: each gradient bucket is all-reduced as
-bfloat16 (half the bytes through the host), then cast back.
+--bf16-compress registers torch's bf16_compress_hook on the DDP model (on ocl as
+pytorch_ocl.distributed.ocl_bf16_compress_hook: the same function under a name DDP does not refuse without
+NCCL): each gradient bucket is all-reduced as bfloat16 (half the bytes through the host), then cast back.
 
 --comm waited makes every collective wait where it is issued (pytorch_ocl's collectives are otherwise
 asynchronous, so DDP's bucket all-reduces overlap the rest of the backward pass) and --comm none trains under
@@ -101,10 +102,12 @@ def main():
     else:
         net = small_cnn()
     model = DDP(net.to(device))
-    if args.bf16_compress:  # torch's hook: the bucket cast to bfloat16 / world, all-reduced, cast back
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-        model.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    if args.bf16_compress:  # torch's bf16_compress_hook: the bucket cast to bfloat16 / world, all-reduced, cast back
+        if args.device == "ocl":
+            from pytorch_ocl.distributed import ocl_bf16_compress_hook as bf16_compress_hook  # a name DDP takes
+        else:
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
+        model.register_comm_hook(None, bf16_compress_hook)
     if args.comm == "waited" and args.device == "ocl":
         from pytorch_ocl import _dist_async
 

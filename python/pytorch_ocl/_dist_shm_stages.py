@@ -253,7 +253,8 @@ def run(transport, worker, st, red):
         if st.pieces:
             _complete(stages, worker, st, writes, trace, (call, len(st.pieces) - 1))
     except BaseException as e:
-        st.cancelled = True
+        st.cancelled = True  # the reader stops reading this tensor
+        writes.error = writes.error or e  # and the writer skips the writes still queued (the Work fails)
         transport.abandon(e)  # a no-op once every piece is through the protocol (a failed write)
         traceback.clear_frames(e.__traceback__)  # its frames would hold the staging buffers (_dist_shm.run_staged)
         st.host = None

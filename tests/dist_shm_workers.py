@@ -256,7 +256,7 @@ def stage_threads(rank, world, port):
         groups[value] = dist.new_group(list(range(world)))
     os.environ.pop(_dist_shm_stages.ENV)
     assert groups["0"]._shm.stages is None and groups["1"]._shm.stages is not None
-    assert dist.group.WORLD._shm.stages is not None  # the default
+    assert (dist.group.WORLD._shm.stages is not None) == _dist_shm_stages.wanted()  # the default: on
     saved = _dist_async.CHUNK_BYTES
     _dist_async.CHUNK_BYTES = 4 * 263  # odd element counts per piece
     try:

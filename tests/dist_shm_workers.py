@@ -250,13 +250,13 @@ def stage_threads(rank, world, port):
 
     _env(rank, world, port)
     dist.init_process_group(timeout=datetime.timedelta(seconds=60))
+    assert (dist.group.WORLD._shm.stages is not None) == _dist_shm_stages.wanted()  # the default: on
     groups = {}
     for value in ("0", "1"):
         os.environ[_dist_shm_stages.ENV] = value
         groups[value] = dist.new_group(list(range(world)))
     os.environ.pop(_dist_shm_stages.ENV)
     assert groups["0"]._shm.stages is None and groups["1"]._shm.stages is not None
-    assert (dist.group.WORLD._shm.stages is not None) == _dist_shm_stages.wanted()  # the default: on
     saved = _dist_async.CHUNK_BYTES
     _dist_async.CHUNK_BYTES = 4 * 263  # odd element counts per piece
     try:

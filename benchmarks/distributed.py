@@ -18,6 +18,7 @@ PYTORCH_OCL_GLOO_LANES parallel gloo groups (the default depends on the CPU coun
 connection per peer, as the cpu tensors get): set it to compare.
 With --ref nccl (a machine with --world CUDA GPUs) the same all_reduce sizes also run on CUDA tensors through
 NCCL, in a child process that does not load pytorch_ocl (a column nccl/ocl: NCCL's time over ocl_gloo's).
+--bf16-compress registers torch's bf16_compress_hook on the DDP model (buckets all-reduced as bfloat16).
 --shm-trace prints, per size from 1 MiB, the stages of one more shared-memory all_reduce on rank 0 (where the
 time goes: device read wait, copy in, waits for the peers, reduce, copy out, write back; _dist_shm_trace.py).
 Writes a markdown table, and a plot of cpu/ocl per size when matplotlib is installed.
@@ -69,7 +70,7 @@ def batch(size, dev, part=slice(None)):
     return x[part].to(dev), y[part].to(dev)
 
 
-def worker(rank, world, port, sizes, iters, global_batch, transport, queue, shm_trace=False):
+def worker(rank, world, port, sizes, iters, global_batch, transport, queue, shm_trace=False, bf16_compress=False):
     common.import_backend()
     import pytorch_ocl.distributed
     from pytorch_ocl import _dist_async
@@ -118,6 +119,8 @@ def worker(rank, world, port, sizes, iters, global_batch, transport, queue, shm_
     for mode in ("async", "sync"):
         _dist_async.SYNCHRONOUS = mode == "sync"
         model = nn.parallel.DistributedDataParallel(net().to(dev), bucket_cap_mb=1)
+        if bf16_compress:  # the buckets all-reduced as bfloat16 (torch's hook, through pytorch_ocl's name for it)
+            model.register_comm_hook(None, pytorch_ocl.distributed.ocl_bf16_compress_hook)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         ddp[mode] = common.median_time(step_fn(model, opt, x, y), dev, iters, warmup=2)
     _dist_async.SYNCHRONOUS = False
@@ -167,6 +170,8 @@ def main():
                    help="of the ocl all-reduces and the DDP step (shm: shared memory where possible, and gloo too)")
     p.add_argument("--shm-trace", action="store_true",
                    help="per size from 1 MiB, the shared-memory stages of one more all_reduce (rank 0's trace)")
+    p.add_argument("--bf16-compress", action="store_true",
+                   help="the DDP step with torch's bf16_compress_hook (gradient buckets all-reduced as bfloat16)")
     p.add_argument("--child-nccl", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes, s = [], 1024
@@ -181,7 +186,7 @@ def main():
     nccl = nccl_times(args, sizes) if args.ref == "nccl" else None
     queue = mp.get_context("spawn").Queue()
     mp.spawn(worker, args=(args.world, free_port(), sizes, args.iters, args.batch, args.transport, queue,
-                           args.shm_trace), nprocs=args.world)
+                           args.shm_trace, args.bf16_compress), nprocs=args.world)
     rows, ddp, device, lanes, used, traces = queue.get()
 
     common.import_backend()
@@ -214,7 +219,8 @@ def main():
     per = args.batch // w
     notes = [f"Training step of a small CNN (~{sum(q.numel() for q in model.parameters()) / 1e6:.2f} M parameters, "
              f"DDP buckets of 1 MiB), global batch {args.batch}: single device {t_single * 1e3:.1f} ms; DDP on {w} "
-             f"processes ({per} each, all-reduces through {used}) {ddp['async'] * 1e3:.1f} ms with asynchronous "
+             f"processes ({per} each, all-reduces through {used}"
+             f"{', bf16_compress_hook' if args.bf16_compress else ''}) {ddp['async'] * 1e3:.1f} ms with asynchronous "
              "collectives, "
              f"{ddp['sync'] * 1e3:.1f} ms with each collective waited for where it is issued.",
              "cpu/ocl: gloo's time on CPU tensors over ocl_gloo's on ocl tensors of the same size (1 = staging "

@@ -12,6 +12,10 @@ written as for CUDA.
 small by default: 2 layers, 128 wide, 4 heads, vocabulary 1000) and trains it on random tokens as a
 language model (labels = inputs).
 
+--bf16-compress registers torch's bf16_compress_hook on the DDP model (on ocl as
+pytorch_ocl.distributed.ocl_bf16_compress_hook: the same function under a name DDP does not refuse without
+NCCL): each gradient bucket is all-reduced as bfloat16 (half the bytes through the host), then cast back.
+
 --comm waited makes every collective wait where it is issued (pytorch_ocl's collectives are otherwise
 asynchronous, so DDP's bucket all-reduces overlap the rest of the backward pass) and --comm none trains under
 DDP's no_sync() (no gradient all-reduce: ranks then drift apart, so the weight check is skipped). Step times
@@ -69,6 +73,8 @@ def main():
                              "TORCH_DEVICE_BACKEND_AUTOLOAD=0: a process that loaded pytorch_ocl cannot run CUDA backward)")
     parser.add_argument("--comm", default="overlapped", choices=["overlapped", "waited", "none"],
                         help="gradient all-reduce: asynchronous (default), waited where issued, or none (no_sync)")
+    parser.add_argument("--bf16-compress", action="store_true",
+                        help="DDP comm hook bf16_compress_hook: gradients all-reduced in bfloat16 (half the bytes)")
     args = parser.parse_args()
     acc = getattr(torch, args.device)  # torch.ocl or torch.cuda: the same calls
 
@@ -96,6 +102,12 @@ def main():
     else:
         net = small_cnn()
     model = DDP(net.to(device))
+    if args.bf16_compress:  # torch's bf16_compress_hook: the bucket cast to bfloat16 / world, all-reduced, cast back
+        if args.device == "ocl":
+            from pytorch_ocl.distributed import ocl_bf16_compress_hook as bf16_compress_hook  # a name DDP takes
+        else:
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
+        model.register_comm_hook(None, bf16_compress_hook)
     if args.comm == "waited" and args.device == "ocl":
         from pytorch_ocl import _dist_async
 
@@ -138,7 +150,7 @@ def main():
         if args.model == "gpt2":
             rate, unit = rate * args.seq_len, "tokens"
         print(f"throughput: {rate:.1f} {unit}/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model}, "
-              f"communication {args.comm}{transport})", flush=True)
+              f"communication {args.comm}{transport}{', bf16-compressed' if args.bf16_compress else ''})", flush=True)
     if args.comm == "none":  # the ranks trained apart: nothing to compare
         dist.destroy_process_group()
         return 0

@@ -37,7 +37,7 @@
 #   bash scripts/gpu_session.sh final30       # mask-block attention natively, linalg / fft vs CUDA (short), mask timings
 #   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
-#   bash scripts/gpu_session.sh ddp2_31       # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, shm pipelined vs one piece at a time, traced all_reduce
+#   bash scripts/gpu_session.sh ddp2_31       # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, shm stage threads on vs off, traced all_reduce
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe, copies
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
@@ -314,14 +314,18 @@ case "${1:-validate}" in
     run allreduce_bw_shm 100 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed_shm.md"
     grep -h -E "throughput|check" "$out"/*.log
     ;;
-  ddp2_31)  # (2-GPU kind) GPT-2 small DDP, one GPU then two over shared memory pipelined (3 slot sets, the
-    # default) and one piece at a time (1 set), then all_reduce bandwidth with one traced all_reduce per size
+  ddp2_31)  # (2-GPU kind) GPT-2 small DDP, one GPU then two over shared memory with a thread per stage (reader,
+    # worker, writer: the default) and with the reads / write backs on the caller and the worker
+    # (PYTORCH_OCL_DIST_SHM_STAGE_THREADS=0), then all_reduce bandwidth with one traced all_reduce per size, then
+    # both paths interleaved per size and for a GPT-2-like burst of 20 x 25 MiB, traced (per-thread busy time)
     g31=${gargs/--steps 13 --warmup 3/--steps 9 --warmup 2}
     run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $g31
-    run gpt2_ocl_2gpu_sets3 70 $tr examples/ddp_train.py $g31
-    PYTORCH_OCL_DIST_SHM_SETS=1 run gpt2_ocl_2gpu_sets1 60 $tr examples/ddp_train.py $g31
+    run gpt2_ocl_2gpu_stages1 70 $tr examples/ddp_train.py $g31
+    PYTORCH_OCL_DIST_SHM_STAGE_THREADS=0 run gpt2_ocl_2gpu_stages0 60 $tr examples/ddp_train.py $g31
     run allreduce_trace 80 python3 benchmarks/distributed.py --shm-trace --max-mib 256 --iters 3 --out "$out/distributed31.md"
+    run shm_stages 90 python3 benchmarks/dist_shm_stages.py --trace
     grep -h -E "throughput|check" "$out"/gpt2*.log
+    grep -h -E "^\||busy|stage threads" "$out"/shm_stages.log
     ;;
   ddp2_shm_gloo)  # (2-GPU kind, warm after ddp2_shm) the same 2-GPU runs with the all-reduce over gloo
     PYTORCH_OCL_DIST_SHM=0 run gpt2_ocl_2gpu_gloo 70 $tr examples/ddp_train.py $gargs

@@ -235,3 +235,113 @@ def switches(rank, world, gloo):
         dist.all_reduce(t, group=group)
         assert not trace.pieces
     assert shm_trace(gloo) is None and not shm_trace().on
+
+
+def stage_threads(rank, world, port):
+    """A thread per stage (_dist_shm_stages.py, PYTORCH_OCL_DIST_SHM_STAGE_THREADS) and the one-thread path:
+    many back-to-back async all-reduces of odd sizes over several pieces each, bit for bit on both; the trace's
+    per-thread line; a failed write back raises on the caller's wait (not a hang), the peers finish and the
+    group goes on; a failed read with pieces in flight raises and poisons the group's transport; the stage
+    threads are gone after destroy_process_group."""
+    import threading
+
+    from pytorch_ocl import _dist_async, _dist_shm_stages
+    from pytorch_ocl.distributed import shm_trace
+
+    _env(rank, world, port)
+    dist.init_process_group(timeout=datetime.timedelta(seconds=60))
+    assert (dist.group.WORLD._shm.stages is not None) == _dist_shm_stages.wanted()  # the default: on
+    groups = {}
+    for value in ("0", "1"):
+        os.environ[_dist_shm_stages.ENV] = value
+        groups[value] = dist.new_group(list(range(world)))
+    os.environ.pop(_dist_shm_stages.ENV)
+    assert groups["0"]._shm.stages is None and groups["1"]._shm.stages is not None
+    saved = _dist_async.CHUNK_BYTES
+    _dist_async.CHUNK_BYTES = 4 * 263  # odd element counts per piece
+    try:
+        for value, group in groups.items():
+            works, checks = [], []
+            dtypes = (torch.float32, torch.int64, torch.bfloat16, torch.float16, torch.int8)
+            ops = (R_.SUM, R_.MAX, R_.AVG, ("premul", 0.5), R_.PRODUCT)
+            for i in range(25):
+                dtype, op = dtypes[i % len(dtypes)], ops[i % len(ops)]
+                if op == ("premul", 0.5) and not dtype.is_floating_point:
+                    op = R_.MIN
+                n = 3 + 173 * i * (i % 4 + 1)
+                t = _input(rank, n, dtype, op).to(DEV)
+                if i % 7 == 3:  # strided: reduced through a dense copy, written back into the view
+                    t = torch.stack([t, torch.zeros_like(t)], 1)[:, 0]
+                works.append(dist.all_reduce(t, op=_reduce_op(op), group=group, async_op=True))
+                checks.append((t, _expected(world, n, dtype, op), f"threads={value} {i}: {dtype} {op} n={n}"))
+            for w in works:
+                w.wait()
+            for t, want, msg in checks:
+                assert torch.equal(t.cpu(), want), msg
+
+        group = groups["1"]
+        trace = shm_trace(group)
+        trace.reset(on=True)
+        n = 2001
+        t = _input(rank, n, torch.float32, R_.SUM).to(DEV)
+        dist.all_reduce(t, group=group)
+        summary = trace.summary()
+        for word in ("read", "wait_read", "copy_in", "reduce", "write", "wait_write", "write_tail",
+                     "busy per thread", _dist_shm_stages.READER, _dist_shm_stages.WRITER):
+            assert word in summary, summary
+        trace.reset(on=False)
+
+        # a failed write back (the third piece's, on rank 0): rank 0's wait raises, rank 1 gets its result
+        write, calls = _dist_shm_stages._write, []
+
+        def failing(dst, src):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("injected write failure")
+            write(dst, src)
+        if rank == 0:
+            _dist_shm_stages._write = failing
+        t = _input(rank, n, torch.float32, R_.SUM).to(DEV)
+        work = dist.all_reduce(t, group=group, async_op=True)
+        try:
+            work.wait()
+            assert rank != 0, "the failed write back was not raised"
+            assert torch.equal(t.cpu(), _expected(world, n, torch.float32, R_.SUM))
+        except dist.DistBackendError as e:
+            assert rank == 0 and "injected write failure" in str(e), e
+        finally:
+            _dist_shm_stages._write = write
+        assert len(calls) == (3 if rank == 0 else 0), calls  # the later pieces' writes were skipped
+        t = _input(rank, n, torch.float32, R_.SUM).to(DEV)
+        dist.all_reduce(t, group=group)  # the group goes on
+        assert torch.equal(t.cpu(), _expected(world, n, torch.float32, R_.SUM))
+
+        # a failed device read (the third piece's, on every rank: the same place, so no rank waits for another)
+        # with two pieces in flight: the wait raises it, and the group's later all-reduces raise too
+        read, calls = _dist_shm_stages._read, []
+
+        def failing_read(dst, src):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("injected read failure")
+            read(dst, src)
+        _dist_shm_stages._read = failing_read
+        try:
+            work = dist.all_reduce(t, group=group, async_op=True)
+            try:
+                work.wait()
+                raise AssertionError("the failed read was not raised")
+            except RuntimeError as e:
+                assert "injected read failure" in str(e), e
+        finally:
+            _dist_shm_stages._read = read
+        try:
+            dist.all_reduce(t, group=group)
+            raise AssertionError("an abandoned transport went on")
+        except dist.DistBackendError as e:
+            assert "pieces in flight" in str(e), e
+    finally:
+        _dist_async.CHUNK_BYTES = saved
+    dist.destroy_process_group()
+    names = {_dist_shm_stages.READER, _dist_shm_stages.WRITER}
+    assert not [th for th in threading.enumerate() if th.name in names], threading.enumerate()

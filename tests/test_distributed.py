@@ -122,6 +122,12 @@ def test_example_under_torchrun():
     _torchrun_example()
 
 
+def test_example_bf16_compress_under_torchrun():
+    """--bf16-compress: torch's bf16_compress_hook on the DDP model (bfloat16 all-reduces through ocl_gloo)."""
+    out = _torchrun_example("--bf16-compress", "--warmup", "1")
+    assert "bf16-compressed" in out, out
+
+
 def test_example_gpt2_under_torchrun():
     """--model gpt2: transformers' GPT2LMHeadModel (tiny config, random tokens) under DDP."""
     pytest.importorskip("transformers")

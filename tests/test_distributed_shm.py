@@ -77,3 +77,19 @@ def test_abandoned_pieces_poison_the_transport():
         t.stage_in(h, dist.ReduceOp.SUM, t.begin(), 0)
     t.close()
     assert t._mm is None
+
+
+def test_stage_threads():
+    """The device reads and write backs on threads of their own (_dist_shm_stages.py) and on the worker."""
+    _spawn(dist_shm_workers.stage_threads, 2)
+
+
+def test_stage_threads_switch(monkeypatch):
+    from pytorch_ocl import _dist_shm_stages
+
+    for value, want in (("", True), ("1", True), ("0", False)):
+        monkeypatch.setenv(_dist_shm_stages.ENV, value)
+        assert _dist_shm_stages.wanted() is want
+    monkeypatch.setenv(_dist_shm_stages.ENV, "2")
+    with pytest.raises(ValueError, match=_dist_shm_stages.ENV):
+        _dist_shm_stages.wanted()

@@ -29,6 +29,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_DIST_SHM", "ocl_gloo: 0 keeps gloo for ranks on one host (default 1: shared-memory all_reduce)"),
     ("PYTORCH_OCL_DIST_SHM_SETS", "ocl_gloo shared memory: slot sets, pieces in flight up to 3 (default 3; 1: one at a time)"),
     ("PYTORCH_OCL_DIST_SHM_PIECE_KIB", "ocl_gloo shared memory: largest piece in KiB (default and at most 4096)"),
+    ("PYTORCH_OCL_DIST_SHM_STAGE_THREADS", "ocl_gloo shared memory: 1 (default) device reads and write backs on a reader and a writer thread; 0: on the caller and the worker"),
     ("PYTORCH_OCL_DIST_SHM_TRACE", "1: ocl_gloo shared memory records per-piece stage times (distributed.shm_trace)"),
 )
 

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 from torch._C._distributed_c10d import _create_work_from_future
 
-from . import _dist_async, _dist_lanes, _dist_shm
+from . import _dist_async, _dist_lanes, _dist_shm, _dist_shm_stages
 
 _R = dist.ReduceOp.RedOpType
 # Ops gloo runs itself; AVG and PREMUL_SUM become SUM plus a host-side step (gloo has neither).
@@ -314,13 +314,16 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return self._allreduce_alone(tensors, red)
         gloo_opts = _opts(c10d.AllreduceOptions, opts, reduceOp=red.gloo_op)
         keep = _keep()
-        # ocl tensors: non-blocking chunked reads enqueued here, the rest on the worker (_dist_async.py)
-        staged = [_dist_async.StagedTensor(t, _host_buffer) if _is_ocl(t) else _stage(t, copy=red.modifies_input)
-                  for t in tensors]
         # shared memory's pieces, cut here: the chunk size the reads were cut with (every rank the same)
         shm = [self._shm.pieces(t.numel(), t.element_size(), _dist_async.CHUNK_BYTES)
                if self._shm is not None and _is_ocl(t) and self._shm.supports(t.dtype, red.gloo_op) else None
                for t in tensors]
+        # ocl tensors: non-blocking chunked reads enqueued here (or, through shared memory with stage threads,
+        # queued for its reader thread: _dist_shm_stages.py), the rest on the worker (_dist_async.py)
+        staged = [_dist_shm_stages.StagedRead(self._shm.stages, t, _host_buffer, pieces)
+                  if pieces is not None and self._shm.stages is not None
+                  else _dist_async.StagedTensor(t, _host_buffer) if _is_ocl(t) else _stage(t, copy=red.modifies_input)
+                  for t, pieces in zip(tensors, shm)]
 
         def reduce_chunk(h):
             red.before([h])
@@ -338,7 +341,9 @@ class OclGlooProcessGroup(dist.ProcessGroup):
 
         def job(worker):
             for t, st, pieces in zip(tensors, staged, shm):
-                if pieces is not None:
+                if isinstance(st, _dist_shm_stages.StagedRead):
+                    _dist_shm_stages.run(self._shm, worker, st, red)
+                elif pieces is not None:
                     _dist_shm.run_staged(self._shm, worker, st, red, keep, pieces)
                 elif not isinstance(st, _dist_async.StagedTensor):
                     reduce_chunk(st)

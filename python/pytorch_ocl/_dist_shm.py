@@ -23,7 +23,9 @@ piece i - 1, then copies piece i - 2 out (and enqueues its write back), so each 
 whole stage of slack behind it, instead of three hand-offs one after another per piece. Waits in the order
 of one rank's program target only what every rank publishes earlier in the same program, so it cannot
 deadlock; the waits on REDUCED / OUT of piece q - sets before reusing a set are usually already satisfied.
-PYTORCH_OCL_DIST_SHM_TRACE=1 records each stage's time per piece (_dist_shm_trace.py).
+PYTORCH_OCL_DIST_SHM_TRACE=1 records each stage's time per piece (_dist_shm_trace.py). The device reads and
+write backs run on a reader and a writer thread of their own (_dist_shm_stages.py,
+PYTORCH_OCL_DIST_SHM_STAGE_THREADS; 0: on the caller and the worker, run_staged below).
 
 Synchronisation: each sequence word has one writer (its rank), so no atomic read-modify-write is needed;
 waiters sleep in the futex(2) syscall on the word (a shared futex: works across processes mapping the same
@@ -60,7 +62,7 @@ from time import perf_counter
 import torch
 import torch.distributed as dist
 
-from . import _dist_lanes, _dist_shm_trace
+from . import _dist_lanes, _dist_shm_stages, _dist_shm_trace
 
 ENV = "PYTORCH_OCL_DIST_SHM"
 THREADS_ENV = "PYTORCH_OCL_DIST_SHM_THREADS"
@@ -152,6 +154,7 @@ def setup(store, rank, world, timeout):
     threads = default_threads(world)  # checked on every rank, whatever the group turns out to use
     sets, slot = default_sets(), default_slot_bytes()
     trace = _dist_shm_trace.wanted()
+    stage_threads = _dist_shm_stages.wanted()
     if world < 2:
         return None
     host = _host_id() if want else None
@@ -208,7 +211,7 @@ def setup(store, rank, world, timeout):
     peers = {r: int(h[2]) for r, h in enumerate(hellos) if r != rank}
     visible = all(_start_time(pid)[0] == hellos[r][3] for r, pid in peers.items())
     return Transport(mm, _header(world, sets), rank, world, timeout, peers if visible else {}, threads, sets,
-                     slot, trace)
+                     slot, trace, stage_threads)
 
 
 def _header(world, sets):
@@ -234,7 +237,7 @@ class Transport:
     thread (stage_in / finish, in order); close() may come from another (the group's shutdown)."""
 
     def __init__(self, mm, header, rank, world, timeout, peers, threads=1, sets=1, slot_bytes=SLOT_BYTES,
-                 trace=False):
+                 trace=False, stage_threads=False):
         self._mm = mm
         self.threads = threads  # set on the worker thread at its first piece (OpenMP's count is per thread)
         self._threads_set = False
@@ -253,6 +256,8 @@ class Transport:
         self.pieces_done = 0  # tests check the path was taken
         self.error = None  # the first failure: the protocol's state is unknown after it, later calls raise it
         self.trace = _dist_shm_trace.Trace(trace)
+        # the reader and writer threads of the device copies (_dist_shm_stages.py), None: run_staged
+        self.stages = _dist_shm_stages.Stages() if stage_threads else None
         # Held by the worker through a stage: close() unmaps only outside one (torch's views of the segment
         # do not keep the mapping: an unmap under them would crash), and makes a waiting stage give up.
         self._lock = threading.Lock()
@@ -437,6 +442,8 @@ class Transport:
         """Unmaps the segment (its name is gone already). A piece in progress on the worker gives up first
         (within _POLL_S); if it does not let go in time, the mapping stays until the process exits."""
         self._closing = True
+        if self.stages is not None:
+            self.stages.close()  # a worker waiting for them gives up; they touch no shared memory
         if not self._lock.acquire(timeout=10 * _POLL_S):
             return
         try:

@@ -83,3 +83,14 @@ def shm_trace(group=None):
     pg = group if group is not None else dist.group.WORLD
     shm = getattr(pg, "_shm", None)
     return shm.trace if shm is not None else None
+
+
+def ocl_bf16_compress_hook(process_group, bucket) -> torch.futures.Future[torch.Tensor]:
+    """torch's DDP comm hook default_hooks.bf16_compress_hook (the bucket cast to bfloat16 and divided by the
+    world size, all-reduced, cast back), registrable on an ocl DDP model: `model.register_comm_hook(None,
+    pytorch_ocl.distributed.ocl_bf16_compress_hook)`. Why not torch's function itself: register_comm_hook
+    refuses a hook named bf16_compress_hook unless CUDA with NCCL 2.10+ or XPU with XCCL is present, but
+    ocl_gloo all-reduces bfloat16 too (shared memory and gloo alike)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    return default_hooks.bf16_compress_hook(process_group, bucket)

@@ -37,6 +37,7 @@
 #   bash scripts/gpu_session.sh final30       # mask-block attention natively, linalg / fft vs CUDA (short), mask timings
 #   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
+#   bash scripts/gpu_session.sh ddp2_bf16     # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, gradients in bf16 (compress hook) and fp32
 #   bash scripts/gpu_session.sh ddp2_31       # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, shm stage threads on vs off, traced all_reduce
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe, copies
@@ -313,6 +314,14 @@ case "${1:-validate}" in
     run r50_ocl_2gpu_shm 70 $tr examples/ddp_train.py $rargs
     run allreduce_bw_shm 100 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed_shm.md"
     grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  ddp2_bf16)  # (2-GPU kind) GPT-2 small DDP with the gradients exchanged in bfloat16 (torch's bf16_compress_hook):
+    # one GPU, then two over shared memory with and without the hook
+    g31=${gargs/--steps 13 --warmup 3/--steps 9 --warmup 2}
+    run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $g31
+    run gpt2_ocl_2gpu_bf16 70 $tr examples/ddp_train.py $g31 --bf16-compress
+    run gpt2_ocl_2gpu_fp32 70 $tr examples/ddp_train.py $g31
+    grep -h -E "throughput|check" "$out"/gpt2*.log
     ;;
   ddp2_31)  # (2-GPU kind) GPT-2 small DDP, one GPU then two over shared memory with a thread per stage (reader,
     # worker, writer: the default) and with the reads / write backs on the caller and the worker

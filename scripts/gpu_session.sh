@@ -38,6 +38,7 @@
 #   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_bf16     # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, gradients in bf16 (compress hook) and fp32
+#   bash scripts/gpu_session.sh ddp2_pieces   # (2-GPU kind) GPT-2 DDP on 2 GPUs with shm pieces of 4 MiB, 1 MiB, 256 KiB
 #   bash scripts/gpu_session.sh ddp2_31       # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, shm stage threads on vs off, traced all_reduce
 #   bash scripts/gpu_session.sh ddp2_shm_gloo # (2-GPU kind, warm) the same 2-GPU runs over gloo
 #   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe, copies
@@ -321,6 +322,15 @@ case "${1:-validate}" in
     run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $g31
     run gpt2_ocl_2gpu_bf16 70 $tr examples/ddp_train.py $g31 --bf16-compress
     run gpt2_ocl_2gpu_fp32 70 $tr examples/ddp_train.py $g31
+    grep -h -E "throughput|check" "$out"/gpt2*.log
+    ;;
+  ddp2_pieces)  # (2-GPU kind) GPT-2 small DDP on 2 GPUs with the shared-memory pieces (so each host copy) of 4 MiB,
+    # 1 MiB and 256 KiB: do shorter copies let the training thread's launches in between?
+    g31=${gargs/--steps 13 --warmup 3/--steps 9 --warmup 2}
+    run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $g31
+    for kib in 4096 1024 256; do
+      PYTORCH_OCL_DIST_SHM_PIECE_KIB=$kib run gpt2_ocl_2gpu_piece$kib 60 $tr examples/ddp_train.py $g31
+    done
     grep -h -E "throughput|check" "$out"/gpt2*.log
     ;;
   ddp2_31)  # (2-GPU kind) GPT-2 small DDP, one GPU then two over shared memory with a thread per stage (reader,

@@ -168,22 +168,65 @@ void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& 
   piv2.add_(w1);
 }
 
+// rest <- Q^H rest for Q = H_1 ... H_k, the reflectors below the diagonal of panel (rows as rest's)
+// and tau: I - V T^H V^H in three GEMMs (?larfb).
+void apply_panel_h(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& rest, const char* op) {
+  at::Tensor v = reflectors(panel);
+  at::Tensor w = at::matmul(wy_factor(v, tau, op).mH(), at::matmul(v.mH(), rest));
+  sub_product(rest, v, w);
+}
+
+// Columns per leaf of the recursive QR panel: PYTORCH_OCL_QR_LEAF, else 0 (qr_leaf_width decides).
+int64_t qr_leaf() {
+  const char* v = dlprim::env_value("PYTORCH_OCL_QR_LEAF");  // under the environment lock
+  const int64_t leaf = v && *v ? std::atoll(v) : 0;
+  return leaf > 0 ? leaf : 0;
+}
+
+// As leaf_width (LU): the user's, else 16, or 8 where only an 8-column leaf of m rows fits in registers.
+int64_t qr_leaf_width(const at::Tensor& panel, int64_t user) {
+  if (user > 0) return user;
+  const int64_t m = panel.size(-2);
+  if (m > geqrf_leaf_max_rows(panel, 16) && m <= geqrf_leaf_max_rows(panel, 8)) return 8;
+  return 16;
+}
+
+// geqrf of a tall panel (m x w, m >= w) by recursive halves (Elmroth-Gustavson's recursive QR):
+// the left half factored, its block reflector applied to the right half (apply_panel_h: GEMMs over
+// all compute units), then the right half's rows w1.. factored. Only leaves of `leaf` columns run a
+// one-work-group kernel: in registers where they fit (geqrf_leaf_kernel), else linalg_geqrf, whose
+// per-column update then covers the leaf's columns instead of the panel's. tau: the panel's slice.
+void qr_panel(const at::Tensor& panel, const at::Tensor& tau, int64_t leaf, const char* op) {
+  const int64_t m = panel.size(-2), w = panel.size(-1);
+  if (w <= qr_leaf_width(panel, leaf)) {
+    if (w <= 16 && m <= geqrf_leaf_max_rows(panel, w)) {
+      geqrf_leaf_kernel(panel, tau, op);
+    } else {
+      geqrf_kernel(panel, tau, op);
+    }
+    return;
+  }
+  const int64_t w1 = w / 2;
+  at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
+  at::Tensor t1 = tau.narrow(-1, 0, w1);
+  qr_panel(left, t1, leaf, op);
+  apply_panel_h(left, t1, right, op);
+  qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), leaf, op);
+}
+
 } // namespace
 
 void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const char* op) {
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
+  const int64_t leaf = qr_leaf();
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
     at::Tensor panel = block(a, k0, m, k0, k1);
-    at::Tensor t = at::empty(tau.narrow(-1, k0, k1 - k0).sizes(), tau.options());
-    geqrf_kernel(panel, t, op);
-    tau.narrow(-1, k0, k1 - k0).copy_(t);
+    at::Tensor t = tau.narrow(-1, k0, k1 - k0);  // the kernels write tau's slice in place
+    qr_panel(panel, t, leaf, op);
     if (k1 == n) break;
     // The rest of the rows k0.. gets Q_panel^H = I - V T^H V^H, as geqr2 applies H_i^H in turn.
-    at::Tensor v = reflectors(panel);
-    at::Tensor rest = block(a, k0, m, k1, n);
-    at::Tensor w = at::matmul(wy_factor(v, t, op).mH(), at::matmul(v.mH(), rest));
-    sub_product(rest, v, w);
+    apply_panel_h(panel, t, block(a, k0, m, k1, n), op);
   }
 }
 

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 namespace pytorch_ocl::linalg {
@@ -168,10 +169,9 @@ void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& 
   piv2.add_(w1);
 }
 
-// rest <- Q^H rest for Q = H_1 ... H_k, the reflectors below the diagonal of panel (rows as rest's)
-// and tau: I - V T^H V^H in three GEMMs (?larfb).
-void apply_panel_h(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& rest, const char* op) {
-  at::Tensor v = reflectors(panel);
+// rest <- Q^H rest for Q = H_1 ... H_k, v the unit lower trapezoidal V of the reflectors (rows as
+// rest's) and tau: I - V T^H V^H in three GEMMs (?larfb).
+void apply_panel_h(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& rest, const char* op) {
   at::Tensor w = at::matmul(wy_factor(v, tau, op).mH(), at::matmul(v.mH(), rest));
   sub_product(rest, v, w);
 }
@@ -195,23 +195,33 @@ int64_t qr_leaf_width(const at::Tensor& panel, int64_t user) {
 // the left half factored, its block reflector applied to the right half (apply_panel_h: GEMMs over
 // all compute units), then the right half's rows w1.. factored. Only leaves of `leaf` columns run a
 // one-work-group kernel: in registers where they fit (geqrf_leaf_kernel), else linalg_geqrf, whose
-// per-column update then covers the leaf's columns instead of the panel's. tau: the panel's slice.
-void qr_panel(const at::Tensor& panel, const at::Tensor& tau, int64_t leaf, const char* op) {
+// per-column update then covers the leaf's columns instead of the panel's. tau: the panel's slice;
+// v (the panel's shape, zero above the leaves' rows on entry) <- the panel's unit lower trapezoidal
+// V, written by the register leaves as they finish (no tril / diagonal-fill copy per split).
+void qr_panel(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& v, int64_t leaf, const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
   if (w <= qr_leaf_width(panel, leaf)) {
     if (w <= 16 && m <= geqrf_leaf_max_rows(panel, w)) {
-      geqrf_leaf_kernel(panel, tau, op);
+      geqrf_leaf_kernel(panel, tau, v, op);
     } else {
       geqrf_kernel(panel, tau, op);
+      v.copy_(reflectors(panel));
     }
     return;
   }
   const int64_t w1 = w / 2;
   at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
-  at::Tensor t1 = tau.narrow(-1, 0, w1);
-  qr_panel(left, t1, leaf, op);
-  apply_panel_h(left, t1, right, op);
-  qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), leaf, op);
+  at::Tensor t1 = tau.narrow(-1, 0, w1), v1 = v.narrow(-1, 0, w1);
+  qr_panel(left, t1, v1, leaf, op);
+  apply_panel_h(v1, t1, right, op);
+  qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), block(v, w1, m, w1, w), leaf, op);
+}
+
+// A zero matrix of a's shape, column-major (the layout of the panels the GEMMs read with it).
+at::Tensor zeros_col_major(const at::Tensor& a) {
+  std::vector<int64_t> shape = a.sizes().vec();
+  std::swap(shape.end()[-1], shape.end()[-2]);
+  return at::zeros(shape, a.options()).mT();
 }
 
 } // namespace
@@ -223,10 +233,11 @@ void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const
     const int64_t k1 = std::min(kmax, k0 + nb);
     at::Tensor panel = block(a, k0, m, k0, k1);
     at::Tensor t = tau.narrow(-1, k0, k1 - k0);  // the kernels write tau's slice in place
-    qr_panel(panel, t, leaf, op);
+    at::Tensor v = zeros_col_major(panel);
+    qr_panel(panel, t, v, leaf, op);
     if (k1 == n) break;
     // The rest of the rows k0.. gets Q_panel^H = I - V T^H V^H, as geqr2 applies H_i^H in turn.
-    apply_panel_h(panel, t, block(a, k0, m, k1, n), op);
+    apply_panel_h(v, t, block(a, k0, m, k1, n), op);
   }
 }
 

@@ -398,11 +398,13 @@ int64_t geqrf_leaf_max_rows(const at::Tensor& a, int64_t w) {
   return dlprim::geqrf_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
 }
 
-void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const char* op) {
+void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op) {
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
+  dlprim::MatrixRef vr;
+  if (v.defined()) vr = matrix_ref(v);
   OCL_DLPRIM_CALL(op, dlprim::geqrf_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
-                                         a.size(-1), matrix_ref(a), tau_ref(tau)));
+                                         a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr));
   note_enqueued(q);
 }
 

@@ -25,10 +25,13 @@ __attribute__((always_inline)) inline T qleaf_col(const T* xr, int k) {
 // column: the item sums to `part` (stride W + 1), chunk sums to `part2`, the W totals to `fin`.
 // krow is double-buffered by column parity (a slow item may still read column k's while others
 // write column k + 1's; column k + 2's come after everyone passed column k + 1's first barrier).
-// Sizes: part L (W + 1), part2 max(L, W), fin W, krow 2 W, ids L.
+// Sizes: part L (W + 1), part2 C W, fin W, krow 2 W, ids L.
+// has_v: also write the leaf's unit lower trapezoidal V (reflectors below the diagonal, 1 on it, 0
+// above) to v, so the panel's block reflectors need no tril / diagonal-fill copy of their own.
 __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long cs, int m, int w, __global T* tau,
-                                ulong tau_o, long tau_bs, __local T* part, __local T* part2, __local T* fin,
-                                __local T* krow, __local int* ids) {
+                                ulong tau_o, long tau_bs, __global T* v, ulong v_o, long v_bs, long v_rs, long v_cs,
+                                int has_v, __local T* part, __local T* part2, __local T* fin, __local T* krow,
+                                __local int* ids) {
   const long b = get_group_id(0);
   __global T* A = a + a_o + b * bs;
   __global T* TAU = tau + tau_o + b * tau_bs;
@@ -40,7 +43,11 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
 #pragma unroll
     for (int j = 0; j < W; ++j) x[r][j] = (i < m && j < w) ? AT(A, i, j) : TO_T(0);
   }
-  const int C = max(1, L / W), S = L / C;  // chunks of the reduction's second stage, items per chunk
+  // The reduction's second stage: C chunks of S items each (C ~ sqrt(L): the serial sums of the two stages
+  // about equal, S + C adds on the column's critical path).
+  int C = 1;
+  while (C * C < L) C *= 2;
+  const int S = L / C;
   const int kmax = min(m, w);
   for (int k = 0; k < kmax; ++k) {
     __local T* kr = krow + (k & 1) * W;
@@ -125,5 +132,15 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
 #pragma unroll
     for (int j = 0; j < W; ++j)
       if (i < m && j < w) AT(A, i, j) = x[r][j];
+  }
+  if (has_v) {
+    __global T* V = v + v_o + b * v_bs;
+#pragma unroll
+    for (int r = 0; r < LEAF_RPI; ++r) {
+      const int i = r * L + me;
+#pragma unroll
+      for (int j = 0; j < W; ++j)
+        if (i < m && j < w) V[(long)i * v_rs + (long)j * v_cs] = i > j ? x[r][j] : TO_T(i == j ? 1 : 0);
+    }
   }
 }

@@ -314,7 +314,7 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
 }
 
 // linalg_qr_leaf.cl: W = 8 or 16 and the rows per work-item as the LU leaf's (64 elements an item).
-// Its group is also bounded by local memory: (W + 1) partial sums an item, plus max(L, W) + 3 W
+// Its group is also bounded by local memory: (W + 1) partial sums an item, plus C W + 3 W (C ~ sqrt L)
 // elements and L ints (float64 / complex: 256 items at most on 48 KiB).
 static Kernel qr_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
   const std::string defs = std::string("#define W ") + (w <= 8 ? "8" : "16") + "\n#define LEAF_RPI " +
@@ -322,9 +322,16 @@ static Kernel qr_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
   return kernel(ctx, t, "linalg_qr_leaf", "linalg_geqrf_leaf", 1024, defs);
 }
 
+// The reduction's chunks (as the kernel: the least power of two C with C^2 >= g).
+static uint64_t qr_leaf_chunks(uint64_t g) {
+  uint64_t c = 1;
+  while (c * c < g) c *= 2;
+  return c;
+}
+
 static uint64_t qr_leaf_local_bytes(LinalgType t, int64_t W, uint64_t g) {
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
-  return (g * (W + 1) + std::max<uint64_t>(g, W) + 3 * W) * elem + g * sizeof(cl_int);
+  return (g * (W + 1) + qr_leaf_chunks(g) * W + 3 * W) * elem + g * sizeof(cl_int);
 }
 
 // The leaf kernel's largest group: its register limit, halved until the local memory fits.
@@ -343,7 +350,7 @@ int64_t geqrf_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
 }
 
 void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
-                const MatrixRef& a, const MatrixRef& tau) {
+                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v) {
   if (batch == 0 || m == 0 || w == 0) return;
   Kernel k = qr_leaf_kernel(ctx, t, w);
   const int64_t rpi = leaf_rows_per_item(w), W = w <= 8 ? 8 : 16;
@@ -356,8 +363,10 @@ void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t b
   add_matrix(args, a);
   args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));
   add_matrix(args, tau, false);
+  add_matrix(args, v ? *v : a);
+  args.add<cl_int>(v ? 1 : 0);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
-  args.add_local(g * (W + 1) * elem).add_local(std::max<uint64_t>(g, W) * elem).add_local(W * elem);
+  args.add_local(g * (W + 1) * elem).add_local(qr_leaf_chunks(g) * W * elem).add_local(W * elem);
   args.add_local(2 * W * elem).add_local(g * sizeof(cl_int));
   launch_1d(q, k.k, batch * g, g);
 }

@@ -18,6 +18,7 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/reciprocal.h>
+#include <ATen/ops/tril.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
@@ -205,7 +206,8 @@ void qr_panel(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& 
       geqrf_leaf_kernel(panel, tau, v, op);
     } else {
       geqrf_kernel(panel, tau, op);
-      v.copy_(reflectors(panel));
+      at::tril_out(const_cast<at::Tensor&>(v), panel, -1);  // straight into v's slice: no temporary
+      v.diagonal(0, -2, -1).fill_(1);
     }
     return;
   }

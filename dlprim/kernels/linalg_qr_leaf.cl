@@ -55,7 +55,7 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
 #pragma unroll
     for (int r = 0; r < LEAF_RPI; ++r) {
       const int i = r * L + lid;
-      xk[r] = (i > k && i < m) ? qleaf_col(x[r], k) : TO_T(0);  // this item's part of x
+      xk[r] = i > k ? qleaf_col(x[r], k) : TO_T(0);  // this item's part of x
       if (i == k)
 #pragma unroll
         for (int j = 0; j < W; ++j) kr[j] = x[r][j];
@@ -117,7 +117,7 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
         const int i = r * L + lid;
 #pragma unroll
         for (int j = 0; j < W; ++j)
-          if (j == k && i >= k && i < m) x[r][j] = i == k ? new_diag : xk[r];
+          if (j == k && i >= k) x[r][j] = i == k ? new_diag : xk[r];
       }
     }
   }
@@ -126,21 +126,15 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
   ids[lid] = lid;
   barrier(CLK_LOCAL_MEM_FENCE);
   const int me = ids[lid];
+  __global T* V = v + v_o + b * v_bs;
 #pragma unroll
   for (int r = 0; r < LEAF_RPI; ++r) {
     const int i = r * L + me;
 #pragma unroll
     for (int j = 0; j < W; ++j)
-      if (i < m && j < w) AT(A, i, j) = x[r][j];
-  }
-  if (has_v) {
-    __global T* V = v + v_o + b * v_bs;
-#pragma unroll
-    for (int r = 0; r < LEAF_RPI; ++r) {
-      const int i = r * L + me;
-#pragma unroll
-      for (int j = 0; j < W; ++j)
-        if (i < m && j < w) V[(long)i * v_rs + (long)j * v_cs] = i > j ? x[r][j] : TO_T(i == j ? 1 : 0);
-    }
+      if (i < m && j < w) {
+        AT(A, i, j) = x[r][j];  // and V's element with it: each x dies at its writes
+        if (has_v) V[(long)i * v_rs + (long)j * v_cs] = i > j ? x[r][j] : TO_T(i == j ? 1 : 0);
+      }
   }
 }

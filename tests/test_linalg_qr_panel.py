@@ -80,12 +80,13 @@ def test_qr_panel_zero_columns_and_rank_deficient(on_chip, monkeypatch):
 
 def test_qr_leaf_kernels_agree(monkeypatch):
     """The register leaf and the global-memory leaf give the same factors up to rounding (float64, leaves of 8
-    and 16 over 300 rows, batched), and householder_product / ormqr consume them as the CPU's."""
+    and 16 over 300 rows, batched: a tall and skinny matrix, one panel, takes the recursive panel too), and
+    householder_product consumes them as the CPU's; the whole panel in one kernel (leaf 64) as well."""
     A = _randn((3, 300, 64), torch.float64, 4)
     outs = []
     for oc in ("1", "0"):
         monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", oc)
-        for leaf in ("8", "16"):
+        for leaf in ("8", "16", "64"):
             monkeypatch.setenv("PYTORCH_OCL_QR_LEAF", leaf)
             outs.append([t.cpu() for t in torch.geqrf(A.to(DEV))])
     for o in outs[1:]:

@@ -365,7 +365,10 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
 
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
   int64_t nb = block_size();
-  if (std::min(work.size(-2), work.size(-1)) > nb) {
+  const int64_t m = work.size(-2), n = work.size(-1);
+  // Tall and skinny (one panel of more than 4 nb rows and 16 columns) too: the blocked path's single
+  // panel is the recursive one (leaves on chip), where the one-work-group kernel walks every column.
+  if (std::min(m, n) > nb || (m > 4 * nb && n > 16)) {
     blocked_geqrf(work, tau, nb, op);
   } else {
     geqrf_kernel(work, tau, op);

@@ -2,7 +2,7 @@
 
     python3 scripts/ptx_registers.py [--d 64] [--dv 64] [--arch sm_90] [--maxrreg N] LAYOUT ...
 
-LAYOUT: "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
+LAYOUT: "qrleaf=W,RPI" or "luleaf=W,RPI" (linalg_qr_leaf.cl / linalg_lu_leaf.cl, float32), "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
 (attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
 "attnmma=KIND:NW,BKT[:PREFETCH]", "attnmmadq=KIND:NW,BKT" or "attnmmadkdv=KIND:NW,BKT" (attention_mma.cl's
 forward, attention_mma_bwd.cl's dq or dk/dv pass: warps, keys per tile, 0/1 register
@@ -100,6 +100,23 @@ def attn_mma_program(spec, D, DV, bwd=""):
     return text + source("attention_mma"), "attn_fwd_mma"
 
 
+def linalg_leaf_program(kind, spec):
+    """linalg_qr_leaf.cl / linalg_lu_leaf.cl for float32 as dlprim/src/linalg.cpp puts them together."""
+    w, rpi = (int(v) for v in spec.split(","))
+    text = PRELUDE + "size_t OV get_local_size(uint d) { return SREG(ntid); }\n"
+    text += "float OV sqrt(float x) { return __builtin_sqrtf(x); }\n"
+    text += "float OV copysign(float a, float b) { return __builtin_copysignf(a, b); }\n"
+    text += "int OV max(int a, int b) { return a > b ? a : b; }\n"
+    text += ("#define R float\n#define EPS FLT_EPSILON\n#define SAFMIN FLT_MIN\n#define T R\n#define MUL(a, b) ((a) * (b))\n"
+             "#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n"
+             "#define RE(a) (a)\n#define IM(a) ((R)0)\n#define TO_T(r) ((T)(r))\n#define ABS(a) fabs(a)\n"
+             "#define ABS2(a) ((a) * (a))\n")
+    text += source("linalg_group") + f"#define W {w}\n#define LEAF_RPI {rpi}\n"
+    if kind == "qrleaf":
+        return text + source("linalg_qr_leaf"), "linalg_geqrf_leaf"
+    return text + source("linalg_lu_leaf"), "linalg_lu_leaf"
+
+
 def source(name):
     with open(os.path.join(KDIR, name + ".cl")) as f:
         return f.read()
@@ -109,6 +126,8 @@ def program(layout, D, DV):
     kind, _, spec = layout.partition("=")
     if kind == "mma":
         return gemm_program(spec)
+    if kind in ("qrleaf", "luleaf"):
+        return linalg_leaf_program(kind, spec)
     if kind in ("attnmma", "attnmmadq", "attnmmadkdv"):
         return attn_mma_program(spec, D, DV, kind[7:])
     if kind == "luleaf":  # linalg_lu_leaf.cl (float32) with W columns and RPI rows per work-item

@@ -56,6 +56,21 @@ def test_linalg_on_chip(monkeypatch):
         check(lambda t, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(t), b, adjoint=True), t, b, backward=False)
 
 
+def test_qr_leaf(monkeypatch):
+    """linalg_qr_leaf.cl: the recursive QR panel's leaves in registers, a 50 x 12 matrix in panels of 8 split
+    into leaves of 4 (W = 8: 16 work-items of up to 4 rows), then a whole panel as one leaf (W = 16), real and
+    complex; a column zero below the diagonal (tau = 0)."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
+    for dt in (torch.float32, torch.complex64):
+        a = torch.randn(50, 12, dtype=dt)
+        a[3:, :3] = 0
+        monkeypatch.setenv("PYTORCH_OCL_QR_LEAF", "4")
+        check(lambda a: torch.geqrf(a), a, backward=False)
+        monkeypatch.setenv("PYTORCH_OCL_QR_LEAF", "16")
+        check(lambda a: torch.geqrf(a), a, backward=False)
+
+
 def test_ldl():
     """linalg_ldl.cl: Bunch-Kaufman with 1x1 and 2x2 blocks and interchanges (symmetric real, Hermitian
     complex; the pivot decision by one item, the swaps and rank updates by the group), then the

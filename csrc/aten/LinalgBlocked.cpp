@@ -18,6 +18,7 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/reciprocal.h>
+#include <ATen/ops/tril.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
@@ -26,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 namespace pytorch_ocl::linalg {
@@ -168,22 +170,76 @@ void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& 
   piv2.add_(w1);
 }
 
+// rest <- Q^H rest for Q = H_1 ... H_k, v the unit lower trapezoidal V of the reflectors (rows as
+// rest's) and tau: I - V T^H V^H in three GEMMs (?larfb).
+void apply_panel_h(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& rest, const char* op) {
+  at::Tensor w = at::matmul(wy_factor(v, tau, op).mH(), at::matmul(v.mH(), rest));
+  sub_product(rest, v, w);
+}
+
+// Columns per leaf of the recursive QR panel: PYTORCH_OCL_QR_LEAF, else 0 (qr_leaf_width decides).
+int64_t qr_leaf() {
+  const char* v = dlprim::env_value("PYTORCH_OCL_QR_LEAF");  // under the environment lock
+  const int64_t leaf = v && *v ? std::atoll(v) : 0;
+  return leaf > 0 ? leaf : 0;
+}
+
+// As leaf_width (LU): the user's, else 16, or 8 where only an 8-column leaf of m rows fits in registers.
+int64_t qr_leaf_width(const at::Tensor& panel, int64_t user) {
+  if (user > 0) return user;
+  const int64_t m = panel.size(-2);
+  if (m > geqrf_leaf_max_rows(panel, 16) && m <= geqrf_leaf_max_rows(panel, 8)) return 8;
+  return 16;
+}
+
+// geqrf of a tall panel (m x w, m >= w) by recursive halves (Elmroth-Gustavson's recursive QR):
+// the left half factored, its block reflector applied to the right half (apply_panel_h: GEMMs over
+// all compute units), then the right half's rows w1.. factored. Only leaves of `leaf` columns run a
+// one-work-group kernel: in registers where they fit (geqrf_leaf_kernel), else linalg_geqrf, whose
+// per-column update then covers the leaf's columns instead of the panel's. tau: the panel's slice;
+// v (the panel's shape, zero above the leaves' rows on entry) <- the panel's unit lower trapezoidal
+// V, written by the register leaves as they finish (no tril / diagonal-fill copy per split).
+void qr_panel(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& v, int64_t leaf, const char* op) {
+  const int64_t m = panel.size(-2), w = panel.size(-1);
+  if (w <= qr_leaf_width(panel, leaf)) {
+    if (w <= 16 && m <= geqrf_leaf_max_rows(panel, w)) {
+      geqrf_leaf_kernel(panel, tau, v, op);
+    } else {
+      geqrf_kernel(panel, tau, op);
+      at::tril_out(const_cast<at::Tensor&>(v), panel, -1);  // straight into v's slice: no temporary
+      v.diagonal(0, -2, -1).fill_(1);
+    }
+    return;
+  }
+  const int64_t w1 = w / 2;
+  at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
+  at::Tensor t1 = tau.narrow(-1, 0, w1), v1 = v.narrow(-1, 0, w1);
+  qr_panel(left, t1, v1, leaf, op);
+  apply_panel_h(v1, t1, right, op);
+  qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), block(v, w1, m, w1, w), leaf, op);
+}
+
+// A zero matrix of a's shape, column-major (the layout of the panels the GEMMs read with it).
+at::Tensor zeros_col_major(const at::Tensor& a) {
+  std::vector<int64_t> shape = a.sizes().vec();
+  std::swap(shape.end()[-1], shape.end()[-2]);
+  return at::zeros(shape, a.options()).mT();
+}
+
 } // namespace
 
 void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const char* op) {
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
+  const int64_t leaf = qr_leaf();
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
     at::Tensor panel = block(a, k0, m, k0, k1);
-    at::Tensor t = at::empty(tau.narrow(-1, k0, k1 - k0).sizes(), tau.options());
-    geqrf_kernel(panel, t, op);
-    tau.narrow(-1, k0, k1 - k0).copy_(t);
+    at::Tensor t = tau.narrow(-1, k0, k1 - k0);  // the kernels write tau's slice in place
+    at::Tensor v = zeros_col_major(panel);
+    qr_panel(panel, t, v, leaf, op);
     if (k1 == n) break;
     // The rest of the rows k0.. gets Q_panel^H = I - V T^H V^H, as geqr2 applies H_i^H in turn.
-    at::Tensor v = reflectors(panel);
-    at::Tensor rest = block(a, k0, m, k1, n);
-    at::Tensor w = at::matmul(wy_factor(v, t, op).mH(), at::matmul(v.mH(), rest));
-    sub_product(rest, v, w);
+    apply_panel_h(v, t, block(a, k0, m, k1, n), op);
   }
 }
 

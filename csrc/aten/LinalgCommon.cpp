@@ -365,18 +365,49 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
 
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op) {
   int64_t nb = block_size();
-  if (std::min(work.size(-2), work.size(-1)) > nb) {
+  const int64_t m = work.size(-2), n = work.size(-1);
+  // Tall and skinny (one panel of more than 4 nb rows and 16 columns) too: the blocked path's single
+  // panel is the recursive one (leaves on chip), where the one-work-group kernel walks every column.
+  if (std::min(m, n) > nb || (m > 4 * nb && n > 16)) {
     blocked_geqrf(work, tau, nb, op);
   } else {
     geqrf_kernel(work, tau, op);
   }
 }
 
+namespace {
+
+// tau (..., k) with its elements one apart and its batches one stride apart (a narrowed slice of a
+// contiguous tau, the recursive panel's, needs no copy): a vector per matrix for the kernels.
+dlprim::MatrixRef tau_ref(const at::Tensor& tau) {
+  at::Tensor t2 = tau.unsqueeze(-2);
+  TORCH_INTERNAL_ASSERT(flat_batches(t2) && (tau.size(-1) <= 1 || tau.stride(-1) == 1), "linalg: tau not flat");
+  return matrix_ref(t2);
+}
+
+} // namespace
+
 void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op) {
   int device = work.device().index();
   cl_command_queue q = queue_of(work);
   OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work),
-                                    work.size(-2), work.size(-1), matrix_ref(work), vec_ref(tau)));
+                                    work.size(-2), work.size(-1), matrix_ref(work), tau_ref(tau)));
+  note_enqueued(q);
+}
+
+int64_t geqrf_leaf_max_rows(const at::Tensor& a, int64_t w) {
+  const dlprim::Context& ctx = context(a.device().index());
+  if (!gpu_on_chip(ctx, "qr_leaf_registers")) return 0;
+  return dlprim::geqrf_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
+}
+
+void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op) {
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  dlprim::MatrixRef vr;
+  if (v.defined()) vr = matrix_ref(v);
+  OCL_DLPRIM_CALL(op, dlprim::geqrf_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
+                                         a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr));
   note_enqueued(q);
 }
 

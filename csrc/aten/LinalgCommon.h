@@ -96,8 +96,15 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
                        const char* op);
 
 // Householder QR in place of flat `work`, tau contiguous (..., min(m, n)); blocked above block_size().
-// geqrf_kernel: one launch (one work-group per matrix) whatever the size.
+// geqrf_kernel: one launch (one work-group per matrix) whatever the size; tau's elements one apart
+// and its batches one stride apart (a slice of a contiguous tau will do).
 void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op);
+// The recursive QR panel's leaves in registers (dlprim::geqrf_leaf): the most rows a leaf of w
+// columns may have there (0: none, or PYTORCH_OCL_LINALG_ON_CHIP=0; unset: GPUs only), and the
+// kernel, tau as geqrf_kernel's; v (optional, a's shape, flat batches): the leaf's reflectors as a
+// unit lower trapezoidal matrix.
+int64_t geqrf_leaf_max_rows(const at::Tensor& a, int64_t w);
+void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op);
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op);
 // out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous);
 // blocked above block_size() reflectors.

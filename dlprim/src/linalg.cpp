@@ -313,6 +313,64 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
   launch_1d(q, k.k, batch * g, g);
 }
 
+// linalg_qr_leaf.cl: W = 8 or 16 and the rows per work-item as the LU leaf's (64 elements an item).
+// Its group is also bounded by local memory: (W + 1) partial sums an item, plus C W + 3 W (C ~ sqrt L)
+// elements and L ints (float64 / complex: 256 items at most on 48 KiB).
+static Kernel qr_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
+  const std::string defs = std::string("#define W ") + (w <= 8 ? "8" : "16") + "\n#define LEAF_RPI " +
+                           std::to_string(leaf_rows_per_item(w)) + "\n";
+  return kernel(ctx, t, "linalg_qr_leaf", "linalg_geqrf_leaf", 1024, defs);
+}
+
+// The reduction's chunks (as the kernel: the least power of two C with C^2 >= g).
+static uint64_t qr_leaf_chunks(uint64_t g) {
+  uint64_t c = 1;
+  while (c * c < g) c *= 2;
+  return c;
+}
+
+static uint64_t qr_leaf_local_bytes(LinalgType t, int64_t W, uint64_t g) {
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  return (g * (W + 1) + qr_leaf_chunks(g) * W + 3 * W) * elem + g * sizeof(cl_int);
+}
+
+// The leaf kernel's largest group: its register limit, halved until the local memory fits.
+static size_t qr_leaf_group_limit(const Context& ctx, LinalgType t, int64_t w, const Kernel& k) {
+  const int64_t W = w <= 8 ? 8 : 16;
+  const uint64_t lim = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+  size_t g = k.max_wg;
+  while (g > 1 && qr_leaf_local_bytes(t, W, g) > lim) g /= 2;
+  return g;
+}
+
+int64_t geqrf_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
+  if (w < 1 || w > 16) return 0;
+  Kernel k = qr_leaf_kernel(ctx, t, w);
+  return leaf_rows_per_item(w) * static_cast<int64_t>(qr_leaf_group_limit(ctx, t, w, k));
+}
+
+void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
+                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v) {
+  if (batch == 0 || m == 0 || w == 0) return;
+  Kernel k = qr_leaf_kernel(ctx, t, w);
+  const int64_t rpi = leaf_rows_per_item(w), W = w <= 8 ? 8 : 16;
+  const size_t lim = qr_leaf_group_limit(ctx, t, w, k);
+  if (w > 16 || m > rpi * static_cast<int64_t>(lim))
+    throw Error("linalg: a QR leaf does not fit in the registers of one work-group");
+  size_t g = 1;
+  while (g < lim && static_cast<int64_t>(g) * rpi < m) g *= 2;
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));
+  add_matrix(args, tau, false);
+  add_matrix(args, v ? *v : a);
+  args.add<cl_int>(v ? 1 : 0);
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  args.add_local(g * (W + 1) * elem).add_local(qr_leaf_chunks(g) * W * elem).add_local(W * elem);
+  args.add_local(2 * W * elem).add_local(g * sizeof(cl_int));
+  launch_1d(q, k.k, batch * g, g);
+}
+
 void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t qc,
                          int64_t k_refl, const MatrixRef& v, const MatrixRef& tau, const MatrixRef& out) {
   if (batch == 0 || m == 0 || qc == 0) return;

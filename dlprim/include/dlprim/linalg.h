@@ -100,6 +100,14 @@ void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batc
 void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
            const MatrixRef& tau);
 
+// geqrf of each m x w leaf of the recursive QR panel with the leaf in registers
+// (linalg_qr_leaf.cl): R, reflectors and tau as geqrf's. Only for w <= 16 and m <=
+// geqrf_leaf_max_rows (0: none). v (optional, m x w like a): the reflectors as a unit lower
+// trapezoidal matrix (zeros above the diagonal, ones on it).
+int64_t geqrf_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
+void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
+                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v = nullptr);
+
 // out (m x qc, qc <= m) = the first qc columns of the product of the k reflectors in v (m x k,
 // geqrf's layout) and tau: orgqr / linalg.householder_product, and Q of linalg.qr.
 void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t qc,

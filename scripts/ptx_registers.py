@@ -9,7 +9,7 @@ forward, attention_mma_bwd.cl's dq or dk/dv pass: warps, keys per tile, 0/1 regi
 prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32; backward heads over 64 split over
 warp pairs where attention_mma.cpp splits them), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
-operands' fast dims, default kn: A k-fast, B n-fast), or "luleaf=W,RPI" (linalg_lu_leaf.cl, float32). Prints ptxas's register, stack and spill counts for
+operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
 each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
 
 How: the program text is put together as dlprim/src/attention.cpp does, compiled to PTX by clang
@@ -103,7 +103,7 @@ def attn_mma_program(spec, D, DV, bwd=""):
 def linalg_leaf_program(kind, spec):
     """linalg_qr_leaf.cl / linalg_lu_leaf.cl for float32 as dlprim/src/linalg.cpp puts them together."""
     w, rpi = (int(v) for v in spec.split(","))
-    text = PRELUDE + "size_t OV get_local_size(uint d) { return SREG(ntid); }\n"
+    text = PRELUDE
     text += "float OV sqrt(float x) { return __builtin_sqrtf(x); }\n"
     text += "float OV copysign(float a, float b) { return __builtin_copysignf(a, b); }\n"
     text += "int OV max(int a, int b) { return a > b ? a : b; }\n"
@@ -130,15 +130,6 @@ def program(layout, D, DV):
         return linalg_leaf_program(kind, spec)
     if kind in ("attnmma", "attnmmadq", "attnmmadkdv"):
         return attn_mma_program(spec, D, DV, kind[7:])
-    if kind == "luleaf":  # linalg_lu_leaf.cl (float32) with W columns and RPI rows per work-item
-        w, rpi = (int(v) for v in spec.split(","))
-        text = PRELUDE + ("#define R float\n#define EPS FLT_EPSILON\n#define SAFMIN FLT_MIN\n#define T R\n"
-                          "#define MUL(a, b) ((a) * (b))\n#define DIV(a, b) ((a) / (b))\n#define CONJ(a) (a)\n"
-                          "#define ABS1(a) fabs(a)\n#define IS_ZERO(a) ((a) == 0)\n#define RE(a) (a)\n"
-                          "#define IM(a) ((R)0)\n#define TO_T(r) ((T)(r))\n#define ABS(a) fabs(a)\n"
-                          "#define ABS2(a) ((a) * (a))\n")
-        text += source("linalg_group") + f"#define W {w}\n#define LEAF_RPI {rpi}\n" + source("linalg_lu_leaf")
-        return text, "linalg_lu_leaf"
     vals = spec.split(",")
     split = vals[-1] == "split"
     nums = [int(v) for v in vals if v != "split"]

@@ -1,6 +1,6 @@
 """The recursive Householder QR panel (csrc/aten/LinalgBlocked.cpp, qr_panel): each nb-column panel of blocked
 geqrf factored by halves, the left half's block reflector applied to the right half on the GEMM, down to leaves
-of a few columns that run one work-group kernel: in registers (dlprim/kernels/linalg_qr_leaf.cl, W = 8 or 16;
+of a few columns that run one work-group kernel: in registers (dlprim/kernels/linalg_qr_leaf.cl, W = 4, 8 or 16;
 on CPU devices only with PYTORCH_OCL_LINALG_ON_CHIP=1) or the global-memory linalg_geqrf (=0). Against the
 CPU's LAPACK: geqrf's (a, tau) and Q, R, real and complex, float32/float64, tall / wide / square / batched,
 sizes past the panel and not multiples of it, leaves of 3 (the 8-column program) and the default 16, several

@@ -58,8 +58,8 @@ def test_linalg_on_chip(monkeypatch):
 
 def test_qr_leaf(monkeypatch):
     """linalg_qr_leaf.cl: the recursive QR panel's leaves in registers, a 50 x 12 matrix in panels of 8 split
-    into leaves of 4 (W = 8: 16 work-items of up to 4 rows), then a whole panel as one leaf (W = 16), real and
-    complex; a column zero below the diagonal (tau = 0)."""
+    into leaves of 4 (W = 4: 4 work-items of up to 16 rows), then a whole panel as one leaf (W = 8), real and
+    complex; a column zero below the diagonal (tau = 0); then panels of 16 as one leaf (W = 16)."""
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "8")
     monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
     for dt in (torch.float32, torch.complex64):
@@ -69,6 +69,8 @@ def test_qr_leaf(monkeypatch):
         check(lambda a: torch.geqrf(a), a, backward=False)
         monkeypatch.setenv("PYTORCH_OCL_QR_LEAF", "16")
         check(lambda a: torch.geqrf(a), a, backward=False)
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "16")
+    check(lambda a: torch.geqrf(a), torch.randn(40, 20), backward=False)
 
 
 def test_ldl():

@@ -184,11 +184,13 @@ int64_t qr_leaf() {
   return leaf > 0 ? leaf : 0;
 }
 
-// As leaf_width (LU): the user's, else 16, or 8 where only an 8-column leaf of m rows fits in registers.
+// As leaf_width (LU): the user's, else 16, or the widest of 8 and 4 whose leaf of m rows fits in registers.
 int64_t qr_leaf_width(const at::Tensor& panel, int64_t user) {
   if (user > 0) return user;
   const int64_t m = panel.size(-2);
-  if (m > geqrf_leaf_max_rows(panel, 16) && m <= geqrf_leaf_max_rows(panel, 8)) return 8;
+  if (m <= geqrf_leaf_max_rows(panel, 16)) return 16;
+  for (int64_t w : {8, 4})
+    if (m <= geqrf_leaf_max_rows(panel, w)) return w;
   return 16;
 }
 

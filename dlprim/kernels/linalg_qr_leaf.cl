@@ -1,5 +1,5 @@
 // geqrf of the recursive QR panel's leaves in registers (csrc/aten/LinalgBlocked.cpp, qr_panel), for the
-// leaves that fit: the host compiles this file with W (the leaf's columns at most: 8 or 16) and
+// leaves that fit: the host compiles this file with W (the leaf's columns at most: 4, 8 or 16) and
 // LEAF_RPI (rows per work-item) defined, and falls back to linalg_qr.cl's linalg_geqrf for taller
 // leaves. Same T / R / MUL / ... prelude as linalg.cl; LAPACK's reflectors as linalg_geqrf's.
 

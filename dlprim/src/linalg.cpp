@@ -313,11 +313,11 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
   launch_1d(q, k.k, batch * g, g);
 }
 
-// linalg_qr_leaf.cl: W = 8 or 16 and the rows per work-item as the LU leaf's (64 elements an item).
+// linalg_qr_leaf.cl: W = 4, 8 or 16 and the rows per work-item as the LU leaf's (64 elements an item).
 // Its group is also bounded by local memory: (W + 1) partial sums an item, plus C W + 3 W (C ~ sqrt L)
 // elements and L ints (float64 / complex: 256 items at most on 48 KiB).
 static Kernel qr_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
-  const std::string defs = std::string("#define W ") + (w <= 8 ? "8" : "16") + "\n#define LEAF_RPI " +
+  const std::string defs = "#define W " + std::to_string(leaf_cols(w)) + "\n#define LEAF_RPI " +
                            std::to_string(leaf_rows_per_item(w)) + "\n";
   return kernel(ctx, t, "linalg_qr_leaf", "linalg_geqrf_leaf", 1024, defs);
 }
@@ -336,7 +336,7 @@ static uint64_t qr_leaf_local_bytes(LinalgType t, int64_t W, uint64_t g) {
 
 // The leaf kernel's largest group: its register limit, halved until the local memory fits.
 static size_t qr_leaf_group_limit(const Context& ctx, LinalgType t, int64_t w, const Kernel& k) {
-  const int64_t W = w <= 8 ? 8 : 16;
+  const int64_t W = leaf_cols(w);
   const uint64_t lim = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
   size_t g = k.max_wg;
   while (g > 1 && qr_leaf_local_bytes(t, W, g) > lim) g /= 2;
@@ -353,7 +353,7 @@ void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t b
                 const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v) {
   if (batch == 0 || m == 0 || w == 0) return;
   Kernel k = qr_leaf_kernel(ctx, t, w);
-  const int64_t rpi = leaf_rows_per_item(w), W = w <= 8 ? 8 : 16;
+  const int64_t rpi = leaf_rows_per_item(w), W = leaf_cols(w);
   const size_t lim = qr_leaf_group_limit(ctx, t, w, k);
   if (w > 16 || m > rpi * static_cast<int64_t>(lim))
     throw Error("linalg: a QR leaf does not fit in the registers of one work-group");

@@ -45,6 +45,7 @@
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
+#   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #
@@ -386,6 +387,14 @@ case "${1:-validate}" in
     run prof_linalg 60 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
     PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
       --ops lu_factor,cholesky,qr --top 8
+    ;;
+  linalg32)  # the QR / LU register leaves (4, 8, 16 columns) and this session's kernels natively, then LU /
+    # Cholesky / QR at 4096 by kernel and against cuSOLVER
+    run native_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_qr_panel.py \
+      tests/test_linalg_on_chip.py tests/test_linalg_lu_panel.py tests/test_linalg_blocked_qr.py tests/test_linalg.py \
+      tests/test_indexing.py tests/test_reduce.py
+    run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
+    run linalg32 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg32.md"
     ;;
   prof32)  # GPT-2 small and BERT training steps by kernel against CUDA's in a child process; the vocabulary
     # log-softmax and the bias-gradient sums against CUDA

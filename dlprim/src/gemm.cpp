@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -457,8 +458,14 @@ TileChoice choose_tile(const Context& ctx, const Plan& p) {
   } else if (autotune_mode() != TuneMode::Off) {
     std::vector<std::string> cands = tile_cands(ctx, p, chosen);
     TileTuner tuner(ctx, p);
+    // Deferred tuning (cold start): the background job builds the candidates from its own copy of the plan
+    // (a TileTuner makes no buffers until it times); this call runs the fallback meanwhile.
+    TuneDeferral defer;
+    auto plan = std::make_shared<const Plan>(p);
+    const Context* c_ptr = &ctx;
+    defer.prepare = [c_ptr, plan](const std::string& c) { TileTuner(*c_ptr, *plan).prepare(c); };
     chosen = autotune_select(ctx, "gemm", cls, cands, chosen, [&](const std::string& c) { return tuner.time_us(c); },
-                             [&](const std::string& c) { tuner.prepare(c); });
+                             [&](const std::string& c) { tuner.prepare(c); }, &defer);
   }
   TileChoice c;
   TileConfig::parse(chosen, &c.cfg);

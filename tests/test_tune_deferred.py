@@ -47,17 +47,29 @@ del os.environ["PYTORCH_OCL_TUNE"]
 print(json.dumps(out))
 """
 
-# A second process on the first one's cache: the stored decision is loaded, nothing deferred; then a new class
-# is deferred and the process exits with its background builds pending (atexit waits for them).
+# A second process on the first one's cache: the stored decision is loaded, nothing deferred. A convolution's
+# forward choice (im2col / Winograd on PoCL) is deferred the same way: im2col runs, then the choice is timed (its
+# im2col GEMM tuned on the spot inside that timing, not deferred). Last a new GEMM class is deferred and the
+# process exits with its background builds pending (atexit waits for them).
 RELOAD = """
-import json, torch, pytorch_ocl
+import json, torch, pytorch_ocl, torch.nn.functional as F
 from pytorch_ocl import ops
 a, b = torch.randn(200, 96), torch.randn(96, 150)
 err = float(((a.to('ocl') @ b.to('ocl')).cpu() - a @ b).abs().max())
-s = ops.autotune_stats()
+out = dict(stats=ops.autotune_stats())
+x, w = torch.randn(2, 8, 12, 12), torch.randn(16, 8, 3, 3)
+ref = F.conv2d(x, w, padding=1)
+conv_fwd = lambda: sorted(k for k in ops.autotune_decisions() if k.startswith("conv_fwd|"))
+y = F.conv2d(x.to('ocl'), w.to('ocl'), padding=1).cpu()
+out["conv_first"], out["conv_first_fwd"] = ops.autotune_stats(), conv_fwd()
+pytorch_ocl._C.flush_program_cache()
+y2 = F.conv2d(x.to('ocl'), w.to('ocl'), padding=1).cpu()
+out["conv_tuned"], out["conv_tuned_fwd"] = ops.autotune_stats(), conv_fwd()
+err = max(err, float((y - ref).abs().max()), float((y2 - ref).abs().max()))
 c, d = torch.randn(1500, 30), torch.randn(30, 1500)
 err = max(err, float(((c.to('ocl') @ d.to('ocl')).cpu() - c @ d).abs().max()))
-print(json.dumps(dict(err=err, stats=s, after=ops.autotune_stats())))
+out.update(err=err, after=ops.autotune_stats())
+print(json.dumps(out))
 """
 
 
@@ -104,7 +116,19 @@ def test_decision_stored_and_exit_with_pending_builds(deferred_runs):
     _, reload, _ = deferred_runs
     assert reload["err"] < 1e-3, reload
     assert reload["stats"]["loaded"] == 1 and reload["stats"]["deferred"] == 0, reload  # read back, not deferred
-    assert reload["after"]["deferred"] == 1 and reload["after"]["timed"] == 0, reload  # exited while it built
+    # the last class deferred, and the process exited while it built
+    assert reload["after"]["deferred"] == reload["conv_tuned"]["deferred"] + 1, reload
+    assert reload["after"]["timed"] == reload["conv_tuned"]["timed"], reload
+
+
+def test_conv_forward_deferred(deferred_runs):
+    _, r, _ = deferred_runs
+    first, tuned = r["conv_first"], r["conv_tuned"]
+    # the forward choice deferred (its im2col GEMM too: a class of its own, run outside any timing)
+    assert first["deferred"] >= 1 and first["timed"] == 0 and r["conv_first_fwd"] == [], r
+    # then timed on the call after the builds; the GEMM timed inside it tuned on the spot, not deferred
+    assert len(r["conv_tuned_fwd"]) == 1 and tuned["timed"] >= 1 and tuned["deferred_tuned"] >= 1, r
+    assert tuned["deferred"] == first["deferred"], r
 
 
 def test_switch_off_is_todays_behaviour(deferred_runs):

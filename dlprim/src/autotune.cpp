@@ -24,9 +24,13 @@ std::map<std::string, std::string> g_decisions;  // full key -> config
 std::map<std::string, std::string> g_labels;     // full key -> "family|class"
 AutotuneStats g_stats;
 std::atomic<uint64_t> g_generation{0};
+std::atomic<uint64_t> g_tune_generation{0};  // tune_stamp(): deferred tunings' builds done, decisions landed
 // Deferred tunings (TuneDeferral) by full key: false while the class's candidates build in the background,
 // true once built (the next call times them); erased when the decision lands.
 std::map<std::string, bool> g_pending;
+// Timings under way on this thread: a tuning nested in another's timing (the GEMM of a convolution's im2col
+// candidate) tunes on the spot, so that the outer choice compares tuned paths, never a fallback.
+thread_local int t_timing = 0;
 
 // Bumped whenever kernels change enough that stored decisions should be re-timed.
 constexpr const char* kTuneVersion = "t1";
@@ -147,11 +151,11 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   }
   // Deferral: only tuning proper (mode On: not forced, not random), and only where a prepare can run later.
   const bool may_defer = defer && defer->prepare && mode == TuneMode::On && tune_deferred(ctx.info());
-  bool was_deferred = false;
-  if (may_defer) {
+  bool was_deferred = false;  // a deferred class: its decision lands now (a tuning that may not defer -- nested
+  {                           // in another's timing -- tunes it on the spot, waiting for builds under way)
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_pending.find(key);
-    if (it != g_pending.end() && !it->second) {  // still building: the fallback again, nothing queued again
+    if (may_defer && it != g_pending.end() && !it->second) {  // still building: the fallback again, not queued again
       defer->deferred = true;
       return fallback;
     }
@@ -182,7 +186,7 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
         auto it = g_pending.find(key);
         if (it != g_pending.end()) it->second = true;
       }
-      ++g_generation;  // plans memoised on the fallback are made again: the next call of the class tunes
+      ++g_tune_generation;  // plans memoised on the fallback are made again: the next call of the class tunes
       if (trace_builds())
         fprintf(stderr, "[pytorch_ocl tune] %.3f s deferred tuning's builds, %zu candidates; in the background: %s\n",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), candidates.size(),
@@ -198,6 +202,10 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     if (prepare) parallel_builds(ctx.info(), candidates.size(), [&](size_t i) { prepare(candidates[i]); });
     auto t1 = std::chrono::steady_clock::now();
     double best = 0;
+    struct Timing {
+      Timing() { ++t_timing; }
+      ~Timing() { --t_timing; }
+    } timing;
     for (const auto& c : candidates) {
       double t = -1;
       try {
@@ -229,13 +237,14 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   g_decisions[key] = chosen;
   g_labels[key] = label;
   if (was_deferred && g_pending.erase(key)) {
-    ++g_generation;  // other problems of the class memoised the fallback: they take the decision now
+    ++g_tune_generation;  // other problems of the class memoised the fallback: they take the decision now
   }
   return chosen;
 }
 
 bool tune_deferred(const DeviceInfo& dev) {
-  if (in_background_build() || build_threads() <= 1) return false;  // build_in_background would drop the job
+  // build_threads() 1: build_in_background would drop the job
+  if (in_background_build() || t_timing > 0 || build_threads() <= 1) return false;
   const char* v = env_value("PYTORCH_OCL_TUNE_DEFERRED");
   if (v && *v) return std::strcmp(v, "0") != 0;
   return detail::build_processes(dev) > 0;
@@ -292,5 +301,7 @@ uint64_t plan_stamp() {
   }
   return h ^ (g_generation.load() * 0x9E3779B97F4A7C15ull);
 }
+
+uint64_t tune_stamp() { return g_tune_generation.load(); }
 
 } // namespace dlprim

@@ -29,7 +29,7 @@ int tune_variant(const std::string& label, int n);
 // is not tuned on the call that meets it. autotune_select answers `fallback` (sets `deferred`), and a background
 // job (build_in_background) builds the class's candidates through `prepare`; the first call of the class after
 // that job finished times them on the calling thread as an ordinary tuning would (milliseconds) and the decision
-// lands in memory and on disk. A class is queued once; plan_stamp() changes when its builds finish and when
+// lands in memory and on disk. A class is queued once; tune_stamp() changes when its builds finish and when
 // its decision lands, so plans memoised on the fallback are made again.
 struct TuneDeferral {
   // Builds what timing candidate `c` needs, as autotune_select's `prepare` does, but owning copies of all it
@@ -77,8 +77,10 @@ void autotune_reset_memory();
 
 // Changes whenever a launch plan chosen earlier may no longer be the one chosen now: the
 // in-memory decisions were reset, or one of the variables that force or disable choices
-// (PYTORCH_OCL_AUTOTUNE, _GEMM_CONFIG, _CONV_IMPLICIT, _CONV_WINOGRAD) has another value, or a deferred
-// tuning's builds finished or its decision landed.
+// (PYTORCH_OCL_AUTOTUNE, _GEMM_CONFIG, _CONV_IMPLICIT, _CONV_WINOGRAD) has another value.
 uint64_t plan_stamp();
+// Changes when a deferred tuning's builds finished or its decision landed: a plan made on its fallback
+// may be made better now (plan_memo.h: only where the workspace the caller sized still fits).
+uint64_t tune_stamp();
 
 } // namespace dlprim

@@ -1,6 +1,7 @@
 #include <dlprim/env.h>
 #include <dlprim/autotune.h>
 
+#include <dlprim/capture.h>
 #include <dlprim/program_cache.h>
 
 #include "build_workers.h"
@@ -31,6 +32,7 @@ std::map<std::string, bool> g_pending;
 // Timings under way on this thread: a tuning nested in another's timing (the GEMM of a convolution's im2col
 // candidate) tunes on the spot, so that the outer choice compares tuned paths, never a fallback.
 thread_local int t_timing = 0;
+std::atomic<void (*)(const Context&)> g_idle_hook{nullptr};
 
 // Bumped whenever kernels change enough that stored decisions should be re-timed.
 constexpr const char* kTuneVersion = "t1";
@@ -201,6 +203,7 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     auto t0 = std::chrono::steady_clock::now();
     if (prepare) parallel_builds(ctx.info(), candidates.size(), [&](size_t i) { prepare(candidates[i]); });
     auto t1 = std::chrono::steady_clock::now();
+    if (auto idle = g_idle_hook.load(); idle && was_deferred && !capture::any_active()) idle(ctx);
     double best = 0;
     struct Timing {
       Timing() { ++t_timing; }
@@ -241,6 +244,8 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   }
   return chosen;
 }
+
+void set_tune_idle_hook(void (*hook)(const Context& ctx)) { g_idle_hook.store(hook); }
 
 bool tune_deferred(const DeviceInfo& dev) {
   // build_threads() 1: build_in_background would drop the job

@@ -41,6 +41,10 @@ struct TuneDeferral {
 // build_workers.h). Never while background jobs are off (build_threads() 1), nor in PYTORCH_OCL_TUNE=random,
 // PYTORCH_OCL_AUTOTUNE=force or =0 modes, nor on a background job's thread.
 bool tune_deferred(const DeviceInfo& dev);
+// Waits until `ctx`'s device has run the work queued so far (the torch layer sets it: every queue of the
+// device). A deferred tuning times right at a call, while the ops queued before it may still run; it calls
+// this first (not while a graph is being captured) so that its timings do not share the device with them.
+void set_tune_idle_hook(void (*hook)(const Context& ctx));
 
 // Picks one of `candidates` (config strings) for `shape_class` of `family` on this device:
 // the in-memory decision, else the stored one (when it is still a candidate), else the

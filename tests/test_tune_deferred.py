@@ -2,7 +2,7 @@
 processes, NVIDIA) a GEMM shape class with no decision runs the default config while its candidates build in the
 background (autotune.cpp TuneDeferral); the first call after those builds times them on the calling thread and
 the decision lands in memory and on disk, and every problem of the class then runs it (plan memos made again).
-Each case runs in a fresh process on an empty kernel cache with build processes on (PYTORCH_OCL_BUILD_PROCESSES=2,
+A convolution's forward choice is deferred the same way. Each case runs in a fresh process on an empty kernel cache with build processes on (PYTORCH_OCL_BUILD_PROCESSES=2,
 as on NVIDIA); flush_program_cache() is how a test waits for the background builds.
 """
 import json
@@ -23,7 +23,6 @@ def gemm_cfg(m, k, n):  # the plan the memo holds for this problem: 'tiled <conf
 out = {"err": [], "outs": []}
 def note(name, r):
     out["err"].append(r[1]); out["outs"].append(r[0].flatten()[:64].tolist())
-s0 = ops.autotune_stats()
 note("x", mm(200, 96, 150))                  # no decision: runs the fallback, queues the candidates' builds
 out["first"] = ops.autotune_stats(); out["first_decisions"] = len(ops.autotune_decisions())
 note("y", mm(180, 100, 140))                 # same class while pending (or just built): not queued again

@@ -10,7 +10,9 @@ of 3 later steps, program builds (and the seconds inside clBuildProgram, summed 
 those on the critical path (on the thread of the op that needed the program, or its tuning's build threads) and
 those in the background (speculative builds of programs needed soon; "used": of the programs built or loaded in
 the background, those an op then asked for), binaries loaded from disk (and their seconds), shape classes timed
-by the tuner. The first step's counts are also given alone ("step crit/bg"): builds of model setup excluded.
+by the tuner (of them, in the first step), and deferred tunings (PYTORCH_OCL_TUNE_DEFERRED: shape classes that
+ran on the default config while their candidates built in the background; in parentheses those tuned by the end
+of the later steps). The first step's counts are also given alone ("step crit/bg"): builds of model setup excluded.
 Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
 2 layers, hidden 64, batch 2 x 64, when transformers imports), gpt2small (GPT-2 small, batch 8 x 1024).
 With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings; with
@@ -74,6 +76,7 @@ def child(name, device):
     common.synchronize(device)
     setup = time.perf_counter() - t0
     before = pytorch_ocl.program_cache_stats()
+    tune_before = pytorch_ocl.ops.autotune_stats()
     t0 = time.perf_counter()
     if os.environ.get("COLD_START_PROFILE"):  # where a first step's host time goes, by op (stderr)
         from torch.profiler import ProfilerActivity, profile
@@ -87,11 +90,17 @@ def child(name, device):
         common.synchronize(device)
     first = time.perf_counter() - t0
     after = pytorch_ocl.program_cache_stats()
+    tune_after = pytorch_ocl.ops.autotune_stats()
     step_counts = {f"step_{k}": after[k] - before[k] for k in ("critical_builds", "background_builds")}
+    step_counts["step_tuned"] = tune_after.get("timed", 0) - tune_before.get("timed", 0)
     steady = statistics.median(common.time_it(step, device, 3, warmup=0))
     out = dict(first_s=first, setup_s=setup, steady_s=steady, **step_counts,
                **pytorch_ocl.program_cache_stats())
-    out["tuned"] = pytorch_ocl.ops.autotune_stats().get("timed", 0)
+    tune = pytorch_ocl.ops.autotune_stats()
+    out["tuned"] = tune.get("timed", 0)
+    # Deferred tunings (PYTORCH_OCL_TUNE_DEFERRED): classes that ran on the default config while their candidates
+    # built in the background, and of those, the ones tuned by the end of the 3 later steps.
+    out["deferred"], out["deferred_tuned"] = tune.get("deferred", 0), tune.get("deferred_tuned", 0)
     print(json.dumps(out))
 
 
@@ -129,8 +138,8 @@ def main():
     if args.child:
         return child(args.child, args.device)
     lines = ["| network | build threads | run | model setup s | first step s | steady step s | first - steady s | builds | critical | background (used) "
-             "| step crit/bg | build s (all threads) | disk hits | load s | tuned |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| step crit/bg | build s (all threads) | disk hits | load s | tuned (in step) | deferred (tuned later) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     settings = args.threads.split(",") if args.threads else [os.environ.get("PYTORCH_OCL_BUILD_THREADS", "")]
     for name in args.nets.split(","):
         for threads in settings:  # alternated per network: a shared machine's load hits each setting alike
@@ -141,7 +150,8 @@ def main():
                                  f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['critical_builds']} | "
                                  f"{r['background_builds']} ({r['background_used']}) | "
                                  f"{r['step_critical_builds']}/{r['step_background_builds']} | {r['build_seconds']:.1f} | "
-                                 f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} |")
+                                 f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} ({r['step_tuned']}) | "
+                                 f"{r['deferred']} ({r['deferred_tuned']}) |")
                     print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.out:

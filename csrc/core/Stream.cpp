@@ -176,6 +176,20 @@ void synchronize_stream(const c10::Stream& stream) {
   collect_checks(stream.device_index(), q);
 }
 
+void finish_queues_of(const dlprim::Context& ctx) {
+  for (int d = 0; d < device_count(); ++d) {
+    if (!has_context(d) || &context(d) != &ctx) continue;
+    DeviceQueues& dq = queues_of(d);
+    std::vector<cl_command_queue> qs;
+    {
+      std::lock_guard<std::mutex> lock(dq.m);
+      for (auto& e : dq.queues)
+        if (e.q) qs.push_back(e.q);
+    }
+    for (cl_command_queue q : qs) clFinish(q);  // an error here meets the op's own wait later
+  }
+}
+
 void synchronize_device(int device) {
   if (device < 0) {
     for (int d = 0; d < device_count(); ++d)

@@ -5,6 +5,10 @@
 
 #include <c10/core/Stream.h>
 
+namespace dlprim {
+class Context;
+}
+
 namespace pytorch_ocl {
 
 constexpr int kStreamPoolSize = 8;
@@ -28,5 +32,8 @@ bool query_stream(const c10::Stream& stream);
 void synchronize_stream(const c10::Stream& stream);
 // Waits for every queue of `device` (all devices when -1).
 void synchronize_device(int device);
+// clFinish on every queue of the device whose context is `ctx` (none else: no checks collected, no host wait
+// counted): before a deferred tuning times its candidates (dlprim::set_tune_idle_hook).
+void finish_queues_of(const dlprim::Context& ctx);
 
 } // namespace pytorch_ocl

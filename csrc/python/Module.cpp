@@ -13,6 +13,7 @@
 #include <map>
 #include "python/Bindings.h"
 
+#include <dlprim/autotune.h>
 #include <dlprim/env.h>
 #include <dlprim/matrix_engine.h>
 #include <dlprim/program_cache.h>
@@ -137,6 +138,7 @@ void init_ops_bindings(py::module& m);  // OpsBindings.cpp
 PYBIND11_MODULE(_C, m) {
   using namespace pytorch_ocl;
   dlprim::set_warning_handler(&warn_from_dlprim);
+  dlprim::set_tune_idle_hook(&finish_queues_of);
   m.doc() = "pytorch_ocl native runtime";
   m.attr("torch_version_built") = TORCH_VERSION;
   m.attr("disk_cache_compiled") = dlprim::disk_cache_compiled();

@@ -159,6 +159,8 @@ void init_ops_bindings(py::module& m) {
     py::dict d;
     d["timed"] = s.timed;
     d["loaded"] = s.loaded;
+    d["deferred"] = s.deferred;
+    d["deferred_tuned"] = s.deferred_tuned;
     return d;
   });
   m.def("autotune_reset_memory", &dlprim::autotune_reset_memory);

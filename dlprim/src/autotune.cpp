@@ -1,8 +1,10 @@
 #include <dlprim/env.h>
 #include <dlprim/autotune.h>
 
+#include <dlprim/capture.h>
 #include <dlprim/program_cache.h>
 
+#include "build_workers.h"
 #include "disk_cache.h"
 
 #include <algorithm>
@@ -23,6 +25,14 @@ std::map<std::string, std::string> g_decisions;  // full key -> config
 std::map<std::string, std::string> g_labels;     // full key -> "family|class"
 AutotuneStats g_stats;
 std::atomic<uint64_t> g_generation{0};
+std::atomic<uint64_t> g_tune_generation{0};  // tune_stamp(): deferred tunings' builds done, decisions landed
+// Deferred tunings (TuneDeferral) by full key: false while the class's candidates build in the background,
+// true once built (the next call times them); erased when the decision lands.
+std::map<std::string, bool> g_pending;
+// Timings under way on this thread: a tuning nested in another's timing (the GEMM of a convolution's im2col
+// candidate) tunes on the spot, so that the outer choice compares tuned paths, never a fallback.
+thread_local int t_timing = 0;
+std::atomic<void (*)(const Context&)> g_idle_hook{nullptr};
 
 // Bumped whenever kernels change enough that stored decisions should be re-timed.
 constexpr const char* kTuneVersion = "t1";
@@ -93,7 +103,7 @@ double events_elapsed_us(std::vector<cl_event>& events) {
 std::string autotune_select(const Context& ctx, const std::string& family, const std::string& shape_class,
                             const std::vector<std::string>& candidates, const std::string& fallback,
                             const std::function<double(const std::string&)>& time_us,
-                            const std::function<void(const std::string&)>& prepare) {
+                            const std::function<void(const std::string&)>& prepare, TuneDeferral* defer) {
   TuneMode mode = autotune_mode();
   // Random tuning records even a lone candidate, so tests see which kind a drawn problem took.
   if (mode == TuneMode::Off || (candidates.size() < 2 && mode != TuneMode::Random))
@@ -141,10 +151,51 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     g_labels[key] = label + "|random";
     return chosen;
   }
+  // Deferral: only tuning proper (mode On: not forced, not random), and only where a prepare can run later.
+  const bool may_defer = defer && defer->prepare && mode == TuneMode::On && tune_deferred(ctx.info());
+  bool was_deferred = false;  // a deferred class: its decision lands now (a tuning that may not defer -- nested
+  {                           // in another's timing -- tunes it on the spot, waiting for builds under way)
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_pending.find(key);
+    if (may_defer && it != g_pending.end() && !it->second) {  // still building: the fallback again, not queued again
+      defer->deferred = true;
+      return fallback;
+    }
+    was_deferred = it != g_pending.end();
+  }
   DiskCache& disk = DiskCache::instance();
   if (mode != TuneMode::Force && disk.load_value(key, &chosen) && is_candidate(chosen)) {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.loaded;
+  } else if (may_defer && !was_deferred) {
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (!g_pending.emplace(key, false).second) {  // another thread queued it meanwhile
+        defer->deferred = true;
+        return fallback;
+      }
+      ++g_stats.deferred;
+    }
+    if (trace_builds())
+      fprintf(stderr, "[pytorch_ocl tune] 0.000 s deferred, %zu candidates built in the background: %s -> %s for now\n",
+              candidates.size(), label.c_str(), fallback.c_str());
+    DeviceInfo dev = ctx.info();
+    build_in_background(dev, [dev, key, label, candidates, prepare = defer->prepare] {
+      auto t0 = std::chrono::steady_clock::now();
+      parallel_builds(dev, candidates.size(), [&](size_t i) { prepare(candidates[i]); });
+      {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        auto it = g_pending.find(key);
+        if (it != g_pending.end()) it->second = true;
+      }
+      ++g_tune_generation;  // plans memoised on the fallback are made again: the next call of the class tunes
+      if (trace_builds())
+        fprintf(stderr, "[pytorch_ocl tune] %.3f s deferred tuning's builds, %zu candidates; in the background: %s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), candidates.size(),
+                label.c_str());
+    });
+    defer->deferred = true;
+    return fallback;
   } else {
     chosen.clear();
     // Builds are most of a cold tuning's time and independent: all at once, then the timings
@@ -152,7 +203,12 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     auto t0 = std::chrono::steady_clock::now();
     if (prepare) parallel_builds(ctx.info(), candidates.size(), [&](size_t i) { prepare(candidates[i]); });
     auto t1 = std::chrono::steady_clock::now();
+    if (auto idle = g_idle_hook.load(); idle && was_deferred && !capture::any_active()) idle(ctx);
     double best = 0;
+    struct Timing {
+      Timing() { ++t_timing; }
+      ~Timing() { --t_timing; }
+    } timing;
     for (const auto& c : candidates) {
       double t = -1;
       try {
@@ -177,12 +233,26 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
       disk.store_value(key, chosen);
       std::lock_guard<std::mutex> lock(g_mutex);
       ++g_stats.timed;
+      if (was_deferred) ++g_stats.deferred_tuned;
     }
   }
   std::lock_guard<std::mutex> lock(g_mutex);
   g_decisions[key] = chosen;
   g_labels[key] = label;
+  if (was_deferred && g_pending.erase(key)) {
+    ++g_tune_generation;  // other problems of the class memoised the fallback: they take the decision now
+  }
   return chosen;
+}
+
+void set_tune_idle_hook(void (*hook)(const Context& ctx)) { g_idle_hook.store(hook); }
+
+bool tune_deferred(const DeviceInfo& dev) {
+  // build_threads() 1: build_in_background would drop the job
+  if (in_background_build() || t_timing > 0 || build_threads() <= 1) return false;
+  const char* v = env_value("PYTORCH_OCL_TUNE_DEFERRED");
+  if (v && *v) return std::strcmp(v, "0") != 0;
+  return detail::build_processes(dev) > 0;
 }
 
 bool autotune_known(const Context& ctx, const std::string& family, const std::string& shape_class, std::string* chosen) {
@@ -216,6 +286,7 @@ void autotune_reset_memory() {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_decisions.clear();
   g_labels.clear();
+  g_pending.clear();  // a job still running marks nothing: its class starts over (its builds are kept)
   ++g_generation;
 }
 
@@ -235,5 +306,7 @@ uint64_t plan_stamp() {
   }
   return h ^ (g_generation.load() * 0x9E3779B97F4A7C15ull);
 }
+
+uint64_t tune_stamp() { return g_tune_generation.load(); }
 
 } // namespace dlprim

@@ -308,6 +308,10 @@ uint64_t im2col_forward_workspace(const Context& ctx, const ConvShape& s, DType 
                          [&](int64_t nb) { return forward_gemm(s, dtype, direct, x, none, none, y, nullptr, 0, 0, nb); });
 }
 
+void im2col_prepare(const Context& ctx, DType dtype) {
+  conv_kernel(ctx, dtype, cpu_mapping(ctx) ? "conv_im2col_rows" : "conv_im2col");
+}
+
 void im2col_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                     const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset) {
   bool direct = use_direct(path_of(s), s, x);

@@ -204,13 +204,21 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
           << "|k" << s.KH << "x" << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z"
           << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp");
       ConvScratch scratch(ctx, s, dtype);
-      // Prepared in parallel: the implicit configs' kernels (im2col and Winograd build theirs while timed).
+      // Prepared in parallel: the implicit configs' kernels, im2col's and Winograd's programs (the GEMM of
+      // im2col is tuned on its own when im2col is timed).
+      const Context* c_ptr = &ctx;
+      auto prepare = [c_ptr, dtype](const std::string& c) {
+        TileConfig cfg;
+        if (c == kIm2col) im2col_prepare(*c_ptr, dtype);
+        else if (c == kWinograd) winograd_prepare(*c_ptr, dtype);
+        else if (TileConfig::parse(c, &cfg)) implicit_kernel(*c_ptr, dtype, cfg);
+      };
+      // Deferred tuning (cold start): the default runs while the candidates build in the background.
+      TuneDeferral defer;
+      if (kind < 0) defer.prepare = prepare;
       chosen = autotune_select(ctx, "conv_fwd", cls.str(), cands, chosen,
-                               [&](const std::string& c) { return time_forward(ctx, scratch, dtype, c); },
-                               [&](const std::string& c) {
-                                 TileConfig cfg;
-                                 if (TileConfig::parse(c, &cfg)) implicit_kernel(ctx, dtype, cfg);
-                               });
+                               [&](const std::string& c) { return time_forward(ctx, scratch, dtype, c); }, prepare,
+                               &defer);
     }
   }
   if (chosen == kWinograd) {
@@ -225,11 +233,17 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
 
 ImplicitPlan implicit_forward_plan(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
                                    const ConvTensor& y) {
-  (void)y;
   static PlanMemo<20, ImplicitPlan> memo;
+  // The forward pass's workspace under plan `p` (conv2d_workspace_bytes sizes it so): a deferred tuning's
+  // decision replaces a remembered fallback only where it fits (plan_memo.h).
+  auto workspace = [&](const ImplicitPlan& p) {
+    if (p.winograd) return winograd_workspace(ctx, winograd_forward_conv(s), dtype);
+    return p.use ? p.split.workspace_bytes : im2col_forward_workspace(ctx, s, dtype, x, y);
+  };
   return memo.get({key_of(ctx), conv_arith_key(s, dtype), s.N, s.C, s.H, s.W, s.K, s.KH, s.KW, s.OH, s.OW, s.sh,
                    s.sw, s.ph, s.pw, s.dh, s.dw, s.groups, x.sh, x.sw},
-                  [&] { return choose_implicit_plan(ctx, s, dtype, x); });
+                  [&] { return choose_implicit_plan(ctx, s, dtype, x); },
+                  [&](const ImplicitPlan& old, const ImplicitPlan& now) { return workspace(now) <= workspace(old); });
 }
 
 void implicit_forward(const Context& ctx, cl_command_queue q, const ImplicitPlan& plan, const ConvShape& s,

@@ -31,6 +31,10 @@ void depthwise_backward_weight(const Context& ctx, cl_command_queue q, const Con
 // The im2col + GEMM forward and its workspace (conv.cpp).
 uint64_t im2col_forward_workspace(const Context& ctx, const ConvShape& s, DType dtype, const ConvTensor& x,
                                   const ConvTensor& y);
+// Build (without running) the program of the im2col kernel / of the Winograd transforms: a deferred
+// tuning's background job (the im2col path's GEMM is tuned on its own when timed).
+void im2col_prepare(const Context& ctx, DType dtype);
+void winograd_prepare(const Context& ctx, DType dtype);
 void im2col_forward(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                     const ConvBuffer& w, const ConvBuffer& bias, const ConvTensor& y, cl_mem ws, uint64_t ws_offset);
 

@@ -272,6 +272,8 @@ void winograd_backward_weight(const Context& ctx, cl_command_queue q, const Conv
   launch_1d(q, k.k, static_cast<uint64_t>(c.Cout) * c.Cin, wg);
 }
 
+void winograd_prepare(const Context& ctx, DType dtype) { wino_kernel(ctx, dtype, "wino_input"); }
+
 static bool choose_backward_weight(const Context& ctx, const ConvShape& s, DType dtype) {
   int env = winograd_env();
   if (env >= 0) return env == 1;

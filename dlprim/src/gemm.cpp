@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -457,8 +458,14 @@ TileChoice choose_tile(const Context& ctx, const Plan& p) {
   } else if (autotune_mode() != TuneMode::Off) {
     std::vector<std::string> cands = tile_cands(ctx, p, chosen);
     TileTuner tuner(ctx, p);
+    // Deferred tuning (cold start): the background job builds the candidates from its own copy of the plan
+    // (a TileTuner makes no buffers until it times); this call runs the fallback meanwhile.
+    TuneDeferral defer;
+    auto plan = std::make_shared<const Plan>(p);
+    const Context* c_ptr = &ctx;
+    defer.prepare = [c_ptr, plan](const std::string& c) { TileTuner(*c_ptr, *plan).prepare(c); };
     chosen = autotune_select(ctx, "gemm", cls, cands, chosen, [&](const std::string& c) { return tuner.time_us(c); },
-                             [&](const std::string& c) { tuner.prepare(c); });
+                             [&](const std::string& c) { tuner.prepare(c); }, &defer);
   }
   TileChoice c;
   TileConfig::parse(chosen, &c.cfg);
@@ -474,17 +481,26 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   p.mma = detail::mma_choice(ctx, g.dtype, g.fp32_math);
   static detail::PlanMemo<10, TileChoice> memo;
   int64_t mma_key = static_cast<int64_t>(p.mma.kind) * 2 + (p.mma.emulate ? 1 : 0);
+  auto with = [&](const TileChoice& t) {
+    Plan q = p;
+    q.cfg = t.cfg;
+    q.cfg_text = t.text;
+    q.split = detail::plan_splits(ctx, q.cfg, g.M, g.N, g.K, g.k_outer, detail::gemm_zcount(g), acc);
+    if (wants_packed_b(q.cfg, q.b_nc, g.M)) {
+      uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * detail::gemm_zcount(g) * dtype_size(g.dtype);
+      if (bytes <= (256ull << 20)) q.pack_bytes = bytes;
+    }
+    return q;
+  };
+  // A deferred tuning's decision replaces a remembered fallback only where the caller's workspace, sized
+  // for the fallback's plan, still holds the new one (plan_memo.h).
   TileChoice t = memo.get({detail::key_of(ctx), static_cast<int64_t>(g.dtype), p.a_kc, p.b_nc, g.M, g.N, g.K,
                            g.k_outer, detail::gemm_zcount(g), mma_key},
-                          [&] { return choose_tile(ctx, p); });
-  p.cfg = t.cfg;
-  p.cfg_text = t.text;
-  p.split = detail::plan_splits(ctx, p.cfg, g.M, g.N, g.K, g.k_outer, detail::gemm_zcount(g), acc);
-  if (wants_packed_b(p.cfg, p.b_nc, g.M)) {
-    uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * detail::gemm_zcount(g) * dtype_size(g.dtype);
-    if (bytes <= (256ull << 20)) p.pack_bytes = bytes;
-  }
-  return p;
+                          [&] { return choose_tile(ctx, p); },
+                          [&](const TileChoice& old, const TileChoice& now) {
+                            return old.text == now.text || with(now).workspace_bytes() <= with(old).workspace_bytes();
+                          });
+  return with(t);
 }
 
 } // namespace

@@ -2,7 +2,14 @@
 // formats and parses a dozen config strings and builds the tuning keys: about 50k host
 // instructions per GEMM call (two per convolution), more than the launch itself. The choice for
 // one problem changes only with plan_stamp() (reset decisions, forcing variables), which every
-// lookup compares.
+// lookup compares, and with tune_stamp() (a deferred tuning's builds finished or its decision landed:
+// plans made on its fallback are made again).
+//
+// A caller sizes a problem's workspace with one lookup and runs it with a second, and a deferred
+// tuning may land in between (on another thread, or at the second lookup itself): a plan made again for
+// tune_stamp() alone replaces the remembered one only where `accept(old, new)` says the new one fits
+// the workspace sized for the old (never more bytes, scratch regions last); else the problem keeps its
+// plan for this process (the next one loads the decision from the disk cache).
 #pragma once
 #include <dlprim/autotune.h>
 
@@ -22,23 +29,34 @@ public:
   // The remembered value for `key`, else make() (remembered for next time).
   template <class Make>
   Value get(const Key& key, Make&& make) {
-    uint64_t stamp = plan_stamp();
+    return get(key, make, [](const Value&, const Value&) { return true; });
+  }
+  template <class Make, class Accept>
+  Value get(const Key& key, Make&& make, Accept&& accept) {
+    uint64_t stamp = plan_stamp(), tune = tune_stamp();
+    bool had = false;
+    Value old{};
     {
       std::lock_guard<std::mutex> lock(m_);
       auto it = map_.find(key);
-      if (it != map_.end() && it->second.stamp == stamp) return it->second.value;
+      if (it != map_.end() && it->second.stamp == stamp) {
+        if (it->second.tune == tune) return it->second.value;
+        had = true;
+        old = it->second.value;
+      }
     }
     Value v = make();  // may tune (seconds): not under the lock
+    if (had && !accept(old, v)) v = old;
     std::lock_guard<std::mutex> lock(m_);
     if (map_.size() >= kMaxEntries) map_.clear();  // programs with ever-new shapes stay bounded
-    map_[key] = Entry{stamp, v};
+    map_[key] = Entry{stamp, tune, v};
     return v;
   }
 
 private:
   static constexpr size_t kMaxEntries = 4096;
   struct Entry {
-    uint64_t stamp;
+    uint64_t stamp, tune;
     Value value;
   };
   struct Hash {

@@ -115,5 +115,7 @@ def autotune_decisions():
 
 
 def autotune_stats():
-    """{'timed': shape classes tuned by timing, 'loaded': decisions read from the disk cache}."""
+    """{'timed': shape classes tuned by timing, 'loaded': decisions read from the disk cache, 'deferred': classes
+    that ran on the default config while their candidates built in the background (PYTORCH_OCL_TUNE_DEFERRED),
+    'deferred_tuned': of those, tuned later}."""
     return dict(_C.autotune_stats())

@@ -25,6 +25,27 @@ uint64_t autotune_random_seed();
 // the seed and `label` (same label, same draw), else -1 (use the heuristic's own choice).
 int tune_variant(const std::string& label, int n);
 
+// Deferred tuning (cold start): with tune_deferred(dev), a shape class with no decision (in memory or on disk)
+// is not tuned on the call that meets it. autotune_select answers `fallback` (sets `deferred`), and a background
+// job (build_in_background) builds the class's candidates through `prepare`; the first call of the class after
+// that job finished times them on the calling thread as an ordinary tuning would (milliseconds) and the decision
+// lands in memory and on disk. A class is queued once; tune_stamp() changes when its builds finish and when
+// its decision lands, so plans memoised on the fallback are made again.
+struct TuneDeferral {
+  // Builds what timing candidate `c` needs, as autotune_select's `prepare` does, but owning copies of all it
+  // reads: it runs in a background job after the call returned.
+  std::function<void(const std::string&)> prepare;
+  bool deferred = false;  // out: the answer is `fallback` because the class's tuning waits for its builds
+};
+// PYTORCH_OCL_TUNE_DEFERRED: "0" off, "1" on, unset: on where builds go to build processes (NVIDIA,
+// build_workers.h). Never while background jobs are off (build_threads() 1), nor in PYTORCH_OCL_TUNE=random,
+// PYTORCH_OCL_AUTOTUNE=force or =0 modes, nor on a background job's thread.
+bool tune_deferred(const DeviceInfo& dev);
+// Waits until `ctx`'s device has run the work queued so far (the torch layer sets it: every queue of the
+// device). A deferred tuning times right at a call, while the ops queued before it may still run; it calls
+// this first (not while a graph is being captured) so that its timings do not share the device with them.
+void set_tune_idle_hook(void (*hook)(const Context& ctx));
+
 // Picks one of `candidates` (config strings) for `shape_class` of `family` on this device:
 // the in-memory decision, else the stored one (when it is still a candidate), else the
 // fastest by `time_us` (device microseconds; a negative value rules a candidate out).
@@ -36,7 +57,8 @@ int tune_variant(const std::string& label, int n);
 std::string autotune_select(const Context& ctx, const std::string& family, const std::string& shape_class,
                             const std::vector<std::string>& candidates, const std::string& fallback,
                             const std::function<double(const std::string&)>& time_us,
-                            const std::function<void(const std::string&)>& prepare = {});
+                            const std::function<void(const std::string&)>& prepare = {},
+                            TuneDeferral* defer = nullptr);
 
 // Whether autotune_select would answer `shape_class` of `family` without timing (a decision made in this
 // process or stored on disk), and with what. For speculative builds: they build only the known choice.
@@ -50,6 +72,8 @@ std::vector<std::pair<std::string, std::string>> autotune_decisions();
 struct AutotuneStats {
   uint64_t timed = 0;   // shape classes tuned by timing in this process
   uint64_t loaded = 0;  // decisions read back from the disk cache
+  uint64_t deferred = 0;        // shape classes that ran on the fallback while their candidates built (TuneDeferral)
+  uint64_t deferred_tuned = 0;  // of those, tuned (timed) later in this process
 };
 AutotuneStats autotune_stats();
 // Forgets the in-memory decisions (the stored ones stay); for tests.
@@ -59,5 +83,8 @@ void autotune_reset_memory();
 // in-memory decisions were reset, or one of the variables that force or disable choices
 // (PYTORCH_OCL_AUTOTUNE, _GEMM_CONFIG, _CONV_IMPLICIT, _CONV_WINOGRAD) has another value.
 uint64_t plan_stamp();
+// Changes when a deferred tuning's builds finished or its decision landed: a plan made on its fallback
+// may be made better now (plan_memo.h: only where the workspace the caller sized still fits).
+uint64_t tune_stamp();
 
 } // namespace dlprim

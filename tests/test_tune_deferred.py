@@ -1,0 +1,145 @@
+"""Deferred tuning (cold start, issue 21): with PYTORCH_OCL_TUNE_DEFERRED (default on where builds go to build
+processes, NVIDIA) a GEMM shape class with no decision runs the default config while its candidates build in the
+background (autotune.cpp TuneDeferral); the first call after those builds times them on the calling thread and
+the decision lands in memory and on disk, and every problem of the class then runs it (plan memos made again).
+A convolution's forward choice is deferred the same way. Each case runs in a fresh process on an empty kernel cache with build processes on (PYTORCH_OCL_BUILD_PROCESSES=2,
+as on NVIDIA); flush_program_cache() is how a test waits for the background builds.
+"""
+import json
+
+import pytest
+
+# x: (200, 96) @ (96, 150) and y: (180, 100) @ (100, 140) are one shape class (M, N, K in one bucket each).
+MAIN = """
+import json, os, torch, pytorch_ocl
+from pytorch_ocl import ops
+torch.manual_seed(0)
+def mm(m, k, n):
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    got = (a.to('ocl') @ b.to('ocl')).cpu()
+    return got, float((got - a @ b).abs().max())
+def gemm_cfg(m, k, n):  # the plan the memo holds for this problem: 'tiled <config> splits=...'
+    return ops.gemm_plan(m, n, k)
+out = {"err": [], "outs": []}
+def note(name, r):
+    out["err"].append(r[1]); out["outs"].append(r[0].flatten()[:64].tolist())
+note("x", mm(200, 96, 150))                  # no decision: runs the fallback, queues the candidates' builds
+out["first"] = ops.autotune_stats(); out["first_decisions"] = len(ops.autotune_decisions())
+note("y", mm(180, 100, 140))                 # same class while pending (or just built): not queued again
+out["pending_y_cfg"] = gemm_cfg(180, 100, 140)
+pytorch_ocl._C.flush_program_cache()         # the background builds are done
+note("x", mm(200, 96, 150))                  # tunes now, on this thread
+out["tuned"] = ops.autotune_stats(); out["decisions"] = ops.autotune_decisions()
+out["y_cfg"] = gemm_cfg(180, 100, 140)       # the other problem of the class takes the decision
+note("y", mm(180, 100, 140))
+# Modes that never defer (each on a class of its own): the switch off, force, random.
+if os.environ["PYTORCH_OCL_TUNE_DEFERRED"] == "0":  # the run with the switch off: x and y only
+    print(json.dumps(out)); raise SystemExit
+prev = os.environ["PYTORCH_OCL_TUNE_DEFERRED"]
+os.environ["PYTORCH_OCL_TUNE_DEFERRED"] = "0"
+note("off", mm(40, 300, 40)); out["off"] = ops.autotune_stats()
+os.environ["PYTORCH_OCL_TUNE_DEFERRED"] = prev
+os.environ["PYTORCH_OCL_AUTOTUNE"] = "force"
+note("force", mm(300, 20, 40)); out["force"] = ops.autotune_stats()
+del os.environ["PYTORCH_OCL_AUTOTUNE"]
+os.environ["PYTORCH_OCL_TUNE"] = "random:3"
+note("random", mm(20, 20, 300)); out["random"] = ops.autotune_stats()
+del os.environ["PYTORCH_OCL_TUNE"]
+print(json.dumps(out))
+"""
+
+# A second process on the first one's cache: the stored decision is loaded, nothing deferred. A convolution's
+# forward choice (im2col / Winograd on PoCL) is deferred the same way: im2col runs, then the choice is timed (its
+# im2col GEMM tuned on the spot inside that timing, not deferred). Last a new GEMM class is deferred and the
+# process exits with its background builds pending (atexit waits for them).
+RELOAD = """
+import json, torch, pytorch_ocl, torch.nn.functional as F
+from pytorch_ocl import ops
+a, b = torch.randn(200, 96), torch.randn(96, 150)
+err = float(((a.to('ocl') @ b.to('ocl')).cpu() - a @ b).abs().max())
+out = dict(stats=ops.autotune_stats())
+x, w = torch.randn(2, 8, 12, 12), torch.randn(16, 8, 3, 3)
+ref = F.conv2d(x, w, padding=1)
+conv_fwd = lambda: sorted(k for k in ops.autotune_decisions() if k.startswith("conv_fwd|"))
+y = F.conv2d(x.to('ocl'), w.to('ocl'), padding=1).cpu()
+out["conv_first"], out["conv_first_fwd"] = ops.autotune_stats(), conv_fwd()
+pytorch_ocl._C.flush_program_cache()
+y2 = F.conv2d(x.to('ocl'), w.to('ocl'), padding=1).cpu()
+out["conv_tuned"], out["conv_tuned_fwd"] = ops.autotune_stats(), conv_fwd()
+err = max(err, float((y - ref).abs().max()), float((y2 - ref).abs().max()))
+c, d = torch.randn(1500, 30), torch.randn(30, 1500)
+err = max(err, float(((c.to('ocl') @ d.to('ocl')).cpu() - c @ d).abs().max()))
+out.update(err=err, after=ops.autotune_stats())
+print(json.dumps(out))
+"""
+
+
+def run(run_py, cache, code, **env):
+    base = {"PYTORCH_OCL_CACHE_DIR": str(cache / "ocl"), "POCL_CACHE_DIR": str(cache / "pocl"),
+            "PYTORCH_OCL_BUILD_PROCESSES": "2", "PYTORCH_OCL_BUILD_THREADS": "2", "PYTORCH_OCL_TUNE_DEFERRED": "1",
+            "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": None}
+    return json.loads(run_py(code, env={**base, **env}, timeout=240).stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def deferred_runs(tmp_path_factory):
+    from conftest import run_python
+
+    cache = tmp_path_factory.mktemp("deferred")
+    on = run(run_python, cache, MAIN)
+    reload = run(run_python, cache, RELOAD)
+    off = run(run_python, tmp_path_factory.mktemp("today"), MAIN, PYTORCH_OCL_TUNE_DEFERRED="0")
+    return on, reload, off
+
+
+def test_first_call_runs_fallback_then_tunes(deferred_runs):
+    on, _, _ = deferred_runs
+    assert max(on["err"]) < 1e-3, on["err"]
+    assert on["first"]["timed"] == 0 and on["first"]["deferred"] == 1, on["first"]  # no timing on the first call
+    assert on["first_decisions"] == 0, on
+    # after the builds: one timing for the class (x and y shared it, queued once), the decision in memory
+    assert on["tuned"]["timed"] == 1 and on["tuned"]["deferred"] == 1 and on["tuned"]["deferred_tuned"] == 1, on
+    gemm = {k: v for k, v in on["decisions"].items() if k.startswith("gemm|")}
+    assert len(gemm) == 1, on["decisions"]
+    # y's plan, memoised on the fallback while pending, was made again and runs the decision
+    assert on["y_cfg"].startswith("tiled " + next(iter(gemm.values())) + " "), on
+
+
+def test_modes_that_never_defer(deferred_runs):
+    on, _, _ = deferred_runs
+    # the switch off, PYTORCH_OCL_AUTOTUNE=force and PYTORCH_OCL_TUNE=random tune on the call, as before
+    assert on["off"]["timed"] == 2 and on["off"]["deferred"] == 1, on["off"]
+    assert on["force"]["timed"] == 3 and on["force"]["deferred"] == 1, on["force"]
+    assert on["random"]["deferred"] == 1, on["random"]
+
+
+def test_decision_stored_and_exit_with_pending_builds(deferred_runs):
+    _, reload, _ = deferred_runs
+    assert reload["err"] < 1e-3, reload
+    assert reload["stats"]["loaded"] == 1 and reload["stats"]["deferred"] == 0, reload  # read back, not deferred
+    # the last class deferred, and the process exited while it built
+    assert reload["after"]["deferred"] == reload["conv_tuned"]["deferred"] + 1, reload
+    assert reload["after"]["timed"] == reload["conv_tuned"]["timed"], reload
+
+
+def test_conv_forward_deferred(deferred_runs):
+    _, r, _ = deferred_runs
+    first, tuned = r["conv_first"], r["conv_tuned"]
+    # the forward choice deferred (its im2col GEMM too: a class of its own, run outside any timing)
+    assert first["deferred"] >= 1 and first["timed"] == 0 and r["conv_first_fwd"] == [], r
+    # then timed on the call after the builds; the GEMM timed inside it tuned on the spot, not deferred
+    assert len(r["conv_tuned_fwd"]) == 1 and tuned["timed"] >= 1 and tuned["deferred_tuned"] >= 1, r
+    assert tuned["deferred"] == first["deferred"], r
+
+
+def test_switch_off_is_todays_behaviour(deferred_runs):
+    import torch
+
+    on, _, off = deferred_runs
+    # PYTORCH_OCL_TUNE_DEFERRED=0: the first call of a class tunes on the spot
+    assert off["first"]["timed"] == 1 and off["first"]["deferred"] == 0, off["first"]
+    assert off["tuned"]["timed"] == 1 and off["tuned"]["deferred_tuned"] == 0, off["tuned"]
+    assert max(off["err"]) < 1e-3, off["err"]
+    # the same answers, whichever config each call ran
+    for a, b in zip(on["outs"], off["outs"]):
+        torch.testing.assert_close(torch.tensor(a), torch.tensor(b), rtol=1e-5, atol=1e-4)

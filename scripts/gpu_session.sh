@@ -45,6 +45,7 @@
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
+#   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
@@ -387,6 +388,15 @@ case "${1:-validate}" in
     run prof_linalg 60 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
     PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
       --ops lu_factor,cholesky,qr --top 8
+    ;;
+  cold32)  # GPT-2 small's first step on empty caches (ours and NVIDIA's own) with deferred tuning on (the
+    # default) and off, then the deferred-tuning tests natively
+    for d in 1 0; do
+      rm -rf /tmp/nvcache$d
+      CUDA_CACHE_PATH=/tmp/nvcache$d PYTORCH_OCL_TUNE_DEFERRED=$d \
+        run cold_deferred$d 150 python3 benchmarks/cold_start.py --nets gpt2small
+    done
+    run native_tests 60 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_tune_deferred.py
     ;;
   linalg32)  # the QR / LU register leaves (4, 8, 16 columns) and this session's kernels natively, then LU /
     # Cholesky / QR at 4096 by kernel and against cuSOLVER

@@ -37,8 +37,7 @@ struct TuneDeferral {
   std::function<void(const std::string&)> prepare;
   bool deferred = false;  // out: the answer is `fallback` because the class's tuning waits for its builds
 };
-// PYTORCH_OCL_TUNE_DEFERRED: "0" off, "1" on, unset: on where builds go to build processes (NVIDIA,
-// build_workers.h). Never while background jobs are off (build_threads() 1), nor in PYTORCH_OCL_TUNE=random,
+// PYTORCH_OCL_TUNE_DEFERRED: "1" on, else off (it measured no faster on NVIDIA: autotune.cpp). Never while background jobs are off (build_threads() 1), nor in PYTORCH_OCL_TUNE=random,
 // PYTORCH_OCL_AUTOTUNE=force or =0 modes, nor on a background job's thread.
 bool tune_deferred(const DeviceInfo& dev);
 // Waits until `ctx`'s device has run the work queued so far (the torch layer sets it: every queue of the

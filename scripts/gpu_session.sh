@@ -45,6 +45,7 @@
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
+#   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
@@ -388,6 +389,10 @@ case "${1:-validate}" in
     run prof_linalg 60 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
     PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
       --ops lu_factor,cholesky,qr --top 8
+    ;;
+  overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's
+    # launches or slow its kernels? (benchmarks/dist_shm_copies.py --overlap)
+    run overlap 90 python3 benchmarks/dist_shm_copies.py --overlap
     ;;
   cold32)  # GPT-2 small's first step on empty caches (ours and NVIDIA's own) with deferred tuning on (the
     # default) and off, then the deferred-tuning tests natively

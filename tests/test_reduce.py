@@ -353,6 +353,42 @@ def test_many_dims():
 # ---------------------------------------------------------------- autograd
 
 
+def test_hash_tensor():
+    # The xor of the elements' 64-bit forms (float64 / int64 bits), compared bit for bit with the CPU: every
+    # dtype op_db lists, float specials (signed zeros, subnormals, inf, NaN), dims / keepdim, strided input,
+    # op_db's samples, the CPU's errors.
+    from torch.testing._internal.common_methods_invocations import op_db
+    g = torch.Generator().manual_seed(3)
+    specials = torch.tensor([0.0, -0.0, 1e-40, -3e-39, 1e-45, float("inf"), -float("inf"), float("nan"), 1.5, -2.25])
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+               torch.int8, torch.uint8, torch.bool):
+        if dt.is_floating_point:
+            x = torch.randn(6, 7, 5, generator=g).to(dt)
+        else:
+            x = torch.randint(-100 if dt != torch.uint8 else 0, 100, (6, 7, 5), generator=g).to(dt)
+        cases = [(x, ()), (x, (1,)), (x, (0, 2)), (x.transpose(0, 2), (1,)), (x[:, ::2], (0,))]
+        if dt.is_floating_point:
+            cases.append((specials.to(dt), ()))
+        for t, dim in cases:
+            for keepdim in (False, True):
+                ref = torch.hash_tensor(t, dim, keepdim=keepdim)
+                got = torch.hash_tensor(t.to("ocl"), dim, keepdim=keepdim).cpu()
+                assert got.dtype == torch.uint64 and torch.equal(got, ref), (dt, dim, keepdim, got, ref)
+    info = next(o for o in op_db if o.name == "hash_tensor")
+    for dt in (torch.float32, torch.int64, torch.bool):
+        for sample in info.sample_inputs("cpu", dt):
+            ref = info(sample.input, *sample.args, **sample.kwargs)
+            got = info(sample.input.to("ocl"), *sample.args, **sample.kwargs).cpu()
+            assert torch.equal(got, ref), (dt, sample)
+    d = torch.zeros(0, 3, device="ocl")
+    assert torch.hash_tensor(d, [1]).shape == (0,)
+    for f, err in ((lambda: torch.hash_tensor(d), "Expected reduction dim to be specified"),
+                   (lambda: torch.hash_tensor(d, [0]), "Expected reduction dim 0 to have non-zero size"),
+                   (lambda: torch.hash_tensor(torch.ones(3, device="ocl"), mode=1), "Unknown hash_tensor mode: 1")):
+        with pytest.raises((RuntimeError, IndexError), match=err):
+            f()
+
+
 def test_softmax_long_rows():
     # Rows longer than 4 x 256 take the long-row loops four elements per step (a language model's vocabulary):
     # row lengths not a multiple of 4 x 256 (tails), rows along a strided dim, forward, backward, in place.

@@ -1,4 +1,4 @@
-// Sum-like reductions (sum, mean, prod, nansum) and logical ones (any, all, count_nonzero):
+// Sum-like reductions (sum, mean, prod, nansum), logical ones (any, all, count_nonzero) and hash_tensor:
 // each op is one dlprim ReduceOp row; ReduceLaunch does shapes, strides and aliasing.
 #include "aten/ReduceLaunch.h"
 #include "core/TensorUtils.h"
@@ -33,6 +33,30 @@ const dlprim::ReduceOp k_all{"all", {"long b"}, "a->b = 1;", "a->b &= (x != 0);"
                              1, dlprim::ReduceValue::Index};
 const dlprim::ReduceOp k_count_nonzero{"count_nonzero", {"long c"}, "a->c = 0;", "a->c += (x != 0);",
                                        "a->c += b->c;", "y0 = a->c;", "", 1, dlprim::ReduceValue::Index};
+
+// hash_tensor (mode 0, the CPU's xor_sum): the xor of the elements upcast to their 64-bit type (float64 /
+// int64) and read as uint64. float32 and 16-bit floats (loaded as float) get their float64 bits from integer
+// operations, exact for zeros, subnormals, infinities and NaN (quietened, as the CPU's conversion does), so
+// devices without float64 hash them too.
+const char* k_f64_bits = R"CL(
+inline ulong dl_f32_as_f64_bits(float f) {
+  const uint u = as_uint(f), e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+  const ulong s = (ulong)(u >> 31) << 63;
+  if (e == 0xffu) return s | 0x7ff0000000000000ul | ((ulong)m << 29) | (m ? 0x0008000000000000ul : 0ul);
+  if (e == 0) {
+    if (m == 0) return s;
+    const int p = 31 - (int)clz(m);  // the subnormal's leading bit: the value is 2^(p - 149) (1 + ...)
+    return s | ((ulong)(p - 149 + 1023) << 52) | (((ulong)m << (52 - p)) & 0xffffffffffffful);
+  }
+  return s | ((ulong)(e + 896u) << 52) | ((ulong)m << 29);
+}
+)CL";
+const dlprim::ReduceOp k_hash_f32{"hash_tensor", {"ulong h"}, "a->h = 0;", "a->h ^= dl_f32_as_f64_bits(x);",
+                                  "a->h ^= b->h;", "y0 = (long)a->h;", k_f64_bits, 1, dlprim::ReduceValue::Index};
+const dlprim::ReduceOp k_hash_f64{"hash_tensor", {"ulong h"}, "a->h = 0;", "a->h ^= as_ulong(x);", "a->h ^= b->h;",
+                                  "y0 = (long)a->h;", "", 1, dlprim::ReduceValue::Index};
+const dlprim::ReduceOp k_hash_int{"hash_tensor", {"ulong h"}, "a->h = 0;", "a->h ^= (ulong)x;", "a->h ^= b->h;",
+                                  "y0 = (long)a->h;", "", 1, dlprim::ReduceValue::Index};
 
 // Result dtype of sum/prod/nansum: `dtype`, else integers (and bool) widen to int64.
 c10::ScalarType sum_result_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
@@ -205,6 +229,25 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   return self.eq(other).all().item<bool>();
 }
 
+at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode, at::Tensor& out) {
+  TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);
+  TORCH_CHECK(!self.is_complex(), "\"xor_sum\" not implemented for '", self.scalar_type(), "'");
+  check_out_dtype(out, c10::kUInt64, "hash_tensor");
+  const DimMask mask = reduction_mask(dim, self.dim());
+  if (dim.empty() || self.dim() == 0) {
+    TORCH_CHECK(self.numel() != 0, "hash_tensor: Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument.");
+  } else {
+    check_nonempty_reduction(self, mask, false, "hash_tensor");
+  }
+  const c10::ScalarType t = self.scalar_type();
+  const bool f64 = t == c10::kDouble, flt = c10::isFloatingType(t);
+  const dlprim::ReduceOp& op = f64 ? k_hash_f64 : flt ? k_hash_f32 : k_hash_int;
+  launch_reduction(op, self, mask, keepdim, {out}, f64 ? c10::kDouble : flt ? c10::kFloat : c10::kLong, {0, 0},
+                   "hash_tensor");
+  return out;
+}
+
 at::Tensor count_nonzero(const at::Tensor& self, at::IntArrayRef dims) {
   if (self.is_complex()) return at::count_nonzero(at::ne(self, 0), dims);
   at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
@@ -231,6 +274,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.dims_out", TORCH_FN(all_dims_out));
   m.impl("all.all_out", TORCH_FN(all_all_out));
   m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero));
+  m.impl("hash_tensor.out", TORCH_FN(hash_tensor_out));
   m.impl("equal", TORCH_FN(equal));
 }
 

@@ -32,9 +32,13 @@ exec(STANDINS)
 GCD, MODE = "ocl_fallback_test::gcd", "ocl_fallback_test::mode"
 # The warning tests need an aten operator reached through torch's Python binding: that binding
 # turns the fallback's C++ warning into a Python UserWarning (torch.ops.* calls, the stand-ins
-# above included, print it to stderr instead). torch.hash_tensor has no ocl kernel yet: change
-# it here when it gets one.
-HASH = "aten::hash_tensor"
+# above included, print it to stderr instead). torch.fake_quantize_per_tensor_affine (its
+# aten::fake_quantize_per_tensor_affine_cachemask) has no ocl kernel yet: change it here when it gets one.
+FQ = "aten::fake_quantize_per_tensor_affine_cachemask"
+
+
+def fake_quant(t):
+    return torch.fake_quantize_per_tensor_affine(t, 0.1, 0, -128, 127)
 
 
 @pytest.fixture
@@ -75,27 +79,23 @@ def test_strict_does_not_count():
     assert pytorch_ocl.fallback_stats() == {}
 
 
-needs_hash = pytest.mark.skipif(not hasattr(torch, "hash_tensor"), reason="torch without hash_tensor")
-
-
-@needs_hash
 def test_non_strict_warns_once_and_counts(non_strict):
     cpu = torch.randn(3, 17)
     x = cpu.to("ocl")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        y1 = torch.hash_tensor(x, [1])
-        y2 = torch.hash_tensor(x, [1])
-        y3 = x.hash_tensor([1])
-    msgs = [str(w.message) for w in caught if HASH in str(w.message)]
+        y1 = fake_quant(x)
+        y2 = fake_quant(x)
+        y3 = fake_quant(x.t()).t()
+    msgs = [str(w.message) for w in caught if FQ in str(w.message)]
     assert len(msgs) == 1, msgs
-    assert issubclass([w for w in caught if HASH in str(w.message)][0].category, UserWarning)
+    assert issubclass([w for w in caught if FQ in str(w.message)][0].category, UserWarning)
     assert "CPU" in msgs[0]
     for y in (y1, y2, y3):
         assert y.device.type == "ocl"
-        assert torch.equal(y.cpu(), torch.hash_tensor(cpu, [1]))
+        assert torch.equal(y.cpu(), fake_quant(cpu))
     stats = pytorch_ocl.fallback_stats()
-    keys = [k for k in stats if k.startswith(HASH)]
+    keys = [k for k in stats if k.startswith(FQ)]
     assert len(keys) == 1, stats
     assert stats[keys[0]] == 3
     assert torch.ocl.fallback_stats() == stats
@@ -146,7 +146,6 @@ def test_native_ops_do_not_fall_back(non_strict):
     assert_close(n.cpu(), -cpu_a)
 
 
-@needs_hash
 def test_non_strict_in_fresh_process_default(run_py):
     # Without PYTORCH_OCL_STRICT the default is non-strict: warn once per op and run on the CPU.
     proc = run_py(
@@ -157,11 +156,11 @@ def test_non_strict_in_fresh_process_default(run_py):
         x = torch.tensor([[4, 6, 9], [12, 5, 8]]).to("ocl")
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            h = torch.hash_tensor(x.float(), [1])
-            h = torch.hash_tensor(x.float(), [1])
+            h = torch.fake_quantize_per_tensor_affine(x.float(), 0.1, 0, -128, 127)
+            h = torch.fake_quantize_per_tensor_affine(x.float(), 0.1, 0, -128, 127)
             y = gcd(x, x + 2)
             y = gcd(x, x + 2)
-        print(sum("aten::hash_tensor" in str(m.message) for m in w))
+        print(sum("aten::fake_quantize_per_tensor_affine_cachemask" in str(m.message) for m in w))
         print(y.device, y.cpu().tolist())
         print(pytorch_ocl.fallback_stats())
         """),
@@ -172,7 +171,7 @@ def test_non_strict_in_fresh_process_default(run_py):
     assert lines[1] == "1"
     x = torch.tensor([[4, 6, 9], [12, 5, 8]])
     assert lines[2] == "ocl:0 " + str(torch.gcd(x, x + 2).tolist())
-    assert "'ocl_fallback_test::gcd': 2" in lines[3] and "'aten::hash_tensor.out': 2" in lines[3]
+    assert "'ocl_fallback_test::gcd': 2" in lines[3] and "'aten::fake_quantize_per_tensor_affine_cachemask': 2" in lines[3]
 
 
 def test_strict_env_zero_means_off(run_py):

@@ -116,9 +116,11 @@ def test_decision_stored_and_exit_with_pending_builds(deferred_runs):
     _, reload, _ = deferred_runs
     assert reload["err"] < 1e-3, reload
     assert reload["stats"]["loaded"] == 1 and reload["stats"]["deferred"] == 0, reload  # read back, not deferred
-    # the last class deferred, and the process exited while it built
-    assert reload["after"]["deferred"] == reload["conv_tuned"]["deferred"] + 1, reload
-    assert reload["after"]["timed"] == reload["conv_tuned"]["timed"], reload
+    # the last class deferred, and the process exited while it built; its builds may finish between the call's
+    # two plan lookups (workspace size, then the run), and then the second lookup times it: a deferred tuning
+    a, t = reload["after"], reload["conv_tuned"]
+    assert a["deferred"] == t["deferred"] + 1, reload
+    assert a["timed"] - t["timed"] == a["deferred_tuned"] - t["deferred_tuned"] <= 1, reload
 
 
 def test_conv_forward_deferred(deferred_runs):

@@ -45,6 +45,7 @@
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
+#   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
@@ -389,6 +390,13 @@ case "${1:-validate}" in
     run prof_linalg 60 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
     PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
       --ops lu_factor,cholesky,qr --top 8
+    ;;
+  early33)  # batch-1 decode's host cost on the GPU: per-token counts and host time (GPT-2 small), the graphs.py
+    # decode step vs CUDA eager, per-op host time vs CUDA; then the copy-overlap probe of overlap32
+    run decode_overhead 150 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
+    run graphs 90 python3 benchmarks/graphs.py --ref cuda
+    run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
+    run overlap 90 python3 benchmarks/dist_shm_copies.py --overlap
     ;;
   overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's
     # launches or slow its kernels? (benchmarks/dist_shm_copies.py --overlap)

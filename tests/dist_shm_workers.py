@@ -237,6 +237,16 @@ def switches(rank, world, gloo):
     assert shm_trace(gloo) is None and not shm_trace().on
 
 
+def _failing_third(stage, message, calls):
+    """`stage` (a piece's read or write) that raises `message` on its third call, counting calls in `calls`."""
+    def failing(dst, src):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError(message)
+        stage(dst, src)
+    return failing
+
+
 def stage_threads(rank, world, port):
     """A thread per stage (_dist_shm_stages.py, PYTORCH_OCL_DIST_SHM_STAGE_THREADS) and the one-thread path:
     many back-to-back async all-reduces of odd sizes over several pieces each, bit for bit on both; the trace's
@@ -293,14 +303,8 @@ def stage_threads(rank, world, port):
 
         # a failed write back (the third piece's, on rank 0): rank 0's wait raises, rank 1 gets its result
         write, calls = _dist_shm_stages._write, []
-
-        def failing(dst, src):
-            calls.append(1)
-            if len(calls) == 3:
-                raise RuntimeError("injected write failure")
-            write(dst, src)
         if rank == 0:
-            _dist_shm_stages._write = failing
+            _dist_shm_stages._write = _failing_third(write, "injected write failure", calls)
         t = _input(rank, n, torch.float32, R_.SUM).to(DEV)
         work = dist.all_reduce(t, group=group, async_op=True)
         try:
@@ -319,13 +323,7 @@ def stage_threads(rank, world, port):
         # a failed device read (the third piece's, on every rank: the same place, so no rank waits for another)
         # with two pieces in flight: the wait raises it, and the group's later all-reduces raise too
         read, calls = _dist_shm_stages._read, []
-
-        def failing_read(dst, src):
-            calls.append(1)
-            if len(calls) == 3:
-                raise RuntimeError("injected read failure")
-            read(dst, src)
-        _dist_shm_stages._read = failing_read
+        _dist_shm_stages._read = _failing_third(read, "injected read failure", calls)
         try:
             work = dist.all_reduce(t, group=group, async_op=True)
             try:

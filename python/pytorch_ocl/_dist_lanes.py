@@ -47,6 +47,17 @@ def positive_int_env(name, hint=""):
     return k
 
 
+def switch_env(name, default, off="", on=""):
+    """Environment switch `name`: True for "1", False for "0", `default` when unset; anything else raises,
+    naming what 0 and 1 mean (`off`, `on`)."""
+    env = os.environ.get(name, "").strip()
+    if env not in ("", "0", "1"):
+        meaning = f" ({off})" if off else ""
+        meaning1 = f" ({on})" if on else ""
+        raise ValueError(f"ocl_gloo: {name} must be 0{meaning} or 1{meaning1}, got {env!r}")
+    return default if not env else env == "1"
+
+
 def usable_cpus():
     """CPUs this process may run on (its affinity mask where the platform has one)."""
     try:

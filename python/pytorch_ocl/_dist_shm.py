@@ -97,11 +97,7 @@ class _Timespec(ctypes.Structure):
 
 def wanted():
     """This process's PYTORCH_OCL_DIST_SHM: True (default, "1") or False ("0"); anything else is an error."""
-    env = os.environ.get(ENV, "").strip()
-    if env not in ("", "0", "1"):
-        raise ValueError(f"ocl_gloo: {ENV} must be 0 (gloo only) or 1 (shared memory between ranks of one "
-                         f"host where possible), got {env!r}")
-    return env != "0"
+    return _dist_lanes.switch_env(ENV, True, "gloo only", "shared memory between ranks of one host where possible")
 
 
 def default_threads(world):

@@ -31,7 +31,6 @@ reads enqueued by the caller, the write backs by the worker); read when a group 
 between the ranks is the same either way).
 """
 import atexit
-import os
 import queue
 import threading
 import traceback
@@ -42,6 +41,8 @@ from time import perf_counter
 import torch
 import torch.distributed as dist
 
+from . import _dist_lanes
+
 ENV = "PYTORCH_OCL_DIST_SHM_STAGE_THREADS"
 READER, WRITER = "ocl_shm_read", "ocl_shm_write"
 _POLL_S = 0.1  # how often a waiting worker checks that the group is not being shut down
@@ -50,11 +51,8 @@ _JOIN_S = 5.0  # how long close() waits for a stage thread to finish what it is 
 
 def wanted():
     """This process's PYTORCH_OCL_DIST_SHM_STAGE_THREADS: True (default, "1") or False ("0")."""
-    env = os.environ.get(ENV, "").strip()
-    if env not in ("", "0", "1"):
-        raise ValueError(f"ocl_gloo: {ENV} must be 0 (one thread for every stage of the shared-memory "
-                         f"all-reduce) or 1 (a reader, the worker and a writer thread), got {env!r}")
-    return env != "0"
+    return _dist_lanes.switch_env(ENV, True, "one thread for every stage of the shared-memory all-reduce",
+                                  "a reader, the worker and a writer thread")
 
 
 def _read(dst, src):

@@ -26,9 +26,10 @@ wall: > 1 = overlap).
 PYTORCH_OCL_DIST_SHM_TRACE=1 turns it on for every shared-memory group made afterwards; pytorch_ocl.
 distributed.shm_trace(group) returns a group's Trace (reset(on=True) starts recording on it).
 """
-import os
 import threading
 import time
+
+from . import _dist_lanes
 
 ENV = "PYTORCH_OCL_DIST_SHM_TRACE"
 STAGES = ("read", "wait_read", "copy_in", "wait_slot", "wait_arrive", "wait_out", "reduce", "wait_reduced",
@@ -37,10 +38,7 @@ MAX_PIECES = 1 << 16  # kept per-piece records; totals go on beyond
 
 
 def wanted():
-    env = os.environ.get(ENV, "").strip()
-    if env not in ("", "0", "1"):
-        raise ValueError(f"ocl_gloo: {ENV} must be 0 or 1, got {env!r}")
-    return env == "1"
+    return _dist_lanes.switch_env(ENV, False)
 
 
 class Trace:

@@ -14,8 +14,14 @@ segment would have to be made pinned for the OpenCL runtime, e.g. a CL_MEM_USE_H
 
 --overlap: do device reads on another thread (4 MiB pieces into pinned memory on a side stream, as the all-reduce's
 reader) overlap the training thread's work? Host time per small launch and device time of 1024^2 matmuls, alone
-and while the reads run, and the reads' rate alone and during the matmuls (DDP's copies ran at 4.6 GB/s and seemed
-to add to the step rather than hide under the backward).
+and while the reads run (the reader waiting for each piece by clFinish, clWaitForEvents, event polling, or not at
+all), the reads' rate alone and during, then the same reads enqueued by the training thread itself. On NVIDIA's
+OpenCL (H200, 2026-11-27) a non-blocking read into pinned memory returns only when the copy is done (64 reads:
+25 ms to enqueue) and holds the other threads' launches meanwhile (9 -> 230-440 us each, whatever the wait), while
+the GPU itself overlaps them with kernels (from one thread, matmuls 3.3 ms with or without the reads in flight).
+The same held for clEnqueueCopyBuffer into the pinned block's own buffer, for a copy kernel writing that buffer
+(24.4 ms to enqueue the 64), and for pinned memory made as CL_MEM_USE_HOST_PTR over our own pages: no OpenCL
+route tried lets a device-to-host copy run while another thread launches.
 """
 import argparse
 import mmap
@@ -107,22 +113,41 @@ def main():
 
 
 def overlap_probe(dev, sync):
+    """The reader waits for each piece one of three ways: Stream.synchronize (clFinish), Event.synchronize
+    (clWaitForEvents) or polling Event.query (clGetEventInfo) with a short sleep; "enqueue only" queues the 64
+    reads and waits once. Which of them holds up the other thread's launches tells where the lock is."""
     piece, pieces = 4 << 20, 64
-    src = torch.ones(piece * pieces, dtype=torch.uint8, device=dev)
+    src = (torch.arange(piece * pieces, dtype=torch.int32, device=dev) % 251).to(torch.uint8)
     pinned = torch.empty(piece, dtype=torch.uint8, pin_memory=True)
     small = torch.zeros(1024, device=dev)
     a = torch.randn(1024, 1024, device=dev)
     stop = threading.Event()
     read_rate = []
 
-    def reader():  # the all-reduce reader's pattern: one piece at a time, each waited for
+    def wait_finish(side):
+        side.synchronize()
+
+    def wait_event(side):
+        side.record_event().synchronize()
+
+    def wait_poll(side):
+        ev = side.record_event()
+        while not ev.query():
+            time.sleep(2e-5)
+
+    waits = {"Stream.synchronize": wait_finish, "Event.synchronize": wait_event, "Event.query poll": wait_poll,
+             "enqueue only": None}
+
+    def reader(wait):  # the all-reduce reader's pattern: one piece at a time, each waited for
         side = torch.ocl.Stream()
         with torch.ocl.stream(side):
             while not stop.is_set():
                 start = time.perf_counter()
                 for i in range(pieces):
                     pinned.copy_(src[i * piece:(i + 1) * piece], non_blocking=True)
-                    side.synchronize()
+                    if wait:
+                        wait(side)
+                side.synchronize()
                 read_rate.append(piece * pieces / 1e9 / (time.perf_counter() - start))
 
     def launches():
@@ -142,28 +167,59 @@ def overlap_probe(dev, sync):
         sync()
         return (time.perf_counter() - start) * 1e3
 
+    def with_reader(wait, body, seconds=0.2):
+        stop.clear()
+        read_rate.clear()
+        th = threading.Thread(target=reader, args=(wait,))
+        th.start()
+        time.sleep(seconds)
+        out = body() if body else None
+        stop.set()
+        th.join()
+        return out, (statistics.median(read_rate) if read_rate else float("nan"))
+
     launches(), matmuls()
     alone = (launches(), matmuls())
-    th = threading.Thread(target=reader)
-    th.start()
-    time.sleep(0.2)
-    during = (launches(), matmuls())
-    stop.set()
-    th.join()
-    rate_during = statistics.median(read_rate) if read_rate else float("nan")
-    read_rate.clear()
-    stop.clear()
-    th = threading.Thread(target=reader)
-    th.start()
-    time.sleep(1.0)
-    stop.set()
-    th.join()
-    rate_alone = statistics.median(read_rate) if read_rate else float("nan")
     print(f"{torch.ocl.get_device_properties(0).name}; reads of 4 MiB pieces on a side stream in another thread")
-    print("| | alone | during the reads |\n|---|---|---|")
-    print(f"| host us per small launch (add_ on 1024 floats) | {alone[0]:.1f} | {during[0]:.1f} |")
-    print(f"| 200 matmuls 1024^2, ms | {alone[1]:.1f} | {during[1]:.1f} |")
-    print(f"| reads GB/s (alone / during the launches and matmuls) | {rate_alone:.2f} | {rate_during:.2f} |")
+    print(f"alone: host us per small launch (add_ on 1024 floats) {alone[0]:.1f}, 200 matmuls 1024^2 {alone[1]:.1f} ms")
+    print("| reader waits by | host us per small launch | 200 matmuls ms | reads GB/s alone | reads GB/s during | "
+          "piece read right |")
+    print("|---|---|---|---|---|---|")
+    for name, wait in waits.items():
+        during, rate_during = with_reader(wait, lambda: (launches(), matmuls()))
+        _, rate_alone = with_reader(wait, None, 1.0)
+        k = 37
+        pinned.zero_()
+        pinned.copy_(src[k * piece:(k + 1) * piece], non_blocking=True)
+        sync()
+        right = torch.equal(pinned, src[k * piece:(k + 1) * piece].cpu())
+        print(f"| {name} | {during[0]:.1f} | {during[1]:.1f} | {rate_alone:.2f} | {rate_during:.2f} | {right} |")
+
+    # One thread: the 64 reads enqueued on a side stream (nothing waits), then the launches / matmuls timed while
+    # they run: a slow launch here is the driver holding launches behind the copies, not a lock between threads.
+    side = torch.ocl.Stream()
+    sync()
+    for label, enqueue in (("64 reads in flight", True), ("no reads (control)", False)):
+        pinned.zero_()
+        start = time.perf_counter()
+        if enqueue:
+            with torch.ocl.stream(side):
+                for i in range(pieces):
+                    pinned.copy_(src[i * piece:(i + 1) * piece], non_blocking=True)
+        enqueue_ms = (time.perf_counter() - start) * 1e3
+        start = time.perf_counter()
+        for _ in range(200):
+            small.add_(1)
+        host = (time.perf_counter() - start) / 200 * 1e6
+        t0 = time.perf_counter()
+        for _ in range(50):
+            a.mm(a)
+        torch.ocl.current_stream().synchronize()
+        mm_ms = (time.perf_counter() - t0) * 1e3
+        side.synchronize()
+        right = not enqueue or torch.equal(pinned, src[(pieces - 1) * piece:].cpu())
+        print(f"one thread, {label}: enqueueing them {enqueue_ms:.1f} ms, then host us per small launch {host:.1f}, "
+              f"50 matmuls (to their end) {mm_ms:.1f} ms; last piece right {right}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
 #   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
+#   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
@@ -397,6 +398,10 @@ case "${1:-validate}" in
     run graphs 90 python3 benchmarks/graphs.py --ref cuda
     run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
     run overlap 90 python3 benchmarks/dist_shm_copies.py --overlap
+    ;;
+  overlap33)  # which wait of another thread's device reads holds up this thread's launches: the reader waiting
+    # by Stream.synchronize (clFinish), Event.synchronize (clWaitForEvents), Event.query polling, or not at all
+    run overlap 150 python3 benchmarks/dist_shm_copies.py --overlap
     ;;
   overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's
     # launches or slow its kernels? (benchmarks/dist_shm_copies.py --overlap)

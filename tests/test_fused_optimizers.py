@@ -124,6 +124,19 @@ def sgd_cpu(lists, dtype, **kw):
             t.copy_(tw)
 
 
+@pytest.mark.parametrize("step", [1, 2, 10, 300, 100000])
+def test_adam_bias_correction_precision(step):
+    """The update itself (not just the param) agrees with the CPU's double-precision bias corrections, also where
+    1 - beta2^step is tiny (beta2 = 0.999 at step 1) or beta^step underflows."""
+    p = torch.randn(1000)
+    cpu = [[p.clone()], [torch.randn(1000)], [torch.randn(1000)], [torch.rand(1000) + 0.1], []]
+    ocl = [clone_dev(lst) for lst in cpu]
+    kw = dict(lr=0.1, beta1=0.9, beta2=0.999, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+    torch._fused_adam_(*cpu, steps(1, step, "cpu"), **kw)
+    torch._fused_adam_(*ocl, steps(1, step, DEV), **kw)
+    assert_close(ocl[0][0].cpu() - p, cpu[0][0] - p, rtol=1e-5, atol=1e-7)
+
+
 SGD_CASES = [dict(), dict(momentum=0.9), dict(momentum=0.9, nesterov=True), dict(momentum=0.9, dampening=0.3),
              dict(momentum=0.5, weight_decay=0.1, maximize=True, nesterov=True)]
 

@@ -16,6 +16,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,22 @@ struct FusedRule {
   const char* update;
 };
 
+// 1 - exp(x) for x <= 0, i.e. 1 - beta^step with x = step * log(beta) (log(beta) from the host in double), as
+// accurate as torch's double pow after rounding to float: where it is small (beta2 = 0.999 early on)
+// 1 - exp(x) would lose its digits to cancellation, so a series takes it (|x| < 1/8: 8 terms, error below
+// x^9 / 9!); exp beyond. (expm1 and pow are as accurate but 20 to 80 times slower than exp on PoCL.)
+const char* const kPrelude = R"(
+inline dl_t fused_one_minus_exp(dl_t x) {
+#if DL_IS_DOUBLE
+  return -expm1(x);
+#else
+  if (fabs(x) < 0.125f)
+    return -x * (1 + x / 2 * (1 + x / 3 * (1 + x / 4 * (1 + x / 5 * (1 + x / 6 * (1 + x / 7 * (1 + x / 8)))))));
+  return 1 - exp(x);
+#endif
+}
+)";
+
 // torch's fused_adam_utils.cuh: bias corrections from the step count on the device.
 const char* const kAdamUpdate = R"(
   if (weight_decay != 0) {
@@ -54,8 +71,8 @@ const char* const kAdamUpdate = R"(
   }
   exp_avg = beta1 * exp_avg + one_minus_beta1 * grad;
   exp_avg_sq = beta2 * exp_avg_sq + one_minus_beta2 * grad * grad;
-  dl_t step_size = lr / (1 - pow(beta1, step_count));
-  dl_t bias_correction2_sqrt = sqrt(1 - pow(beta2, step_count));
+  dl_t step_size = lr / fused_one_minus_exp(step_count * log_beta1);
+  dl_t bias_correction2_sqrt = sqrt(fused_one_minus_exp(step_count * log_beta2));
 #if FUSED_EXTRA
   max_exp_avg_sq = max_exp_avg_sq < exp_avg_sq ? exp_avg_sq : max_exp_avg_sq;
   dl_t denom = sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps;
@@ -85,17 +102,18 @@ const char* const kAdagradUpdate = R"(
 )";
 
 enum RuleId { kAdam, kAdamW, kSgd, kAdagrad };
+#define OCL_ADAM_HYPER \
+  {"beta1", "one_minus_beta1", "log_beta1", "beta2", "one_minus_beta2", "log_beta2", "weight_decay", "eps"}
 const FusedRule kRules[] = {
-    {"_fused_adam_", {"exp_avg", "exp_avg_sq"}, "max_exp_avg_sq", true,
-     {"beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "weight_decay", "eps"}, "#define FUSED_DECOUPLED 0\n",
+    {"_fused_adam_", {"exp_avg", "exp_avg_sq"}, "max_exp_avg_sq", true, OCL_ADAM_HYPER, "#define FUSED_DECOUPLED 0\n",
      kAdamUpdate},
-    {"_fused_adamw_", {"exp_avg", "exp_avg_sq"}, "max_exp_avg_sq", true,
-     {"beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "weight_decay", "eps"}, "#define FUSED_DECOUPLED 1\n",
-     kAdamUpdate},
+    {"_fused_adamw_", {"exp_avg", "exp_avg_sq"}, "max_exp_avg_sq", true, OCL_ADAM_HYPER,
+     "#define FUSED_DECOUPLED 1\n", kAdamUpdate},
     {"_fused_sgd_", {}, "momentum_buffer", false,
      {"weight_decay", "momentum", "one_minus_dampening", "nesterov", "first_step"}, "", kSgdUpdate},
     {"_fused_adagrad_", {"state_sum"}, nullptr, true, {"lr_decay", "weight_decay", "eps"}, "", kAdagradUpdate},
 };
+#undef OCL_ADAM_HYPER
 
 // What a kernel variant reads: the optional state list, the grad write-back (where grad_scale is given), and
 // for each of lr, grad_scale, found_inf whether it is a 0-dim device tensor (an input) or a number (a by-value
@@ -151,7 +169,7 @@ const dlprim::ElementwiseOp& fused_op(RuleId id, const Variant& v) {
     op = std::make_unique<dlprim::ElementwiseOp>();
     op->name = r.name;
     op->body = fused_body(r, v);
-    op->prelude = std::string(r.defines) + "#define FUSED_EXTRA " + (v.extra ? "1" : "0") + "\n";
+    op->prelude = std::string(r.defines) + "#define FUSED_EXTRA " + (v.extra ? "1" : "0") + "\n" + kPrelude;
     op->n_outputs = 1 + n_states + (v.write_grad ? 1 : 0);
     op->n_inputs = 2 + n_states + (r.has_step ? 1 : 0) + n_dev;
     op->n_params = static_cast<int>(r.hyper.size()) + 1 + (3 - n_dev);
@@ -250,7 +268,8 @@ void fused_step(const FusedCall& c) {
                 "; expected one device per call");
     c10::ScalarType st = p.scalar_type();
     TORCH_CHECK(st == c10::kFloat || st == c10::kHalf || st == c10::kBFloat16 || st == c10::kDouble, api,
-                ": expected floating point params (float32, float16, bfloat16, float64), got ", st, " at param[", i, "]");
+                ": expected floating point params (float32, float16, bfloat16, float64), got ", st, " at param[", i,
+                "]");
     check_like(api, "grads", i, c.grads[i], p);
     for (size_t k = 0; k < c.states.size(); ++k) check_like(api, r.states[k], i, c.states[k][i], p);
     if (extra) check_like(api, r.extra, i, c.extra[i], p);
@@ -294,7 +313,8 @@ void adam_impl(RuleId id, TensorList self, TensorList grads, TensorList exp_avgs
                double beta2, double weight_decay, double eps, bool amsgrad, bool maximize, const OptT& grad_scale,
                const OptT& found_inf) {
   fused_step({id, self, grads, {exp_avgs, exp_avg_sqs}, amsgrad, max_exp_avg_sqs, state_steps, lr_t,
-              lr, {beta1, 1 - beta1, beta2, 1 - beta2, weight_decay, eps, maximize ? 1.0 : 0.0}, grad_scale,
+              lr, {beta1, 1 - beta1, std::log(beta1), beta2, 1 - beta2, std::log(beta2), weight_decay, eps,
+               maximize ? 1.0 : 0.0}, grad_scale,
               found_inf});
 }
 

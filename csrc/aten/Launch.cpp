@@ -112,16 +112,19 @@ void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute
   dlprim::EwShape shape;
   dlprim::EwMultiItem item;
   int device = describe(name, iter, &shape, &item.outputs, &item.inputs);
-  bool contiguous = shape.rank == 1 && iter.numel() < (int64_t{1} << 31);
-  for (auto& o : item.outputs)
-    if (o.strides[0] != 1) contiguous = false;
-  // An input of stride 0 (a 0-dim device tensor such as an optimizer's step count) is one value
-  // the multi-tensor kernel reads for every element.
-  for (auto& i : item.inputs)
-    if (!i.is_scalar && i.strides[0] != 1) {
-      if (i.strides[0] == 0) i.is_broadcast = true;
-      else contiguous = false;
-    }
+  // Rank 0 (0-dim operands, e.g. the optimizers' step counts): one element at each operand's offset.
+  bool contiguous = shape.rank <= 1 && iter.numel() < (int64_t{1} << 31);
+  if (shape.rank == 1) {
+    for (auto& o : item.outputs)
+      if (o.strides[0] != 1) contiguous = false;
+    // An input of stride 0 (a 0-dim device tensor such as an optimizer's step count) is one value
+    // the multi-tensor kernel reads for every element.
+    for (auto& i : item.inputs)
+      if (!i.is_scalar && i.strides[0] != 1) {
+        if (i.strides[0] == 0) i.is_broadcast = true;
+        else contiguous = false;
+      }
+  }
   if (!contiguous) {
     flush();
     launch_elementwise(op_, iter, compute, params);

@@ -279,6 +279,7 @@ OPTIMIZERS = [
     (torch.optim.Adam, dict(lr=0.01, amsgrad=True, weight_decay=0.01)),
     (torch.optim.AdamW, dict(lr=0.01, weight_decay=0.1)),
     (torch.optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True)),
+    (torch.optim.SGD, dict(lr=0.05)),  # no momentum buffers
     (torch.optim.Adagrad, dict(lr=0.05, lr_decay=0.01)),
 ]
 
@@ -308,7 +309,7 @@ def train(device, cls, kw, fused, steps_=4, dtype=torch.float32, scaler=None):
     return [p.detach().cpu() for p in model.parameters()]
 
 
-@pytest.mark.parametrize("cls,kw", OPTIMIZERS, ids=[c.__name__ for c, _ in OPTIMIZERS])
+@pytest.mark.parametrize("cls,kw", OPTIMIZERS, ids=[f"{c.__name__}{i}" for i, (c, _) in enumerate(OPTIMIZERS)])
 def test_optimizer_fused_matches_cpu_fused_and_foreach(cls, kw):
     assert DEV in torch.utils._foreach_utils._get_fused_kernels_supported_devices()
     fused = train(DEV, cls, kw, fused=True)
@@ -316,6 +317,14 @@ def test_optimizer_fused_matches_cpu_fused_and_foreach(cls, kw):
         assert_close(o, c, rtol=1e-4, atol=1e-5)
     for f, o in zip(train(DEV, cls, kw, fused=False), fused):
         assert_close(o, f, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("lr_device", ["cpu", DEV])
+def test_optimizer_fused_tensor_lr(lr_device):
+    """A tensor lr: torch.optim passes a CPU one as is (read by value), a device one to the kernel."""
+    ocl = train(DEV, torch.optim.AdamW, dict(lr=torch.tensor(0.01, device=lr_device)), fused=True)
+    for c, o in zip(train("cpu", torch.optim.AdamW, dict(lr=torch.tensor(0.01)), fused=True), ocl):
+        assert_close(o, c, rtol=1e-4, atol=1e-5)
 
 
 def test_optimizer_fused_half_params():

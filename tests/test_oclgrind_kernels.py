@@ -103,6 +103,34 @@ def test_foreach_and_copies():
     check(lambda x: x.expand(3, 4, 6, 5).flip(0).contiguous(), x)
 
 
+
+def test_fused_optimizers():
+    """The fused optimizer kernels: several params per multi-tensor launch (device step counts, tensor lr,
+    grad_scale and found_inf read as broadcast operands) and a sliced param (the strided kernel)."""
+    for op, n_states in (("_fused_adamw_", 3), ("_fused_sgd_", 1), ("_fused_adagrad_", 1)):
+        big = rand(4, 6)
+        params = [rand(n) for n in (3, 17, 40)] + [big[:, ::2].contiguous()]
+        cpu = [params] + [[rand(*t.shape).abs() for t in params] for _ in range(n_states + 1)]
+        ocl = [[t.to(DEV) for t in lst] for lst in cpu]
+        ocl[0][-1] = big.to(DEV)[:, ::2]  # the CPU kernels assume dense params: the sliced one is ocl's only
+        for device, ls in (("cpu", cpu), (DEV, ocl)):
+            extra = dict(grad_scale=torch.tensor(4.0, device=device), found_inf=torch.tensor(0.0, device=device))
+            lr = torch.tensor(0.01, device=device)
+            steps = [torch.tensor(2.0, device=device) for _ in ls[0]]
+            if op == "_fused_adamw_":
+                torch._fused_adamw_(*ls, steps, lr=lr, beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-8,
+                                    amsgrad=True, maximize=False, **extra)
+            elif op == "_fused_sgd_":
+                torch._fused_sgd_(*ls, weight_decay=0.1, momentum=0.9, lr=lr, dampening=0.1, nesterov=True,
+                                  maximize=False, is_first_step=False, **extra)
+            else:
+                torch._fused_adagrad_(*ls, steps, lr=lr, lr_decay=0.1, weight_decay=0.1, eps=1e-10, maximize=True,
+                                      **extra)
+        for o_list, c_list in zip(ocl, cpu):
+            for o, c in zip(o_list, c_list):
+                torch.testing.assert_close(o.cpu(), c, atol=1e-5, rtol=1e-5)
+
+
 # ------------------------------------------------------------------ reductions, softmax, scans
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "argmax", "var", "norm", "prod", "logsumexp"])
 def test_reductions(op):

@@ -59,7 +59,8 @@ bool same_scalar(const dlprim::Scalar& a, const dlprim::Scalar& b) {
 bool same_kind(const std::vector<dlprim::EwOperand>& a, const std::vector<dlprim::EwOperand>& b) {
   if (a.size() != b.size()) return false;
   for (size_t k = 0; k < a.size(); ++k)
-    if (a[k].dtype != b[k].dtype || a[k].is_scalar != b[k].is_scalar) return false;
+    if (a[k].dtype != b[k].dtype || a[k].is_scalar != b[k].is_scalar || a[k].is_broadcast != b[k].is_broadcast)
+      return false;
   return true;
 }
 
@@ -100,7 +101,7 @@ bool ElementwiseBatch::conflicts(const dlprim::EwMultiItem& item) const {
   for (auto& o : item.outputs)
     if (hits(written_, range_of(o, item.n)) || hits(read_, range_of(o, item.n))) return true;
   for (auto& i : item.inputs)
-    if (!i.is_scalar && hits(written_, range_of(i, item.n))) return true;
+    if (!i.is_scalar && hits(written_, range_of(i, i.is_broadcast ? 1 : item.n))) return true;
   return false;
 }
 
@@ -111,10 +112,19 @@ void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute
   dlprim::EwShape shape;
   dlprim::EwMultiItem item;
   int device = describe(name, iter, &shape, &item.outputs, &item.inputs);
-  bool contiguous = shape.rank == 1 && iter.numel() < (int64_t{1} << 31);
-  for (auto* list : {&item.outputs, &item.inputs})
-    for (auto& o : *list)
-      if (!o.is_scalar && o.strides[0] != 1) contiguous = false;
+  // Rank 0 (0-dim operands, e.g. the optimizers' step counts): one element at each operand's offset.
+  bool contiguous = shape.rank <= 1 && iter.numel() < (int64_t{1} << 31);
+  if (shape.rank == 1) {
+    for (auto& o : item.outputs)
+      if (o.strides[0] != 1) contiguous = false;
+    // An input of stride 0 (a 0-dim device tensor such as an optimizer's step count) is one value
+    // the multi-tensor kernel reads for every element.
+    for (auto& i : item.inputs)
+      if (!i.is_scalar && i.strides[0] != 1) {
+        if (i.strides[0] == 0) i.is_broadcast = true;
+        else contiguous = false;
+      }
+  }
   if (!contiguous) {
     flush();
     launch_elementwise(op_, iter, compute, params);
@@ -135,7 +145,7 @@ void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute
   }
   for (auto& o : item.outputs) written_.push_back(range_of(o, item.n));
   for (auto& i : item.inputs)
-    if (!i.is_scalar) read_.push_back(range_of(i, item.n));
+    if (!i.is_scalar) read_.push_back(range_of(i, i.is_broadcast ? 1 : item.n));
   items_.push_back(std::move(item));
 }
 

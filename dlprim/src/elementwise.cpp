@@ -26,11 +26,11 @@ using namespace ew_detail;
 struct ProgramKey {
   cl_context ctx;
   const ElementwiseOp* op;
-  uint64_t operands[2];  // 5 bits per operand: dtype + scalar flag, 12 operands a word
+  uint64_t operands[3];  // 6 bits per operand: dtype + scalar flag + broadcast flag, 10 operands a word
   uint32_t compute;
   bool operator==(const ProgramKey& o) const {
     return ctx == o.ctx && op == o.op && operands[0] == o.operands[0] && operands[1] == o.operands[1] &&
-           compute == o.compute;
+           operands[2] == o.operands[2] && compute == o.compute;
   }
 };
 
@@ -38,7 +38,7 @@ struct ProgramKeyHash {
   size_t operator()(const ProgramKey& k) const {
     size_t h = std::hash<const void*>()(k.ctx);
     h = h * 31 + std::hash<const void*>()(k.op);
-    h = (h * 31 + std::hash<uint64_t>()(k.operands[0])) * 31 + std::hash<uint64_t>()(k.operands[1]);
+    for (uint64_t w : k.operands) h = h * 31 + std::hash<uint64_t>()(w);
     return h * 31 + k.compute;
   }
 };
@@ -125,12 +125,13 @@ bool rows_layout(const EwShape& shape, const std::vector<EwOperand>& outs, const
 // The kernel slots of (op, operand dtypes, compute type) in this context.
 Kernels& kernels_for(const Context& ctx, const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
                      const std::vector<EwOperand>& ins) {
-  ProgramKey key{ctx.context(), &op, {0, 0}, static_cast<uint32_t>(compute)};
-  int n = 0;  // 12 operands per word (60 of its bits)
+  ProgramKey key{ctx.context(), &op, {0, 0, 0}, static_cast<uint32_t>(compute)};
+  int n = 0;  // 10 operands per word (60 of its bits)
   for (auto* list : {&outs, &ins})
     for (auto& o : *list) {
-      if (n >= 24) throw Error("elementwise op '" + op.name + "': too many operands");
-      key.operands[n / 12] |= (static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u)) << (5 * (n % 12));
+      if (n >= 30) throw Error("elementwise op '" + op.name + "': too many operands");
+      uint64_t bits = static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u) | (o.is_broadcast ? 32u : 0u);
+      key.operands[n / 10] |= bits << (6 * (n % 10));
       ++n;
     }
 

@@ -135,7 +135,8 @@ int multi_slots(DType compute, const std::vector<EwOperand>& outs, const std::ve
 }
 
 // ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands
-// (contiguous, one element per work-item); unused trailing slots end at n.
+// (contiguous, one element per work-item; broadcast inputs: one element for all); unused
+// trailing slots end at n.
 std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
                               const std::vector<EwOperand>& ins, int slots) {
   const char* ct = compute_cl_type(compute);
@@ -177,10 +178,11 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
   }
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string x = "x" + std::to_string(k);
+    std::string idx = ins[k].is_broadcast ? x + "_o" : x + "_o + i";
     if (ins[k].is_scalar)
       loads << "  " << ct << " " << x << " = " << x << "_s;\n";
     else
-      loads << "  " << ct << " " << x << " = " << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", x + "_o + i")) << ";\n";
+      loads << "  " << ct << " " << x << " = " << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", idx)) << ";\n";
   }
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string y = "y" + std::to_string(k);

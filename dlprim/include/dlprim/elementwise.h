@@ -40,6 +40,9 @@ struct EwOperand {
   std::array<int64_t, kMaxHostDims> strides{}; // in elements, one per dim of the launch shape
   bool is_scalar = false;
   Scalar value;
+  // elementwise_multi only: an input that holds one value for every element (a 0-dim device
+  // tensor broadcast, stride 0: a fused optimizer's step count, lr, grad scale), read at `offset`.
+  bool is_broadcast = false;
 };
 
 // The definition of an op: OpenCL C statements reading x0.., w0.. and writing y0..
@@ -71,7 +74,7 @@ void elementwise_prepare(const Context& ctx, const ElementwiseOp& op, DType comp
                          const std::vector<DType>& inputs);
 
 // One tensor's share of a multi-tensor launch: `n` elements of contiguous operands (strides
-// unused; scalar inputs keep their own value per item).
+// unused; scalar inputs keep their own value per item, broadcast inputs their own buffer).
 struct EwMultiItem {
   uint64_t n = 0;
   std::vector<EwOperand> outputs, inputs;
@@ -79,7 +82,7 @@ struct EwMultiItem {
 
 // Runs `op` over every item, several items per launch (as many as the minimum kernel-argument
 // space of OpenCL devices allows), for the optimizers' _foreach_* ops over hundreds of small
-// tensors. Items must share operand dtypes and scalar-ness, hold fewer than 2^31 elements each,
+// tensors. Items must share operand dtypes, scalar-ness and broadcast-ness, hold fewer than 2^31 elements each,
 // and not write what another item reads or writes (launches may run the items concurrently).
 void elementwise_multi(const Context& ctx, cl_command_queue q, const ElementwiseOp& op, DType compute,
                        const std::vector<EwMultiItem>& items, const std::vector<Scalar>& params);

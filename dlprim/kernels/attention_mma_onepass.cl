@@ -28,7 +28,9 @@
 // SM's L1 (not coherent across SMs on NVIDIA): relaxed gpu-scope loads. The emulation (PoCL, Oclgrind) uses
 // OpenCL atomics for the counter and the accumulator instead (Oclgrind's race checker then accepts them).
 //
-// CNT: 1 + B * Hq * ceil(L / BKT) uints, zero at launch (the host's fill); ACC: B * Hq * L * D floats, any.
+// CNT: 1 + B * Hq * ceil(L / BKT) uints, zero at launch (the host's fill); ACC: B * Hq * L * D floats, any
+// (emulated: initialized, as Oclgrind's uninitialized-value checker counts an atomic exchange on fresh memory as
+// a write of an uninitialized value; the host fills NaN, so a read before a tile's first store would show).
 
 #if DSPLIT > 1
 #error "the one-pass backward takes heads up to 64 (no head-dim split)"

@@ -210,6 +210,7 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   r.threads = static_cast<size_t>(32 * l.nw);
   r.rows = 16 * l.nw / (split ? 2 : 1);
   r.tile = l.bkt;
+  r.emulated = m.emulate;
   return r;
 }
 

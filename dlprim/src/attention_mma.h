@@ -13,6 +13,7 @@ struct AttnMmaKernel {
   size_t threads = 0;          // work-items per group (32 per warp)
   int64_t rows = 0;            // queries (dk/dv pass: keys) per work-group
   int64_t tile = 0;            // the backward passes' inner tile (dk/dv, one-pass: queries per step)
+  bool emulated = false;       // the matrix engine emulated (PYTORCH_OCL_MMA=emulate)
 };
 
 // The mma forward for s, when the device (or PYTORCH_OCL_MMA=emulate) has the kind dtype and

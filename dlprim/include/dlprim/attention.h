@@ -65,10 +65,12 @@ struct AttnBwdWork {
 
 // How many counters and accumulator floats attention_backward's one-pass kernel needs for s (dQ laid out like
 // dO: the gradient of Q); both 0 where it runs two passes instead (PYTORCH_OCL_ATTN_BWD_ONEPASS=0, no matrix
-// engine, heads over 64, ...). Builds the kernel's program.
+// engine, heads over 64, ...); init_acc: the accumulator must be initialized too, to NaN (the emulated
+// engine's atomics: see attention_mma_onepass.cl).
+// Builds the kernel's program.
 void attention_backward_work(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                              const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, uint64_t& counters,
-                             uint64_t& acc_floats);
+                             uint64_t& acc_floats, bool& init_acc);
 
 // dq, dk, dv from grad_out, the forward's lse and delta[b, hq, i] = dO_i . O_i (both compute
 // type, contiguous [B, Hq, L]). dk/dv are per key head (GQA groups summed in the kernel). With `work`

@@ -279,17 +279,15 @@ inline uint attn_opaque(uint x) {
       b[0] = w_.x, b[1] = w_.y;                                      \
     }                                                                \
   } while (0)
-#define ROWS_STEP(acc, fa, fm, tile, ld, k0)                         \
-  _Pragma("unroll") for (int n_ = 0; n_ < NKT; ++n_) {               \
-    uint b_[2];                                                      \
-    ROW_B(b_, tile, ld, n_ * 8 + gid, k0);                           \
-    MMA_X((acc)[n_], fa, fm, b_);                                    \
-  }
 #define ROWS_PRODUCT(acc, frags, nsteps, tile, ld, kb)               \
   _Pragma("unroll") for (int t_ = 0; t_ < (nsteps); ++t_) {          \
     uint fa_[4], fm_[4];                                             \
     SPLIT_A(fa_, fm_, (frags)[t_], OPAQUE);                          \
-    ROWS_STEP(acc, fa_, fm_, tile, ld, (kb) + t_ * KS);              \
+    _Pragma("unroll") for (int n_ = 0; n_ < NKT; ++n_) {             \
+      uint b_[2];                                                    \
+      ROW_B(b_, tile, ld, n_ * 8 + gid, (kb) + t_ * KS);             \
+      MMA_X((acc)[n_], fa_, fm_, b_);                                \
+    }                                                                \
   }
 // C_PRODUCT: acc[n] += C x B for n < nout, C given as the C fragments c[0..NKT) of a 16 x (8 NKT) product (P
 // or dS and their transposes) used directly as A operands (tf32 kinds: k slots paired as the file comment says;

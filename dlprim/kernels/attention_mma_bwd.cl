@@ -257,27 +257,27 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void DKDV_KERNEL(
   const int k0 = kb * NQ;
   const int k_lo = k0 + warp / DSPLIT * 16 + gid, k_hi = k_lo + 8;  // this lane's two fragment rows (keys)
   const float c = scale * LOG2E;
+#if ATTN_ONEPASS
+  // The key block for dq's product; the barrier keeps its loads from overlapping the fragments' below (ptxas:
+  // 8 fewer spilled words at 3xtf32, none at bf16, scripts/ptx_registers.py attnmmaonepass=...).
+  ONEPASS_STAGE_K();
+  barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   // A fragments of K (over D) and V (over DV), this warp's k-steps; register e of a fragment: row
   // (e & 1 ? k_hi : k_lo).
-  uint vf[NDKH][4];
-#if !OP_K_LOCAL
-  uint kf[NQKH][4];
+  uint kf[NQKH][4], vf[NDKH][4];
   _Pragma("unroll") for (int t = 0; t < NQKH; ++t) {
     KA_FRAG(kf[t], K, ko, ks, hk, hw * NQKH + t, D);
 #if MMA_KIND == 1
     _Pragma("unroll") for (int e = 0; e < 4; ++e) kf[t][e] = mma_tf32(as_float(kf[t][e]));
 #endif
   }
-#endif
   _Pragma("unroll") for (int t = 0; t < NDKH; ++t) {
     KA_FRAG(vf[t], V, vo, vs, hk, hw * NDKH + t, DV);
 #if MMA_KIND == 1
     _Pragma("unroll") for (int e = 0; e < 4; ++e) vf[t][e] = mma_tf32(as_float(vf[t][e]));
 #endif
   }
-#if ATTN_ONEPASS
-  ONEPASS_STAGE_K();
-#endif
   float dk[NDQH][4], dv[NOH][4];
   _Pragma("unroll") for (int n = 0; n < NDQH; ++n) dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0;
   _Pragma("unroll") for (int n = 0; n < NOH; ++n) dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0;
@@ -327,16 +327,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void DKDV_KERNEL(
       float s[NKT][4], dp[NKT][4];
       _Pragma("unroll") for (int n = 0; n < NKT; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0;
-#if OP_K_LOCAL
-      _Pragma("unroll") for (int t = 0; t < NQK; ++t) {
-        uint a[4], fa[4], fm[4];
-        OP_KA(a, t);
-        SPLIT_A(fa, fm, a, NOOP);
-        ROWS_STEP(s, fa, fm, Qs, KLD, t * KS);
-      }
-#else
       ROWS_PRODUCT(s, kf, NQKH, Qs, KLD, hw * NQKH * KS);
-#endif
       ROWS_PRODUCT(dp, vf, NDKH, Os, VKLD, hw * NDKH * KS);
       EXCHANGE(s, dp);
       // P^T (Z applied: s) and dS^T (dp); 0 where masked.

@@ -45,15 +45,6 @@
 #define OP_KLD KLD                      // K block [key][d]: B reads conflict-free (4 mod 8 words)
 #define OP_DSLD (NQ + 4)                // dsl rows (a query's keys): A reads conflict-free
 #define OP_K_ELEMS (NQ * OP_KLD)
-// K's A fragments of S^T = K Q^T are read from this block rather than held in registers (tf32 kinds: the dk/dv
-// kernel's 3xtf32 build is at 255 registers already; this frees 4 NQK for the dq product). Rows warp 16 + gid
-// (+ 8), k slots tig (+ 4), as KA_FRAG's.
-#define OP_K_LOCAL 0
-#define OP_KA(a, t)                                                                      \
-  do {                                                                                   \
-    __local const MT* p_ = Kb + (warp * 16 + gid) * OP_KLD + (t) * 8 + tig;              \
-    a[0] = p_[0], a[1] = p_[8 * OP_KLD], a[2] = p_[4], a[3] = p_[8 * OP_KLD + 4];        \
-  } while (0)
 #else
 #define OP_DSLD (NQ + ((NQ / 2) % 16 == 0 ? 16 : 0))  // 8-byte reads over half-warps (8 mod 16 words)
 #define OP_KLD OP_DSLD                  // K block transposed [d][key]
@@ -178,8 +169,7 @@ inline void op_wait(__global uint* p, uint turn) {
   }
 
 // The warps' dq fragments into qb[query][d] (row length OP_QLD: float2 writes over half-warps hit distinct banks),
-// so the accumulation below walks the tile linearly (coalesced, and few registers: the fragments' addresses
-// held across the tile loop spilled the 3xtf32 build).
+// so the accumulation below walks the tile's rows linearly: coalesced loads and stores of the accumulator.
 #define ONEPASS_PUT_Q(acc)                                                                      \
   _Pragma("unroll") for (int i_ = 0; i_ < OP_NPW; ++i_) {                                       \
     if (op_nb + i_ >= NDQ) continue;                                                            \

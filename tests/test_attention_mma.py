@@ -246,6 +246,23 @@ def test_onepass_masks_skip_their_turns():
     run(torch.bfloat16, q, k, v, attn_mask=bias, grad=True)
 
 
+@pytest.mark.parametrize("layout,one", [("2,32", True), ("1,16", True), ("1,32", False)])
+def test_onepass_layouts(monkeypatch, layout, one):
+    # PYTORCH_OCL_ATTN_BWD_ONEPASS=NW,BKT: 2 warps (32 keys) on 32-query tiles (a warp per 16-row block of dq), one
+    # warp on 16; one warp cannot cover a 32-query tile's two row blocks: two passes then.
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", layout)
+    q, k, v = make(1, 2, 1, 45, 70, 24, 16)
+    ref = [t.double().requires_grad_() for t in (q, k, v)]
+    o_ref = F.scaled_dot_product_attention(*ref, is_causal=True, enable_gqa=True)
+    g_ref = torch.autograd.grad(o_ref, ref, torch.ones_like(o_ref))
+    dev = [t.to("ocl").requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=True)
+    grads, names = launches(lambda: torch.autograd.grad(out, dev, torch.ones_like(out)))
+    assert (ONEPASS_LAUNCH in names) == one and (DQ_LAUNCH in names) == (not one), names
+    for name, a, b in zip("qkv", g_ref, grads):
+        check(a, b, 2 * TOL["3xtf32"], "grad " + name)
+
+
 def test_onepass_is_deterministic():
     # dq's contributions are added in a fixed order: two backward runs give the same bits (PoCL runs work-groups on
     # several threads in any order), causal and not, with GQA.

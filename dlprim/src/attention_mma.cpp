@@ -131,10 +131,17 @@ uint64_t onepass_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t
 }
 
 // PYTORCH_OCL_ATTN_BWD_ONEPASS: "0" / "off" runs the backward's two passes (dq, then dk/dv) wherever the one-pass
-// kernel would apply; unset or anything else takes the one-pass kernel where it applies.
-bool onepass_enabled() {
+// kernel would apply; unset or anything else takes the one-pass kernel where it applies; "NW,BKT" (also on) sets
+// its warps (16 keys each) and query tile (a multiple of 16 that divides 16 NW), for layout experiments.
+bool onepass_enabled(MmaLayout& l) {
   const char* e = env_value("PYTORCH_OCL_ATTN_BWD_ONEPASS");
-  return !(e && (!std::strcmp(e, "0") || !std::strcmp(e, "off")));
+  if (e && (!std::strcmp(e, "0") || !std::strcmp(e, "off"))) return false;
+  int nw = 0, bkt = 0;
+  char extra = 0;
+  if (e && std::sscanf(e, "%d,%d%c", &nw, &bkt, &extra) == 2 && nw >= 1 && nw <= 16 && bkt >= 16 && bkt % 16 == 0 &&
+      bkt <= 128)
+    l.nw = nw, l.bkt = bkt;
+  return true;
 }
 
 // The forward or a backward pass (attention_mma_bwd.cl) for s, or no kernel.
@@ -158,7 +165,7 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     const bool wide = std::max(s.D, s.DV) > 64;
     const bool kv = pass != Pass::Dq;  // the dk/dv pass's layout (the one-pass kernel is that kernel)
     split = wide && (!is16(m.kind) || kv);
-    if (pass == Pass::OnePass && (split || !onepass_enabled() || s.S == 0)) return r;
+    if (pass == Pass::OnePass && (split || s.S == 0)) return r;
     const char* e = env_value("PYTORCH_OCL_ATTN_MMA");
     const bool env = e && std::strchr(e, ',');  // an explicit layout
     if (split && !env && ctx.info().max_work_group_size >= 256) l.nw = 8;
@@ -177,8 +184,10 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
     if (bwd_local_bytes(l, m, s.D, s.DV, split) > limit) return r;
     if (pass == Pass::OnePass) {
+      if (!onepass_enabled(l)) return r;
       // The K block and dS tile on top: shorter query tiles where they do not fit (16-bit at D 64: 64 -> 32),
       // and every 16-row block of a tile's dq product gets whole warps (attention_mma_onepass.cl's OP_WPR).
+      if (static_cast<uint64_t>(32 * l.nw) > ctx.info().max_work_group_size) return r;
       while (l.bkt > 16 && onepass_local_bytes(l, m, s.D, s.DV) > limit) l.bkt /= 2;
       if (onepass_local_bytes(l, m, s.D, s.DV) > limit || l.nw % (l.bkt / 16)) return r;
     }

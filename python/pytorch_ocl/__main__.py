@@ -20,7 +20,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_ATTN_TILED", "BQ,BK,KC,NTC or 0: the attention forward's tile layout"),
     ("PYTORCH_OCL_ATTN_MMA", "0: fused attention on the FMA kernels, not the matrix engine (default on); NW,BKT,PREFETCH: mma layout"),
     ("PYTORCH_OCL_ATTN_BWD_TILED", "0 (row kernels), 1 (default), BQ,BK,NTC or dq[=BQ,BK,NTC]+dkdv[=BQ,BK,NTC]: the attention backward on register tiles"),
-    ("PYTORCH_OCL_ATTN_BWD_ONEPASS", "0: the matrix engine's attention backward in two passes (dq, dk/dv) even where one kernel can do both (default 1)"),
+    ("PYTORCH_OCL_ATTN_BWD_ONEPASS", "0: the matrix engine's attention backward in two passes (dq, dk/dv) even where one kernel can do both (default 1); NW,BKT: its layout"),
     ("PYTORCH_OCL_ATTN_MASK_BLOCKS", "0: fused attention reads the whole mask (no skipped all-masked tiles, no unread all-visible ones)"),
     ("PYTORCH_OCL_RNN", "steps: nn.LSTM/nn.GRU step by step instead of whole layers"),
     ("PYTORCH_OCL_LSTM_FUSED", "1/0: whole-layer nn.LSTM steps fused (GEMM + cell, one launch) or not; unset: GPUs, by shape"),

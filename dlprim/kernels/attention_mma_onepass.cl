@@ -1,8 +1,8 @@
 // The one-pass attention backward (attention_mma_bwd.cl's dk/dv kernel built with ATTN_ONEPASS, kernel
 // attn_bwd_onepass_mma): the dk/dv pass also produces dq, so S and dP are computed once per (key block, query
 // tile) pair (5 tile products, flash-attention 2's count) instead of once in each of the two passes (7).
-// attention_mma_onepass.cpp's host side comes before attention_mma_bwd.cl in the program text; the macros
-// below are used inside that kernel.
+// The host (attention_mma.cpp's Pass::OnePass, attention.cpp's launch) puts this file before attention_mma_bwd.cl
+// in the program text; the macros below are used inside that kernel. Heads up to 64 (no DSPLIT).
 //
 // Per query tile (BKT queries) the work-group holds dS^T (its NQ keys x the tile's queries) in C fragments.
 // It writes dS to local memory (dsl[query][key]), and the tile's dq contribution dS K (BKT x D, K's block
@@ -14,7 +14,7 @@
 // holds the number of blocks that have passed the tile; the block whose turn it is (turn = jmax - kb, jmax the
 // tile's highest contributing block) adds its contribution into the float32 accumulator ACC (turn 0 stores,
 // so ACC needs no zeroing) or, as the last one (block 0), writes dq = scale * (ACC + its part) in the input
-// dtype, then advances the counter. Tiles a block skips (mask flags: all masked) still take their turn with a
+// dtype; the others then advance the counter. Tiles a block skips (mask flags: all masked) still take their turn with a
 // zero contribution, so the turns of a tile are always jmax + 1.
 //   Why descending: causal attention's block kb reaches the tiles it shares with block kb + 1 after that block
 // did (it starts at its diagonal, kb + 1 one tile row later), so a co-resident block never waits for a whole
@@ -23,8 +23,8 @@
 //   No deadlock whatever the hardware's scheduling: a work-group takes its (head, key block) from a ticket
 // (atomic_inc on CNT[0]) in head-major, descending-block order, so every block it waits for holds an earlier
 // ticket: it has started, and (by induction on the ticket) it finishes.
-//   Memory: the writer's stores, a work-group barrier, then one work-item's release (fence + store of the
-// counter); the reader's work-item 0 acquires the counter, a barrier, then the accumulator is read past the
+//   Memory: the writer's stores, a work-group barrier, then one work-item's release store of the counter
+// (gpu scope: cumulative over the group's stores that the barrier ordered before it); the reader's work-item 0 acquires the counter, a barrier, then the accumulator is read past the
 // SM's L1 (not coherent across SMs on NVIDIA): relaxed gpu-scope loads. The emulation (PoCL, Oclgrind) uses
 // OpenCL atomics for the counter and the accumulator instead (Oclgrind's race checker then accepts them).
 //

@@ -2,7 +2,7 @@
 
     python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
                                             [--bwd-tiled "0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split"]
-                                            [--mma "default;0;8,16,0"] [--dtype bfloat16]
+                                            [--mma "default;0;8,16,0"] [--onepass "1;0"] [--dtype bfloat16]
                                             [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
 
 The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
@@ -11,7 +11,8 @@ PYTORCH_OCL_ATTN_BWD_TILED (the backward's passes on register tiles: "1" both, "
 pass on that tile, or parts joined by '+': "dq", "dkdv", "dq=BQ,BK,NTC", "dkdv=BQ,BK,NTC[,split]";
 "0" off; see dlprim/src/attention.cpp), read by the library on every call; --mma times fwd+bwd under values
 of PYTORCH_OCL_ATTN_MMA (the matrix engine, "default" = unset: on where the device has it; "0" the FMA
-kernels; "NW,BKT,PREFETCH"), the other layouts run with it off. Prints the median
+kernels; "NW,BKT,PREFETCH"), --onepass under values of PYTORCH_OCL_ATTN_BWD_ONEPASS (the engine's backward in
+one kernel, "1", or two passes, "0"; the engine on), the other layouts run with it off. Prints the median
 forward (and forward+backward) ms of each (case, layout) and each value's error against the default
 layout's output, so a faster layout that is wrong shows up, and the device time of each attention
 kernel of one call (pytorch_ocl.profiler, e.g. attention_backward_dkdv_tiled), so the dk/dv pass's
@@ -54,6 +55,7 @@ def main():
     p.add_argument("--bwd-tiled", default="",
                    help="tiled backward layouts, e.g. '0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split' (fwd+bwd timed)")
     p.add_argument("--mma", default="", help="PYTORCH_OCL_ATTN_MMA values, fwd+bwd timed (default = unset)")
+    p.add_argument("--onepass", default="", help="PYTORCH_OCL_ATTN_BWD_ONEPASS values (engine on), fwd+bwd timed")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
     p.add_argument("--iters", type=int, default=10)
@@ -81,6 +83,7 @@ def main():
         jobs += [("PYTORCH_OCL_ATTN_BWD", lay, fwd_bwd) for lay in args.bwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD_TILED", lay, fwd_bwd) for lay in args.bwd_tiled.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_MMA", lay, fwd_bwd) for lay in args.mma.split(";") if lay]
+        jobs += [("PYTORCH_OCL_ATTN_BWD_ONEPASS", lay, fwd_bwd) for lay in args.onepass.split(";") if lay]
         ref = {}
         for var, lay, fn in jobs:
             short = var[len("PYTORCH_OCL_ATTN_"):]
@@ -88,6 +91,8 @@ def main():
                 os.environ.pop(var, None)
             else:
                 os.environ[var] = lay
+            if var == "PYTORCH_OCL_ATTN_BWD_ONEPASS":
+                os.environ.pop("PYTORCH_OCL_ATTN_MMA", None)  # the engine's backward
             try:
                 out = fn()
                 got = out if isinstance(out, torch.Tensor) else torch.cat([t.flatten() for t in out])

@@ -52,6 +52,7 @@
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
+#   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -402,6 +403,18 @@ case "${1:-validate}" in
   overlap33)  # which wait of another thread's device reads holds up this thread's launches: the reader waiting
     # by Stream.synchronize (clFinish), Event.synchronize (clWaitForEvents), Event.query polling, or not at all
     run overlap 150 python3 benchmarks/dist_shm_copies.py --overlap
+    ;;
+  attn33)  # the one-pass attention backward (dq added by the dk/dv mma kernel, attention_mma_onepass.cl): the mma
+    # attention tests on the real instruction (one pass vs two, determinism), SDPA fwd+bwd with it on (1) and off (0)
+    # in float32 and bfloat16 with each attention kernel's time, then GPT-2 small's training step by kernel vs CUDA
+    PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py
+    cases="8,12,1024,64,1;8,12,1024,64,0;4,16,4096,64,1"
+    run onepass_fp32 70 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0" --cases "$cases" \
+      --out "$out/onepass_fp32.md"
+    # bf16 also on 16-query tiles (8,16: no spilled words in scripts/ptx_registers.py's estimate, as the default 8,32)
+    run onepass_bf16 80 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0;8,16" --dtype bfloat16 \
+      --cases "$cases" --out "$out/onepass_bf16.md"
+    run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
     ;;
   overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's
     # launches or slow its kernels? (benchmarks/dist_shm_copies.py --overlap)

@@ -4,8 +4,9 @@
 
 LAYOUT: "qrleaf=W,RPI" or "luleaf=W,RPI" (linalg_qr_leaf.cl / linalg_lu_leaf.cl, float32), "dkdv=BQ,BK,NTC[,split]" (attention_bwd_tiled.cl), "dq=BQ,BK,NTC" and "fwd=BQ,BK,KC,NTC"
 (attention_tiled.cl), "rows=TPR,BR,BC" (attention.cl's attn_bwd_dkdv), or a matrix-engine GEMM config
-"attnmma=KIND:NW,BKT[:PREFETCH]", "attnmmadq=KIND:NW,BKT" or "attnmmadkdv=KIND:NW,BKT" (attention_mma.cl's
-forward, attention_mma_bwd.cl's dq or dk/dv pass: warps, keys per tile, 0/1 register
+"attnmma=KIND:NW,BKT[:PREFETCH]", "attnmmadq=KIND:NW,BKT", "attnmmadkdv=KIND:NW,BKT" or "attnmmaonepass=KIND:NW,BKT"
+(attention_mma.cl's forward, attention_mma_bwd.cl's dq or dk/dv pass, or the one-pass backward with
+attention_mma_onepass.cl: warps, keys per tile, 0/1 register
 prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32; backward heads over 64 split over
 warp pairs where attention_mma.cpp splits them), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
@@ -50,6 +51,11 @@ float OV dot(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.
 uint4 OV vload4(size_t i, const __private uint *p) { return (uint4)(p[4 * i], p[4 * i + 1], p[4 * i + 2], p[4 * i + 3]); }
 float OV fabs(float x) { return __builtin_fabsf(x); }
 float4 OV fabs(float4 x) { return (float4)(fabs(x.x), fabs(x.y), fabs(x.z), fabs(x.w)); }
+uint OV atomic_inc(volatile __global uint *p) {
+  uint r;
+  __asm__ volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(r) : "l"((ulong)p) : "memory");
+  return r;
+}
 """
 
 MMA_KINDS = {"tf32": 1, "3xtf32": 2, "bf16": 3, "fp16": 4}
@@ -94,6 +100,9 @@ def attn_mma_program(spec, D, DV, bwd=""):
         defs.update(DSPLIT=2, KPAD=32 if k16 else 16, NPAD=16)
     text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
     text += source("attention_common") + source("mma_common")
+    if bwd == "onepass":
+        return (text + "#define ATTN_MMA_DQ 1\n#define ATTN_ONEPASS 1\n" + source("attention_mma") +
+                source("attention_mma_onepass") + source("attention_mma_bwd"), "attn_bwd_onepass_mma")
     if bwd:
         return (text + "#define ATTN_MMA_DQ 1\n" + source("attention_mma") + source("attention_mma_bwd"),
                 "attn_bwd_" + bwd + "_mma")
@@ -128,7 +137,7 @@ def program(layout, D, DV):
         return gemm_program(spec)
     if kind in ("qrleaf", "luleaf"):
         return linalg_leaf_program(kind, spec)
-    if kind in ("attnmma", "attnmmadq", "attnmmadkdv"):
+    if kind in ("attnmma", "attnmmadq", "attnmmadkdv", "attnmmaonepass"):
         return attn_mma_program(spec, D, DV, kind[7:])
     vals = spec.split(",")
     split = vals[-1] == "split"

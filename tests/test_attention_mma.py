@@ -7,8 +7,9 @@ kernel ran (the profiler's launch names), and that the backward's dq and dk/dv p
 (attention_mma_bwd.cl) where they should. Kinds: float32 at torch's default 'highest' matmul precision is
 3xTF32 (fp32 tolerance), at 'high' plain TF32 (operands rounded to 10 mantissa bits: a looser bound), 16-bit
 m16n8k16 with fp32 accumulation (test_attention.py's 16-bit tolerances). The backward reads the forward's lse,
-so gradients are checked too; over head dim 64 its passes split the head dims over warp pairs (DSPLIT). Small
-shapes: the emulation is slow.
+so gradients are checked too; over head dim 64 its passes split the head dims over warp pairs (DSPLIT). At head
+dims up to 64 the backward can be one kernel (PYTORCH_OCL_ATTN_BWD_ONEPASS=1, attention_mma_onepass.cl: the dk/dv
+pass adding dq in a fixed order); two passes by default. Small shapes: the emulation is slow.
 """
 import os
 
@@ -22,6 +23,7 @@ NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
 MMA_LAUNCH = "attention_forward_mma"
 DQ_LAUNCH = "attention_backward_dq_mma"
 DKDV_LAUNCH = "attention_backward_dkdv_mma"
+ONEPASS_LAUNCH = "attention_backward_onepass_mma"
 TOL = {"3xtf32": 2e-5, "tf32": 4e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
@@ -29,6 +31,7 @@ TOL = {"3xtf32": 2e-5, "tf32": 4e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 def _engine(monkeypatch):
     monkeypatch.delenv("PYTORCH_OCL_ATTN_MMA", raising=False)
     monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
+    monkeypatch.delenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", raising=False)
     if NATIVE:
         monkeypatch.delenv("PYTORCH_OCL_MMA", raising=False)
     else:
@@ -68,8 +71,14 @@ def check(ref, got, tol, what):
         assert err <= tol * scale, f"{what}: max error {err:.3e} (scale {scale:.2f}, tol {tol * scale:.2e})"
 
 
+def onepass_expected(D, Dv, dq_mma=True):
+    """Whether the backward should be the one-pass kernel: heads up to 64, switched on (off by default)."""
+    return dq_mma and max(D, Dv) <= 64 and os.environ.get("PYTORCH_OCL_ATTN_BWD_ONEPASS", "0") not in ("", "0", "off")
+
+
 def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
-    """The device's SDPA (checking that the mma forward ran, or did not) against float64 on the CPU."""
+    """The device's SDPA (checking that the mma forward ran, or did not) against float64 on the CPU; the gradients
+    too with grad (checking which backward kernels ran: one pass, two mma passes or the FMA kernels)."""
     dtype = dtype_of(kind)
     tol = TOL[kind]
     dev = [t.to(dtype).to("ocl").requires_grad_(grad) for t in (q, k, v)]
@@ -87,11 +96,14 @@ def run(kind, q, k, v, grad=False, mma=True, dq_mma=True, **kw):
         g = torch.linspace(-1, 1, o_ref.numel(), dtype=torch.float64).reshape(o_ref.shape)
         g_ref = torch.autograd.grad(o_ref, ref, g)
         g_dev, names = launches(lambda: torch.autograd.grad(out, dev, g.to(dtype).to("ocl")))
-        assert (DQ_LAUNCH in names) == dq_mma, names
+        one = onepass_expected(q.shape[-1], v.shape[-1], dq_mma)
+        assert (ONEPASS_LAUNCH in names) == one, names
+        assert (DQ_LAUNCH in names) == (dq_mma and not one), names
         # the dk/dv pass runs on the engine wherever the dq pass does (head dims up to 128)
-        assert (DKDV_LAUNCH in names) == dq_mma, names
+        assert (DKDV_LAUNCH in names) == (dq_mma and not one), names
         for name, a, b in zip("qkv", g_ref, g_dev):
             check(a, b, 2 * tol, "grad " + name)  # through the forward's lse and output
+        return out, g_dev
     return out
 
 
@@ -174,7 +186,9 @@ def test_dropout_draws_the_fma_kernels_mask(monkeypatch, kind, D, L, S):
         out, names = launches(lambda: F.scaled_dot_product_attention(*ts, dropout_p=0.3))
         assert (MMA_LAUNCH in names) == (env is None), names
         grads, names = launches(lambda: torch.autograd.grad(out, ts, torch.ones_like(out)))
-        assert (DQ_LAUNCH in names) == (env is None) and (DKDV_LAUNCH in names) == (env is None), names
+        one = env is None and onepass_expected(D, D)
+        assert (ONEPASS_LAUNCH in names) == one, names
+        assert (DQ_LAUNCH in names) == (env is None and not one) and (DKDV_LAUNCH in names) == (DQ_LAUNCH in names), names
         res.append([out.cpu()] + [g.cpu() for g in grads])
     for name, a, b in zip(["out", "dq", "dk", "dv"], res[1], res[0]):
         check(a, b, TOL[kind], "dropout " + name)
@@ -192,3 +206,75 @@ def test_zero_sizes_and_fallbacks(monkeypatch):
     run("3xtf32", *make(1, 1, 1, 9, 11, 96, 72), grad=True, dq_mma=False)
     monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "0")
     run(torch.bfloat16, *make(1, 1, 1, 9, 9, 16, 16), mma=False)
+
+
+# The one-pass backward (attention_mma_onepass.cl) against the CPU and against the two passes: several key blocks
+# (64 keys per work-group, 16-bit 128) and query tiles (16 queries, 16-bit 32) with tails, so tiles take turns
+# from several blocks; L < S and L > S (causal key blocks wholly past the last query take no tile), GQA (turns
+# per query head), odd head dims, the transformers layout.
+ONEPASS = [
+    ("3xtf32", 1, 2, 1, 70, 150, 64, 64, True, False),
+    ("3xtf32", 1, 1, 1, 37, 140, 24, 40, False, True),
+    ("tf32", 2, 2, 2, 70, 33, 32, 32, True, False),
+    (torch.bfloat16, 1, 2, 1, 40, 300, 64, 64, True, False),
+    (torch.bfloat16, 1, 1, 1, 70, 140, 64, 48, False, False),
+    (torch.float16, 1, 1, 1, 45, 140, 40, 24, False, True),
+]
+
+
+@pytest.mark.parametrize("case", ONEPASS, ids=lambda c: "-".join(str(x).replace("torch.", "") for x in c))
+def test_onepass(case, monkeypatch):
+    kind, B, Hq, Hk, L, S, D, Dv, causal, transposed = case
+    q, k, v = make(B, Hq, Hk, L, S, D, Dv, transposed)
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
+    _, one = run(kind, q, k, v, grad=True, is_causal=causal)
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "0")
+    _, two = run(kind, q, k, v, grad=True, is_causal=causal)
+    for name, a, b in zip("qkv", two, one):
+        check(a.cpu(), b, TOL[kind], "one pass vs two, grad " + name)
+
+
+def test_onepass_masks_skip_their_turns(monkeypatch):
+    # Mask block flags skip a (query tile, key block) pair that is all masked; the block still takes its turn there:
+    # queries 0..15 see no key of block 0 (so block 0, the last turn, adds nothing and writes block 1's sums), queries
+    # 16..31 none of block 1 (block 1, the first turn, stores zeros). A float bias broadcast over heads.
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
+    q, k, v = make(2, 2, 2, 40, 80, 32, 32)
+    keep = torch.rand(40, 80, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[:16, :64] = False
+    keep[16:32, 64:] = False
+    run("3xtf32", q, k, v, attn_mask=keep, grad=True)
+    bias = torch.randn(2, 1, 40, 80, generator=torch.Generator().manual_seed(2))
+    run(torch.bfloat16, q, k, v, attn_mask=bias, grad=True)
+
+
+@pytest.mark.parametrize("layout,one", [("2,32", True), ("1,16", True), ("1,32", False)])
+def test_onepass_layouts(monkeypatch, layout, one):
+    # PYTORCH_OCL_ATTN_BWD_ONEPASS=NW,BKT: 2 warps (32 keys) on 32-query tiles (a warp per 16-row block of dq), one
+    # warp on 16; one warp cannot cover a 32-query tile's two row blocks: two passes then.
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", layout)
+    q, k, v = make(1, 2, 1, 45, 70, 24, 16)
+    ref = [t.double().requires_grad_() for t in (q, k, v)]
+    o_ref = F.scaled_dot_product_attention(*ref, is_causal=True, enable_gqa=True)
+    g_ref = torch.autograd.grad(o_ref, ref, torch.ones_like(o_ref))
+    dev = [t.to("ocl").requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=True)
+    grads, names = launches(lambda: torch.autograd.grad(out, dev, torch.ones_like(out)))
+    assert (ONEPASS_LAUNCH in names) == one and (DQ_LAUNCH in names) == (not one), names
+    for name, a, b in zip("qkv", g_ref, grads):
+        check(a, b, 2 * TOL["3xtf32"], "grad " + name)
+
+
+def test_onepass_is_deterministic(monkeypatch):
+    # dq's contributions are added in a fixed order: two backward runs give the same bits (PoCL runs work-groups on
+    # several threads in any order), causal and not, with GQA.
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
+    for causal in (False, True):
+        q, k, v = (t.to("ocl").requires_grad_() for t in make(1, 4, 2, 90, 200, 32, 32))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(3)).to("ocl")
+        first, names = launches(lambda: torch.autograd.grad(out, (q, k, v), g, retain_graph=True))
+        assert ONEPASS_LAUNCH in names, names
+        second = torch.autograd.grad(out, (q, k, v), g)
+        for name, a, b in zip("qkv", first, second):
+            assert torch.equal(a.cpu(), b.cpu()), "grad " + name + " differs between two runs"

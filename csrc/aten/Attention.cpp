@@ -277,11 +277,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
   cl_command_queue queue = current_queue(device);
   BufferRef lb = buffer_of(lse_c), db = buffer_of(delta);
   const auto flags = mask_block_flags(m, s, q, queue, device, op);
+  // The one-pass kernel's scratch (dlprim::attention_backward_work): its counters zeroed by a fill on the queue,
+  // the float32 dq accumulator uninitialized (the first contribution of a tile stores); none for two passes.
+  uint64_t n_counters = 0, n_acc = 0;
+  bool init_acc = false;
+  OCL_DLPRIM_CALL(op, dlprim::attention_backward_work(context(device), s, to_dlprim(q.scalar_type(), op),
+                                                      attn_tensor(q), attn_tensor(k), attn_tensor(v),
+                                                      attn_tensor(grad_out), n_counters, n_acc, init_acc));
+  at::Tensor counters, acc;
+  dlprim::AttnBwdWork work;
+  if (n_counters) {
+    counters = at::zeros({static_cast<int64_t>(n_counters)}, q.options().dtype(c10::kInt));
+    acc = init_acc ? at::full({static_cast<int64_t>(n_acc)}, NAN, q.options().dtype(c10::kFloat))
+                   : at::empty({static_cast<int64_t>(n_acc)}, q.options().dtype(c10::kFloat));
+    BufferRef cb = buffer_of(counters), ab = buffer_of(acc);
+    work.counters = cb.mem;
+    work.counters_offset = cb.offset / counters.element_size();
+    work.acc = ab.mem;
+    work.acc_offset = ab.offset / acc.element_size();
+  }
   OCL_DLPRIM_CALL(op, dlprim::attention_backward(
                           context(device), queue, s, to_dlprim(q.scalar_type(), op), attn_tensor(q), attn_tensor(k),
                           attn_tensor(v), attn_tensor(m), flags.second, attn_tensor(grad_out), lb.mem,
                           lb.offset / lse_c.element_size(), db.mem, db.offset / delta.element_size(),
-                          attn_tensor(gq), attn_tensor(gk), attn_tensor(gv)));
+                          attn_tensor(gq), attn_tensor(gk), attn_tensor(gv), work));
   note_enqueued(queue);
   return {grad_input_mask[0] ? gq : at::Tensor(), grad_input_mask[1] ? gk : at::Tensor(),
           grad_input_mask[2] ? gv : at::Tensor(), at::Tensor()};

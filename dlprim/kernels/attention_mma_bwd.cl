@@ -59,6 +59,7 @@
 #define VK_ROW(v) ((tid + (v) * NTH) / (DVK / UE))
 #define VK_D(v) (((tid + (v) * NTH) % (DVK / UE)) * UE)
 
+#ifndef ATTN_ONEPASS  // the one-pass program holds the dk/dv kernel alone
 // Grid: (NTH, ceil(L / NQ), B * Hq).
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
     ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos, __global const T* LSE, ulong lo,
@@ -183,13 +184,15 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
     }
   }
 }
+#endif
 
 // The dk / dv pass (attn_bwd_dkdv_tiled's arguments and grid: (NTH, ceil(S / NQ), B * Hk)): warp w owns keys
 // k0 + 16 w .. + 15, whose K and V A fragments stay in registers; for every query head of the key head's
 // group and every BKT-query tile (Q and dO staged [query][dim], 16-bit also transposed; lse and delta in
 // local memory), S^T = K Q^T and dP^T = V dO^T on the engine, then
 //   dv += (Z P)^T dO,  dk += scale * dS^T Q,  dS^T = P^T (Z dP^T - delta),
-// with P^T and dS^T fed from their C fragments as the forward feeds P.
+// with P^T and dS^T fed from their C fragments as the forward feeds P. Built with ATTN_ONEPASS (after
+// attention_mma_onepass.cl) it is attn_bwd_onepass_mma, which also adds each tile's dq in turn (that file).
 #define KA_FRAG(f, P, po, ps, hh, t, dim)                                                                       \
   do {                                                                                                         \
     const int kl_ = min(k_lo, S - 1), kh_ = min(k_hi, S - 1);                                                  \
@@ -207,12 +210,26 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dq_mma(
          ((uint)KBITS(P, po, ps, hh, r, rc, (t) * 16 + 4 * tig + 2 * ((e) >> 1) + 1, dim) << 16)
 #endif
 
-__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma(
+#if ATTN_ONEPASS
+#define DKDV_KERNEL attn_bwd_onepass_mma
+#define ONEPASS_DECL , __global ST *DQ, ulong dqo, dl_attn_strides dqs, __global uint *CNT, ulong cnto, \
+                     __global float *ACC, ulong acco
+#else
+#define DKDV_KERNEL attn_bwd_dkdv_mma
+#define ONEPASS_DECL
+#endif
+__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void DKDV_KERNEL(
     ATTN_COMMON_PARAMS, __global const ST* DO, ulong doo, dl_attn_strides dos, __global const T* LSE, ulong lo,
     __global const T* DELTA, ulong dlo, __global ST* dKp, ulong dko, dl_attn_strides dks, __global ST* dVp,
-    ulong dvo, dl_attn_strides dvs ATTN_DROP_DECL) {
-  __local MT Qs[BKT * KLD] __attribute__((aligned(16)));
-  __local MT Os[BKT * VKLD] __attribute__((aligned(16)));
+    ulong dvo, dl_attn_strides dvs ONEPASS_DECL ATTN_DROP_DECL) {
+#if ATTN_ONEPASS
+  // Q's and dO's tiles in one array: after a tile's products the one-pass kernel gathers its dq there (qb)
+  __local MT QOs[OP_QO_ELEMS] __attribute__((aligned(16)));
+#else
+  __local MT QOs[BKT * (KLD + VKLD)] __attribute__((aligned(16)));
+#endif
+  __local MT* const Qs = QOs;
+  __local MT* const Os = QOs + BKT * KLD;
 #if MMA_KIND >= 3
   __local MT Qt[DN * KTLD] __attribute__((aligned(16)));
   __local MT Ot[DVN * KTLD] __attribute__((aligned(16)));
@@ -226,10 +243,26 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
 #endif
   const int tid = get_local_id(0), lane = tid % 32, gid = lane / 4, tig = lane % 4, warp = tid / 32;
   const int hw = warp % DSPLIT;  // this warp's half of the head dims (0 without the split)
-  const int Hk = Hq / G, bhk = get_group_id(2), bb = bhk / Hk, hk = bhk - bb * Hk;
-  const int k0 = get_group_id(1) * NQ;
+#if ATTN_ONEPASS
+  __local MT Kb[OP_K_ELEMS] __attribute__((aligned(16)));   // the block's keys (B of dq = dS K)
+  __local MT dsl[BKT * OP_DSLD] __attribute__((aligned(16)));  // the tile's dS [query][key]
+  __local uint op_ticket;
+  __local float* const qb = (__local float*)QOs;  // a tile's dq after its products (attention_mma_onepass.cl)
+  ONEPASS_TICKET(bhk, kb);
+  const int op_rb = warp / OP_WPR, op_nb = (warp % OP_WPR) * OP_NPW;  // this warp's part of a tile's dq
+#else
+  const int bhk = get_group_id(2), kb = get_group_id(1);
+#endif
+  const int Hk = Hq / G, bb = bhk / Hk, hk = bhk - bb * Hk;
+  const int k0 = kb * NQ;
   const int k_lo = k0 + warp / DSPLIT * 16 + gid, k_hi = k_lo + 8;  // this lane's two fragment rows (keys)
   const float c = scale * LOG2E;
+#if ATTN_ONEPASS
+  // The key block for dq's product; the barrier keeps its loads from overlapping the fragments' below (ptxas:
+  // 8 fewer spilled words at 3xtf32, none at bf16, scripts/ptx_registers.py attnmmaonepass=...).
+  ONEPASS_STAGE_K();
+  barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   // A fragments of K (over D) and V (over DV), this warp's k-steps; register e of a fragment: row
   // (e & 1 ? k_hi : k_lo).
   uint kf[NQKH][4], vf[NDKH][4];
@@ -253,8 +286,14 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
     const int h = hk * G + g, bh = bb * Hq + h;
     int fl, nfl;  // the query tile's mask flag: all-masked tiles are skipped
     int i0 = ATTN_NEXT_QUERIES(i_start, BKT, L, k0, min(S, k0 + NQ), h, fl);
+#if ATTN_ONEPASS
+    int ip = i_start;  // the next tile whose dq turn this work-group has not taken
+#endif
     for (int i0n; i0 < L; i0 = i0n, fl = nfl) {
       i0n = ATTN_NEXT_QUERIES(i0 + BKT, BKT, L, k0, min(S, k0 + NQ), h, nfl);  // see ATTN_NEXT_KEYS
+#if ATTN_ONEPASS
+      ONEPASS_PASS(ip, i0);  // tiles skipped as all masked
+#endif
       uint4 qr[KPT], dr[VKPT];
       _Pragma("unroll") for (int v = 0; v < KPT; ++v) qr[v] = (tid + v * NTH < KUNITS)
           ? attn_mma_unit(Q, qo, qs, bb, h, i0 + K_ROW(v), L, K_D(v), D, VEC_Q) : (uint4)0;
@@ -329,10 +368,27 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void attn_bwd_dkdv_mma
           dp[n][e] = p * (z * dp[n][e] - del_s[ci]);
         }
       }
+#if ATTN_ONEPASS
+      ONEPASS_PUT_DS(dp);
+#endif
       // dv += (Z P)^T dO, dk += dS^T Q
       C_PRODUCT(dv, NOH, s, Os, VKLD, Ot, KTLD, hw * NOH * 8);
       C_PRODUCT(dk, NDQH, dp, Qs, KLD, Qt, KTLD, hw * NDQH * 8);
+#if ATTN_ONEPASS
+      // dq's part of this tile: dS through local memory, dS K, added in turn (attention_mma_onepass.cl)
+      barrier(CLK_LOCAL_MEM_FENCE);  // dS complete; every warp past its reads of Qs and Os (qb's space)
+      {
+        float qacc[OP_NPW][4];
+        ONEPASS_PRODUCT(qacc);
+        ONEPASS_PUT_Q(qacc);
+      }
+      ONEPASS_ADD(i0, 1);
+      ip = i0 + BKT;
+#endif
     }
+#if ATTN_ONEPASS
+    ONEPASS_PASS(ip, L);
+#endif
   }
   _Pragma("unroll") for (int e = 0; e < 4; ++e) {
     const int j = e < 2 ? k_lo : k_hi;

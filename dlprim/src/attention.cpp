@@ -455,6 +455,7 @@ void attention_prepare_backward(const Context& ctx, const AttnShape& s, DType dt
   // The matrix-engine passes (the gradient taken to be laid out like Q), and the FMA kernels only where one
   // of them does not run.
   build_in_background(ctx.info(), [&ctx, s, dtype, Q, K, V, D, DV, mask, dropout, vec] {
+    if (s.S > 0 && detail::attention_mma_onepass(ctx, s, dtype, Q, K, V, Q).kernel) return;  // one kernel
     const bool dq = detail::attention_mma_backward(ctx, s, dtype, Q, K, V, Q, false).kernel != nullptr;
     const bool kv = detail::attention_mma_backward(ctx, s, dtype, Q, K, V, Q, true).kernel != nullptr;
     if (!dq || !kv) kernels_for(ctx, dtype, D, DV, mask, dropout, Pass::Backward, vec);
@@ -465,7 +466,7 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
                         const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
                         const AttnTensor& dO,
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
-                        const AttnTensor& dK, const AttnTensor& dV) {
+                        const AttnTensor& dK, const AttnTensor& dV, const AttnBwdWork& work) {
   check(ctx, s, dtype);
   const DType compute = compute_dtype(dtype);
   const bool want_dq = s.B * s.Hq * s.L > 0 && dQ.mem, want_kv = s.B * s.Hk * s.S > 0 && dK.mem && dV.mem;
@@ -481,6 +482,26 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     }
     add_dropout(args, s, compute);
   };
+  // One pass for all three where the caller gave the one-pass kernel's scratch (attention_backward_work).
+  if (want_dq && want_kv && work.counters && work.acc) {
+    const detail::AttnMmaKernel m = detail::attention_mma_onepass(ctx, s, dtype, Q, K, V, dO);
+    if (m.kernel) {
+      std::lock_guard<std::mutex> lock(*m.m);
+      KernelArgs args(m.kernel);
+      add_common(args, s, compute, Q, K, V, M, MF);
+      add_tensor(args, dO, nullptr);
+      args.add(lse).add<cl_ulong>(lse_offset).add(delta).add<cl_ulong>(delta_offset);
+      add_tensor(args, dK, nullptr);
+      add_tensor(args, dV, nullptr);
+      add_tensor(args, dQ, nullptr);
+      args.add(work.counters).add<cl_ulong>(work.counters_offset).add(work.acc).add<cl_ulong>(work.acc_offset);
+      add_dropout(args, s, compute);
+      size_t global[3] = {m.threads, static_cast<size_t>(ceil_div(s.S, m.rows)), static_cast<size_t>(s.B * s.Hk)};
+      size_t local[3] = {m.threads, 1, 1};
+      launch_nd(q, m.kernel, 3, global, local, "attention_backward_onepass_mma");
+      return;
+    }
+  }
   // Each pass on the matrix engine where it runs (attention_mma.cpp), else on the FMA kernels (built only then).
   const detail::AttnMmaKernel mq = want_dq ? detail::attention_mma_backward(ctx, s, dtype, Q, K, V, dO, false)
                                            : detail::AttnMmaKernel();
@@ -523,6 +544,20 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
     size_t kv_local[3] = {kv_nt, 1, 1};
     launch_nd(q, k.b, 3, global, kv_local, t.bq ? "attention_backward_dkdv_tiled" : "attention_backward_dkdv");
   }
+}
+
+void attention_backward_work(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                             const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, uint64_t& counters,
+                             uint64_t& acc_floats, bool& init_acc) {
+  check(ctx, s, dtype);
+  counters = acc_floats = 0;
+  init_acc = false;
+  if (s.B * s.Hq * s.L == 0 || s.B * s.Hk * s.S == 0) return;
+  const detail::AttnMmaKernel m = detail::attention_mma_onepass(ctx, s, dtype, Q, K, V, dO);
+  if (!m.kernel) return;
+  counters = 1 + static_cast<uint64_t>(s.B * s.Hq * ceil_div(s.L, m.tile));  // the ticket, then one per query tile
+  acc_floats = static_cast<uint64_t>(s.B * s.Hq * s.L * s.D);
+  init_acc = m.emulated;
 }
 
 void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,

@@ -79,7 +79,7 @@ bool vec16(const AttnTensor& t, int64_t dim, int unit) {
 }
 
 std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const MmaLayout& l, bool mask,
-                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd, bool split) {
+                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd, bool split, bool onepass) {
   std::ostringstream s;
   s << kernel_source("common");
   // The backward's head-dim split over warp pairs (attention_mma_bwd.cl): k-steps and n-tiles padded to even counts.
@@ -95,7 +95,9 @@ std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const 
     << "\n#define NW " << l.nw << "\n#define BKT " << l.bkt << "\n#define VEC_K " << vec[0] << "\n#define VEC_V " << vec[1]
     << "\n#define VEC_Q " << vec[2] << "\n#define VEC_DO " << vec[3] << "\n#define PREFETCH " << prefetch << "\n";
   s << kernel_source("attention_common") << kernel_source("mma_common");
-  if (bwd) s << "#define ATTN_MMA_DQ 1\n" << kernel_source("attention_mma") << kernel_source("attention_mma_bwd");
+  if (onepass) s << "#define ATTN_MMA_DQ 1\n#define ATTN_ONEPASS 1\n" << kernel_source("attention_mma")
+                << kernel_source("attention_mma_onepass") << kernel_source("attention_mma_bwd");
+  else if (bwd) s << "#define ATTN_MMA_DQ 1\n" << kernel_source("attention_mma") << kernel_source("attention_mma_bwd");
   else s << kernel_source("attention_mma");
   return s.str();
 }
@@ -105,7 +107,7 @@ struct Entry {
   cl_kernel k = nullptr;
 };
 
-enum class Pass { Fwd = 0, Dq = 1, DkDv = 2 };
+enum class Pass { Fwd = 0, Dq = 1, DkDv = 2, OnePass = 3 };
 
 // Local bytes of the backward passes (attention_mma_bwd.cl: two staged [row][dim] tiles, 16-bit transposed
 // copies, the dk/dv pass's lse and delta; split: the partial products' exchange).
@@ -118,6 +120,30 @@ uint64_t bwd_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV,
   const int64_t xch = split ? l.nw * 2 * (l.bkt / 8) * 4 * 32 * 4 : 0;
   return static_cast<uint64_t>(l.bkt * rows + t) * (h ? 2 : 4) + 8 * l.bkt + xch +
          (m.emulate ? 32 * l.nw * 6 * 4 : 0);
+}
+
+// The one-pass kernel's (attention_mma_onepass.cl) on top of the dk/dv pass's: the K block and the tile's dS.
+uint64_t onepass_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t DV) {
+  const int64_t nq = 16 * l.nw, dn = ceil_div(D, 8) * 8;
+  const int64_t extra = is16(m.kind) ? (dn + l.bkt) * (nq + ((nq / 2) % 16 == 0 ? 16 : 0)) * 2
+                                     : (nq * (dn + 4) + l.bkt * (nq + 4)) * 4;
+  return bwd_local_bytes(l, m, D, DV, false) + static_cast<uint64_t>(extra) + 4;
+}
+
+// PYTORCH_OCL_ATTN_BWD_ONEPASS: "1" / "on" takes the one-pass kernel where it applies; unset, "0" or "off" runs
+// the backward's two passes (dq, then dk/dv): on an H200 (benchmarks/attention_layouts.py --onepass, B8 H12 L1024
+// D64 fp32) the one-pass backward took 1.77 ms causal / 3.14 ms not against the two passes' 1.57 / 2.64, its
+// tiles waiting for their turns and its extra barriers costing more than the dq pass's S and dP products.
+// "NW,BKT" (also on) sets its warps (16 keys each) and query tile (a multiple of 16 that divides 16 NW).
+bool onepass_enabled(MmaLayout& l) {
+  const char* e = env_value("PYTORCH_OCL_ATTN_BWD_ONEPASS");
+  if (!e || !*e || !std::strcmp(e, "0") || !std::strcmp(e, "off")) return false;
+  int nw = 0, bkt = 0;
+  char extra = 0;
+  if (e && std::sscanf(e, "%d,%d%c", &nw, &bkt, &extra) == 2 && nw >= 1 && nw <= 16 && bkt >= 16 && bkt % 16 == 0 &&
+      bkt <= 128)
+    l.nw = nw, l.bkt = bkt;
+  return true;
 }
 
 // The forward or a backward pass (attention_mma_bwd.cl) for s, or no kernel.
@@ -139,14 +165,16 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     // 16-row blocks per pair, so an even number of warps: 8 by default, the 64 rows of the unsplit kernels
     // (fewer warps left the staging loads of D 128 tiles 4-8 spilled words at 255 registers; 8: none).
     const bool wide = std::max(s.D, s.DV) > 64;
-    split = wide && (!is16(m.kind) || pass == Pass::DkDv);
+    const bool kv = pass != Pass::Dq;  // the dk/dv pass's layout (the one-pass kernel is that kernel)
+    split = wide && (!is16(m.kind) || kv);
+    if (pass == Pass::OnePass && (split || s.S == 0)) return r;
     const char* e = env_value("PYTORCH_OCL_ATTN_MMA");
     const bool env = e && std::strchr(e, ',');  // an explicit layout
     if (split && !env && ctx.info().max_work_group_size >= 256) l.nw = 8;
     if (split && l.nw % 2) return r;
     // 32-key dq tiles at heads up to 64 for every kind (float32 as 3xtf32 too: timed on an H100, B8 H12 L1024 D64
     // causal 0.72 -> 0.67 ms, B16 H12 L512 non-causal 0.61 -> 0.56, although ptxas reports a few spilled words).
-    if (!env) l.bkt = wide || pass == Pass::DkDv ? 16 : 32;
+    if (!env) l.bkt = wide || kv ? 16 : 32;
     // 16-bit, 8 warps: 64-row tiles for both passes at heads up to 64, 32-key tiles for dq over 64 (timed on an
     // H100, bf16 causal: D 64 L 4096 dk/dv 2.80 -> 2.34 ms, dq 1.54 -> 1.31; D 128 L 2048 dq 1.79 -> 1.42 ms).
     if (!env && is16(m.kind)) {
@@ -157,6 +185,14 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     l.prefetch = 0;
     const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
     if (bwd_local_bytes(l, m, s.D, s.DV, split) > limit) return r;
+    if (pass == Pass::OnePass) {
+      if (!onepass_enabled(l)) return r;
+      // The K block and dS tile on top: shorter query tiles where they do not fit (16-bit at D 64: 64 -> 32),
+      // and every 16-row block of a tile's dq product gets whole warps (attention_mma_onepass.cl's OP_WPR).
+      if (static_cast<uint64_t>(32 * l.nw) > ctx.info().max_work_group_size) return r;
+      while (l.bkt > 16 && onepass_local_bytes(l, m, s.D, s.DV) > limit) l.bkt /= 2;
+      if (onepass_local_bytes(l, m, s.D, s.DV) > limit || l.nw % (l.bkt / 16)) return r;
+    }
   }
   const int unit = is16(m.kind) ? 8 : 4;
   const bool vec[4] = {vec16(K, s.D, unit), vec16(V, s.DV, unit), vec16(Q, s.D, unit), dO && vec16(*dO, s.DV, unit)};
@@ -174,16 +210,18 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   }
   {
     std::lock_guard<std::mutex> lock(e->m);
-    static const char* names[] = {"attn_fwd_mma", "attn_bwd_dq_mma", "attn_bwd_dkdv_mma"};
+    static const char* names[] = {"attn_fwd_mma", "attn_bwd_dq_mma", "attn_bwd_dkdv_mma", "attn_bwd_onepass_mma"};
     if (!e->k)
       e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vec, prefetch,
-                                                    pass != Pass::Fwd, split)),
+                                                    pass != Pass::Fwd, split, pass == Pass::OnePass)),
                            names[static_cast<int>(pass)]);
   }
   r.kernel = e->k;
   r.m = &e->m;
   r.threads = static_cast<size_t>(32 * l.nw);
   r.rows = 16 * l.nw / (split ? 2 : 1);
+  r.tile = l.bkt;
+  r.emulated = m.emulate;
   return r;
 }
 
@@ -197,6 +235,11 @@ AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DTyp
 AttnMmaKernel attention_mma_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                                      const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, bool dkdv) {
   return mma_kernel(ctx, s, dtype, Q, K, V, &dO, dkdv ? Pass::DkDv : Pass::Dq);
+}
+
+AttnMmaKernel attention_mma_onepass(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                                    const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO) {
+  return mma_kernel(ctx, s, dtype, Q, K, V, &dO, Pass::OnePass);
 }
 
 } // namespace detail

@@ -12,6 +12,8 @@ struct AttnMmaKernel {
   std::mutex* m = nullptr;     // held while the kernel's arguments are set and it is enqueued
   size_t threads = 0;          // work-items per group (32 per warp)
   int64_t rows = 0;            // queries (dk/dv pass: keys) per work-group
+  int64_t tile = 0;            // the backward passes' inner tile (dk/dv, one-pass: queries per step)
+  bool emulated = false;       // the matrix engine emulated (PYTORCH_OCL_MMA=emulate)
 };
 
 // The mma forward for s, when the device (or PYTORCH_OCL_MMA=emulate) has the kind dtype and
@@ -24,6 +26,12 @@ AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DTyp
 // the kind and the head dims allow it (up to 128; see attention_mma.cpp).
 AttnMmaKernel attention_mma_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                                      const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, bool dkdv);
+
+// The one-pass backward (kernels/attention_mma_onepass.cl: the dk/dv pass also adding dq in a fixed order), or no
+// kernel where it does not apply (PYTORCH_OCL_ATTN_BWD_ONEPASS=0, heads over 64, no dk/dv mma kernel, S = 0, or
+// its local memory does not fit). Arguments: attn_bwd_dkdv_mma's, then dQ, the counters and the accumulator.
+AttnMmaKernel attention_mma_onepass(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                                    const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO);
 
 } // namespace detail
 } // namespace dlprim

@@ -53,13 +53,33 @@ void attention_forward(const Context& ctx, cl_command_queue q, const AttnShape& 
                        const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
                        const AttnTensor& O, cl_mem lse, uint64_t lse_offset);
 
+// The one-pass backward's scratch (the matrix engine's dk/dv pass adding dq in a fixed order,
+// kernels/attention_mma_onepass.cl): `counters` uint32 that must be 0 when attention_backward runs (a fill on the
+// queue), `acc` float32 of any contents; offsets in elements.
+struct AttnBwdWork {
+  cl_mem counters = nullptr;
+  uint64_t counters_offset = 0;
+  cl_mem acc = nullptr;
+  uint64_t acc_offset = 0;
+};
+
+// How many counters and accumulator floats attention_backward's one-pass kernel needs for s (dQ laid out like
+// dO: the gradient of Q); both 0 where it runs two passes instead (PYTORCH_OCL_ATTN_BWD_ONEPASS=0, no matrix
+// engine, heads over 64, ...); init_acc: the accumulator must be initialized too, to NaN (the emulated
+// engine's atomics: see attention_mma_onepass.cl).
+// Builds the kernel's program.
+void attention_backward_work(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
+                             const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, uint64_t& counters,
+                             uint64_t& acc_floats, bool& init_acc);
+
 // dq, dk, dv from grad_out, the forward's lse and delta[b, hq, i] = dO_i . O_i (both compute
-// type, contiguous [B, Hq, L]). dk/dv are per key head (GQA groups summed in the kernel).
+// type, contiguous [B, Hq, L]). dk/dv are per key head (GQA groups summed in the kernel). With `work`
+// (attention_backward_work's sizes, all three gradients wanted) one kernel computes them all; else two passes.
 void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, const AttnTensor& Q,
                         const AttnTensor& K, const AttnTensor& V, const AttnTensor& M, const AttnTensor& MF,
                         const AttnTensor& dO,
                         cl_mem lse, uint64_t lse_offset, cl_mem delta, uint64_t delta_offset, const AttnTensor& dQ,
-                        const AttnTensor& dK, const AttnTensor& dV);
+                        const AttnTensor& dK, const AttnTensor& dV, const AttnBwdWork& work = AttnBwdWork());
 
 // Starts building, in the background, the programs attention_backward will need for `s` (called after
 // a forward whose inputs require grad, so the builds overlap the rest of the forward pass), for a

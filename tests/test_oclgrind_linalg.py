@@ -99,3 +99,19 @@ def test_eigh_tridiag(monkeypatch):
     check(lambda a: (lambda w, V: (w, (a @ V - V * w.unsqueeze(-2)).abs().amax() < 1e-4))(*torch.linalg.eigh(a)), a,
           backward=False)
     check(lambda a: torch.linalg.eigvalsh(a), a, backward=False)
+
+
+def test_lu_fused_step(monkeypatch):
+    """linalg_block.cl's linalg_lu_swap_solve (a blocked LU step's interchanges over the other columns and U12
+    in one launch: columns left and right of the panel, batched, a wide matrix whose last panel has columns
+    right of it only) and the leaves' swaps over the rest of their panel (linalg_lu_leaf in registers and
+    linalg.cl's linalg_lu): panels of 6 in leaves of 3, real and complex; pivots from a later panel's rows."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "6")
+    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "3")
+    for on_chip in ("1", "0"):
+        monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", on_chip)
+        for dt in (torch.float32, torch.complex64):
+            a = torch.randn(2, 15, 17, dtype=dt)
+            a[:, 14, 0] = 20  # column 0's pivot in the third panel's rows
+            check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
+            check(lambda a: torch.linalg.lu_factor(a), a[0, :13, :].mT, backward=False)

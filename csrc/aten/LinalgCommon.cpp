@@ -163,12 +163,13 @@ void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, co
   ib.done();
 }
 
-void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op,
+               const dlprim::LuLeafPlace& place) {
   InfoBuffer ib(info);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
   OCL_DLPRIM_CALL(op, dlprim::lu_factor(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
-                                        matrix_ref(a), int_ref(pivots), ib.ref()));
+                                        matrix_ref(a), int_ref(pivots), ib.ref(), place));
   note_enqueued(q);
   ib.done();
 }
@@ -238,14 +239,23 @@ int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w) {
   return dlprim::lu_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
 }
 
-void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op,
+                    const dlprim::LuLeafPlace& place) {
   InfoBuffer ib(info);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
   OCL_DLPRIM_CALL(op, dlprim::lu_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
-                                      matrix_ref(a), int_ref(pivots), ib.ref()));
+                                      matrix_ref(a), int_ref(pivots), ib.ref(), place));
   note_enqueued(q);
   ib.done();
+}
+
+void lu_swap_solve_kernel(const at::Tensor& a, const at::Tensor& pivots, int64_t k0, int64_t k1, const char* op) {
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::lu_swap_solve(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
+                                            a.size(-1), matrix_ref(a), int_ref(pivots), k0, k1));
+  note_enqueued(q);
 }
 
 namespace {
@@ -387,11 +397,13 @@ dlprim::MatrixRef tau_ref(const at::Tensor& tau) {
 
 } // namespace
 
-void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op) {
+void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op, const at::Tensor& v, int64_t v_top) {
   int device = work.device().index();
   cl_command_queue q = queue_of(work);
-  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work),
-                                    work.size(-2), work.size(-1), matrix_ref(work), tau_ref(tau)));
+  dlprim::MatrixRef vr;
+  if (v.defined()) vr = matrix_ref(v);
+  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work), work.size(-2),
+                                    work.size(-1), matrix_ref(work), tau_ref(tau), v.defined() ? &vr : nullptr, v_top));
   note_enqueued(q);
 }
 
@@ -401,13 +413,14 @@ int64_t geqrf_leaf_max_rows(const at::Tensor& a, int64_t w) {
   return dlprim::geqrf_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
 }
 
-void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op) {
+void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op,
+                       int64_t v_top) {
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
   dlprim::MatrixRef vr;
   if (v.defined()) vr = matrix_ref(v);
   OCL_DLPRIM_CALL(op, dlprim::geqrf_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
-                                         a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr));
+                                         a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr, v_top));
   note_enqueued(q);
 }
 

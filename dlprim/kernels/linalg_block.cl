@@ -161,3 +161,41 @@ __kernel void linalg_wy_factor(__global const T* sm, ulong s_o, long s_bs, long 
     X[i * t_rs + j * t_cs] = (j >= i && !IS_ZERO(TAU[j])) ? LS(j, i) : TO_T(0);
   }
 }
+
+// One step of blocked getrf after its panel (columns [k0, k1), absolute 1-based pivots P[k0..k1)), in one
+// launch instead of a laswp left of the panel, one right of it, inv(L11) and a GEMM for U12 and its copy
+// back: a work-item per column outside the panel, the groups' columns left of it first (nleft_groups of
+// them: swaps only), then those right of it: the panel's interchanges of rows k0.. in order, then, right of
+// the panel, U12 = L11^-1 A12 by forward substitution (?trsm's order: x_i -= l_ik x_k for k < i; L11 unit
+// lower, read from the panel) on the column's kb elements in local memory (sx: kb an item, x_i at
+// sx[i L + lid]: consecutive items on consecutive banks). Each item touches only its own column, so
+// program order alone orders its swaps and solve: no barrier.
+__kernel void linalg_lu_swap_solve(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n,
+                                   __global const int* piv, ulong piv_o, long piv_bs, long k0, long k1,
+                                   long nleft_groups, long groups, __local T* sx) {
+  const long g = get_group_id(0) % groups, b = get_group_id(0) / groups;
+  const int lid = get_local_id(0), L = get_local_size(0);
+  __global T* A = a + a_o + b * bs;
+  __global const int* P = piv + piv_o + b * piv_bs;
+  const bool right = g >= nleft_groups;
+  const long j = right ? k1 + (g - nleft_groups) * L + lid : g * L + lid;
+  if (j >= (right ? n : k0)) return;  // no barriers below
+  for (long i = k0; i < k1; ++i) {
+    const long p = P[i] - 1;
+    if (p != i && p >= 0 && p < m) {
+      const T t = AT(A, i, j);
+      AT(A, i, j) = AT(A, p, j);
+      AT(A, p, j) = t;
+    }
+  }
+  if (!right) return;
+  const int kb = (int)(k1 - k0);
+  __global T* X = A + k0 * rs + j * cs;  // the column's rows k0.. (U12's column)
+  __global const T* L11 = A + k0 * rs + k0 * cs;
+  for (int i = 0; i < kb; ++i) sx[i * L + lid] = X[(long)i * rs];
+  for (int k = 0; k < kb; ++k) {
+    const T xk = sx[k * L + lid];
+    for (int i = k + 1; i < kb; ++i) sx[i * L + lid] -= MUL(L11[(long)i * rs + (long)k * cs], xk);
+  }
+  for (int i = 0; i < kb; ++i) X[(long)i * rs] = sx[i * L + lid];
+}

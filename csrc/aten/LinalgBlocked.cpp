@@ -10,7 +10,6 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/addmm.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/diag_embed.h>
 #include <ATen/ops/empty.h>
@@ -156,22 +155,22 @@ void lu_leaf_any(const at::Tensor& leaf, const at::Tensor& piv, const at::Tensor
 // and applies its row swaps to the whole panel's columns outside it (`left` and `right` of this
 // sub-panel), which ?getrf2's laswp of the right half before its trsm and of the left half after the
 // right half's factorization do in bulk; nothing reads those columns' swapped rows in between (the
-// halves' trsm and GEMM read their own columns). parts[c]: the info of the leaf starting at column c
-// of the whole matrix (1-based within the leaf; blocked_lu merges them).
-void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& parts, int64_t col0, int64_t leaf,
+// halves' trsm and GEMM read their own columns). info (contiguous, zeroed before the first panel): the
+// leaves keep the first failure's column there (dlprim::LuLeafPlace's merge_info).
+void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& info, int64_t col0, int64_t leaf,
               int64_t left, int64_t right, const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
   if (w <= leaf_width(panel, leaf, lu_leaf_max_rows)) {
-    lu_leaf_any(panel, piv, parts.select(0, col0), {col0, left, right}, op);
+    lu_leaf_any(panel, piv, info, {col0, left, right, /*merge_info=*/true}, op);
     return;
   }
   const int64_t w1 = w / 2;
   at::Tensor lhalf = panel.narrow(-1, 0, w1), rhalf = panel.narrow(-1, w1, w - w1);
-  lu_panel(lhalf, piv.narrow(-1, 0, w1), parts, col0, leaf, left, right + w - w1, op);
+  lu_panel(lhalf, piv.narrow(-1, 0, w1), info, col0, leaf, left, right + w - w1, op);
   at::Tensor u12 = rhalf.narrow(-2, 0, w1);
   trsm_kernel(lhalf.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
   sub_product(rhalf.narrow(-2, w1, m - w1), operand(lhalf.narrow(-2, w1, m - w1)), operand(u12));
-  lu_panel(rhalf.narrow(-2, w1, m - w1), piv.narrow(-1, w1, w - w1), parts, col0 + w1, leaf, left + w1, right, op);
+  lu_panel(rhalf.narrow(-2, w1, m - w1), piv.narrow(-1, w1, w - w1), info, col0 + w1, leaf, left + w1, right, op);
 }
 
 // rest <- Q^H rest for Q = H_1 ... H_k, v the unit lower trapezoidal V of the reflectors (rows as
@@ -297,27 +296,20 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
 void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op) {
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
   const int64_t leaf = leaf_setting("PYTORCH_OCL_LU_LEAF");
-  // One info slot per column (only the leaves' first columns written), merged once at the end
-  // instead of a handful of elementwise launches after every leaf.
-  std::vector<int64_t> shape{kmax};
-  shape.insert(shape.end(), a.sizes().begin(), a.sizes().end() - 2);
-  at::Tensor parts = at::zeros(shape, a.options().dtype(c10::kInt));
+  // The leaves keep the first failure in info themselves (run in column order): one zero fill, no merge.
+  at::Tensor inf = info.is_contiguous() ? info : at::empty(info.sizes(), info.options());
+  inf.zero_();
   // A step: the panel (its leaves write absolute pivots and swap the panel's rows), one launch for the
   // panel's interchanges over the other columns and U12 = L11^-1 A12 (?trsm's forward substitution, a
   // work-item per column), and the trailing update on our GEMM.
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
-    lu_panel(block(a, k0, m, k0, k1), pivots.narrow(-1, k0, k1 - k0), parts, k0, leaf, 0, 0, op);
+    lu_panel(block(a, k0, m, k0, k1), pivots.narrow(-1, k0, k1 - k0), inf, k0, leaf, 0, 0, op);
     lu_swap_solve_kernel(a, pivots, k0, k1, op);
     if (k1 < n && k1 < m)
       sub_product(block(a, k1, m, k1, n), operand(block(a, k1, m, k0, k1)), operand(block(a, k0, k1, k1, n)));
   }
-  // info: the first failing leaf's (leaves start at increasing columns), offset to its column.
-  std::vector<int64_t> col_shape(shape.size(), 1);
-  col_shape[0] = kmax;
-  at::Tensor cols = at::arange(kmax, a.options().dtype(c10::kInt)).view(col_shape);
-  at::Tensor first = at::where(parts.gt(0), parts.add(cols), kmax + 1).amin(0);
-  info.copy_(at::where(first.le(kmax), first, 0));
+  copy_into(info, inf);
 }
 
 void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op,

@@ -171,6 +171,7 @@ static void add_place(KernelArgs& args, const LuLeafPlace& place) {
   args.template add<I>(static_cast<I>(place.piv_base));
   args.template add<I>(static_cast<I>(place.swap_left));
   args.template add<I>(static_cast<I>(place.swap_right));
+  args.template add<cl_int>(place.merge_info ? 1 : 0);
 }
 
 void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,

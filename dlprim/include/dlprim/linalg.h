@@ -64,9 +64,13 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
 // pivots are written + piv_base (the leaf's first row in the whole matrix: getrf's final pivots), and
 // every row interchange is also applied to the swap_left columns left of the leaf and the swap_right
 // columns right of it (the rest of its panel, same rows), so the panel needs no laswp or pivot-offset
-// launches between its leaves. The default: a matrix of its own.
+// launches between its leaves. merge_info: info[b] (zeroed by the caller before the first leaf) is set
+// to piv_base + k (the whole matrix's 1-based column) only where still 0 and this leaf fails at its
+// column k, so the leaves, run in column order, leave the first failure there and blocked getrf needs
+// no per-leaf slots and merge; else info[b] = the leaf's own k or 0. The default: a matrix of its own.
 struct LuLeafPlace {
   int64_t piv_base = 0, swap_left = 0, swap_right = 0;
+  bool merge_info = false;
 };
 
 // getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_lu_leaf.cl):

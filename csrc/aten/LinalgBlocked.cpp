@@ -72,10 +72,18 @@ at::Tensor operand(const at::Tensor& x) {
   return x.stride(-2) == 1 && x.stride(-1) != 1 ? x.mT().clone().mT() : x.clone();
 }
 
-// A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal).
-at::Tensor reflectors(const at::Tensor& panel) {
-  at::Tensor v = panel.tril(-1);
-  v.diagonal(0, -2, -1).fill_(1);
+// An uninitialized matrix of a's shape, column-major (the layout of the panels the GEMMs read with it).
+at::Tensor empty_col_major(const at::Tensor& a) {
+  std::vector<int64_t> shape = a.sizes().vec();
+  std::swap(shape.end()[-1], shape.end()[-2]);
+  return at::empty(shape, a.options()).mT();
+}
+
+// A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal),
+// column-major, in one launch.
+at::Tensor reflectors(const at::Tensor& panel, const char* op) {
+  at::Tensor v = empty_col_major(panel);
+  unit_lower_kernel(panel, v, op);
   return v;
 }
 
@@ -146,31 +154,36 @@ void lu_leaf_any(const at::Tensor& leaf, const at::Tensor& piv, const at::Tensor
 }
 
 // getrf of a tall panel (m x w) by recursive halves (Toledo's / LAPACK's ?getrf2 split): the left
-// half is factored, U12 = L11^-1 A12 (a w/2-row trsm), A22 -= L21 U12 on our GEMM, then the right
-// half below. Only leaves of `leaf` columns run the one-work-group kernel, so its rank-1 updates (m w / 2
-// per column, the bulk of a 64-wide panel on one work-group) cover leaf columns instead of w, and the
-// rest is a GEMM over all compute units. The same partial pivoting as the unblocked kernel (each
-// column's pivot is the first largest |a| of the updated column). No launches besides the leaves, trsm
-// and GEMM: each leaf writes its pivots absolute (+ its first row, col0: the panel sits on the diagonal)
-// and applies its row swaps to the whole panel's columns outside it (`left` and `right` of this
-// sub-panel), which ?getrf2's laswp of the right half before its trsm and of the left half after the
-// right half's factorization do in bulk; nothing reads those columns' swapped rows in between (the
-// halves' trsm and GEMM read their own columns). info (contiguous, zeroed before the first panel): the
-// leaves keep the first failure's column there (dlprim::LuLeafPlace's merge_info).
+// half is factored, U12 = L11^-1 A12 solved (a w/2-row trsm), A22 -= L21 U12 on our GEMM, then the
+// right half below. Only leaves of `leaf` columns run the one-work-group kernel, so its rank-1 updates
+// (m w / 2 per column, the bulk of a 64-wide panel on one work-group) cover leaf columns instead of w,
+// and the rest is a GEMM over all compute units. The same partial pivoting as the unblocked kernel
+// (each column's pivot is the first largest |a| of the updated column). No launches but the leaves and
+// GEMMs (dlprim::LuLeafPlace): each leaf writes its pivots absolute (+ its first row, col0: the panel
+// sits on the diagonal) and applies its row swaps to the panel's columns outside it (`left` and `right`
+// of this sub-panel), which ?getrf2's laswp of the right half before its trsm and of the left half after
+// the right half's factorization do in bulk (nothing reads those columns' swapped rows in between: the
+// halves' solve and GEMM read their own columns); the left half's last leaf solves the split's U12 after
+// itself where its local memory holds it (else a trsm launch): solve_rows / solve_cols, the split that
+// this sub-panel's last leaf ends, passed down to right halves. info (contiguous, zeroed before the
+// first panel): the leaves keep the first failure's column there (merge_info).
 void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& info, int64_t col0, int64_t leaf,
-              int64_t left, int64_t right, const char* op) {
+              int64_t left, int64_t right, int64_t solve_rows, int64_t solve_cols, const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
   if (w <= leaf_width(panel, leaf, lu_leaf_max_rows)) {
-    lu_leaf_any(panel, piv, info, {col0, left, right, /*merge_info=*/true}, op);
+    lu_leaf_any(panel, piv, info, {col0, left, right, /*merge_info=*/true, solve_rows, solve_cols}, op);
     return;
   }
   const int64_t w1 = w / 2;
+  const bool fused = lu_leaf_solve_fits(panel, w1, w - w1);
   at::Tensor lhalf = panel.narrow(-1, 0, w1), rhalf = panel.narrow(-1, w1, w - w1);
-  lu_panel(lhalf, piv.narrow(-1, 0, w1), info, col0, leaf, left, right + w - w1, op);
+  lu_panel(lhalf, piv.narrow(-1, 0, w1), info, col0, leaf, left, right + w - w1, fused ? w1 : 0, fused ? w - w1 : 0,
+           op);
   at::Tensor u12 = rhalf.narrow(-2, 0, w1);
-  trsm_kernel(lhalf.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
+  if (!fused) trsm_kernel(lhalf.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
   sub_product(rhalf.narrow(-2, w1, m - w1), operand(lhalf.narrow(-2, w1, m - w1)), operand(u12));
-  lu_panel(rhalf.narrow(-2, w1, m - w1), piv.narrow(-1, w1, w - w1), info, col0 + w1, leaf, left + w1, right, op);
+  lu_panel(rhalf.narrow(-2, w1, m - w1), piv.narrow(-1, w1, w - w1), info, col0 + w1, leaf, left + w1, right,
+           solve_rows, solve_cols, op);
 }
 
 // rest <- Q^H rest for Q = H_1 ... H_k, v the unit lower trapezoidal V of the reflectors (rows as
@@ -207,13 +220,6 @@ void qr_panel(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& 
   qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), block(v, w1, m, w1, w), top + w1, leaf, op);
 }
 
-// An uninitialized matrix of a's shape, column-major (the layout of the panels the GEMMs read with it).
-at::Tensor empty_col_major(const at::Tensor& a) {
-  std::vector<int64_t> shape = a.sizes().vec();
-  std::swap(shape.end()[-1], shape.end()[-2]);
-  return at::empty(shape, a.options()).mT();
-}
-
 } // namespace
 
 void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const char* op) {
@@ -239,7 +245,7 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
   // applied to the identity first, leaves the columns left of k0 (still e_j there) alone.
   for (int64_t k0 = (k - 1) / nb * nb; k0 >= 0; k0 -= nb) {
     const int64_t k1 = std::min(k, k0 + nb);
-    at::Tensor vp = reflectors(block(v, k0, m, k0, k1));
+    at::Tensor vp = reflectors(block(v, k0, m, k0, k1), op);
     at::Tensor q = block(out, k0, m, k0, qc);
     at::Tensor w = at::matmul(wy_factor(vp, tau.narrow(-1, k0, k1 - k0), op), at::matmul(vp.mH(), q));
     sub_product(q, vp, w);
@@ -304,7 +310,7 @@ void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor&
   // work-item per column), and the trailing update on our GEMM.
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
-    lu_panel(block(a, k0, m, k0, k1), pivots.narrow(-1, k0, k1 - k0), inf, k0, leaf, 0, 0, op);
+    lu_panel(block(a, k0, m, k0, k1), pivots.narrow(-1, k0, k1 - k0), inf, k0, leaf, 0, 0, 0, 0, op);
     lu_swap_solve_kernel(a, pivots, k0, k1, op);
     if (k1 < n && k1 < m)
       sub_product(block(a, k1, m, k1, n), operand(block(a, k1, m, k0, k1)), operand(block(a, k0, k1, k1, n)));

@@ -250,6 +250,10 @@ void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Ten
   ib.done();
 }
 
+bool lu_leaf_solve_fits(const at::Tensor& a, int64_t rows, int64_t cols) {
+  return dlprim::lu_leaf_solve_fits(context(a.device().index()), ltype_of(a, "linalg"), rows, cols);
+}
+
 void lu_swap_solve_kernel(const at::Tensor& a, const at::Tensor& pivots, int64_t k0, int64_t k1, const char* op) {
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
@@ -421,6 +425,14 @@ void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Ten
   if (v.defined()) vr = matrix_ref(v);
   OCL_DLPRIM_CALL(op, dlprim::geqrf_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
                                          a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr, v_top));
+  note_enqueued(q);
+}
+
+void unit_lower_kernel(const at::Tensor& a, const at::Tensor& v, const char* op) {
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::unit_lower(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
+                                         matrix_ref(a), matrix_ref(v)));
   note_enqueued(q);
 }
 

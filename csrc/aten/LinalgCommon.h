@@ -75,6 +75,8 @@ void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Ten
 // absolute, written for the panel): its interchanges over every other column and U12 = L11^-1 A12 in
 // one launch (dlprim::lu_swap_solve).
 void lu_swap_solve_kernel(const at::Tensor& a, const at::Tensor& pivots, int64_t k0, int64_t k1, const char* op);
+// Whether a leaf of a's dtype can solve its panel split's U12 (rows x cols) after itself (LuLeafPlace).
+bool lu_leaf_solve_fits(const at::Tensor& a, int64_t rows, int64_t cols);
 // out (flat, ..., k, k) <- the T of compact WY from s = V^H V (flat) and tau (..., k) in one kernel
 // (dlprim::wy_factor); false (nothing done) where it does not fit on chip or PYTORCH_OCL_LINALG_ON_CHIP=0.
 bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op);
@@ -118,6 +120,8 @@ void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Ten
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op);
 // out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous);
 // blocked above block_size() reflectors.
+// v (flat, a's shape) <- the unit lower trapezoidal V of the reflectors in a (flat) in one launch.
+void unit_lower_kernel(const at::Tensor& a, const at::Tensor& v, const char* op);
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op);
 
 // Real symmetric eigh above eigh_crossover() (PYTORCH_OCL_EIGH_CROSSOVER, default 32; Jacobi at

@@ -54,11 +54,12 @@ __kernel void linalg_cholesky(__global T* a, ulong a_o, long bs, long rs, long c
 // for real, |re| + |im| for complex, as izamax/icamax). lv/li: local scratch of one R and one
 // long per work-item (a power of two of them). As a leaf of the recursive LU panel (linalg.h's
 // LuLeafPlace): pivots + piv_base, the row swaps also over the nleft columns left of the matrix and the
-// nright right of it, and with merge_info the first failure's piv_base + k kept in info (0, 0, 0, 0: a
-// matrix of its own).
+// nright right of it, with merge_info the first failure's piv_base + k kept in info, and with solve_rows
+// the split's U12 solved after it (lu_leaf_solve; sx: solve_rows x solve_cols) (all 0: a matrix of its own).
 __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n, __global int* piv,
                         ulong piv_o, long piv_bs, __global int* info, ulong info_o, long piv_base, long nleft,
-                        long nright, int merge_info, __local R* lv, __local long* li) {
+                        long nright, int merge_info, int solve_rows, int solve_cols, __local R* lv,
+                        __local long* li, __local T* sx) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * bs;
@@ -114,6 +115,7 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
   }
   if (lid == 0 && !merge_info) info[info_o + b] = bad;
   if (lid == 0 && merge_info && bad && info[info_o + b] == 0) info[info_o + b] = (int)(bad + piv_base);
+  if (solve_rows > 0) lu_leaf_solve(A, rs, cs, (int)n, solve_rows, solve_cols, sx);
 }
 
 // Solves A X = B in place of B (n x nrhs) for triangular A (n x n): lower -> forward

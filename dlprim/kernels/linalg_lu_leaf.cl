@@ -15,14 +15,15 @@
 // The leaf's place in its panel: pivots written + piv_base (the leaf's first row in the matrix: getrf's
 // final pivots, no offset pass), and each interchange also applied to the nleft panel columns left of the
 // leaf and the nright right of it (in global memory, an item per column: its own program order orders
-// the swaps), so the recursive panel needs no laswp launches of its own; merge_info: info as linalg_lu's.
+// the swaps), so the recursive panel needs no laswp launches of its own; merge_info: info as linalg_lu's;
+// solve_rows: the split's U12 after the leaf, as linalg_lu's (sx: solve_rows x solve_cols).
 
 inline bool leaf_better(R v, int i, R bvv, int bii) { return v > bvv || (v == bvv && i < bii); }
 
 __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs, int m, int w, __global int* piv,
                              ulong piv_o, long piv_bs, __global int* info, ulong info_o, int piv_base, int nleft,
-                             int nright, int merge_info, __local R* bv, __local int* bi, __local T* prow,
-                             __local T* krow) {
+                             int nright, int merge_info, int solve_rows, int solve_cols, __local R* bv,
+                             __local int* bi, __local T* prow, __local T* krow, __local T* sx) {
   const long b = get_group_id(0);
   __global T* A = a + a_o + b * bs;
   __global int* P = piv + piv_o + b * piv_bs;
@@ -128,4 +129,5 @@ __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs
   }
   if (lid == 0 && !merge_info) info[info_o + b] = bad;
   if (lid == 0 && merge_info && bad && info[info_o + b] == 0) info[info_o + b] = bad + piv_base;
+  if (solve_rows > 0) lu_leaf_solve(A, rs, cs, w, solve_rows, solve_cols, sx);
 }

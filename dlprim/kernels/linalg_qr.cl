@@ -118,3 +118,14 @@ __kernel void linalg_orgqr(__global const T* v, ulong v_o, long v_bs, long v_rs,
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
 }
+
+// v <- the unit lower trapezoidal V of the reflectors stored in a (m x k, geqrf's layout): a's elements
+// below the diagonal, 1 on it, 0 above; a work-item an element, `total` = batch m k of them (blocked
+// orgqr's panels: one launch instead of a tril and a diagonal fill).
+__kernel void linalg_unit_lower(__global const T* a, ulong a_o, long a_bs, long rs, long cs, __global T* v, ulong v_o,
+                                long v_bs, long v_rs, long v_cs, long m, long k, ulong total) {
+  const ulong t = get_global_id(0);
+  if (t >= total) return;
+  const long i = t % m, j = (t / m) % k, b = t / (m * k);
+  v[v_o + b * v_bs + i * v_rs + j * v_cs] = i > j ? AT(a + a_o + b * a_bs, i, j) : TO_T(i == j ? 1 : 0);
+}

@@ -172,6 +172,23 @@ static void add_place(KernelArgs& args, const LuLeafPlace& place) {
   args.template add<I>(static_cast<I>(place.swap_left));
   args.template add<I>(static_cast<I>(place.swap_right));
   args.template add<cl_int>(place.merge_info ? 1 : 0);
+  args.template add<cl_int>(static_cast<cl_int>(place.solve_rows));
+  args.template add<cl_int>(static_cast<cl_int>(place.solve_cols));
+}
+
+// The leaves' U12 solve in local memory: a third of it at most (the leaf's own scratch beside it).
+bool lu_leaf_solve_fits(const Context& ctx, LinalgType t, int64_t rows, int64_t cols) {
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  const uint64_t lim = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+  return rows > 0 && cols > 0 && static_cast<uint64_t>(rows * cols) * elem <= lim / 3;
+}
+
+// The local scratch of a leaf's U12 solve (one element where there is none).
+static uint64_t solve_bytes(const Context& ctx, LinalgType t, const LuLeafPlace& place) {
+  if (place.solve_rows <= 0) return dtype_size(t.real) * (t.complex ? 2 : 1);
+  if (!lu_leaf_solve_fits(ctx, t, place.solve_rows, place.solve_cols))
+    throw Error("linalg: an LU leaf's triangular solve does not fit in local memory");
+  return static_cast<uint64_t>(place.solve_rows * place.solve_cols) * dtype_size(t.real) * (t.complex ? 2 : 1);
 }
 
 void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
@@ -190,6 +207,7 @@ void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batc
   add_place<cl_int>(args, place);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
   args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_int)).add_local(16 * elem).add_local(16 * elem);
+  args.add_local(solve_bytes(ctx, t, place));
   launch_1d(q, k.k, batch * g, g);
 }
 
@@ -221,6 +239,7 @@ void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
   add_ints(args, info, false);
   add_place<cl_long>(args, place);
   args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_long));  // |pivot| candidates: real
+  args.add_local(solve_bytes(ctx, t, place));
   launch_1d(q, k.k, batch * g, g);
 }
 
@@ -409,6 +428,19 @@ void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, u
   add_matrix(args, out);
   args.add<cl_long>(m).add<cl_long>(qc).add<cl_long>(k_refl);
   launch_1d(q, k.k, batch * g, g);
+}
+
+void unit_lower(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t k,
+                const MatrixRef& a, const MatrixRef& v) {
+  const uint64_t total = batch * static_cast<uint64_t>(m) * static_cast<uint64_t>(k);
+  if (total == 0) return;
+  Kernel kk = kernel(ctx, t, "linalg_qr", "linalg_unit_lower");
+  KernelArgs args(kk.k);
+  add_matrix(args, a);
+  add_matrix(args, v);
+  args.add<cl_long>(m).add<cl_long>(k).add<cl_ulong>(total);
+  const size_t g = std::min<size_t>(kk.max_wg, 256);
+  launch_1d(q, kk.k, (total + g - 1) / g * g, g);
 }
 
 } // namespace dlprim

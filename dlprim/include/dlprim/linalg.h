@@ -67,11 +67,16 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
 // launches between its leaves. merge_info: info[b] (zeroed by the caller before the first leaf) is set
 // to piv_base + k (the whole matrix's 1-based column) only where still 0 and this leaf fails at its
 // column k, so the leaves, run in column order, leave the first failure there and blocked getrf needs
-// no per-leaf slots and merge; else info[b] = the leaf's own k or 0. The default: a matrix of its own.
+// no per-leaf slots and merge; else info[b] = the leaf's own k or 0. solve_rows > 0: after the leaf, the
+// U12 = L11^-1 A12 of the panel split ending at it (L11 the unit lower solve_rows square ending at the
+// leaf's last row and column, A12 the solve_rows x solve_cols block right of the leaf on its rows), so the
+// split needs no triangular-solve launch; only where lu_leaf_solve_fits. The default: a matrix of its own.
 struct LuLeafPlace {
   int64_t piv_base = 0, swap_left = 0, swap_right = 0;
   bool merge_info = false;
+  int64_t solve_rows = 0, solve_cols = 0;
 };
+bool lu_leaf_solve_fits(const Context& ctx, LinalgType t, int64_t rows, int64_t cols);
 
 // getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_lu_leaf.cl):
 // pivots, info and factors as lu_factor's. Only for w <= 16 and m <= lu_leaf_max_rows (0: none).
@@ -131,6 +136,11 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
 int64_t geqrf_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
 void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
                 const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v = nullptr, int64_t v_top = 0);
+
+// v (m x k) <- the unit lower trapezoidal V of the reflectors in a (m x k, geqrf's layout): below the
+// diagonal a's, 1 on it, 0 above, in one launch (a work-item an element).
+void unit_lower(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t k,
+                const MatrixRef& a, const MatrixRef& v);
 
 // out (m x qc, qc <= m) = the first qc columns of the product of the k reflectors in v (m x k,
 // geqrf's layout) and tau: orgqr / linalg.householder_product, and Q of linalg.qr.

@@ -13,9 +13,9 @@
 // rows are unrolled so x stays in registers (a column picked by comparisons, never by a runtime
 // index). bv / bi: one per item; prow / krow: W elements.
 // The leaf's place in its panel: pivots written + piv_base (the leaf's first row in the matrix: getrf's
-// final pivots, no offset pass), and each interchange also applied to the nleft panel columns left of the
-// leaf and the nright right of it (in global memory, an item per column: its own program order orders
-// the swaps), so the recursive panel needs no laswp launches of its own; merge_info: info as linalg_lu's;
+// final pivots, no offset pass), and its interchanges also applied to the nleft panel columns left of the
+// leaf and the nright right of it after the factorization (in global memory, an item per column: its own
+// program order orders the swaps), so the recursive panel needs no laswp launches of its own; merge_info: info as linalg_lu's;
 // solve_rows: the split's U12 after the leaf, as linalg_lu's (sx: solve_rows x solve_cols).
 
 inline bool leaf_better(R v, int i, R bvv, int bii) { return v > bvv || (v == bvv && i < bii); }
@@ -91,13 +91,6 @@ __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs
     barrier(CLK_LOCAL_MEM_FENCE);  // also: every item has read bv / bi before the next column's writes
     const T pv = prow[k];
     if (lid == 0) P[k] = p + 1 + piv_base;
-    if (p != k)
-      for (int e = lid; e < nleft + nright; e += L) {
-        const int j = e < nleft ? e - nleft : w + e - nleft;
-        const T t = AT(A, k, j);
-        AT(A, k, j) = AT(A, p, j);
-        AT(A, p, j) = t;
-      }
     if (IS_ZERO(pv) && bad == 0) bad = k + 1;
 #pragma unroll
     for (int r = 0; r < LEAF_RPI; ++r) {
@@ -129,5 +122,22 @@ __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs
   }
   if (lid == 0 && !merge_info) info[info_o + b] = bad;
   if (lid == 0 && merge_info && bad && info[info_o + b] == 0) info[info_o + b] = bad + piv_base;
+  // The interchanges over the rest of the panel after the leaf, where x is dead (inside the column loop they
+  // would hold registers through it): nobody else reads those columns meanwhile, and each item replays the
+  // pivots in order on its own columns.
+  if (nleft + nright > 0) {
+    barrier(CLK_GLOBAL_MEM_FENCE);  // P, written by item 0
+    for (int e = lid; e < nleft + nright; e += L) {
+      const int j = e < nleft ? e - nleft : w + e - nleft;
+      for (int k = 0; k < kmax; ++k) {
+        const int p = P[k] - 1 - piv_base;
+        if (p != k) {
+          const T t = AT(A, k, j);
+          AT(A, k, j) = AT(A, p, j);
+          AT(A, p, j) = t;
+        }
+      }
+    }
+  }
   if (solve_rows > 0) lu_leaf_solve(A, rs, cs, w, solve_rows, solve_cols, sx);
 }

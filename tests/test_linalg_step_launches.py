@@ -116,8 +116,8 @@ def _launches(fn):
 def test_launches_per_step(monkeypatch):
     """One blocked LU of 96 x 96 in panels of 16 (leaves of 8: one split a panel): per step two leaves (the
     first solving the split's U12) and one GEMM inside the panel, one swap-solve and one trailing GEMM; no
-    laswp, trsm, triangular inverse, pivot offsets or info merge. QR: no zero fill of V per panel; orgqr: V
-    in one launch per panel."""
+    laswp, trsm, triangular inverse, pivot offsets or info merge. QR: no zero fill of V per panel, T's product
+    in the WY kernel; orgqr: V in one launch per panel."""
     monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "16")
     monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "8")
@@ -138,6 +138,9 @@ def test_launches_per_step(monkeypatch):
     assert calls.get("linalg_geqrf_leaf") == 2 * steps, calls
     # the one buffer copy: the input into geqrf's result (before: one zero fill of V per panel too)
     assert calls["(fills, copies)"] <= 1 and "fill" not in calls and "dl_positional" not in calls, calls
+    # per step: 2 leaves, 2 block-reflector updates (the split's, the trailing one: V^H V, V^H rest, the WY
+    # kernel with T^H's product, one GEMM each) (before: 12 and a zero fill a step)
+    assert sum(calls.values()) <= 10 * steps + 1, calls
     # orgqr: each panel's V in one launch (before: a tril and a diagonal fill)
     QR, tau = torch.geqrf(a)
     calls = _launches(lambda: torch.linalg.householder_product(QR, tau))

@@ -122,3 +122,9 @@ def test_lu_fused_step(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "0")
     for dt in (torch.float32, torch.complex64):
         check(lambda q: torch.linalg.qr(q), torch.randn(2, 14, 9, dtype=dt), backward=False)
+    # linalg_wy_factor's products (T^H Y in geqrf's updates, T Y in orgqr's), over two groups of Y's columns
+    # (a 70 x 70 complete Q: orgqr's Y 70 wide; a 6 x 70 matrix: geqrf's trailing 66 columns).
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
+    for dt in (torch.float32, torch.complex64):
+        check(lambda q: torch.linalg.qr(q, mode="complete"), torch.randn(70, 5, dtype=dt), backward=False)
+        check(lambda q: torch.geqrf(q), torch.randn(6, 70, dtype=dt), backward=False)

@@ -5,7 +5,7 @@
 // algorithms as LAPACK's blocked potrf/getrf/trsm (pivots: absolute, as the panel's leaves write them).
 // Householder QR (geqrf, orgqr) the same way: the one-work-group kernels on nb-column panels, the
 // reflectors of a panel applied to the rest at once in compact WY form, H_1 ... H_nb = I - V T V^H
-// (LAPACK's ?larft + ?larfb), so the O(n^3) part is three matmuls per panel.
+// (LAPACK's ?larft + ?larfb), so the O(n^3) part is two matmuls per panel (and V^H V, and T's small product).
 #include "aten/LinalgCommon.h"
 
 #include <ATen/core/Tensor.h>
@@ -91,13 +91,8 @@ at::Tensor reflectors(const at::Tensor& panel, const char* op) {
 // column recurrence (k dependent matrix-vector products) but its closed form, two launches:
 // T^-1 = diag(1 / tau) + strict upper part of V^H V. A reflector with tau_i = 0 is the identity:
 // its row and column of T^-1 are cut out (diagonal 1 to keep it invertible), then T_ii set to 0.
-at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op) {
-  at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
-  // On chip: the GEMM and one kernel (the steps below in local memory) instead of a dozen launches.
-  if (flat_batches(vhv)) {
-    at::Tensor t = at::empty(vhv.sizes(), vhv.options());
-    if (wy_factor_kernel(vhv, tau, t, op)) return t;
-  }
+// Off chip (the kernel below where it does not fit): a dozen launches.
+at::Tensor wy_factor_off_chip(const at::Tensor& vhv, const at::Tensor& tau, const char* op) {
   at::Tensor nz = tau.ne(0);
   at::Tensor keep = nz.unsqueeze(-1).logical_and(nz.unsqueeze(-2));
   at::Tensor s = vhv.triu(1);
@@ -107,6 +102,20 @@ at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op)
   at::Tensor t = at::eye(k, tau.options()).expand(tinv.sizes()).contiguous();
   trsm_kernel(tinv, t, /*lower=*/false, false, false, op);  // k <= nb: one kernel
   return t.mul_(nz.unsqueeze(-2));
+}
+
+// T y, or T^H y (adjoint), for the T of v's reflectors (wy_factor_off_chip): the V^H V GEMM and one kernel
+// that builds T in local memory and multiplies (wy_factor_kernel), instead of that kernel writing T and a
+// GEMM for the product; off chip T's launches and the GEMM.
+at::Tensor wy_times(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& y, bool adjoint, const char* op) {
+  at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
+  at::Tensor yr = y.resolve_conj();
+  if (flat_batches(vhv) && flat_batches(yr)) {
+    at::Tensor w = at::empty(yr.sizes(), yr.options());
+    if (wy_factor_kernel(vhv, tau, w, op, yr, adjoint)) return w;
+  }
+  at::Tensor t = wy_factor_off_chip(vhv, tau, op);
+  return at::matmul(adjoint ? t.mH() : t, yr);
 }
 
 // inv(T) of the nb x nb triangular diagonal blocks t (lower or upper as given; unit: ones taken
@@ -187,9 +196,10 @@ void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& 
 }
 
 // rest <- Q^H rest for Q = H_1 ... H_k, v the unit lower trapezoidal V of the reflectors (rows as
-// rest's) and tau: I - V T^H V^H in three GEMMs (?larfb).
+// rest's) and tau: I - V T^H V^H (?larfb) in four launches: V^H V and V^H rest on the GEMM, T^H (V^H rest)
+// in the kernel that builds T, rest -= V (...) on the GEMM.
 void apply_panel_h(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& rest, const char* op) {
-  at::Tensor w = at::matmul(wy_factor(v, tau, op).mH(), at::matmul(v.mH(), rest));
+  at::Tensor w = wy_times(v, tau, at::matmul(v.mH(), rest), /*adjoint=*/true, op);
   sub_product(rest, v, w);
 }
 
@@ -247,7 +257,7 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
     const int64_t k1 = std::min(k, k0 + nb);
     at::Tensor vp = reflectors(block(v, k0, m, k0, k1), op);
     at::Tensor q = block(out, k0, m, k0, qc);
-    at::Tensor w = at::matmul(wy_factor(vp, tau.narrow(-1, k0, k1 - k0), op), at::matmul(vp.mH(), q));
+    at::Tensor w = wy_times(vp, tau.narrow(-1, k0, k1 - k0), at::matmul(vp.mH(), q), /*adjoint=*/false, op);
     sub_product(q, vp, w);
   }
 }

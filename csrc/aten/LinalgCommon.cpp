@@ -191,15 +191,19 @@ bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
   return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
 }
 
-bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op,
+                      const at::Tensor& y, bool adjoint) {
   const int64_t n = s.size(-1);
   if (!on_chip() || !cholesky_block_fits(s, n)) return false;
   int device = s.device().index();
   cl_command_queue q = queue_of(s);
   at::Tensor tau2 = tau.unsqueeze(-2);  // (..., 1, k): its batch stride; elements one apart
   if (!flat_batches(tau2) || (n > 1 && tau.stride(-1) != 1)) tau2 = tau.contiguous().unsqueeze(-2);
+  dlprim::MatrixRef yr;
+  if (y.defined()) yr = matrix_ref(y);
   OCL_DLPRIM_CALL(op, dlprim::wy_factor(context(device), q, ltype_of(s, op), batch_count(s), n, matrix_ref(s),
-                                        matrix_ref(tau2), matrix_ref(out)));
+                                        matrix_ref(tau2), matrix_ref(out), y.defined() ? &yr : nullptr,
+                                        y.defined() ? y.size(-1) : 0, adjoint));
   note_enqueued(q);
   return true;
 }

@@ -136,11 +136,14 @@ __kernel void linalg_trsm_local(__global const T* a, ulong a_o, long a_bs, long 
 // diag(1 / tau) + the strict upper part of S, with the rows and columns of a tau_i = 0 (an identity
 // reflector) cut out and 1 on their diagonal, inverted in local memory (as its transpose, lower: the
 // inverse of the transpose is the transpose of the inverse), then T's columns of tau_j = 0 zeroed.
-// s: n (n + 1) elements; v: 2 n.
+// s: n (n + 1) elements; v: 2 n. mode 0: T into t (one group a matrix); 1: t <- T Y, 2: t <- T^H Y for Y
+// (n x ncols, y), `groups` groups a matrix each rebuilding T and taking a chunk of Y's columns (the WY
+// update's small product folded in: one launch instead of this kernel and a GEMM).
 __kernel void linalg_wy_factor(__global const T* sm, ulong s_o, long s_bs, long s_rs, long s_cs,
                                __global const T* tau, ulong tau_o, long tau_bs, __global T* t, ulong t_o, long t_bs,
-                               long t_rs, long t_cs, int n, __local T* s, __local T* v) {
-  const long b = get_group_id(0);
+                               long t_rs, long t_cs, int n, __global const T* y, ulong y_o, long y_bs, long y_rs,
+                               long y_cs, long ncols, int mode, long groups, __local T* s, __local T* v) {
+  const long b = get_group_id(0) / groups, g = get_group_id(0) % groups;
   const int lid = get_local_id(0), L = get_local_size(0);
   const int ld = n + 1;
   __global const T* S = sm + s_o + b * s_bs;
@@ -156,9 +159,28 @@ __kernel void linalg_wy_factor(__global const T* sm, ulong s_o, long s_bs, long 
   barrier(CLK_LOCAL_MEM_FENCE);
   lower_inverse_local(s, ld, n, v);
   __global T* X = t + t_o + b * t_bs;
-  for (int q = lid; q < n * n; q += L) {
-    const int i = q / n, j = q % n;
-    X[i * t_rs + j * t_cs] = (j >= i && !IS_ZERO(TAU[j])) ? LS(j, i) : TO_T(0);
+  if (mode == 0) {
+    for (int q = lid; q < n * n; q += L) {
+      const int i = q / n, j = q % n;
+      X[i * t_rs + j * t_cs] = (j >= i && !IS_ZERO(TAU[j])) ? LS(j, i) : TO_T(0);
+    }
+    return;
+  }
+  // T (i, j) = LS(j, i) for j >= i where tau_j != 0, else 0.
+  __global const T* Y = y + y_o + b * y_bs;
+  const long cw = (ncols + groups - 1) / groups, c0 = g * cw, c1 = min(ncols, c0 + cw);
+  for (long q = lid; q < n * (c1 - c0); q += L) {
+    const int i = q % n;
+    const long c = c0 + q / n;
+    T acc = TO_T(0);
+    if (mode == 2) {
+      if (!IS_ZERO(TAU[i]))
+        for (int j = 0; j <= i; ++j) acc += MUL(CONJ(LS(i, j)), Y[j * y_rs + c * y_cs]);
+    } else {
+      for (int j = i; j < n; ++j)
+        if (!IS_ZERO(TAU[j])) acc += MUL(LS(j, i), Y[j * y_rs + c * y_cs]);
+    }
+    X[i * t_rs + c * t_cs] = acc;
   }
 }
 

@@ -212,8 +212,8 @@ void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batc
 }
 
 void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
-               const MatrixRef& tau, const MatrixRef& out) {
-  if (batch == 0 || n == 0) return;
+               const MatrixRef& tau, const MatrixRef& out, const MatrixRef* y, int64_t ncols, bool adjoint) {
+  if (batch == 0 || n == 0 || (y && ncols == 0)) return;
   if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a WY factor does not fit in local memory");
   Kernel k = kernel(ctx, t, "linalg_block", "linalg_wy_factor", ctx.info().is_cpu ? 256 : 1024);
   KernelArgs args(k.k);
@@ -221,10 +221,14 @@ void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
   add_matrix(args, tau, false);
   add_matrix(args, out);
   args.add<cl_int>(static_cast<cl_int>(n));
+  // With y: a group per 64 columns of it (each rebuilding T: n^2 / 2 steps on chip, about the product's work).
+  const int64_t groups = y ? (ncols + 63) / 64 : 1;
+  add_matrix(args, y ? *y : out);
+  args.add<cl_long>(y ? ncols : 0).add<cl_int>(y ? (adjoint ? 2 : 1) : 0).add<cl_long>(groups);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
   args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);  // as cholesky_block's
   size_t g = k.group_for(n * n / 2);
-  launch_1d(q, k.k, batch * g, g);
+  launch_1d(q, k.k, batch * groups * g, g);
 }
 
 void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,

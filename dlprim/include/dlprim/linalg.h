@@ -48,9 +48,11 @@ void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t bat
               const IntVecRef& info);
 
 // T (n x n upper) of H_1 ... H_n = I - V T V^H from s = V^H V and tau (batch stride only; unit
-// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n).
+// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n). With y (n x ncols):
+// out (n x ncols) <- T y, or T^H y when adjoint, instead (the WY update's small product in the same launch).
 void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
-               const MatrixRef& tau, const MatrixRef& out);
+               const MatrixRef& tau, const MatrixRef& out, const MatrixRef* y = nullptr, int64_t ncols = 0,
+               bool adjoint = false);
 
 // The diagonal block of blocked potrf on chip (kernels/linalg_block.cl): each n x n block of a
 // factored in local memory as cholesky() does, and when inv is given inv(L) into it (lower, zeros

@@ -88,10 +88,10 @@ at::Tensor reflectors(const at::Tensor& panel, const char* op) {
 }
 
 // The upper triangular T of H_1 ... H_k = I - V T V^H (H_i = I - tau_i v_i v_i^H). Not ?larft's
-// column recurrence (k dependent matrix-vector products) but its closed form, two launches:
+// column recurrence (k dependent matrix-vector products) but its closed form from vhv = V^H V:
 // T^-1 = diag(1 / tau) + strict upper part of V^H V. A reflector with tau_i = 0 is the identity:
 // its row and column of T^-1 are cut out (diagonal 1 to keep it invertible), then T_ii set to 0.
-// Off chip (the kernel below where it does not fit): a dozen launches.
+// This is the off-chip form (a dozen launches), where the WY kernel (wy_times) does not fit.
 at::Tensor wy_factor_off_chip(const at::Tensor& vhv, const at::Tensor& tau, const char* op) {
   at::Tensor nz = tau.ne(0);
   at::Tensor keep = nz.unsqueeze(-1).logical_and(nz.unsqueeze(-2));
@@ -104,17 +104,23 @@ at::Tensor wy_factor_off_chip(const at::Tensor& vhv, const at::Tensor& tau, cons
   return t.mul_(nz.unsqueeze(-2));
 }
 
-// T y, or T^H y (adjoint), for the T of v's reflectors (wy_factor_off_chip): the V^H V GEMM and one kernel
-// that builds T in local memory and multiplies (wy_factor_kernel), instead of that kernel writing T and a
-// GEMM for the product; off chip T's launches and the GEMM.
+// T y, or T^H y (adjoint), for the T of v's reflectors (wy_factor_off_chip): on GPUs the V^H V GEMM and
+// one kernel that builds T in local memory and multiplies (wy_factor_kernel with y; every group of y's
+// columns rebuilds T, cheap in parallel there, not on CPU devices: wy_product_on_chip), else that kernel
+// writing T and a GEMM for the product; off chip T's launches and the GEMM.
 at::Tensor wy_times(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& y, bool adjoint, const char* op) {
   at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
   at::Tensor yr = y.resolve_conj();
+  at::Tensor t;
   if (flat_batches(vhv) && flat_batches(yr)) {
-    at::Tensor w = at::empty(yr.sizes(), yr.options());
-    if (wy_factor_kernel(vhv, tau, w, op, yr, adjoint)) return w;
+    if (wy_product_on_chip(vhv)) {
+      at::Tensor w = at::empty(yr.sizes(), yr.options());
+      if (wy_factor_kernel(vhv, tau, w, op, yr, adjoint)) return w;
+    }
+    t = at::empty(vhv.sizes(), vhv.options());
+    if (!wy_factor_kernel(vhv, tau, t, op)) t = at::Tensor();
   }
-  at::Tensor t = wy_factor_off_chip(vhv, tau, op);
+  if (!t.defined()) t = wy_factor_off_chip(vhv, tau, op);
   return at::matmul(adjoint ? t.mH() : t, yr);
 }
 

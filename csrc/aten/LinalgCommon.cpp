@@ -237,6 +237,8 @@ bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
 
 } // namespace
 
+bool wy_product_on_chip(const at::Tensor& s) { return gpu_on_chip(context(s.device().index()), "wy_product"); }
+
 int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w) {
   const dlprim::Context& ctx = context(a.device().index());
   if (!gpu_on_chip(ctx, "lu_leaf_registers")) return 0;

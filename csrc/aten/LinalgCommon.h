@@ -79,7 +79,9 @@ void lu_swap_solve_kernel(const at::Tensor& a, const at::Tensor& pivots, int64_t
 bool lu_leaf_solve_fits(const at::Tensor& a, int64_t rows, int64_t cols);
 // out (flat, ..., k, k) <- the T of compact WY from s = V^H V (flat) and tau (..., k) in one kernel
 // (dlprim::wy_factor); false (nothing done) where it does not fit on chip or PYTORCH_OCL_LINALG_ON_CHIP=0.
-// With y (flat, ..., k, c): out (flat, y's shape) <- T y, or T^H y when adjoint, in that one launch.
+// With y (flat, ..., k, c): out (flat, y's shape) <- T y, or T^H y when adjoint, in that one launch; used
+// where wy_product_on_chip (GPUs; CPU devices with PYTORCH_OCL_LINALG_ON_CHIP=1).
+bool wy_product_on_chip(const at::Tensor& s);
 bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op,
                       const at::Tensor& y = at::Tensor(), bool adjoint = false);
 // blocked_cholesky's diagonal block on chip (dlprim::cholesky_block): a's n x n matrices factored

@@ -1,11 +1,12 @@
 """The launches of one blocked LU / QR panel step (csrc/aten/LinalgBlocked.cpp). LU: the leaves write absolute
 pivots, swap the rest of their panel's rows themselves, keep the first failure in info and solve the U12 of the
 split they end (no laswp, pivot add, trsm or info merge in the recursive panel), and one linalg_lu_swap_solve
-per step applies the panel's interchanges to every other column and solves U12 (no
-laswp, triangular inverse, GEMM and copy for it). QR: the leaves write the panel's V with its zeros (no zero
-fill per panel). Against the CPU (LAPACK): pivots and info exactly, factors within rounding, with both leaf
-kernels (registers: PYTORCH_OCL_LINALG_ON_CHIP=1; global memory: =0), square, tall, wide, batched, singular,
-pivots from rows of later panels, transposed inputs; then the launch counts by kernel."""
+per step applies the panel's interchanges to every other column and solves U12 (no laswp, triangular inverse,
+GEMM and copy for it). QR: the leaves write the panel's V with its zeros (no zero fill per panel), the WY
+kernel multiplies by T itself, orgqr's V is one launch. Against the CPU (LAPACK): pivots and info exactly,
+factors within rounding, with both leaf kernels (registers: PYTORCH_OCL_LINALG_ON_CHIP=1; global memory: =0),
+square, tall, wide, batched, singular, pivots from rows of later panels, transposed inputs; then the launch
+counts by kernel."""
 import pytest
 import torch
 

@@ -50,6 +50,7 @@
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
+#   bash scripts/gpu_session.sh linalg33      # fused LU / QR panel steps: linalg tests natively, launch counts, profile, vs cuSOLVER
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
@@ -436,6 +437,15 @@ case "${1:-validate}" in
       tests/test_indexing.py tests/test_reduce.py
     run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
     run linalg32 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg32.md"
+    ;;
+  linalg33)  # the LU leaves' in-panel swaps and absolute pivots, the one-launch swap-solve step and QR's V without
+    # a zero fill, natively; launches per step at 4096, LU / QR by kernel, LU / Cholesky / QR against cuSOLVER
+    run native_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_step_launches.py \
+      tests/test_linalg_qr_panel.py tests/test_linalg_on_chip.py tests/test_linalg_lu_panel.py \
+      tests/test_linalg_blocked_qr.py tests/test_linalg.py
+    run count_linalg 60 python3 benchmarks/profile_linalg.py --count --n 4096 --ops lu_factor,qr
+    run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
+    run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
     ;;
   prof32)  # GPT-2 small and BERT training steps by kernel against CUDA's in a child process; the vocabulary
     # log-softmax and the bias-gradient sums against CUDA

@@ -99,3 +99,32 @@ def test_eigh_tridiag(monkeypatch):
     check(lambda a: (lambda w, V: (w, (a @ V - V * w.unsqueeze(-2)).abs().amax() < 1e-4))(*torch.linalg.eigh(a)), a,
           backward=False)
     check(lambda a: torch.linalg.eigvalsh(a), a, backward=False)
+
+
+def test_lu_fused_step(monkeypatch):
+    """linalg_block.cl's linalg_lu_swap_solve (a blocked LU step's interchanges over the other columns and U12
+    in one launch: columns left and right of the panel, batched, a wide matrix whose last panel has columns
+    right of it only) and the leaves' swaps over the rest of their panel (linalg_lu_leaf in registers and
+    linalg.cl's linalg_lu, the U12 solve of the split they end): panels of 6 in leaves of 3, real and complex;
+    pivots from a later panel's rows."""
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "6")
+    monkeypatch.setenv("PYTORCH_OCL_LU_LEAF", "3")
+    for on_chip in ("1", "0"):
+        monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", on_chip)
+        for dt in (torch.float32, torch.complex64):
+            a = torch.randn(2, 15, 17, dtype=dt)
+            a[:, 14, 0] = 20  # column 0's pivot in the third panel's rows
+            check(lambda a: torch.linalg.lu_factor(a), a, backward=False)
+            check(lambda a: torch.linalg.lu_factor(a), a[0, :13, :].mT, backward=False)
+    # linalg_qr.cl's linalg_unit_lower (blocked orgqr's V per panel) and linalg_geqrf writing V with its zeros
+    # above (the global-memory leaves of the recursive QR panel): Q of panels of 6 in leaves of 3, batched.
+    monkeypatch.setenv("PYTORCH_OCL_QR_LEAF", "3")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "0")
+    for dt in (torch.float32, torch.complex64):
+        check(lambda q: torch.linalg.qr(q), torch.randn(2, 14, 9, dtype=dt), backward=False)
+    # linalg_wy_factor's products (T^H Y in geqrf's updates, T Y in orgqr's), over two groups of Y's columns
+    # (a 70 x 70 complete Q: orgqr's Y 70 wide; a 6 x 70 matrix: geqrf's trailing 66 columns).
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
+    for dt in (torch.float32, torch.complex64):
+        check(lambda q: torch.linalg.qr(q, mode="complete"), torch.randn(70, 5, dtype=dt), backward=False)
+        check(lambda q: torch.geqrf(q), torch.randn(6, 70, dtype=dt), backward=False)

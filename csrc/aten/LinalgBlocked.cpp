@@ -2,15 +2,14 @@
 // larger than linalg::block_size(): the one-work-group kernels run on nb-wide pieces (diagonal
 // blocks, tall panels) and the O(n^3) trailing updates are matmuls on our GEMM, so a large matrix
 // is n / nb rounds of a few launches instead of one work-group walking n steps. The same
-// algorithms as LAPACK's blocked potrf/getrf/trsm (pivots: each panel's, offset to the matrix).
+// algorithms as LAPACK's blocked potrf/getrf/trsm (pivots: absolute, as the panel's leaves write them).
 // Householder QR (geqrf, orgqr) the same way: the one-work-group kernels on nb-column panels, the
 // reflectors of a panel applied to the rest at once in compact WY form, H_1 ... H_nb = I - V T V^H
-// (LAPACK's ?larft + ?larfb), so the O(n^3) part is three matmuls per panel.
+// (LAPACK's ?larft + ?larfb), so the O(n^3) part is two matmuls per panel (and V^H V, and T's small product).
 #include "aten/LinalgCommon.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/addmm.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/diag_embed.h>
 #include <ATen/ops/empty.h>
@@ -73,24 +72,27 @@ at::Tensor operand(const at::Tensor& x) {
   return x.stride(-2) == 1 && x.stride(-1) != 1 ? x.mT().clone().mT() : x.clone();
 }
 
-// A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal).
-at::Tensor reflectors(const at::Tensor& panel) {
-  at::Tensor v = panel.tril(-1);
-  v.diagonal(0, -2, -1).fill_(1);
+// An uninitialized matrix of a's shape, column-major (the layout of the panels the GEMMs read with it).
+at::Tensor empty_col_major(const at::Tensor& a) {
+  std::vector<int64_t> shape = a.sizes().vec();
+  std::swap(shape.end()[-1], shape.end()[-2]);
+  return at::empty(shape, a.options()).mT();
+}
+
+// A copy of the unit lower trapezoidal V whose columns are a panel's reflectors (below the diagonal),
+// column-major, in one launch.
+at::Tensor reflectors(const at::Tensor& panel, const char* op) {
+  at::Tensor v = empty_col_major(panel);
+  unit_lower_kernel(panel, v, op);
   return v;
 }
 
 // The upper triangular T of H_1 ... H_k = I - V T V^H (H_i = I - tau_i v_i v_i^H). Not ?larft's
-// column recurrence (k dependent matrix-vector products) but its closed form, two launches:
+// column recurrence (k dependent matrix-vector products) but its closed form from vhv = V^H V:
 // T^-1 = diag(1 / tau) + strict upper part of V^H V. A reflector with tau_i = 0 is the identity:
 // its row and column of T^-1 are cut out (diagonal 1 to keep it invertible), then T_ii set to 0.
-at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op) {
-  at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
-  // On chip: the GEMM and one kernel (the steps below in local memory) instead of a dozen launches.
-  if (flat_batches(vhv)) {
-    at::Tensor t = at::empty(vhv.sizes(), vhv.options());
-    if (wy_factor_kernel(vhv, tau, t, op)) return t;
-  }
+// This is the off-chip form (a dozen launches), where the WY kernel (wy_times) does not fit.
+at::Tensor wy_factor_off_chip(const at::Tensor& vhv, const at::Tensor& tau, const char* op) {
   at::Tensor nz = tau.ne(0);
   at::Tensor keep = nz.unsqueeze(-1).logical_and(nz.unsqueeze(-2));
   at::Tensor s = vhv.triu(1);
@@ -102,96 +104,109 @@ at::Tensor wy_factor(const at::Tensor& v, const at::Tensor& tau, const char* op)
   return t.mul_(nz.unsqueeze(-2));
 }
 
+// T y, or T^H y (adjoint), for the T of v's reflectors (wy_factor_off_chip): on GPUs the V^H V GEMM and
+// one kernel that builds T in local memory and multiplies (wy_factor_kernel with y; every group of y's
+// columns rebuilds T, cheap in parallel there, not on CPU devices: wy_product_on_chip), else that kernel
+// writing T and a GEMM for the product; off chip T's launches and the GEMM.
+at::Tensor wy_times(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& y, bool adjoint, const char* op) {
+  at::Tensor vhv = at::matmul(v.mH(), v).resolve_conj();
+  at::Tensor yr = y.resolve_conj();
+  at::Tensor t;
+  if (flat_batches(vhv) && flat_batches(yr)) {
+    if (wy_product_on_chip(vhv)) {
+      at::Tensor w = at::empty(yr.sizes(), yr.options());
+      if (wy_factor_kernel(vhv, tau, w, op, yr, adjoint)) return w;
+    }
+    t = at::empty(vhv.sizes(), vhv.options());
+    if (!wy_factor_kernel(vhv, tau, t, op)) t = at::Tensor();
+  }
+  if (!t.defined()) t = wy_factor_off_chip(vhv, tau, op);
+  return at::matmul(adjoint ? t.mH() : t, yr);
+}
+
 // inv(T) of the nb x nb triangular diagonal blocks t (lower or upper as given; unit: ones taken
-// on the diagonal): one trsm kernel on an identity (nb^3 / 6 work per block), so the wide solves
-// against T in blocked getrf / potrf are one GEMM each (U12 = inv(L11) A12, L21 = A21 inv(L11)^H)
-// over all compute units instead of the trsm kernel's nb dependent steps per column chunk. The
-// inverses of getrf's unit L11 (|l| <= 1) and potrf's L11 are as accurate as the solves (?trtri
-// then ?trmm is MAGMA's way too).
+// on the diagonal): one trsm kernel on an identity (nb^3 / 6 work per block), so the wide solve
+// against T in blocked potrf is one GEMM (L21 = A21 inv(L11)^H) over all compute units instead of the
+// trsm kernel's nb dependent steps per column chunk; potrf's L11 inverse is as accurate as the solve
+// (?trtri then ?trmm is MAGMA's way too). (getrf's U12 is lu_swap_solve_kernel's, with its row swaps.)
 at::Tensor tri_inverse(const at::Tensor& t, bool lower, bool unit, const char* op) {
   at::Tensor inv = at::eye(t.size(-1), t.options()).expand(t.sizes()).contiguous();
   trsm_kernel(t, inv, lower, false, unit, op);
   return inv;
 }
 
-// Columns per leaf of the recursive LU panel: PYTORCH_OCL_LU_LEAF, else 0 (leaf_width decides).
-int64_t lu_leaf() {
-  const char* v = dlprim::env_value("PYTORCH_OCL_LU_LEAF");  // under the environment lock
+// Columns per leaf of a recursive panel from the environment (PYTORCH_OCL_LU_LEAF, PYTORCH_OCL_QR_LEAF),
+// else 0 (leaf_width decides).
+int64_t leaf_setting(const char* name) {
+  const char* v = dlprim::env_value(name);  // under the environment lock
   const int64_t leaf = v && *v ? std::atoll(v) : 0;
   return leaf > 0 ? leaf : 0;
 }
 
-// The leaf width for a panel of m rows: the user's, else 16 (the best of 8 / 16 / 32 in kernel
-// time on PoCL at n = 1024; fewer launches than 8), or the widest of 8 and 4 whose leaf of m rows fits
-// in one work-group's registers where a 16-column one does not (the tall panels of large matrices).
-int64_t leaf_width(const at::Tensor& panel, int64_t user) {
+// The most rows a register leaf of w columns may have (lu_leaf_max_rows, geqrf_leaf_max_rows).
+using LeafMaxRows = int64_t (*)(const at::Tensor&, int64_t);
+
+// The leaf width for a panel of m rows: the user's, else 16 (the best of 8 / 16 / 32 in kernel time on
+// PoCL at n = 1024 for LU; fewer launches than 8), or the widest of 8 and 4 whose leaf of m rows fits in
+// one work-group's registers where a 16-column one does not (the tall panels of large matrices).
+int64_t leaf_width(const at::Tensor& panel, int64_t user, LeafMaxRows max_rows) {
   if (user > 0) return user;
   const int64_t m = panel.size(-2);
-  if (m <= lu_leaf_max_rows(panel, 16)) return 16;
+  if (m <= max_rows(panel, 16)) return 16;
   for (int64_t w : {8, 4})
-    if (m <= lu_leaf_max_rows(panel, w)) return w;
+    if (m <= max_rows(panel, w)) return w;
   return 16;
 }
 
 // A leaf: in registers where it fits (lu_leaf_kernel), else the any-size global-memory kernel.
-void lu_leaf_any(const at::Tensor& leaf, const at::Tensor& piv, const at::Tensor& info, const char* op) {
+void lu_leaf_any(const at::Tensor& leaf, const at::Tensor& piv, const at::Tensor& info,
+                 const dlprim::LuLeafPlace& place, const char* op) {
   if (leaf.size(-1) <= 16 && leaf.size(-2) <= lu_leaf_max_rows(leaf, leaf.size(-1))) {
-    lu_leaf_kernel(leaf, piv, info, op);
+    lu_leaf_kernel(leaf, piv, info, op, place);
   } else {
-    lu_kernel(leaf, piv, info, op);
+    lu_kernel(leaf, piv, info, op, place);
   }
 }
 
 // getrf of a tall panel (m x w) by recursive halves (Toledo's / LAPACK's ?getrf2 split): the left
-// half is factored, its interchanges applied to the right half, U12 = L11^-1 A12 (a w/2-row trsm),
-// A22 -= L21 U12 on our GEMM, then the right half below. Only leaves of `leaf` columns run the
-// one-work-group kernel, so its rank-1 updates (m w / 2 per column, the bulk of a 64-wide panel on
-// one work-group) cover leaf columns instead of w, and the rest is a GEMM over all compute units.
-// The same partial pivoting as the unblocked kernel (each column's pivot is the first largest
-// |a| of the updated column): pivots relative to the panel's row 0. parts[c]: the info of the leaf
-// starting at column c of the whole matrix (1-based within the leaf; blocked_lu merges them).
-void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& parts, int64_t col0, int64_t leaf,
-              const char* op) {
+// half is factored, U12 = L11^-1 A12 solved (a w/2-row trsm), A22 -= L21 U12 on our GEMM, then the
+// right half below. Only leaves of `leaf` columns run the one-work-group kernel, so its rank-1 updates
+// (m w / 2 per column, the bulk of a 64-wide panel on one work-group) cover leaf columns instead of w,
+// and the rest is a GEMM over all compute units. The same partial pivoting as the unblocked kernel
+// (each column's pivot is the first largest |a| of the updated column). No launches but the leaves and
+// GEMMs (dlprim::LuLeafPlace): each leaf writes its pivots absolute (+ its first row, col0: the panel
+// sits on the diagonal) and applies its row swaps to the panel's columns outside it (`left` and `right`
+// of this sub-panel), which ?getrf2's laswp of the right half before its trsm and of the left half after
+// the right half's factorization do in bulk (nothing reads those columns' swapped rows in between: the
+// halves' solve and GEMM read their own columns); the left half's last leaf solves the split's U12 after
+// itself where its local memory holds it (else a trsm launch): solve_rows / solve_cols, the split that
+// this sub-panel's last leaf ends, passed down to right halves. info (contiguous, zeroed before the
+// first panel): the leaves keep the first failure's column there (merge_info).
+void lu_panel(const at::Tensor& panel, const at::Tensor& piv, const at::Tensor& info, int64_t col0, int64_t leaf,
+              int64_t left, int64_t right, int64_t solve_rows, int64_t solve_cols, const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
-  if (w <= leaf_width(panel, leaf)) {
-    lu_leaf_any(panel, piv, parts.select(0, col0), op);
+  if (w <= leaf_width(panel, leaf, lu_leaf_max_rows)) {
+    lu_leaf_any(panel, piv, info, {col0, left, right, /*merge_info=*/true, solve_rows, solve_cols}, op);
     return;
   }
   const int64_t w1 = w / 2;
-  at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
-  lu_panel(left, piv.narrow(-1, 0, w1), parts, col0, leaf, op);
-  laswp(right, piv.narrow(-1, 0, w1), false, op);
-  at::Tensor u12 = right.narrow(-2, 0, w1);
-  trsm_kernel(left.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
-  sub_product(right.narrow(-2, w1, m - w1), operand(left.narrow(-2, w1, m - w1)), operand(u12));
-  at::Tensor piv2 = piv.narrow(-1, w1, w - w1);
-  lu_panel(right.narrow(-2, w1, m - w1), piv2, parts, col0 + w1, leaf, op);
-  laswp(left.narrow(-2, w1, m - w1), piv2, false, op);
-  piv2.add_(w1);
+  const bool fused = lu_leaf_solve_fits(panel, w1, w - w1);
+  at::Tensor lhalf = panel.narrow(-1, 0, w1), rhalf = panel.narrow(-1, w1, w - w1);
+  lu_panel(lhalf, piv.narrow(-1, 0, w1), info, col0, leaf, left, right + w - w1, fused ? w1 : 0, fused ? w - w1 : 0,
+           op);
+  at::Tensor u12 = rhalf.narrow(-2, 0, w1);
+  if (!fused) trsm_kernel(lhalf.narrow(-2, 0, w1), u12, /*lower=*/true, false, /*unit=*/true, op);
+  sub_product(rhalf.narrow(-2, w1, m - w1), operand(lhalf.narrow(-2, w1, m - w1)), operand(u12));
+  lu_panel(rhalf.narrow(-2, w1, m - w1), piv.narrow(-1, w1, w - w1), info, col0 + w1, leaf, left + w1, right,
+           solve_rows, solve_cols, op);
 }
 
 // rest <- Q^H rest for Q = H_1 ... H_k, v the unit lower trapezoidal V of the reflectors (rows as
-// rest's) and tau: I - V T^H V^H in three GEMMs (?larfb).
+// rest's) and tau: I - V T^H V^H (?larfb) in four launches: V^H V and V^H rest on the GEMM, T^H (V^H rest)
+// in the kernel that builds T, rest -= V (...) on the GEMM.
 void apply_panel_h(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& rest, const char* op) {
-  at::Tensor w = at::matmul(wy_factor(v, tau, op).mH(), at::matmul(v.mH(), rest));
+  at::Tensor w = wy_times(v, tau, at::matmul(v.mH(), rest), /*adjoint=*/true, op);
   sub_product(rest, v, w);
-}
-
-// Columns per leaf of the recursive QR panel: PYTORCH_OCL_QR_LEAF, else 0 (qr_leaf_width decides).
-int64_t qr_leaf() {
-  const char* v = dlprim::env_value("PYTORCH_OCL_QR_LEAF");  // under the environment lock
-  const int64_t leaf = v && *v ? std::atoll(v) : 0;
-  return leaf > 0 ? leaf : 0;
-}
-
-// As leaf_width (LU): the user's, else 16, or the widest of 8 and 4 whose leaf of m rows fits in registers.
-int64_t qr_leaf_width(const at::Tensor& panel, int64_t user) {
-  if (user > 0) return user;
-  const int64_t m = panel.size(-2);
-  if (m <= geqrf_leaf_max_rows(panel, 16)) return 16;
-  for (int64_t w : {8, 4})
-    if (m <= geqrf_leaf_max_rows(panel, w)) return w;
-  return 16;
 }
 
 // geqrf of a tall panel (m x w, m >= w) by recursive halves (Elmroth-Gustavson's recursive QR):
@@ -199,46 +214,39 @@ int64_t qr_leaf_width(const at::Tensor& panel, int64_t user) {
 // all compute units), then the right half's rows w1.. factored. Only leaves of `leaf` columns run a
 // one-work-group kernel: in registers where they fit (geqrf_leaf_kernel), else linalg_geqrf, whose
 // per-column update then covers the leaf's columns instead of the panel's. tau: the panel's slice;
-// v (the panel's shape, zero above the leaves' rows on entry) <- the panel's unit lower trapezoidal
-// V, written by the register leaves as they finish (no tril / diagonal-fill copy per split).
-void qr_panel(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& v, int64_t leaf, const char* op) {
+// v (the panel's shape; uninitialized on entry) <- the panel's unit lower trapezoidal V, written by the
+// leaf kernels (either) as they finish, each with the zeros of the `top` rows above it (the panel's rows
+// above this sub-panel): no zero fill, tril or diagonal-fill launches.
+void qr_panel(const at::Tensor& panel, const at::Tensor& tau, const at::Tensor& v, int64_t top, int64_t leaf,
+              const char* op) {
   const int64_t m = panel.size(-2), w = panel.size(-1);
-  if (w <= qr_leaf_width(panel, leaf)) {
+  if (w <= leaf_width(panel, leaf, geqrf_leaf_max_rows)) {
     if (w <= 16 && m <= geqrf_leaf_max_rows(panel, w)) {
-      geqrf_leaf_kernel(panel, tau, v, op);
+      geqrf_leaf_kernel(panel, tau, v, op, top);
     } else {
-      geqrf_kernel(panel, tau, op);
-      at::tril_out(const_cast<at::Tensor&>(v), panel, -1);  // straight into v's slice: no temporary
-      v.diagonal(0, -2, -1).fill_(1);
+      geqrf_kernel(panel, tau, op, v, top);
     }
     return;
   }
   const int64_t w1 = w / 2;
   at::Tensor left = panel.narrow(-1, 0, w1), right = panel.narrow(-1, w1, w - w1);
   at::Tensor t1 = tau.narrow(-1, 0, w1), v1 = v.narrow(-1, 0, w1);
-  qr_panel(left, t1, v1, leaf, op);
+  qr_panel(left, t1, v1, top, leaf, op);
   apply_panel_h(v1, t1, right, op);
-  qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), block(v, w1, m, w1, w), leaf, op);
-}
-
-// A zero matrix of a's shape, column-major (the layout of the panels the GEMMs read with it).
-at::Tensor zeros_col_major(const at::Tensor& a) {
-  std::vector<int64_t> shape = a.sizes().vec();
-  std::swap(shape.end()[-1], shape.end()[-2]);
-  return at::zeros(shape, a.options()).mT();
+  qr_panel(right.narrow(-2, w1, m - w1), tau.narrow(-1, w1, w - w1), block(v, w1, m, w1, w), top + w1, leaf, op);
 }
 
 } // namespace
 
 void blocked_geqrf(const at::Tensor& a, const at::Tensor& tau, int64_t nb, const char* op) {
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
-  const int64_t leaf = qr_leaf();
+  const int64_t leaf = leaf_setting("PYTORCH_OCL_QR_LEAF");
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
     at::Tensor panel = block(a, k0, m, k0, k1);
     at::Tensor t = tau.narrow(-1, k0, k1 - k0);  // the kernels write tau's slice in place
-    at::Tensor v = zeros_col_major(panel);
-    qr_panel(panel, t, v, leaf, op);
+    at::Tensor v = empty_col_major(panel);
+    qr_panel(panel, t, v, 0, leaf, op);
     if (k1 == n) break;
     // The rest of the rows k0.. gets Q_panel^H = I - V T^H V^H, as geqr2 applies H_i^H in turn.
     apply_panel_h(v, t, block(a, k0, m, k1, n), op);
@@ -253,9 +261,9 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
   // applied to the identity first, leaves the columns left of k0 (still e_j there) alone.
   for (int64_t k0 = (k - 1) / nb * nb; k0 >= 0; k0 -= nb) {
     const int64_t k1 = std::min(k, k0 + nb);
-    at::Tensor vp = reflectors(block(v, k0, m, k0, k1));
+    at::Tensor vp = reflectors(block(v, k0, m, k0, k1), op);
     at::Tensor q = block(out, k0, m, k0, qc);
-    at::Tensor w = at::matmul(wy_factor(vp, tau.narrow(-1, k0, k1 - k0), op), at::matmul(vp.mH(), q));
+    at::Tensor w = wy_times(vp, tau.narrow(-1, k0, k1 - k0), at::matmul(vp.mH(), q), /*adjoint=*/false, op);
     sub_product(q, vp, w);
   }
 }
@@ -309,36 +317,21 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
 
 void blocked_lu(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, int64_t nb, const char* op) {
   const int64_t m = a.size(-2), n = a.size(-1), kmax = std::min(m, n);
-  const int64_t leaf = lu_leaf();
-  // One info slot per column (only the leaves' first columns written), merged once at the end
-  // instead of a handful of elementwise launches after every leaf.
-  std::vector<int64_t> shape{kmax};
-  shape.insert(shape.end(), a.sizes().begin(), a.sizes().end() - 2);
-  at::Tensor parts = at::zeros(shape, a.options().dtype(c10::kInt));
+  const int64_t leaf = leaf_setting("PYTORCH_OCL_LU_LEAF");
+  // The leaves keep the first failure in info themselves (run in column order): one zero fill, no merge.
+  at::Tensor inf = info.is_contiguous() ? info : at::empty(info.sizes(), info.options());
+  inf.zero_();
+  // A step: the panel (its leaves write absolute pivots and swap the panel's rows), one launch for the
+  // panel's interchanges over the other columns and U12 = L11^-1 A12 (?trsm's forward substitution, a
+  // work-item per column), and the trailing update on our GEMM.
   for (int64_t k0 = 0; k0 < kmax; k0 += nb) {
     const int64_t k1 = std::min(kmax, k0 + nb);
-    at::Tensor panel = block(a, k0, m, k0, k1);
-    at::Tensor piv = pivots.narrow(-1, k0, k1 - k0);
-    lu_panel(panel, piv, parts, k0, leaf, op);  // pivots relative to row k0
-    if (k0 > 0) laswp(block(a, k0, m, 0, k0), piv, false, op);
-    if (k1 < n) {
-      laswp(block(a, k0, m, k1, n), piv, false, op);
-      at::Tensor a12 = block(a, k0, k1, k1, n);
-      // U12 = inv(L11) A12 computed as its transpose A12^T inv(L11)^T: column-major like a12, so
-      // the copy back is straight and the GEMM below reads it as it would the block.
-      at::Tensor u12 =
-          at::matmul(a12.mT(), tri_inverse(block(a, k0, k1, k0, k1), /*lower=*/true, /*unit=*/true, op).mT()).mT();
-      a12.copy_(u12);
-      if (k1 < m) sub_product(block(a, k1, m, k1, n), operand(block(a, k1, m, k0, k1)), u12);
-    }
-    piv.add_(k0);
+    lu_panel(block(a, k0, m, k0, k1), pivots.narrow(-1, k0, k1 - k0), inf, k0, leaf, 0, 0, 0, 0, op);
+    lu_swap_solve_kernel(a, pivots, k0, k1, op);
+    if (k1 < n && k1 < m)
+      sub_product(block(a, k1, m, k1, n), operand(block(a, k1, m, k0, k1)), operand(block(a, k0, k1, k1, n)));
   }
-  // info: the first failing leaf's (leaves start at increasing columns), offset to its column.
-  std::vector<int64_t> col_shape(shape.size(), 1);
-  col_shape[0] = kmax;
-  at::Tensor cols = at::arange(kmax, a.options().dtype(c10::kInt)).view(col_shape);
-  at::Tensor first = at::where(parts.gt(0), parts.add(cols), kmax + 1).amin(0);
-  info.copy_(at::where(first.le(kmax), first, 0));
+  copy_into(info, inf);
 }
 
 void blocked_trsm(const at::Tensor& a, const at::Tensor& x, bool lower, bool unit, int64_t nb, const char* op,

@@ -163,12 +163,13 @@ void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, co
   ib.done();
 }
 
-void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op,
+               const dlprim::LuLeafPlace& place) {
   InfoBuffer ib(info);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
   OCL_DLPRIM_CALL(op, dlprim::lu_factor(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
-                                        matrix_ref(a), int_ref(pivots), ib.ref()));
+                                        matrix_ref(a), int_ref(pivots), ib.ref(), place));
   note_enqueued(q);
   ib.done();
 }
@@ -190,15 +191,19 @@ bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
   return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
 }
 
-bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op) {
+bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op,
+                      const at::Tensor& y, bool adjoint) {
   const int64_t n = s.size(-1);
   if (!on_chip() || !cholesky_block_fits(s, n)) return false;
   int device = s.device().index();
   cl_command_queue q = queue_of(s);
   at::Tensor tau2 = tau.unsqueeze(-2);  // (..., 1, k): its batch stride; elements one apart
   if (!flat_batches(tau2) || (n > 1 && tau.stride(-1) != 1)) tau2 = tau.contiguous().unsqueeze(-2);
+  dlprim::MatrixRef yr;
+  if (y.defined()) yr = matrix_ref(y);
   OCL_DLPRIM_CALL(op, dlprim::wy_factor(context(device), q, ltype_of(s, op), batch_count(s), n, matrix_ref(s),
-                                        matrix_ref(tau2), matrix_ref(out)));
+                                        matrix_ref(tau2), matrix_ref(out), y.defined() ? &yr : nullptr,
+                                        y.defined() ? y.size(-1) : 0, adjoint));
   note_enqueued(q);
   return true;
 }
@@ -232,20 +237,35 @@ bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
 
 } // namespace
 
+bool wy_product_on_chip(const at::Tensor& s) { return gpu_on_chip(context(s.device().index()), "wy_product"); }
+
 int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w) {
   const dlprim::Context& ctx = context(a.device().index());
   if (!gpu_on_chip(ctx, "lu_leaf_registers")) return 0;
   return dlprim::lu_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
 }
 
-void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op) {
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op,
+                    const dlprim::LuLeafPlace& place) {
   InfoBuffer ib(info);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
   OCL_DLPRIM_CALL(op, dlprim::lu_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
-                                      matrix_ref(a), int_ref(pivots), ib.ref()));
+                                      matrix_ref(a), int_ref(pivots), ib.ref(), place));
   note_enqueued(q);
   ib.done();
+}
+
+bool lu_leaf_solve_fits(const at::Tensor& a, int64_t rows, int64_t cols) {
+  return dlprim::lu_leaf_solve_fits(context(a.device().index()), ltype_of(a, "linalg"), rows, cols);
+}
+
+void lu_swap_solve_kernel(const at::Tensor& a, const at::Tensor& pivots, int64_t k0, int64_t k1, const char* op) {
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::lu_swap_solve(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
+                                            a.size(-1), matrix_ref(a), int_ref(pivots), k0, k1));
+  note_enqueued(q);
 }
 
 namespace {
@@ -387,11 +407,13 @@ dlprim::MatrixRef tau_ref(const at::Tensor& tau) {
 
 } // namespace
 
-void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op) {
+void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op, const at::Tensor& v, int64_t v_top) {
   int device = work.device().index();
   cl_command_queue q = queue_of(work);
-  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work),
-                                    work.size(-2), work.size(-1), matrix_ref(work), tau_ref(tau)));
+  dlprim::MatrixRef vr;
+  if (v.defined()) vr = matrix_ref(v);
+  OCL_DLPRIM_CALL(op, dlprim::geqrf(context(device), q, ltype_of(work, op), batch_count(work), work.size(-2),
+                                    work.size(-1), matrix_ref(work), tau_ref(tau), v.defined() ? &vr : nullptr, v_top));
   note_enqueued(q);
 }
 
@@ -401,13 +423,22 @@ int64_t geqrf_leaf_max_rows(const at::Tensor& a, int64_t w) {
   return dlprim::geqrf_leaf_max_rows(ctx, ltype_of(a, "linalg"), w);
 }
 
-void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op) {
+void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op,
+                       int64_t v_top) {
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
   dlprim::MatrixRef vr;
   if (v.defined()) vr = matrix_ref(v);
   OCL_DLPRIM_CALL(op, dlprim::geqrf_leaf(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2),
-                                         a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr));
+                                         a.size(-1), matrix_ref(a), tau_ref(tau), v.defined() ? &vr : nullptr, v_top));
+  note_enqueued(q);
+}
+
+void unit_lower_kernel(const at::Tensor& a, const at::Tensor& v, const char* op) {
+  int device = a.device().index();
+  cl_command_queue q = queue_of(a);
+  OCL_DLPRIM_CALL(op, dlprim::unit_lower(context(device), q, ltype_of(a, op), batch_count(a), a.size(-2), a.size(-1),
+                                         matrix_ref(a), matrix_ref(v)));
   note_enqueued(q);
 }
 

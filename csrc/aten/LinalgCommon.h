@@ -56,7 +56,10 @@ void laswp(const at::Tensor& x, const at::Tensor& pivots, bool reverse, const ch
 
 // One kernel launch each, whatever the size (one work-group per matrix).
 void cholesky_kernel(const at::Tensor& a, bool upper, const at::Tensor& info, const char* op);
-void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+// place: where a leaf of the recursive LU panel sits (dlprim::LuLeafPlace: absolute pivots, and its row
+// swaps over the rest of its panel); the default a matrix of its own.
+void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op,
+               const dlprim::LuLeafPlace& place = {});
 void trsm_kernel(const at::Tensor& a, const at::Tensor& x, bool lower, bool transpose, bool unit, const char* op,
                  bool conj = false);
 // False when PYTORCH_OCL_LINALG_ON_CHIP=0: the blocked factorizations keep their diagonal blocks and
@@ -66,10 +69,21 @@ bool on_chip();
 // The recursive LU panel's leaves in registers (dlprim::lu_leaf): the most rows a leaf of w columns
 // may have there (0: none, or PYTORCH_OCL_LINALG_ON_CHIP=0), and the kernel, as lu_kernel.
 int64_t lu_leaf_max_rows(const at::Tensor& a, int64_t w);
-void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op);
+void lu_leaf_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& info, const char* op,
+                    const dlprim::LuLeafPlace& place = {});
+// Blocked getrf's step after the panel of columns [k0, k1) of a (flat; pivots: the whole matrix's,
+// absolute, written for the panel): its interchanges over every other column and U12 = L11^-1 A12 in
+// one launch (dlprim::lu_swap_solve).
+void lu_swap_solve_kernel(const at::Tensor& a, const at::Tensor& pivots, int64_t k0, int64_t k1, const char* op);
+// Whether a leaf of a's dtype can solve its panel split's U12 (rows x cols) after itself (LuLeafPlace).
+bool lu_leaf_solve_fits(const at::Tensor& a, int64_t rows, int64_t cols);
 // out (flat, ..., k, k) <- the T of compact WY from s = V^H V (flat) and tau (..., k) in one kernel
 // (dlprim::wy_factor); false (nothing done) where it does not fit on chip or PYTORCH_OCL_LINALG_ON_CHIP=0.
-bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op);
+// With y (flat, ..., k, c): out (flat, y's shape) <- T y, or T^H y when adjoint, in that one launch; used
+// where wy_product_on_chip (GPUs; CPU devices with PYTORCH_OCL_LINALG_ON_CHIP=1).
+bool wy_product_on_chip(const at::Tensor& s);
+bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op,
+                      const at::Tensor& y = at::Tensor(), bool adjoint = false);
 // blocked_cholesky's diagonal block on chip (dlprim::cholesky_block): a's n x n matrices factored
 // in place, inv (when defined, flat) <- inv(L); info (contiguous int32, the batch's) set to base + k
 // where still 0 by a block failing at its column k. Only when cholesky_block_fits(a, n).
@@ -97,17 +111,21 @@ void lu_solve_in_place(const at::Tensor& LU, const at::Tensor& pivots, const at:
 
 // Householder QR in place of flat `work`, tau contiguous (..., min(m, n)); blocked above block_size().
 // geqrf_kernel: one launch (one work-group per matrix) whatever the size; tau's elements one apart
-// and its batches one stride apart (a slice of a contiguous tau will do).
-void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op);
+// and its batches one stride apart (a slice of a contiguous tau will do); v (optional): as geqrf_leaf_kernel's.
+void geqrf_kernel(const at::Tensor& work, const at::Tensor& tau, const char* op, const at::Tensor& v = at::Tensor(),
+                  int64_t v_top = 0);
 // The recursive QR panel's leaves in registers (dlprim::geqrf_leaf): the most rows a leaf of w
 // columns may have there (0: none, or PYTORCH_OCL_LINALG_ON_CHIP=0; unset: GPUs only), and the
 // kernel, tau as geqrf_kernel's; v (optional, a's shape, flat batches): the leaf's reflectors as a
-// unit lower trapezoidal matrix.
+// unit lower trapezoidal matrix, and zeros in the v_top rows of v's matrix above it.
 int64_t geqrf_leaf_max_rows(const at::Tensor& a, int64_t w);
-void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op);
+void geqrf_leaf_kernel(const at::Tensor& a, const at::Tensor& tau, const at::Tensor& v, const char* op,
+                       int64_t v_top = 0);
 void geqrf_in_place(const at::Tensor& work, const at::Tensor& tau, const char* op);
 // out (flat, ..., m, qc) = the first qc columns of the product of v's reflectors (tau contiguous);
 // blocked above block_size() reflectors.
+// v (flat, a's shape) <- the unit lower trapezoidal V of the reflectors in a (flat) in one launch.
+void unit_lower_kernel(const at::Tensor& a, const at::Tensor& v, const char* op);
 void orgqr_into(const at::Tensor& v, const at::Tensor& tau, const at::Tensor& out, const char* op);
 
 // Real symmetric eigh above eigh_crossover() (PYTORCH_OCL_EIGH_CROSSOVER, default 32; Jacobi at

@@ -52,10 +52,14 @@ __kernel void linalg_cholesky(__global T* a, ulong a_o, long bs, long rs, long c
 // piv - 1 at step k), info[b] = k > 0 for the first exactly zero pivot U[k-1][k-1] (the
 // factorization goes on, as LAPACK's). The pivot is the first row of largest ABS1 (i?amax: |x|
 // for real, |re| + |im| for complex, as izamax/icamax). lv/li: local scratch of one R and one
-// long per work-item (a power of two of them).
+// long per work-item (a power of two of them). As a leaf of the recursive LU panel (linalg.h's
+// LuLeafPlace): pivots + piv_base, the row swaps also over the nleft columns left of the matrix and the
+// nright right of it, with merge_info the first failure's piv_base + k kept in info, and with solve_rows
+// the split's U12 solved after it (lu_leaf_solve; sx: solve_rows x solve_cols) (all 0: a matrix of its own).
 __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n, __global int* piv,
-                        ulong piv_o, long piv_bs, __global int* info, ulong info_o, __local R* lv,
-                        __local long* li) {
+                        ulong piv_o, long piv_bs, __global int* info, ulong info_o, long piv_base, long nleft,
+                        long nright, int merge_info, int solve_rows, int solve_cols, __local R* lv,
+                        __local long* li, __local T* sx) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * bs;
@@ -89,10 +93,10 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
     const long p = li[0];
     const T pv = AT(A, p, k);
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // p and pv read before the swap and the next search
-    if (lid == 0) P[k] = (int)(p + 1);
+    if (lid == 0) P[k] = (int)(p + 1 + piv_base);
     if (IS_ZERO(pv) && bad == 0) bad = (int)(k + 1);
     if (p != k) {
-      for (long j = lid; j < n; j += L) {
+      for (long j = lid - nleft; j < n + nright; j += L) {
         T t = AT(A, k, j);
         AT(A, k, j) = AT(A, p, j);
         AT(A, p, j) = t;
@@ -109,7 +113,9 @@ __kernel void linalg_lu(__global T* a, ulong a_o, long bs, long rs, long cs, lon
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
-  if (lid == 0) info[info_o + b] = bad;
+  if (lid == 0 && !merge_info) info[info_o + b] = bad;
+  if (lid == 0 && merge_info && bad && info[info_o + b] == 0) info[info_o + b] = (int)(bad + piv_base);
+  if (solve_rows > 0) lu_leaf_solve(A, rs, cs, (int)n, solve_rows, solve_cols, sx);
 }
 
 // Solves A X = B in place of B (n x nrhs) for triangular A (n x n): lower -> forward

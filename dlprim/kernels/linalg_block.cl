@@ -136,11 +136,14 @@ __kernel void linalg_trsm_local(__global const T* a, ulong a_o, long a_bs, long 
 // diag(1 / tau) + the strict upper part of S, with the rows and columns of a tau_i = 0 (an identity
 // reflector) cut out and 1 on their diagonal, inverted in local memory (as its transpose, lower: the
 // inverse of the transpose is the transpose of the inverse), then T's columns of tau_j = 0 zeroed.
-// s: n (n + 1) elements; v: 2 n.
+// s: n (n + 1) elements; v: 2 n. mode 0: T into t (one group a matrix); 1: t <- T Y, 2: t <- T^H Y for Y
+// (n x ncols, y), `groups` groups a matrix each rebuilding T and taking a chunk of Y's columns (the WY
+// update's small product folded in: one launch instead of this kernel and a GEMM).
 __kernel void linalg_wy_factor(__global const T* sm, ulong s_o, long s_bs, long s_rs, long s_cs,
                                __global const T* tau, ulong tau_o, long tau_bs, __global T* t, ulong t_o, long t_bs,
-                               long t_rs, long t_cs, int n, __local T* s, __local T* v) {
-  const long b = get_group_id(0);
+                               long t_rs, long t_cs, int n, __global const T* y, ulong y_o, long y_bs, long y_rs,
+                               long y_cs, long ncols, int mode, long groups, __local T* s, __local T* v) {
+  const long b = get_group_id(0) / groups, g = get_group_id(0) % groups;
   const int lid = get_local_id(0), L = get_local_size(0);
   const int ld = n + 1;
   __global const T* S = sm + s_o + b * s_bs;
@@ -156,8 +159,65 @@ __kernel void linalg_wy_factor(__global const T* sm, ulong s_o, long s_bs, long 
   barrier(CLK_LOCAL_MEM_FENCE);
   lower_inverse_local(s, ld, n, v);
   __global T* X = t + t_o + b * t_bs;
-  for (int q = lid; q < n * n; q += L) {
-    const int i = q / n, j = q % n;
-    X[i * t_rs + j * t_cs] = (j >= i && !IS_ZERO(TAU[j])) ? LS(j, i) : TO_T(0);
+  if (mode == 0) {
+    for (int q = lid; q < n * n; q += L) {
+      const int i = q / n, j = q % n;
+      X[i * t_rs + j * t_cs] = (j >= i && !IS_ZERO(TAU[j])) ? LS(j, i) : TO_T(0);
+    }
+    return;
   }
+  // T (i, j) = LS(j, i) for j >= i where tau_j != 0, else 0.
+  __global const T* Y = y + y_o + b * y_bs;
+  const long cw = (ncols + groups - 1) / groups, c0 = g * cw, c1 = min(ncols, c0 + cw);
+  for (long q = lid; q < n * (c1 - c0); q += L) {
+    const int i = q % n;
+    const long c = c0 + q / n;
+    T acc = TO_T(0);
+    if (mode == 2) {
+      if (!IS_ZERO(TAU[i]))
+        for (int j = 0; j <= i; ++j) acc += MUL(CONJ(LS(i, j)), Y[j * y_rs + c * y_cs]);
+    } else {
+      for (int j = i; j < n; ++j)
+        if (!IS_ZERO(TAU[j])) acc += MUL(LS(j, i), Y[j * y_rs + c * y_cs]);
+    }
+    X[i * t_rs + c * t_cs] = acc;
+  }
+}
+
+// One step of blocked getrf after its panel (columns [k0, k1), absolute 1-based pivots P[k0..k1)), in one
+// launch instead of a laswp left of the panel, one right of it, inv(L11) and a GEMM for U12 and its copy
+// back: a work-item per column outside the panel, the groups' columns left of it first (nleft_groups of
+// them: swaps only), then those right of it: the panel's interchanges of rows k0.. in order, then, right of
+// the panel, U12 = L11^-1 A12 by forward substitution (?trsm's order: x_i -= l_ik x_k for k < i; L11 unit
+// lower, read from the panel) on the column's kb elements in local memory (sx: kb an item, x_i at
+// sx[i L + lid]: consecutive items on consecutive banks). Each item touches only its own column, so
+// program order alone orders its swaps and solve: no barrier.
+__kernel void linalg_lu_swap_solve(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n,
+                                   __global const int* piv, ulong piv_o, long piv_bs, long k0, long k1,
+                                   long nleft_groups, long groups, __local T* sx) {
+  const long g = get_group_id(0) % groups, b = get_group_id(0) / groups;
+  const int lid = get_local_id(0), L = get_local_size(0);
+  __global T* A = a + a_o + b * bs;
+  __global const int* P = piv + piv_o + b * piv_bs;
+  const bool right = g >= nleft_groups;
+  const long j = right ? k1 + (g - nleft_groups) * L + lid : g * L + lid;
+  if (j >= (right ? n : k0)) return;  // no barriers below
+  for (long i = k0; i < k1; ++i) {
+    const long p = P[i] - 1;
+    if (p != i && p >= 0 && p < m) {
+      const T t = AT(A, i, j);
+      AT(A, i, j) = AT(A, p, j);
+      AT(A, p, j) = t;
+    }
+  }
+  if (!right) return;
+  const int kb = (int)(k1 - k0);
+  __global T* X = A + k0 * rs + j * cs;  // the column's rows k0.. (U12's column)
+  __global const T* L11 = A + k0 * rs + k0 * cs;
+  for (int i = 0; i < kb; ++i) sx[i * L + lid] = X[(long)i * rs];
+  for (int k = 0; k < kb; ++k) {
+    const T xk = sx[k * L + lid];
+    for (int i = k + 1; i < kb; ++i) sx[i * L + lid] -= MUL(L11[(long)i * rs + (long)k * cs], xk);
+  }
+  for (int i = 0; i < kb; ++i) X[(long)i * rs] = sx[i * L + lid];
 }

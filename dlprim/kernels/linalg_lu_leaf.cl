@@ -1,9 +1,7 @@
 // getrf of the recursive LU panel's leaves in registers (csrc/aten/LinalgBlocked.cpp, lu_panel), for
 // the leaves that fit: the host compiles this file with W (the leaf's columns at most: 4, 8 or 16) and
-// LEAF_RPI (rows per work-item) defined, and falls back to linalg.cl's linalg_lu for taller leaves.
-// Same T / R / MUL / ABS1 / ... prelude as linalg.cl.
-
-#define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
+// LEAF_RPI (rows per work-item) defined and linalg_leaf_common.cl before it, and falls back to linalg.cl's
+// linalg_lu for taller leaves. Same T / R / MUL / ABS1 / ... prelude as linalg.cl.
 
 // getrf of a tall leaf (m x w, w <= W) of the recursive LU panel with the leaf in registers: item
 // lid holds rows lid, lid + L, ... (LEAF_RPI of them) x W columns, read once and written once; per
@@ -14,31 +12,24 @@
 // results are linalg_lu's (the same operations in the same order per element). Loops over W and the
 // rows are unrolled so x stays in registers (a column picked by comparisons, never by a runtime
 // index). bv / bi: one per item; prow / krow: W elements.
-
-__attribute__((always_inline)) inline T leaf_col(const T* xr, int k) {
-  T v = TO_T(0);
-#pragma unroll
-  for (int j = 0; j < W; ++j)
-    if (j == k) v = xr[j];
-  return v;
-}
+// The leaf's place in its panel: pivots written + piv_base (the leaf's first row in the matrix: getrf's
+// final pivots, no offset pass), and its interchanges also applied to the nleft panel columns left of the
+// leaf and the nright right of it after the factorization (in global memory, an item per column: its own
+// program order orders the swaps), so the recursive panel needs no laswp launches of its own; merge_info: info as linalg_lu's;
+// solve_rows: the split's U12 after the leaf, as linalg_lu's (sx: solve_rows x solve_cols).
 
 inline bool leaf_better(R v, int i, R bvv, int bii) { return v > bvv || (v == bvv && i < bii); }
 
 __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs, int m, int w, __global int* piv,
-                             ulong piv_o, long piv_bs, __global int* info, ulong info_o, __local R* bv,
-                             __local int* bi, __local T* prow, __local T* krow) {
+                             ulong piv_o, long piv_bs, __global int* info, ulong info_o, int piv_base, int nleft,
+                             int nright, int merge_info, int solve_rows, int solve_cols, __local R* bv,
+                             __local int* bi, __local T* prow, __local T* krow, __local T* sx) {
   const long b = get_group_id(0);
   __global T* A = a + a_o + b * bs;
   __global int* P = piv + piv_o + b * piv_bs;
   const int lid = get_local_id(0), L = get_local_size(0);
   T x[LEAF_RPI][W];
-#pragma unroll
-  for (int r = 0; r < LEAF_RPI; ++r) {
-    const int i = r * L + lid;
-#pragma unroll
-    for (int j = 0; j < W; ++j) x[r][j] = (i < m && j < w) ? AT(A, i, j) : TO_T(0);
-  }
+  leaf_load(x, A, rs, cs, m, w);
   const int C = min(L, 32), S = L / C;  // chunks of the argmax's first level, their length
   int bad = 0;
   const int kmax = min(m, w);
@@ -99,7 +90,7 @@ __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // also: every item has read bv / bi before the next column's writes
     const T pv = prow[k];
-    if (lid == 0) P[k] = p + 1;
+    if (lid == 0) P[k] = p + 1 + piv_base;
     if (IS_ZERO(pv) && bad == 0) bad = k + 1;
 #pragma unroll
     for (int r = 0; r < LEAF_RPI; ++r) {
@@ -121,11 +112,7 @@ __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs
       }
     }
   }
-  // The write-back's addresses from an item index the compiler cannot prove equal to lid: else it keeps
-  // the W x LEAF_RPI addresses of the first read live through the loop (twice the leaf's registers).
-  bi[lid] = lid;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const int me = bi[lid];
+  const int me = leaf_store_item(bi);  // bi: every read of it came before the last column's third barrier
 #pragma unroll
   for (int r = 0; r < LEAF_RPI; ++r) {
     const int i = r * L + me;
@@ -133,5 +120,24 @@ __kernel void linalg_lu_leaf(__global T* a, ulong a_o, long bs, long rs, long cs
     for (int j = 0; j < W; ++j)
       if (i < m && j < w) AT(A, i, j) = x[r][j];
   }
-  if (lid == 0) info[info_o + b] = bad;
+  if (lid == 0 && !merge_info) info[info_o + b] = bad;
+  if (lid == 0 && merge_info && bad && info[info_o + b] == 0) info[info_o + b] = bad + piv_base;
+  // The interchanges over the rest of the panel after the leaf, where x is dead (inside the column loop they
+  // would hold registers through it): nobody else reads those columns meanwhile, and each item replays the
+  // pivots in order on its own columns.
+  if (nleft + nright > 0) {
+    barrier(CLK_GLOBAL_MEM_FENCE);  // P, written by item 0
+    for (int e = lid; e < nleft + nright; e += L) {
+      const int j = e < nleft ? e - nleft : w + e - nleft;
+      for (int k = 0; k < kmax; ++k) {
+        const int p = P[k] - 1 - piv_base;
+        if (p != k) {
+          const T t = AT(A, k, j);
+          AT(A, k, j) = AT(A, p, j);
+          AT(A, p, j) = t;
+        }
+      }
+    }
+  }
+  if (solve_rows > 0) lu_leaf_solve(A, rs, cs, w, solve_rows, solve_cols, sx);
 }

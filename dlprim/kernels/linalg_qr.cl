@@ -9,9 +9,12 @@
 #define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
 
 // In place: R on and above the diagonal, the reflectors' v below it; tau[b][0..min(m, n)).
-// red, wsum: local scratch of one R, one T per work-item (a power of two of them).
+// red, wsum: local scratch of one R, one T per work-item (a power of two of them). has_v: also the
+// unit lower trapezoidal V into v (a's shape) with zeros in the v_top rows above it, as linalg_geqrf_leaf
+// (the recursive QR panel's leaves that do not fit in registers: no tril / fill launches of their own).
 __kernel void linalg_geqrf(__global T* a, ulong a_o, long bs, long rs, long cs, long m, long n, __global T* tau,
-                           ulong tau_o, long tau_bs, __local R* red, __local T* wsum, int lanes) {
+                           ulong tau_o, long tau_bs, __local R* red, __local T* wsum, int lanes, __global T* v,
+                           ulong v_o, long v_bs, long v_rs, long v_cs, int has_v, long v_top) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   __global T* A = a + a_o + b * bs;
@@ -78,6 +81,13 @@ __kernel void linalg_geqrf(__global T* a, ulong a_o, long bs, long rs, long cs, 
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
+  if (has_v) {
+    __global T* V = v + v_o + b * v_bs;
+    for (long t = lid; t < (v_top + m) * n; t += L) {
+      const long i = t % (v_top + m) - v_top, j = t / (v_top + m);
+      V[i * v_rs + j * v_cs] = i > j ? AT(A, i, j) : TO_T(i == j ? 1 : 0);
+    }
+  }
 }
 
 // Q (m x qc) = the first qc columns of H_0 H_1 ... H_{k-1}, H_r = I - tau[r] v_r v_r^H with v_r in
@@ -107,4 +117,15 @@ __kernel void linalg_orgqr(__global const T* v, ulong v_o, long v_bs, long v_rs,
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
+}
+
+// v <- the unit lower trapezoidal V of the reflectors stored in a (m x k, geqrf's layout): a's elements
+// below the diagonal, 1 on it, 0 above; a work-item an element, `total` = batch m k of them (blocked
+// orgqr's panels: one launch instead of a tril and a diagonal fill).
+__kernel void linalg_unit_lower(__global const T* a, ulong a_o, long a_bs, long rs, long cs, __global T* v, ulong v_o,
+                                long v_bs, long v_rs, long v_cs, long m, long k, ulong total) {
+  const ulong t = get_global_id(0);
+  if (t >= total) return;
+  const long i = t % m, j = (t / m) % k, b = t / (m * k);
+  v[v_o + b * v_bs + i * v_rs + j * v_cs] = i > j ? AT(a + a_o + b * a_bs, i, j) : TO_T(i == j ? 1 : 0);
 }

@@ -1,19 +1,7 @@
 // geqrf of the recursive QR panel's leaves in registers (csrc/aten/LinalgBlocked.cpp, qr_panel), for the
 // leaves that fit: the host compiles this file with W (the leaf's columns at most: 4, 8 or 16) and
-// LEAF_RPI (rows per work-item) defined, and falls back to linalg_qr.cl's linalg_geqrf for taller
-// leaves. Same T / R / MUL / ... prelude as linalg.cl; LAPACK's reflectors as linalg_geqrf's.
-
-#define AT(p, i, j) (p)[(long)(i) * rs + (long)(j) * cs]
-
-// Column k of one row held in registers (a column picked by comparisons, never a runtime index,
-// so the row stays in registers).
-__attribute__((always_inline)) inline T qleaf_col(const T* xr, int k) {
-  T v = TO_T(0);
-#pragma unroll
-  for (int j = 0; j < W; ++j)
-    if (j == k) v = xr[j];
-  return v;
-}
+// LEAF_RPI (rows per work-item) defined and linalg_leaf_common.cl before it, and falls back to linalg_qr.cl's
+// linalg_geqrf for taller leaves. Same T / R / MUL / ... prelude as linalg.cl; LAPACK's reflectors as linalg_geqrf's.
 
 // geqrf of a tall leaf (m x w, w <= W) with the leaf in registers: item lid holds rows lid,
 // lid + L, ... (LEAF_RPI of them) x W columns, read once and written once. Per column k one group
@@ -27,22 +15,18 @@ __attribute__((always_inline)) inline T qleaf_col(const T* xr, int k) {
 // write column k + 1's; column k + 2's come after everyone passed column k + 1's first barrier).
 // Sizes: part L (W + 1), part2 C W, fin W, krow 2 W, ids L.
 // has_v: also write the leaf's unit lower trapezoidal V (reflectors below the diagonal, 1 on it, 0
-// above) to v, so the panel's block reflectors need no tril / diagonal-fill copy of their own.
+// above) to v, so the panel's block reflectors need no tril / diagonal-fill copy of their own, and zeros
+// to the v_top rows of v's matrix above the leaf (the panel's V starts uninitialized: no zero fill launch).
 __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long cs, int m, int w, __global T* tau,
                                 ulong tau_o, long tau_bs, __global T* v, ulong v_o, long v_bs, long v_rs, long v_cs,
-                                int has_v, __local T* part, __local T* part2, __local T* fin, __local T* krow,
-                                __local int* ids) {
+                                int has_v, int v_top, __local T* part, __local T* part2, __local T* fin,
+                                __local T* krow, __local int* ids) {
   const long b = get_group_id(0);
   __global T* A = a + a_o + b * bs;
   __global T* TAU = tau + tau_o + b * tau_bs;
   const int lid = get_local_id(0), L = get_local_size(0);
   T x[LEAF_RPI][W];
-#pragma unroll
-  for (int r = 0; r < LEAF_RPI; ++r) {
-    const int i = r * L + lid;
-#pragma unroll
-    for (int j = 0; j < W; ++j) x[r][j] = (i < m && j < w) ? AT(A, i, j) : TO_T(0);
-  }
+  leaf_load(x, A, rs, cs, m, w);
   // The reduction's second stage: C chunks of S items each (C ~ sqrt(L): the serial sums of the two stages
   // about equal, S + C adds on the column's critical path).
   int C = 1;
@@ -55,7 +39,7 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
 #pragma unroll
     for (int r = 0; r < LEAF_RPI; ++r) {
       const int i = r * L + lid;
-      xk[r] = i > k ? qleaf_col(x[r], k) : TO_T(0);  // this item's part of x
+      xk[r] = i > k ? leaf_col(x[r], k) : TO_T(0);  // this item's part of x
       if (i == k)
 #pragma unroll
         for (int j = 0; j < W; ++j) kr[j] = x[r][j];
@@ -121,11 +105,7 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
       }
     }
   }
-  // The write-back's addresses from an item index the compiler cannot prove equal to lid (as
-  // linalg_lu_leaf: else it keeps the first read's addresses live through the loop).
-  ids[lid] = lid;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const int me = ids[lid];
+  const int me = leaf_store_item(ids);
   __global T* V = v + v_o + b * v_bs;
 #pragma unroll
   for (int r = 0; r < LEAF_RPI; ++r) {
@@ -137,4 +117,6 @@ __kernel void linalg_geqrf_leaf(__global T* a, ulong a_o, long bs, long rs, long
         if (has_v) V[(long)i * v_rs + (long)j * v_cs] = i > j ? x[r][j] : TO_T(i == j ? 1 : 0);
       }
   }
+  if (has_v)
+    for (int t = lid; t < v_top * w; t += L) V[(long)(t % v_top - v_top) * v_rs + (long)(t / v_top) * v_cs] = TO_T(0);
 }

@@ -5,6 +5,8 @@
 #include <dlprim/embedded.h>
 #include <dlprim/linalg.h>
 
+#include "linalg_internal.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -15,7 +17,7 @@
 
 namespace dlprim {
 
-namespace {
+namespace linalg_detail {
 
 // One program per (context, dtype, .cl file); kernels created on first use with their group limit.
 struct Program {
@@ -24,21 +26,6 @@ struct Program {
   std::map<std::string, std::pair<cl_kernel, size_t>> kernels;  // name -> (kernel, power-of-two group limit)
 };
 
-// A kernel ready for arguments; holds its program's lock until the launch is enqueued.
-struct Kernel {
-  std::unique_lock<std::mutex> lock;
-  cl_kernel k = nullptr;
-  size_t max_wg = 1;
-  // A power-of-two group for `work` items of parallel work per step.
-  size_t group_for(int64_t work) const {
-    size_t g = 1;
-    while (g < max_wg && static_cast<int64_t>(g) < work) g *= 2;
-    return g;
-  }
-};
-
-// The type prelude of the kernels: T the element, R its real part, and the arithmetic that
-// differs between real and complex elements (linalg*.cl use only these on T values).
 std::string prelude(LinalgType lt) {
   const bool d = lt.real == DType::F64;
   std::string r = d ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define R double\n#define EPS DBL_EPSILON\n#define SAFMIN DBL_MIN\n"
@@ -65,9 +52,8 @@ std::string prelude(LinalgType lt) {
              "}\n";
 }
 
-// defines: text put between the prelude and the file (compile-time variants: a program each).
-Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name, size_t preferred = 256,
-              const std::string& defines = std::string()) {
+Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* name, size_t preferred,
+              const std::string& defines, const char* include) {
   const DType t = lt.real;
   if (t != DType::F32 && t != DType::F64) throw Error(std::string("linalg: unsupported dtype ") + dtype_name(t));
   if (t == DType::F64 && !ctx.info().fp64)
@@ -81,7 +67,9 @@ Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* n
   }
   Kernel k;
   k.lock = std::unique_lock<std::mutex>(p->m);
-  if (!p->prog) p->prog = ctx.program(prelude(lt) + kernel_source("linalg_group") + defines + kernel_source(file));
+  if (!p->prog)
+    p->prog = ctx.program(prelude(lt) + kernel_source("linalg_group") + defines +
+                          (include ? kernel_source(include) : std::string()) + kernel_source(file));
   auto it = p->kernels.find(name);
   if (it == p->kernels.end()) {
     cl_kernel kk = create_kernel(p->prog, name);
@@ -97,7 +85,7 @@ Kernel kernel(const Context& ctx, LinalgType lt, const char* file, const char* n
   return k;
 }
 
-void add_matrix(KernelArgs& a, const MatrixRef& m, bool with_strides = true) {
+void add_matrix(KernelArgs& a, const MatrixRef& m, bool with_strides) {
   a.add(m.mem).add<cl_ulong>(m.offset).add<cl_long>(m.batch_stride);
   if (with_strides) a.add<cl_long>(m.row_stride).add<cl_long>(m.col_stride);
 }
@@ -107,7 +95,9 @@ void add_ints(KernelArgs& a, const IntVecRef& v, bool with_stride) {
   if (with_stride) a.add<cl_long>(v.batch_stride);
 }
 
-} // namespace
+} // namespace linalg_detail
+
+using namespace linalg_detail;
 
 void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& a,
               const IntVecRef& info) {
@@ -158,10 +148,15 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
 static int64_t leaf_cols(int64_t w) { return w <= 4 ? 4 : w <= 8 ? 8 : 16; }
 static int64_t leaf_rows_per_item(int64_t w) { return 64 / leaf_cols(w); }
 
-static Kernel lu_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
+// The register leaves' program (LU or QR): W, LEAF_RPI and linalg_leaf_common.cl before the file.
+static Kernel leaf_kernel(const Context& ctx, LinalgType t, int64_t w, const char* file, const char* name) {
   const std::string defs = "#define W " + std::to_string(leaf_cols(w)) + "\n#define LEAF_RPI " +
                            std::to_string(leaf_rows_per_item(w)) + "\n";
-  return kernel(ctx, t, "linalg_lu_leaf", "linalg_lu_leaf", 1024, defs);
+  return kernel(ctx, t, file, name, 1024, defs, "linalg_leaf_common");
+}
+
+static Kernel lu_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
+  return leaf_kernel(ctx, t, w, "linalg_lu_leaf", "linalg_lu_leaf");
 }
 
 int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
@@ -170,8 +165,34 @@ int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
   return leaf_rows_per_item(w) * static_cast<int64_t>(lu_leaf_kernel(ctx, t, w).max_wg);
 }
 
+// The LU kernels' place arguments (linalg.h's LuLeafPlace), as the kernel's integer type I.
+template <typename I>
+static void add_place(KernelArgs& args, const LuLeafPlace& place) {
+  args.template add<I>(static_cast<I>(place.piv_base));
+  args.template add<I>(static_cast<I>(place.swap_left));
+  args.template add<I>(static_cast<I>(place.swap_right));
+  args.template add<cl_int>(place.merge_info ? 1 : 0);
+  args.template add<cl_int>(static_cast<cl_int>(place.solve_rows));
+  args.template add<cl_int>(static_cast<cl_int>(place.solve_cols));
+}
+
+// The leaves' U12 solve in local memory: a third of it at most (the leaf's own scratch beside it).
+bool lu_leaf_solve_fits(const Context& ctx, LinalgType t, int64_t rows, int64_t cols) {
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  const uint64_t lim = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+  return rows > 0 && cols > 0 && static_cast<uint64_t>(rows * cols) * elem <= lim / 3;
+}
+
+// The local scratch of a leaf's U12 solve (one element where there is none).
+static uint64_t solve_bytes(const Context& ctx, LinalgType t, const LuLeafPlace& place) {
+  if (place.solve_rows <= 0) return dtype_size(t.real) * (t.complex ? 2 : 1);
+  if (!lu_leaf_solve_fits(ctx, t, place.solve_rows, place.solve_cols))
+    throw Error("linalg: an LU leaf's triangular solve does not fit in local memory");
+  return static_cast<uint64_t>(place.solve_rows * place.solve_cols) * dtype_size(t.real) * (t.complex ? 2 : 1);
+}
+
 void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
-             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
+             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info, const LuLeafPlace& place) {
   if (batch == 0 || m == 0 || w == 0) return;
   Kernel k = lu_leaf_kernel(ctx, t, w);
   const int64_t rpi = leaf_rows_per_item(w);
@@ -183,14 +204,16 @@ void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batc
   args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));
   add_ints(args, pivots, true);
   add_ints(args, info, false);
+  add_place<cl_int>(args, place);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
   args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_int)).add_local(16 * elem).add_local(16 * elem);
+  args.add_local(solve_bytes(ctx, t, place));
   launch_1d(q, k.k, batch * g, g);
 }
 
 void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
-               const MatrixRef& tau, const MatrixRef& out) {
-  if (batch == 0 || n == 0) return;
+               const MatrixRef& tau, const MatrixRef& out, const MatrixRef* y, int64_t ncols, bool adjoint) {
+  if (batch == 0 || n == 0 || (y && ncols == 0)) return;
   if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a WY factor does not fit in local memory");
   Kernel k = kernel(ctx, t, "linalg_block", "linalg_wy_factor", ctx.info().is_cpu ? 256 : 1024);
   KernelArgs args(k.k);
@@ -198,14 +221,18 @@ void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
   add_matrix(args, tau, false);
   add_matrix(args, out);
   args.add<cl_int>(static_cast<cl_int>(n));
+  // With y: a group per 64 columns of it (each rebuilding T: n^2 / 2 steps on chip, about the product's work).
+  const int64_t groups = y ? (ncols + 63) / 64 : 1;
+  add_matrix(args, y ? *y : out);
+  args.add<cl_long>(y ? ncols : 0).add<cl_int>(y ? (adjoint ? 2 : 1) : 0).add<cl_long>(groups);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
   args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);  // as cholesky_block's
   size_t g = k.group_for(n * n / 2);
-  launch_1d(q, k.k, batch * g, g);
+  launch_1d(q, k.k, batch * groups * g, g);
 }
 
 void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
-               const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info) {
+               const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info, const LuLeafPlace& place) {
   if (batch == 0) return;
   Kernel k = kernel(ctx, t, "linalg", "linalg_lu");
   size_t g = k.group_for(std::max<int64_t>(m, m * n / 2));
@@ -214,8 +241,31 @@ void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
   args.add<cl_long>(m).add<cl_long>(n);
   add_ints(args, pivots, true);
   add_ints(args, info, false);
+  add_place<cl_long>(args, place);
   args.add_local(g * dtype_size(t.real)).add_local(g * sizeof(cl_long));  // |pivot| candidates: real
+  args.add_local(solve_bytes(ctx, t, place));
   launch_1d(q, k.k, batch * g, g);
+}
+
+void lu_swap_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
+                   const MatrixRef& a, const IntVecRef& pivots, int64_t k0, int64_t k1) {
+  const int64_t kb = k1 - k0;
+  if (batch == 0 || kb <= 0 || (k0 == 0 && k1 == n)) return;
+  Kernel k = kernel(ctx, t, "linalg_block", "linalg_lu_swap_solve", 64);
+  // A column an item, up to 64 items, halved until their solves' kb elements each fit in local memory.
+  const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
+  const uint64_t lim = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
+  size_t g = k.max_wg;
+  while (g > 1 && g * kb * elem + 1024 > lim) g /= 2;
+  if (g * kb * elem + 1024 > lim)
+    throw Error("linalg: an LU block of " + std::to_string(kb) + " columns does not fit in local memory");
+  const int64_t left = (k0 + g - 1) / g, groups = left + (n - k1 + g - 1) / g;
+  KernelArgs args(k.k);
+  add_matrix(args, a);
+  args.add<cl_long>(m).add<cl_long>(n);
+  add_ints(args, pivots, true);
+  args.add<cl_long>(k0).add<cl_long>(k1).add<cl_long>(left).add<cl_long>(groups).add_local(g * kb * elem);
+  launch_1d(q, k.k, batch * groups * g, g);
 }
 
 void triangular_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, int64_t nrhs,
@@ -299,7 +349,7 @@ static int geqrf_lanes(const Context& ctx) {
 }
 
 void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
-           const MatrixRef& tau) {
+           const MatrixRef& tau, const MatrixRef* v, int64_t v_top) {
   if (batch == 0 || m == 0 || n == 0) return;
   Kernel k = kernel(ctx, t, "linalg_qr", "linalg_geqrf");
   size_t g = k.group_for(std::max(m, n));
@@ -310,6 +360,8 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
   args.add_local(g * dtype_size(t.real));  // |x|^2 partial sums: real
   args.add_local(g * dtype_size(t.real) * (t.complex ? 2 : 1));  // v^H a_j partial sums: T
   args.add<cl_int>(static_cast<cl_int>(std::min<size_t>(g, geqrf_lanes(ctx))));
+  add_matrix(args, v ? *v : a);
+  args.add<cl_int>(v ? 1 : 0).add<cl_long>(v ? v_top : 0);
   launch_1d(q, k.k, batch * g, g);
 }
 
@@ -317,9 +369,7 @@ void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch,
 // Its group is also bounded by local memory: (W + 1) partial sums an item, plus C W + 3 W (C ~ sqrt L)
 // elements and L ints (float64 / complex: 256 items at most on 48 KiB).
 static Kernel qr_leaf_kernel(const Context& ctx, LinalgType t, int64_t w) {
-  const std::string defs = "#define W " + std::to_string(leaf_cols(w)) + "\n#define LEAF_RPI " +
-                           std::to_string(leaf_rows_per_item(w)) + "\n";
-  return kernel(ctx, t, "linalg_qr_leaf", "linalg_geqrf_leaf", 1024, defs);
+  return leaf_kernel(ctx, t, w, "linalg_qr_leaf", "linalg_geqrf_leaf");
 }
 
 // The reduction's chunks (as the kernel: the least power of two C with C^2 >= g).
@@ -350,7 +400,7 @@ int64_t geqrf_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w) {
 }
 
 void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
-                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v) {
+                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v, int64_t v_top) {
   if (batch == 0 || m == 0 || w == 0) return;
   Kernel k = qr_leaf_kernel(ctx, t, w);
   const int64_t rpi = leaf_rows_per_item(w), W = leaf_cols(w);
@@ -364,7 +414,7 @@ void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t b
   args.add<cl_int>(static_cast<cl_int>(m)).add<cl_int>(static_cast<cl_int>(w));
   add_matrix(args, tau, false);
   add_matrix(args, v ? *v : a);
-  args.add<cl_int>(v ? 1 : 0);
+  args.add<cl_int>(v ? 1 : 0).add<cl_int>(static_cast<cl_int>(v ? v_top : 0));
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
   args.add_local(g * (W + 1) * elem).add_local(qr_leaf_chunks(g) * W * elem).add_local(W * elem);
   args.add_local(2 * W * elem).add_local(g * sizeof(cl_int));
@@ -382,6 +432,19 @@ void householder_product(const Context& ctx, cl_command_queue q, LinalgType t, u
   add_matrix(args, out);
   args.add<cl_long>(m).add<cl_long>(qc).add<cl_long>(k_refl);
   launch_1d(q, k.k, batch * g, g);
+}
+
+void unit_lower(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t k,
+                const MatrixRef& a, const MatrixRef& v) {
+  const uint64_t total = batch * static_cast<uint64_t>(m) * static_cast<uint64_t>(k);
+  if (total == 0) return;
+  Kernel kk = kernel(ctx, t, "linalg_qr", "linalg_unit_lower");
+  KernelArgs args(kk.k);
+  add_matrix(args, a);
+  add_matrix(args, v);
+  args.add<cl_long>(m).add<cl_long>(k).add<cl_ulong>(total);
+  const size_t g = std::min<size_t>(kk.max_wg, 256);
+  launch_1d(q, kk.k, (total + g - 1) / g * g, g);
 }
 
 } // namespace dlprim
@@ -471,119 +534,6 @@ void ldl_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
   const uint64_t items = batch * static_cast<uint64_t>(nrhs);  // one per right-hand side
   const size_t g = std::min<size_t>(k.max_wg, 64);
   launch_1d(q, k.k, (items + g - 1) / g * g, g);
-}
-
-} // namespace dlprim
-
-namespace dlprim {
-
-// The large-n eigh path (kernels/linalg_tridiag.cl): real types only.
-void tridiag_column(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
-                    int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& d, const MatrixRef& e,
-                    const MatrixRef& tau) {
-  if (batch == 0) return;
-  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_column");
-  size_t g = k.group_for(n - i);
-  KernelArgs args(k.k);
-  add_matrix(args, a, false);
-  add_matrix(args, vw, false);
-  add_matrix(args, d, false);
-  add_matrix(args, e, false);
-  add_matrix(args, tau, false);
-  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j).add_local(g * dtype_size(t));
-  launch_1d(q, k.k, batch * g, g);
-}
-
-void tridiag_rowdot(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
-                    int64_t j, const MatrixRef& a, const MatrixRef& vw, const MatrixRef& p) {
-  if (batch == 0) return;
-  // A row per group of up to 64 items on GPUs (the rows, not their length, give the parallelism;
-  // a tree sum per row), a row per work-item on CPU devices (a serial dot product, no barriers,
-  // few groups); a seeded pick under PYTORCH_OCL_TUNE=random:SEED.
-  const int pick = tune_variant("tridiag_rowdot_lanes", 2);
-  const bool wide = pick >= 0 ? pick == 1 : !ctx.info().is_cpu;
-  Kernel k = kernel(ctx, t, "linalg_tridiag", wide ? "linalg_tridiag_rowdot" : "linalg_tridiag_rowdot1");
-  const size_t rows = static_cast<size_t>(n - i - 1 + 2 * nb);
-  size_t g = wide ? std::min<size_t>(64, k.group_for(n - i - 1)) : std::min<size_t>(64, k.max_wg);
-  KernelArgs args(k.k);
-  add_matrix(args, a, false);
-  add_matrix(args, vw, false);
-  add_matrix(args, p, false);
-  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j);
-  if (wide) args.add_local(g * dtype_size(t));
-  const size_t global[2] = {wide ? rows * g : (rows + g - 1) / g * g, static_cast<size_t>(batch)};
-  const size_t local[2] = {g, 1};
-  launch_nd(q, k.k, 2, global, local);
-}
-
-void tridiag_w(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, int64_t nb, int64_t i,
-               int64_t j, const MatrixRef& vw, const MatrixRef& p, const MatrixRef& tau) {
-  if (batch == 0) return;
-  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_w");
-  size_t g = k.group_for(n - i - 1);
-  KernelArgs args(k.k);
-  add_matrix(args, vw, false);
-  add_matrix(args, p, false);
-  add_matrix(args, tau, false);
-  args.add<cl_long>(n).add<cl_long>(nb).add<cl_long>(i).add<cl_long>(j).add_local(g * dtype_size(t));
-  launch_1d(q, k.k, batch * g, g);
-}
-
-size_t tridiag_ql_groups(const Context& ctx, DType t, int64_t rows, size_t* group) {
-  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_ql");
-  // Rows per group: PYTORCH_OCL_EIGH_QL_ROWS (a power of two; tests use it to reach several groups
-  // with small matrices), else a seeded 4 or the default under PYTORCH_OCL_TUNE=random:SEED, else
-  // the default: the largest group on GPUs, and on CPU devices one group for all rows (every group
-  // repeats the serial sweeps; two groups on PoCL's two cores took longer than one: 61 against 39 ms
-  // at n = 256).
-  const char* v = std::getenv("PYTORCH_OCL_EIGH_QL_ROWS");
-  int64_t forced = v && *v ? std::atoll(v) : 0;
-  if (forced <= 0 && tune_variant("tridiag_ql_rows", 2) == 1) forced = 4;
-  *group = k.group_for(std::max<int64_t>(forced > 0 ? std::min(forced, rows) : rows, 1));
-  if (rows == 0 || (forced <= 0 && ctx.info().is_cpu)) return 1;
-  return static_cast<size_t>((rows + *group - 1) / *group);
-}
-
-void tridiag_ql(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
-                const MatrixRef& e, cl_mem scratch, uint64_t scratch_offset, cl_mem iscratch, uint64_t iscratch_offset,
-                const MatrixRef& w, const MatrixRef* z, const MatrixRef* vectors, cl_mem info, uint64_t info_offset,
-                int64_t max_sweeps) {
-  if (batch == 0 || n == 0) return;
-  const int64_t rows = vectors ? n : 0;
-  size_t g = 1;
-  const size_t groups = tridiag_ql_groups(ctx, t, rows, &g);
-  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_ql");
-  KernelArgs args(k.k);
-  add_matrix(args, d, false);
-  add_matrix(args, e, false);
-  args.add(scratch).add<cl_ulong>(scratch_offset).add(iscratch).add<cl_ulong>(iscratch_offset);
-  add_matrix(args, w, false);
-  add_matrix(args, z ? *z : w);
-  add_matrix(args, vectors ? *vectors : w);
-  args.add<cl_long>(n).add<cl_long>(rows);
-  args.add(info).add<cl_ulong>(info_offset).add<cl_long>(max_sweeps);
-  const size_t global[2] = {groups * g, static_cast<size_t>(batch)};
-  const size_t local[2] = {g, 1};
-  launch_nd(q, k.k, 2, global, local);
-}
-
-} // namespace dlprim
-
-namespace dlprim {
-
-void tridiag_bisect(const Context& ctx, cl_command_queue q, DType t, uint64_t batch, int64_t n, const MatrixRef& d,
-                    const MatrixRef& e, const MatrixRef& w) {
-  if (batch == 0 || n == 0) return;
-  Kernel k = kernel(ctx, t, "linalg_tridiag", "linalg_tridiag_bisect");
-  KernelArgs args(k.k);
-  add_matrix(args, d, false);
-  add_matrix(args, e, false);
-  add_matrix(args, w, false);
-  args.add<cl_long>(n);
-  const size_t g = std::min<size_t>(k.max_wg, 64);
-  const size_t global[2] = {(static_cast<size_t>(n) + g - 1) / g * g, static_cast<size_t>(batch)};
-  const size_t local[2] = {g, 1};
-  launch_nd(q, k.k, 2, global, local);
 }
 
 } // namespace dlprim

@@ -48,9 +48,11 @@ void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t bat
               const IntVecRef& info);
 
 // T (n x n upper) of H_1 ... H_n = I - V T V^H from s = V^H V and tau (batch stride only; unit
-// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n).
+// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n). With y (n x ncols):
+// out (n x ncols) <- T y, or T^H y when adjoint, instead (the WY update's small product in the same launch).
 void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
-               const MatrixRef& tau, const MatrixRef& out);
+               const MatrixRef& tau, const MatrixRef& out, const MatrixRef* y = nullptr, int64_t ncols = 0,
+               bool adjoint = false);
 
 // The diagonal block of blocked potrf on chip (kernels/linalg_block.cl): each n x n block of a
 // factored in local memory as cholesky() does, and when inv is given inv(L) into it (lower, zeros
@@ -60,17 +62,44 @@ bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
                     const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
 
+// Where a factored matrix sits as a leaf of the recursive LU panel (csrc/aten/LinalgBlocked.cpp): the
+// pivots are written + piv_base (the leaf's first row in the whole matrix: getrf's final pivots), and
+// every row interchange is also applied to the swap_left columns left of the leaf and the swap_right
+// columns right of it (the rest of its panel, same rows), so the panel needs no laswp or pivot-offset
+// launches between its leaves. merge_info: info[b] (zeroed by the caller before the first leaf) is set
+// to piv_base + k (the whole matrix's 1-based column) only where still 0 and this leaf fails at its
+// column k, so the leaves, run in column order, leave the first failure there and blocked getrf needs
+// no per-leaf slots and merge; else info[b] = the leaf's own k or 0. solve_rows > 0: after the leaf, the
+// U12 = L11^-1 A12 of the panel split ending at it (L11 the unit lower solve_rows square ending at the
+// leaf's last row and column, A12 the solve_rows x solve_cols block right of the leaf on its rows), so the
+// split needs no triangular-solve launch; only where lu_leaf_solve_fits. The default: a matrix of its own.
+struct LuLeafPlace {
+  int64_t piv_base = 0, swap_left = 0, swap_right = 0;
+  bool merge_info = false;
+  int64_t solve_rows = 0, solve_cols = 0;
+};
+bool lu_leaf_solve_fits(const Context& ctx, LinalgType t, int64_t rows, int64_t cols);
+
 // getrf of each m x w leaf of the recursive LU panel with the leaf in registers (linalg_lu_leaf.cl):
 // pivots, info and factors as lu_factor's. Only for w <= 16 and m <= lu_leaf_max_rows (0: none).
 int64_t lu_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
 void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
-             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info);
+             const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info, const LuLeafPlace& place = {});
 
 // In place: getrf of each m x n matrix (unit lower L and U packed), 1-based pivots (min(m, n)
 // of them) and info[b] (k > 0: U[k-1][k-1] is exactly zero). The pivot is the first row of
 // largest |re| + |im| (LAPACK's i?amax: |x| for real, cabs1 for complex).
 void lu_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
-               const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info);
+               const MatrixRef& a, const IntVecRef& pivots, const IntVecRef& info, const LuLeafPlace& place = {});
+
+// One step of blocked getrf after its panel (columns [k0, k1) of the m x n matrices a, factored with
+// absolute 1-based pivots[k0..k1)): the panel's row interchanges applied to every column outside it
+// (rows k0..m-1), and U12 = L11^-1 A12 solved in place for the columns right of it (L11: the panel's
+// unit lower k1 - k0 square), in one launch (kernels/linalg_block.cl, linalg_lu_swap_solve): a
+// work-item per column, that column's swaps and solve in its own program order (its k1 - k0 elements
+// in local memory: throws for blocks too large for that, thousands of columns).
+void lu_swap_solve(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n,
+                   const MatrixRef& a, const IntVecRef& pivots, int64_t k0, int64_t k1);
 
 // In place of x (n x nrhs): x <- A^-1 x for triangular A (lower or upper; unit: ones on the
 // diagonal, not read); conj: A's elements are read conjugated (with a transposed A: A^H, the
@@ -97,16 +126,23 @@ void pivots_to_permutation(const Context& ctx, cl_command_queue q, uint64_t batc
 
 // Householder QR in place (LAPACK's geqrf conventions, complex too: H = I - tau v v^H, R's
 // diagonal real): R on and above the diagonal, reflectors below; tau: min(m, n) values per matrix at tau.mem + tau.offset + b * tau.batch_stride.
+// v (optional): the reflectors also as geqrf_leaf's v (unit lower trapezoidal, zeros in v_top rows above).
 void geqrf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t n, const MatrixRef& a,
-           const MatrixRef& tau);
+           const MatrixRef& tau, const MatrixRef* v = nullptr, int64_t v_top = 0);
 
 // geqrf of each m x w leaf of the recursive QR panel with the leaf in registers
 // (linalg_qr_leaf.cl): R, reflectors and tau as geqrf's. Only for w <= 16 and m <=
 // geqrf_leaf_max_rows (0: none). v (optional, m x w like a): the reflectors as a unit lower
-// trapezoidal matrix (zeros above the diagonal, ones on it).
+// trapezoidal matrix (zeros above the diagonal, ones on it), and zeros in the v_top rows of v's
+// matrix above it (the panel's rows above the leaf: the panel's V needs no zero fill of its own).
 int64_t geqrf_leaf_max_rows(const Context& ctx, LinalgType t, int64_t w);
 void geqrf_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t w,
-                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v = nullptr);
+                const MatrixRef& a, const MatrixRef& tau, const MatrixRef* v = nullptr, int64_t v_top = 0);
+
+// v (m x k) <- the unit lower trapezoidal V of the reflectors in a (m x k, geqrf's layout): below the
+// diagonal a's, 1 on it, 0 above, in one launch (a work-item an element).
+void unit_lower(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t m, int64_t k,
+                const MatrixRef& a, const MatrixRef& v);
 
 // out (m x qc, qc <= m) = the first qc columns of the product of the k reflectors in v (m x k,
 // geqrf's layout) and tau: orgqr / linalg.householder_product, and Q of linalg.qr.

@@ -46,6 +46,7 @@
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
 #   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
+#   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
@@ -415,6 +416,17 @@ case "${1:-validate}" in
     # bf16 also on 16-query tiles (8,16: no spilled words in scripts/ptx_registers.py's estimate, as the default 8,32)
     run onepass_bf16 80 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0;8,16" --dtype bfloat16 \
       --cases "$cases" --out "$out/onepass_bf16.md"
+    run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
+    ;;
+  final33)  # this session's merges natively in one call: the LU / QR launch cuts, the fused optimizers, the
+    # one-pass attention backward (opt-in); then LU / Cholesky / QR vs cuSOLVER, one optimizer step vs CUDA, GPT-2's
+    # training step by kernel vs CUDA
+    PYTORCH_OCL_MMA_TEST=native run native_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider \
+      tests/test_linalg_step_launches.py tests/test_linalg_qr_panel.py tests/test_linalg_on_chip.py \
+      tests/test_linalg_lu_panel.py tests/test_linalg_blocked_qr.py tests/test_fused_optimizers.py \
+      tests/test_foreach_optim.py tests/test_attention_mma.py
+    run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
+    run optimizer_step 60 python3 benchmarks/optimizer_step.py --ref cuda
     run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
     ;;
   overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's

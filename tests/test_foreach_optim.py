@@ -314,3 +314,22 @@ def test_multi_tensor_launches_and_order():
     ref[100:300] *= 3.0
     torch.testing.assert_close(bd2.cpu(), ref)
     torch.testing.assert_close(td.cpu(), t.t() * 4.0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=ids(FLOATS))
+def test_multi_tensor_vector_items(dtype):
+    """Items whose size and offsets are multiples of 4 run 4 elements per work-item (ew_multi_vec4), the
+    others one (ew_multi), in separate launches of one call: sizes and offsets of both kinds mixed, views at
+    an aligned and an unaligned offset of one buffer, a scalar and a 0-dim device tensor operand."""
+    g = torch.Generator().manual_seed(7)
+    base = torch.randn(64, generator=g).to(dtype)
+    xs = [torch.randn(n, generator=g).to(dtype) for n in (4, 8, 4096, 12, 7, 1000, 1)] + [base[4:24], base[33:45]]
+    ys = [torch.randn(x.shape, generator=g).to(dtype) for x in xs]
+    xd, yd = dev(xs), dev(ys)
+    xd[-2:] = [b for b in (base.to("ocl")[4:24], base.to("ocl")[33:45])]
+    outs = torch._foreach_addcmul(xd, yd, yd, value=0.5)
+    check_lists(outs, [x + 0.5 * y * y for x, y in zip(xs, ys)], dtype)
+    w = torch.tensor(0.25, dtype=dtype)
+    check_lists(torch._foreach_mul(xd, w.to("ocl")), torch._foreach_mul(xs, w), dtype)
+    torch._foreach_lerp_(xd, yd, 0.3)
+    check_lists(xd, torch._foreach_lerp(xs, ys, 0.3), dtype)

@@ -136,9 +136,10 @@ int multi_slots(DType compute, const std::vector<EwOperand>& outs, const std::ve
 
 // ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands
 // (contiguous, one element per work-item; broadcast inputs: one element for all); unused
-// trailing slots end at n.
+// trailing slots end at n. ew_multi_vec4 (`vec`): kVecWidth elements per work-item, e<j> and n
+// counting vectors, every array operand (not broadcast) starting at a multiple of kVecWidth.
 std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
-                              const std::vector<EwOperand>& ins, int slots) {
+                              const std::vector<EwOperand>& ins, int slots, bool vec) {
   const char* ct = compute_cl_type(compute);
   std::ostringstream s, params, decl, loads, stores;
   for (int j = 0; j < slots; ++j) params << ", uint e" << j;
@@ -176,9 +177,22 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
     }
     pick << " }";
   }
+  // Vector lanes read broadcast inputs as scalars (x<k>_s, loaded once per work-item).
+  std::vector<EwOperand> lane_ins = ins;
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string x = "x" + std::to_string(k);
     std::string idx = ins[k].is_broadcast ? x + "_o" : x + "_o + i";
+    if (vec) {
+      if (ins[k].is_broadcast) {
+        loads << "  " << ct << " " << x << "_s = "
+              << convert_expr(ins[k].dtype, compute, load_expr(ins[k].dtype, x + "_p", idx)) << ";\n";
+        lane_ins[k].is_scalar = true;
+      } else if (!ins[k].is_scalar) {
+        loads << "  " << vec_type(ins[k].dtype) << " " << x << "_v = "
+              << vector_load(ins[k].dtype, "i", x + "_p + " + x + "_o") << ";\n";
+      }
+      continue;
+    }
     if (ins[k].is_scalar)
       loads << "  " << ct << " " << x << " = " << x << "_s;\n";
     else
@@ -188,8 +202,17 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
     std::string y = "y" + std::to_string(k);
     stores << "  " << store_stmt(outs[k].dtype, y + "_p", y + "_o + i", convert_expr(compute, outs[k].dtype, y)) << "\n";
   }
-  s << "__kernel void ew_multi(uint n" << params.str() << ") {\n  uint g = get_global_id(0);\n  if (g >= n) return;\n"
-    << decl.str() << pick.str() << "\n  ulong i = g - base;\n" << loads.str();
+  s << "__kernel void " << (vec ? "ew_multi_vec4" : "ew_multi") << "(uint n" << params.str()
+    << ") {\n  uint g = get_global_id(0);\n  if (g >= n) return;\n" << decl.str() << pick.str()
+    << "\n  ulong i = g - base;\n" << loads.str();
+  if (vec) {
+    s << vector_lanes(op, compute, outs, lane_ins);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string y = "y" + std::to_string(k);
+      s << vector_store(outs[k].dtype, y + "_v", "i", y + "_p + " + y + "_o");
+    }
+    return s.str() + "}\n";
+  }
   for (size_t k = 0; k < outs.size(); ++k) s << "  " << ct << " y" << k << ";\n";
   s << "  {\n" << op.body << "\n  }\n" << stores.str() << "}\n";
   return s.str();

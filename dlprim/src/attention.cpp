@@ -317,11 +317,25 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
   const Layout layout = layout_for(ctx, D, DV, compute, pass);
   const Layout dq_layout = bwd ? dq_tiled_layout_for(ctx, D, DV, compute) : Layout();
   const Layout dkdv_layout = bwd ? dkdv_tiled_layout_for(ctx, D, DV, compute) : Layout();
-  Kernels* k;
-  {
-    std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass), layout.key(),
-                   dq_layout.key(), dkdv_layout.key(), vec)];
+  const Key key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass), layout.key(),
+                dq_layout.key(), dkdv_layout.key(), vec);
+  // A per-thread memo of the last keys skips the global lock and the map's tuple comparisons on every launch
+  // (std::map entries are never erased and keep their addresses).
+  struct Memo {
+    Key key;
+    Kernels* k = nullptr;
+  };
+  thread_local Memo memo[4];
+  thread_local unsigned memo_next = 0;
+  Kernels* k = nullptr;
+  for (const Memo& m : memo)
+    if (m.k && m.key == key) k = m.k;
+  if (!k) {
+    {
+      std::lock_guard<std::mutex> lock(map_mutex);
+      k = &cache[key];
+    }
+    memo[memo_next++ % 4] = {key, k};
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {

@@ -14,10 +14,12 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 #include <dlprim/sort.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace pytorch_ocl {
 
@@ -27,27 +29,30 @@ namespace {
 // Row-major dims with size-1 dims dropped and neighbours merged where every operand allows.
 struct Merged {
   dlprim::RowMajorShape shape;
-  std::vector<std::array<int64_t, dlprim::kMaxDims>> strides;
+  c10::SmallVector<std::array<int64_t, dlprim::kMaxDims>, 2> strides;
   bool ok = true;
 };
 
-Merged merge_dims(c10::IntArrayRef sizes, const std::vector<std::vector<int64_t>>& strides) {
-  std::vector<int64_t> sz;
-  std::vector<std::vector<int64_t>> st(strides.size());
+// Small vectors throughout: this runs on every gather (an embedding lookup per decode step).
+Merged merge_dims(c10::IntArrayRef sizes, std::initializer_list<c10::IntArrayRef> strides_in) {
+  const c10::IntArrayRef* strides = strides_in.begin();
+  const size_t n_ops = strides_in.size();
+  c10::SmallVector<int64_t, dlprim::kMaxDims> sz;
+  c10::SmallVector<c10::SmallVector<int64_t, dlprim::kMaxDims>, 2> st(n_ops);
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;
     bool merge = !sz.empty();
-    for (size_t k = 0; merge && k < strides.size(); ++k) merge = st[k].back() == strides[k][d] * sizes[d];
+    for (size_t k = 0; merge && k < n_ops; ++k) merge = st[k].back() == strides[k][d] * sizes[d];
     if (merge) {
       sz.back() *= sizes[d];
-      for (size_t k = 0; k < strides.size(); ++k) st[k].back() = strides[k][d];
+      for (size_t k = 0; k < n_ops; ++k) st[k].back() = strides[k][d];
       continue;
     }
     sz.push_back(sizes[d]);
-    for (size_t k = 0; k < strides.size(); ++k) st[k].push_back(strides[k][d]);
+    for (size_t k = 0; k < n_ops; ++k) st[k].push_back(strides[k][d]);
   }
   Merged m;
-  m.strides.resize(strides.size());
+  m.strides.resize(n_ops);
   if (sz.size() > static_cast<size_t>(dlprim::kMaxDims)) {
     m.ok = false;
     return m;
@@ -55,7 +60,7 @@ Merged merge_dims(c10::IntArrayRef sizes, const std::vector<std::vector<int64_t>
   m.shape.rank = static_cast<int>(sz.size());
   for (size_t d = 0; d < sz.size(); ++d) {
     m.shape.sizes[d] = sz[d];
-    for (size_t k = 0; k < strides.size(); ++k) m.strides[k][d] = st[k][d];
+    for (size_t k = 0; k < n_ops; ++k) m.strides[k][d] = st[k][d];
   }
   return m;
 }
@@ -120,14 +125,13 @@ void run_keyed(Kind kind, const at::Tensor& big, const std::vector<int64_t>& inn
     dense = kind == Kind::Gather ? at::empty(dense_in.sizes(), dense_in.options()) : dense_in.contiguous();
     flat_row_stride(dense, n_row_dims, row_stride);
   }
-  std::vector<int64_t> inner_sizes;
-  std::vector<std::vector<int64_t>> strides(2);
+  c10::SmallVector<int64_t, dlprim::kMaxDims> inner_sizes, dense_strides, big_strides;
   for (size_t i = 0; i < inner_dims.size(); ++i) {
     inner_sizes.push_back(big.size(inner_dims[i]));
-    strides[0].push_back(dense.stride(n_row_dims + i));
-    strides[1].push_back(big.stride(inner_dims[i]));
+    dense_strides.push_back(dense.stride(n_row_dims + i));
+    big_strides.push_back(big.stride(inner_dims[i]));
   }
-  Merged m = merge_dims(inner_sizes, strides);
+  Merged m = merge_dims(inner_sizes, {dense_strides, big_strides});
   if (!m.ok) {
     // Too many unmergeable dims: run on dense copies (rare).
     at::Tensor big_c = big.contiguous();
@@ -212,10 +216,10 @@ void KeyBuilder::add(const at::Tensor& idx_in, int64_t size, int64_t stride, int
   check_ocl(idx_in, op_, "index");
   at::Tensor idx = idx_in.expand(row_sizes_);
   std::vector<int64_t> pos_v = pos.empty() ? std::vector<int64_t>(row_sizes_.size(), 0) : pos.vec();
-  Merged m = merge_dims(row_sizes_, {idx.strides().vec(), pos_v});
+  Merged m = merge_dims(row_sizes_, {idx.strides(), pos_v});
   if (!m.ok) {
     idx = idx.contiguous();
-    m = merge_dims(row_sizes_, {idx.strides().vec(), pos_v});
+    m = merge_dims(row_sizes_, {idx.strides(), pos_v});
     TORCH_CHECK(m.ok, op_, ": index shape ", c10::IntArrayRef(row_sizes_), " has too many dims");
   }
   int device = idx.device().index();

@@ -28,14 +28,13 @@ int describe(const char* name, at::TensorIteratorBase& iter, dlprim::EwShape* sh
   outs->reserve(iter.noutputs());
   ins->reserve(iter.ninputs());
   for (int k = 0; k < iter.ntensors(); ++k) {
-    dlprim::EwOperand o;
+    dlprim::EwOperand& o = (k < iter.noutputs() ? outs : ins)->emplace_back();  // filled in place (no copy)
     c10::ScalarType st = iter.dtype(k);
     o.dtype = to_dlprim(st, name);
     if (k >= iter.noutputs() && iter.is_cpu_scalar(k)) {
       o.is_scalar = true;
       o.value = c10::isFloatingType(st) ? dlprim::Scalar::floating(iter.scalar_value<double>(k))
                                         : dlprim::Scalar::integral(iter.scalar_value<int64_t>(k));
-      ins->push_back(o);
       continue;
     }
     const at::TensorBase& t = iter.tensor_base(k);
@@ -47,7 +46,6 @@ int describe(const char* name, at::TensorIteratorBase& iter, dlprim::EwShape* sh
     o.offset = buf.offset / item;
     auto strides = iter.strides(k);
     for (int d = 0; d < rank; ++d) o.strides[d] = strides[d] / item;
-    (k < iter.noutputs() ? outs : ins)->push_back(o);
   }
   return iter.device(0).index();
 }
@@ -71,7 +69,10 @@ void launch_elementwise(const dlprim::ElementwiseOp& op, at::TensorIteratorBase&
   if (iter.numel() == 0) return;
   const char* name = op.name.c_str();
   dlprim::EwShape shape;
-  std::vector<dlprim::EwOperand> outs, ins;
+  // Per-thread operand lists, reused: no allocation per launch (nothing below calls back in here).
+  thread_local std::vector<dlprim::EwOperand> outs, ins;
+  outs.clear();
+  ins.clear();
   int device = describe(name, iter, &shape, &outs, &ins);
   OCL_TRACE(name, " numel=", iter.numel(), " dims=", shape.rank, " compute=", compute, " out=", iter.dtype(0),
             " device=", device);

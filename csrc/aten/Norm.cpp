@@ -9,6 +9,7 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/strides.h>
 #include <dlprim/norm.h>
 #include <torch/library.h>
 
@@ -55,9 +56,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& inpu
     TORCH_CHECK(!p->defined() || (p->numel() == n && p->scalar_type() == x.scalar_type()),
                 "layer_norm: weight and bias must have ", n, " elements of dtype ", x.scalar_type());
   at::Tensor y = at::empty(x.sizes(), x.options());
-  // mean and rstd share one allocation: [2, rows]
+  // mean and rstd share one allocation: [2, rows], each viewed in the stats' shape by one as_strided (not a
+  // select then a view: two dispatcher calls fewer each, on every layer norm of a decode step).
   at::Tensor stats = at::empty({2, rows}, x.options().dtype(acc_type(x.scalar_type())));
-  at::Tensor mean = stats[0], rstd = stats[1];
+  const std::vector<int64_t> shape = stat_shape(x, normalized_shape.size());
+  const c10::DimVector strides = c10::contiguous_strides(shape);
+  at::Tensor mean = stats.as_strided(shape, strides, stats.storage_offset());
+  at::Tensor rstd = stats.as_strided(shape, strides, stats.storage_offset() + rows);
   if (rows > 0 && n > 0) {
     int device = x.device().index();
     cl_command_queue q = current_queue(device);
@@ -67,8 +72,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& inpu
                                                              buf(rstd)));
     note_enqueued(q);
   }
-  auto shape = stat_shape(x, normalized_shape.size());
-  return {y, mean.view(shape), rstd.view(shape)};
+  return {y, mean, rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(

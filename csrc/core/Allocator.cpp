@@ -435,13 +435,20 @@ private:
 };
 
 DeviceCache& cache_of(int device) {
+  // Every allocation and free comes here: a per-thread memo of the last device skips the lock (caches are
+  // created once and never destroyed before exit).
+  thread_local int last_device = -1;
+  thread_local DeviceCache* last_cache = nullptr;
+  if (device == last_device) return *last_cache;
   static std::mutex m;
   static std::vector<std::unique_ptr<DeviceCache>> caches;
   std::lock_guard<std::mutex> lock(m);
   if (caches.empty()) caches.resize(std::max(1, device_count()));
   check_device_index(device);
   if (!caches[device]) caches[device] = std::make_unique<DeviceCache>(device);
-  return *caches[device];
+  last_device = device;
+  last_cache = caches[device].get();
+  return *last_cache;
 }
 
 void free_block_ptr(void* ctx) {

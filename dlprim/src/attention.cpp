@@ -10,6 +10,7 @@
 #include <dlprim/program_cache.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -28,12 +29,8 @@ struct Layout {
   // register-tiled forward (attention_tiled.cl); bq == 0: the row kernel
   int bq = 0, bk = 0, kc = 0, ntc = 0;
   bool split = false;  // tiled dk/dv pass: PZ and dS share local memory (attention_bwd_tiled.cl)
-  std::string name() const {
-    std::ostringstream s;
-    if (bq) s << "tiled " << bq << "," << bk << "," << kc << "," << ntc << (split ? ",split" : "");
-    else s << "rows " << tpr << "," << br << "," << bc;
-    return s.str();
-  }
+  // Every field: the kernel cache's key (cheap to build on every launch, unlike a string).
+  std::array<int, 8> key() const { return {tpr, br, bc, bq, bk, kc, ntc, split ? 1 : 0}; }
 };
 
 enum class Pass { Forward = 0, Backward = 1 };
@@ -299,8 +296,9 @@ struct Kernels {
 };
 
 // The layout is part of the key: the environment overrides are read on every call, so a test can
-// run each layout in one process.
-using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int, std::string, bool>;
+// run each layout in one process. The layouts' fields, not their names (a per-call ostringstream).
+using Key = std::tuple<cl_context, int, int64_t, int64_t, bool, bool, int, std::array<int, 8>, std::array<int, 8>,
+                       std::array<int, 8>, bool>;
 
 // Whether every staged operand's rows can be read as aligned 4-vectors (kernels' ATTN_VEC).
 bool vec_ok(DType dtype, int64_t D, int64_t DV, std::initializer_list<const AttnTensor*> ts) {
@@ -319,13 +317,25 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
   const Layout layout = layout_for(ctx, D, DV, compute, pass);
   const Layout dq_layout = bwd ? dq_tiled_layout_for(ctx, D, DV, compute) : Layout();
   const Layout dkdv_layout = bwd ? dkdv_tiled_layout_for(ctx, D, DV, compute) : Layout();
-  Kernels* k;
-  {
-    std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[Key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass),
-                   layout.name() + (dq_layout.bq ? " dq " + dq_layout.name() : "") +
-                       (dkdv_layout.bq ? " dkdv " + dkdv_layout.name() : ""),
-                   vec)];
+  const Key key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass), layout.key(),
+                dq_layout.key(), dkdv_layout.key(), vec);
+  // A per-thread memo of the last keys skips the global lock and the map's tuple comparisons on every launch
+  // (std::map entries are never erased and keep their addresses).
+  struct Memo {
+    Key key;
+    Kernels* k = nullptr;
+  };
+  thread_local Memo memo[4];
+  thread_local unsigned memo_next = 0;
+  Kernels* k = nullptr;
+  for (const Memo& m : memo)
+    if (m.k && m.key == key) k = m.k;
+  if (!k) {
+    {
+      std::lock_guard<std::mutex> lock(map_mutex);
+      k = &cache[key];
+    }
+    memo[memo_next++ % 4] = {key, k};
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {

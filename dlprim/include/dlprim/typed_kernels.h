@@ -16,7 +16,8 @@ struct TypedKernel {
   std::mutex* mutex;
 };
 
-TypedKernel typed_kernel(const Context& ctx, const std::string& file, DType t, const char* name);
+// `file` and `name` are usually string literals: lookups by the same pointers take a per-thread fast path.
+TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const char* name);
 
 // Storage view of a buffer for kernel arguments.
 struct Buffer {

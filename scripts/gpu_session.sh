@@ -47,6 +47,7 @@
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
 #   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
 #   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
+#   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
@@ -428,6 +429,12 @@ case "${1:-validate}" in
     run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
     run optimizer_step 60 python3 benchmarks/optimizer_step.py --ref cuda
     run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
+    ;;
+  last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and
+    # the one-pass attention backward (final version) against the two passes, fp32 B8 H12 L1024 D64
+    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
+    run onepass_fp32 60 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0" \
+      --cases "8,12,1024,64,1;8,12,1024,64,0" --out "$out/onepass_fp32.md"
     ;;
   overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's
     # launches or slow its kernels? (benchmarks/dist_shm_copies.py --overlap)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the kernel-family tests (tests/test_oclgrind_kernels.py and test_oclgrind_linalg.py: one tiny forward + backward per
+# Runs the kernel-family tests (tests/test_oclgrind_kernels.py, test_oclgrind_attention.py and test_oclgrind_linalg.py: one tiny forward + backward per
 # kernel family) on the Oclgrind simulator with its memory checkers on, and fails on any report:
 # out-of-bounds reads/writes, data races (--data-races) and uses of uninitialized values
 # (--uninitialized), in our kernels or anywhere else.
@@ -67,7 +67,7 @@ if [[ "$device" != *Oclgrind* ]]; then
   exit 2
 fi
 
-printf '\n==> Oclgrind (--data-races --uninitialized): %s -m pytest -q tests/test_oclgrind_kernels.py tests/test_oclgrind_linalg.py %s\n' "$PY" "$*"
+printf '\n==> Oclgrind (--data-races --uninitialized): %s -m pytest -q tests/test_oclgrind_kernels.py tests/test_oclgrind_attention.py tests/test_oclgrind_linalg.py %s\n' "$PY" "$*"
 workers=()
 if [[ "${PYTEST_WORKERS:-2}" -gt 1 ]] && "$PY" -c "import xdist" 2>/dev/null; then
   for ((w = 0; w < ${PYTEST_WORKERS:-2}; ++w)); do workers+=(--tx "popen//env:OCLGRIND_LOG=$LOG_DIR/worker$w.log"); done
@@ -75,7 +75,7 @@ if [[ "${PYTEST_WORKERS:-2}" -gt 1 ]] && "$PY" -c "import xdist" 2>/dev/null; th
 fi
 start=$SECONDS
 set +e
-"$PY" -m pytest -q -p no:cacheprovider --durations=10 tests/test_oclgrind_kernels.py tests/test_oclgrind_linalg.py "${workers[@]}" "$@"
+"$PY" -m pytest -q -p no:cacheprovider --durations=10 tests/test_oclgrind_kernels.py tests/test_oclgrind_attention.py tests/test_oclgrind_linalg.py "${workers[@]}" "$@"
 status=$?
 set -e
 echo "oclgrind.sh: tests took $((SECONDS - start)) s"

@@ -9,7 +9,6 @@ normal suite it is a cheap smoke test of the same paths on PoCL.
 Under Oclgrind the device reports itself as a GPU: the GPU work mappings run (local-memory
 tiles, barriers), which are the ones a race checker is for.
 """
-import os
 
 import pytest
 import torch
@@ -386,71 +385,7 @@ def test_random_ops():
     torch.empty(30, device=DEV).normal_(2.0, 0.5).uniform_(-1, 1).exponential_()
 
 
-# ------------------------------------------------------------------ attention / RNN cells / isin
-@pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward", "tiled_dq",
-                                  "tiled_dkdv", "mma", "mma_split", "mma_onepass", "mask_blocks"])
-def test_fused_attention(case, monkeypatch):
-    # Tails in every tile: L, S not multiples of the row/column tiles; D not a multiple of 4.
-    if case == "tiled_dkdv":  # the backward's tiled dk/dv pass (opt-in): GQA, causal, L != S, BK not a multiple of 4 NTC
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "dkdv=4,12,2")
-        q, k, v = rand(1, 4, 11, 10, grad=True), rand(1, 2, 14, 10, grad=True), rand(1, 2, 14, 7, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), q, k, v)
-    elif case == "tiled_dq":  # the backward's tiled dq pass (opt-in), small tiles with tails
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "8,8,2")
-        q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
-    elif case in ("tiled_streamed", "row_forward"):
-        # the tiled forward streaming the head dim in chunks (small tiles), and the row kernel
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", "8,8,4,2" if case == "tiled_streamed" else "0")
-        q, k, v = rand(1, 2, 11, 10, grad=True), rand(1, 2, 13, 10, grad=True), rand(1, 2, 13, 7, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
-    elif case == "mma":  # the matrix-engine forward and dq pass, emulated (attention_mma*.cl): one-warp groups
-        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")  # 16-key tiles, prefetch, a mask, GQA, D not a multiple of 8
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1,16,1")
-        q, k, v = rand(1, 2, 18, 6, grad=True), rand(1, 1, 19, 6, grad=True), rand(1, 1, 19, 5, grad=True)
-        mask = torch.rand(18, 19) > 0.3
-        check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
-              q, k, v, mask)
-    elif case == "mma_onepass":  # the one-pass backward (attention_mma_onepass.cl) on one-warp groups: 3 key
-        # blocks adding each query tile's dq in turn through the counters and the accumulator, a (tile, block)
-        # pair all masked (its turn taken with nothing to add), GQA; then causal (blocks past the queries: no tile)
-        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1,16,0")
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
-        q, k, v = rand(1, 2, 20, 6, grad=True), rand(1, 1, 35, 6, grad=True), rand(1, 1, 35, 5, grad=True)
-        mask = torch.rand(20, 35) > 0.3
-        mask[:16, 16:32] = False
-        check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
-              q, k, v, mask)
-        q = rand(1, 1, 20, 6, grad=True)
-        k, v = rand(1, 1, 35, 6, grad=True), rand(1, 1, 35, 5, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
-    elif case == "mma_split":  # the backward's head-dim split over a warp pair (heads over 64): the exchange's
-        monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")  # barrier, padded k-steps / n-tiles, GQA, causal
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "2,16,0")
-        q, k, v = rand(1, 2, 11, 68, grad=True), rand(1, 1, 13, 68, grad=True), rand(1, 1, 13, 66, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), q, k, v)
-    elif case == "mask_blocks":  # mask block flags (attention_mask_blocks.cl) on 16-key tiles: key tiles all masked
-        # for the second batch skipped by the forward, dq and dk/dv passes; all-visible tiles read no mask
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_TILED", "16,16,8,2")
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", "dq=16,16,2+dkdv=8,16,2")
-        q, k, v = rand(2, 1, 18, 6, grad=True), rand(2, 1, 35, 6, grad=True), rand(2, 1, 35, 5, grad=True)
-        mask = torch.ones(2, 1, 1, 35, dtype=torch.bool)
-        mask[1, ..., 14:] = False
-        check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
-    elif case == "causal":
-        q, k, v = rand(1, 2, 9, 6, grad=True), rand(1, 2, 11, 6, grad=True), rand(1, 2, 11, 5, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
-    elif case == "mask_gqa":
-        q, k, v = rand(1, 4, 7, 8, grad=True), rand(1, 2, 10, 8, grad=True), rand(1, 2, 10, 8, grad=True)
-        mask = torch.rand(7, 10) > 0.3
-        check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
-              q, k, v, mask)
-    else:  # tiled forward with head dims 70 / 66; three threads per row in the backward
-        q, k, v = rand(1, 1, 5, 70, grad=True), rand(1, 1, 6, 70, grad=True), rand(1, 1, 6, 66, grad=True)
-        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), q, k, v)
-
-
+# ------------------------------------------------------------------ RNN cells / isin (attention: test_oclgrind_attention.py)
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_rnn_cells(cell):
     x, h = rand(3, 5, grad=True), rand(3, 4, grad=True)
@@ -486,18 +421,6 @@ def test_isin():
     elements = torch.randint(0, 50, (37,))
     check(lambda e, t: torch.isin(e, t), elements, torch.tensor([3, 7, 11]))
     check(lambda e, t: torch.isin(e, t, invert=True), elements, torch.randint(0, 50, (100,)))
-
-
-@pytest.mark.parametrize("bwd_tiled", ["0", "dkdv=4,8,2,split"])
-def test_fused_attention_dropout(bwd_tiled, monkeypatch):
-    # The dropout variants of the three kernels and the keep-mask kernel (values checked in
-    # test_attention.py); then with the tiled dk/dv pass (PZ and dS sharing local memory).
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_TILED", bwd_tiled)
-    q, k, v = (rand(1, 2, 9, 6).to(DEV).requires_grad_() for _ in range(3))
-    o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.25, is_causal=True)
-    o.sum().backward()
-    keep = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, None, 0.25, False, True)[8]
-    assert torch.isfinite(q.grad.cpu()).all() and keep.shape == (1, 2, 9, 9)
 
 
 # ------------------------------------------------------------------ slice rows, frexp, histc, selection

@@ -32,13 +32,14 @@ exec(STANDINS)
 GCD, MODE = "ocl_fallback_test::gcd", "ocl_fallback_test::mode"
 # The warning tests need an aten operator reached through torch's Python binding: that binding
 # turns the fallback's C++ warning into a Python UserWarning (torch.ops.* calls, the stand-ins
-# above included, print it to stderr instead). torch.fake_quantize_per_tensor_affine (its
-# aten::fake_quantize_per_tensor_affine_cachemask) has no ocl kernel yet: change it here when it gets one.
-FQ = "aten::fake_quantize_per_tensor_affine_cachemask"
+# above included, print it to stderr instead). torch.fake_quantize_per_channel_affine (its
+# aten::fake_quantize_per_channel_affine_cachemask) has no ocl kernel yet: change it here when it gets one.
+FQ = "aten::fake_quantize_per_channel_affine_cachemask"
 
 
 def fake_quant(t):
-    return torch.fake_quantize_per_tensor_affine(t, 0.1, 0, -128, 127)
+    scale = torch.full((t.shape[1],), 0.1, device=t.device)
+    return torch.fake_quantize_per_channel_affine(t, scale, torch.zeros_like(scale, dtype=torch.int32), 1, -128, 127)
 
 
 @pytest.fixture
@@ -156,11 +157,13 @@ def test_non_strict_in_fresh_process_default(run_py):
         x = torch.tensor([[4, 6, 9], [12, 5, 8]]).to("ocl")
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            h = torch.fake_quantize_per_tensor_affine(x.float(), 0.1, 0, -128, 127)
-            h = torch.fake_quantize_per_tensor_affine(x.float(), 0.1, 0, -128, 127)
+            s = torch.full((3,), 0.1, device="ocl")
+            z = torch.zeros(3, dtype=torch.int32, device="ocl")
+            h = torch.fake_quantize_per_channel_affine(x.float(), s, z, 1, -128, 127)
+            h = torch.fake_quantize_per_channel_affine(x.float(), s, z, 1, -128, 127)
             y = gcd(x, x + 2)
             y = gcd(x, x + 2)
-        print(sum("aten::fake_quantize_per_tensor_affine_cachemask" in str(m.message) for m in w))
+        print(sum("aten::fake_quantize_per_channel_affine_cachemask" in str(m.message) for m in w))
         print(y.device, y.cpu().tolist())
         print(pytorch_ocl.fallback_stats())
         """),
@@ -171,7 +174,7 @@ def test_non_strict_in_fresh_process_default(run_py):
     assert lines[1] == "1"
     x = torch.tensor([[4, 6, 9], [12, 5, 8]])
     assert lines[2] == "ocl:0 " + str(torch.gcd(x, x + 2).tolist())
-    assert "'ocl_fallback_test::gcd': 2" in lines[3] and "'aten::fake_quantize_per_tensor_affine_cachemask': 2" in lines[3]
+    assert "'ocl_fallback_test::gcd': 2" in lines[3] and "'aten::fake_quantize_per_channel_affine_cachemask': 2" in lines[3]
 
 
 def test_strict_env_zero_means_off(run_py):

@@ -35,6 +35,7 @@ CUSTOM = {
     "polygamma": (lambda x: aten.polygamma(2, x), 1),
     "logit": (lambda x: aten.logit(x, 0.1), 1),
     "logit_backward": (lambda g, x: aten.logit_backward(g, x, 0.1), 2),
+    "fake_quantize_cachemask": (lambda x: aten.fake_quantize_per_tensor_affine_cachemask(x, 0.1, 1, -20, 20), 1),
     "rsub": (lambda x, y: aten.rsub(x, y, alpha=2), 2),
     "div_mode": (lambda x, y: (aten.div(x, y, rounding_mode="floor"), aten.div(x, y, rounding_mode="trunc")), 2),
     "floor_divide": (lambda x, y: aten.floor_divide(x, y), 2),
@@ -77,7 +78,7 @@ def _cross3(x, y):
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool]
 # Rows whose float64 / narrow-integer code paths differ from the types above.
-FLOAT64_ROWS = {"frexp", "heaviside", "linalg_cross", "renorm_factor", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
+FLOAT64_ROWS = {"frexp", "fake_quantize_cachemask", "heaviside", "linalg_cross", "renorm_factor", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
                 "add", "sigmoid", "gelu"}
 NARROW_INT_ROWS = {"div_mode", "floor_divide", "remainder", "fmod", "bitwise_left_shift", "bitwise_right_shift",
                    "linalg_cross", "pow", "abs", "neg", "sign", "add", "mul", "maximum", "clamp", "bitwise_not"}

@@ -90,7 +90,13 @@
     "dl_t x = x0; if (w0 >= 0) x = x < w0 ? w0 : (x > 1 - w0 ? 1 - w0 : x); y0 = log(x / (1 - x));") \
   _(custom(2, 1, 1), logit_backward, "logit_backward.grad_input", DT_FLT, basic, ANY, \
     "if (w0 < 0) y0 = (x1 < 0 || x1 > 1) ? (dl_t)NAN : x0 / (x1 * (1 - x1));" \
-    "else y0 = (x1 < w0 || x1 > 1 - w0) ? 0 : x0 / (x1 * (1 - x1));")
+    "else y0 = (x1 < w0 || x1 > 1 - w0) ? 0 : x0 / (x1 * (1 - x1));") \
+  /* fake quantization (QAT): y0 the value quantized and back, y1 the bool mask of values inside the range; */ \
+  /* w0 scale, w1 1.0f / scale (in float, as the CPU kernel), w2 zero point, w3 quant_min, w4 quant_max; */ \
+  /* rint rounds half to even like the CPU's nearbyint; the value is rounded to float for float64 too, as the */ \
+  /* CPU's. NaN gives quant_min's value and false there too */ \
+  _(custom(1, 5, 2), fake_quantize_cachemask, "fake_quantize_per_tensor_affine_cachemask", DT_FLT, basic, ANY, \
+    "dl_t q = w2 + rint(x0 * w1); y0 = (float)((fmin(fmax(q, w3), w4) - w2) * w0); y1 = w3 <= q && q <= w4;")
 
 #define OCL_POINTWISE_BINARY(_) \
   _(binary_alpha, add, "add.out", DT_ALL, basic, ANY, "y0 = x0 + w0 * x1;") \

@@ -6,13 +6,14 @@ import pytorch_ocl.
     python3 benchmarks/optimizer_step.py [--device ocl:0] [--ref cuda|cpu|none] [--small] [--iters 20]
 
 --small: the same 148 tensors at GPT-2's shapes scaled down (width 64, vocabulary 1000, 128 positions), for
-a CPU OpenCL device. Prints ms per step, the ocl launches of one step, and the ratios fused / foreach and
-ref / ocl (> 1: ocl faster).
+a CPU OpenCL device. Prints ms per step, its host part (until step() returns), the ocl kernels' device time and
+launches of one step, and the ratios fused / foreach and ref / ocl (> 1: ocl faster).
 """
 import argparse
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -45,20 +46,35 @@ def make_step(device, name, fused, small):
     return opt.step
 
 
+def host_and_wall(step, device, iters):
+    """Median ms of one step's host part (until step() returns, before the synchronize) and of the whole step."""
+    import time
+
+    step()
+    step()
+    common.synchronize(device)
+    host, wall = [], []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        host.append(time.perf_counter() - start)
+        common.synchronize(device)
+        wall.append(time.perf_counter() - start)
+    return statistics.median(host) * 1e3, statistics.median(wall) * 1e3
+
+
 def measure(device, small, iters):
-    """ms per step of each (optimizer, path); None where the path fails (e.g. no fused kernel)."""
-    out = {}
+    """ms per step (and of its host part) of each (optimizer, path); None where the path fails."""
+    out, host = {}, {}
     for name in OPTIMIZERS:
         for fused in (False, True):
             label = f"{name} {'fused' if fused else 'foreach'}"
             try:
-                step = make_step(device, name, fused, small)
-                step()  # state created, programs built
-                out[label] = common.median_time(step, device, iters, warmup=2) * 1e3
+                host[label], out[label] = host_and_wall(make_step(device, name, fused, small), device, iters)
             except (RuntimeError, NotImplementedError) as e:
                 print(f"{device} {label}: {str(e).splitlines()[0]}", file=sys.stderr)
-                out[label] = None
-    return out
+                out[label] = host[label] = None
+    return out, host
 
 
 def launches(device, name, fused, small):
@@ -71,7 +87,11 @@ def launches(device, name, fused, small):
     with pytorch_ocl.profiler.profile() as prof:
         step()
         torch.ocl.synchronize()
-    return len(prof.records), collections.Counter(r[0] for r in prof.records).most_common(3)
+    by_time = collections.Counter()
+    for name, _, dur in prof.records:
+        by_time[name] += dur
+    device_ms = sum(by_time.values()) / 1e3
+    return len(prof.records), device_ms, [(n, round(us / 1e3, 3)) for n, us in by_time.most_common(4)]
 
 
 def ratio(a, b):
@@ -87,14 +107,14 @@ def main():
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure(args.ref, args.small, args.iters)))
+        print(json.dumps(measure(args.ref, args.small, args.iters)))  # [wall, host]
         return
-    ref = {}
+    ref, ref_host = {}, {}
     if args.ref != "none":
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--ref", args.ref, "--iters", str(args.iters)]
         out = subprocess.run(cmd + ["--small"] * args.small, env=env, stdout=subprocess.PIPE, text=True, check=True)
-        ref = json.loads(out.stdout.strip().splitlines()[-1])
+        ref, ref_host = json.loads(out.stdout.strip().splitlines()[-1])
     common.import_backend()
     import pytorch_ocl
 
@@ -103,18 +123,20 @@ def main():
     print(f"ocl: {common.device_description(args.device)}; ref: {args.ref}; torch {torch.__version__}")
     print(f"{len(gpt2_shapes(args.small))} tensors, {n_params / 1e6:.1f}M float32 parameters"
           f"{' (--small)' if args.small else ''}; median of {args.iters} steps")
-    ours = measure(args.device, args.small, args.iters)
+    ours, host = measure(args.device, args.small, args.iters)
     rows = []
     for label, ms in ours.items():
         name, path = label.split()
         try:
-            n, top = launches(args.device, name, path == "fused", args.small)
+            n, device_ms, top = launches(args.device, name, path == "fused", args.small)
         except (RuntimeError, NotImplementedError):
-            n, top = None, []
-        rows.append([label, ms, n, ref.get(label), ratio(ref.get(label), ms)])
-        print(f"{label}: {common.fmt(ms)} ms on ocl ({n} launches, top {top}), "
+            n, device_ms, top = None, None, []
+        rows.append([label, ms, host[label], device_ms, n, ref.get(label), ref_host.get(label),
+                     ratio(ref.get(label), ms)])
+        print(f"{label}: {common.fmt(ms)} ms on ocl ({n} launches; most device time, ms: {top}), "
               f"{common.fmt(ref.get(label))} ms on {args.ref}", file=sys.stderr)
-    header = ["step", "ocl ms", "ocl launches", f"{args.ref} ms", f"{args.ref} ms / ocl ms (>1: ocl faster)"]
+    header = ["step", "ocl ms", "ocl host ms", "ocl kernels ms", "ocl launches", f"{args.ref} ms",
+              f"{args.ref} host ms", f"{args.ref} ms / ocl ms (>1: ocl faster)"]
     print(common.markdown_table(header, rows))
     for name in OPTIMIZERS:
         print(f"{name}: fused / foreach time on ocl {ratio(ours[f'{name} fused'], ours[f'{name} foreach'])}"

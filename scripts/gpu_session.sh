@@ -47,6 +47,7 @@
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
 #   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
 #   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
+#   bash scripts/gpu_session.sh early34       # foreach AdamW with / without vector items, decode host cost, GPT-2 by kernel
 #   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
@@ -428,6 +429,14 @@ case "${1:-validate}" in
       tests/test_foreach_optim.py tests/test_attention_mma.py
     run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
     run optimizer_step 60 python3 benchmarks/optimizer_step.py --ref cuda
+    run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
+    ;;
+  early34)  # the foreach AdamW step with and without elementwise_multi's vector items (PYTORCH_OCL_MULTI_VEC),
+    # decode's host cost per token, per-op host time vs CUDA, GPT-2 small's training step by kernel vs CUDA
+    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
+    PYTORCH_OCL_MULTI_VEC=0 run optimizer_step_scalar 40 python3 benchmarks/optimizer_step.py --ref none
+    run decode_overhead 120 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
+    run op_host_time 50 python3 benchmarks/op_host_time.py --ref cuda
     run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
     ;;
   last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and

@@ -333,3 +333,43 @@ def test_multi_tensor_vector_items(dtype):
     check_lists(torch._foreach_mul(xd, w.to("ocl")), torch._foreach_mul(xs, w), dtype)
     torch._foreach_lerp_(xd, yd, 0.3)
     check_lists(xd, torch._foreach_lerp(xs, ys, 0.3), dtype)
+
+
+def test_foreach_dense_route_edges():
+    """The fast route (contiguous operands of one floating dtype, items built without a TensorIterator) and the
+    cases it must leave to the TensorIterator route: dtype promotion, a 0-dim device operand, an input that
+    partially overlaps the output (an error, as on the CPU), a bool scalar or alpha, a list mixing both routes."""
+    g = torch.Generator().manual_seed(11)
+    a = [torch.randn(n, generator=g) for n in (5, 64, 0, 1)] + [torch.randn((), generator=g)]
+    b = [torch.randn(t.shape, generator=g) for t in a]
+    # Mixed routes in one list: a float64 member (promotion) and a transposed one between contiguous ones.
+    mixed_a = a[:2] + [torch.randn(3, 4, generator=g).t().contiguous().t()] + a[2:]
+    mixed_b = b[:2] + [torch.randn(4, 3, generator=g).t()] + b[2:]
+    mixed_b[0] = mixed_b[0].double()
+    for f, args in [(torch._foreach_add, (mixed_b,)), (torch._foreach_mul, (1.5,)), (torch._foreach_sqrt, ()),
+                    (torch._foreach_addcdiv, (mixed_b, [t.abs() + 1 for t in mixed_b], 0.25))]:
+        ocl_args = tuple(dev(x) if isinstance(x, list) else x for x in args)
+        check_lists(f(dev(mixed_a), *ocl_args), f(mixed_a, *args))
+    # An int scalar on float16 rounds to float16 first, as the CPU does (2049 -> 2048).
+    h = [torch.ones(8, dtype=torch.float16)]
+    check_lists(torch._foreach_mul(dev(h), 2049), torch._foreach_mul(h, 2049), torch.float16)
+    # A 0-dim device tensor as the other operand of every item (broadcast), in place.
+    oa, ca = dev(a), [t.clone() for t in a]
+    s = torch.tensor(0.75)
+    torch._foreach_mul_(oa, s.to("ocl"))
+    torch._foreach_mul_(ca, s)
+    check_lists(oa, ca)
+    # Partial overlap of an input with the written tensor raises as on the CPU; full aliasing is fine.
+    base_c = torch.randn(20, generator=g)
+    for base in (base_c, base_c.to("ocl")):
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            torch._foreach_add_([base[0:10]], [base[5:15]])
+    o = base_c.to("ocl")
+    torch._foreach_add_([o], [o])
+    check_lists([o], [base_c * 2])
+    # Bool operands keep the CPU's errors.
+    for t in (base_c, base_c.to("ocl")):
+        with pytest.raises(RuntimeError, match="Subtraction"):
+            torch._foreach_sub([t], True)
+        with pytest.raises(RuntimeError, match="Boolean alpha"):
+            torch._foreach_add([t], [t], alpha=True)

@@ -92,6 +92,28 @@ at::Tensor run(ElementwiseBatch& batch, const at::Tensor& out, std::initializer_
 
 dlprim::Scalar one() { return dlprim::Scalar::integral(1); }
 
+using In = ElementwiseBatch::DenseInput;
+
+// out = op(ins) by the batch's fast route where the operands allow it (ElementwiseBatch::dense_route, and
+// every tensor of self's floating dtype: no type promotion); undefined where they do not (callers `run`).
+at::Tensor dense(ElementwiseBatch& batch, bool in_place, std::initializer_list<In> ins,
+                 const std::vector<dlprim::Scalar>& params) {
+  const at::Tensor& self = *ins.begin()->tensor;
+  if (!c10::isFloatingType(self.scalar_type())) return at::Tensor();
+  for (const In& in : ins)
+    if (in.tensor && in.tensor->scalar_type() != self.scalar_type()) return at::Tensor();
+  const at::Tensor* written = &self;
+  if (!ElementwiseBatch::dense_route(self, in_place ? c10::ArrayRef<const at::Tensor*>(written)
+                                                    : c10::ArrayRef<const at::Tensor*>(), ins))
+    return at::Tensor();
+  at::Tensor out = in_place ? self : at::empty(self.sizes(), self.options());
+  batch.add_dense({&out}, ins, self.scalar_type(), params);
+  return out;
+}
+
+// A Python number the fast route takes: real, not bool (bool operands have their own checks and promotion).
+bool plain_number(const c10::Scalar& s) { return s.isFloatingPoint() || s.isIntegral(false); }
+
 // A scalar converted to dtype `t` as the CPU kernels do for alpha and for Python-number operands:
 // float16/bfloat16 round it (3.14 becomes 3.140625 in float16) before computing in float.
 c10::Scalar in_dtype(const c10::Scalar& s, c10::ScalarType t) {
@@ -133,9 +155,14 @@ void binary_list(TensorList self, TensorList other, const c10::Scalar& alpha, st
   ElementwiseBatch batch(*Op);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_add || Op == &k_sub) check_alpha(self[i], other[i], alpha);
-    if (Op == &k_sub) at::native::sub_check(self[i], other[i]);
-    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], other[i]}, ToFloat,
-                       {scalar_param(alpha, at::result_type(self[i], other[i]))});
+    at::Tensor r;
+    if (!alpha.isBoolean())
+      r = dense(batch, !outs, {{&self[i]}, {&other[i]}}, {scalar_param(alpha, self[i].scalar_type())});
+    if (!r.defined()) {
+      if (Op == &k_sub) at::native::sub_check(self[i], other[i]);
+      r = run(batch, outs ? at::Tensor() : self[i], {self[i], other[i]}, ToFloat,
+              {scalar_param(alpha, at::result_type(self[i], other[i]))});
+    }
     if (outs) outs->push_back(r);
   }
   batch.flush();
@@ -146,12 +173,17 @@ void binary_scalars(TensorList self, ScalarList scalars, std::vector<at::Tensor>
   at::native::check_foreach_api_restrictions(self, scalars);
   ElementwiseBatch batch(*Op);
   for (size_t i = 0; i < self.size(); ++i) {
-    at::Tensor other = wrapped_scalar(scalars[i]);
-    check_not_bool_clamp(self[i], other, *Op);
-    if (Op == &k_sub) at::native::sub_check(self[i], other);
-    if (c10::isReducedFloatingType(at::result_type(self[i], other)))
-      other = wrapped_scalar(in_dtype(scalars[i], self[i].scalar_type()));
-    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat, {one()});
+    at::Tensor r;
+    if (plain_number(scalars[i]))
+      r = dense(batch, !outs, {{&self[i]}, {nullptr, in_dtype(scalars[i], self[i].scalar_type()).toDouble()}}, {one()});
+    if (!r.defined()) {
+      at::Tensor other = wrapped_scalar(scalars[i]);
+      check_not_bool_clamp(self[i], other, *Op);
+      if (Op == &k_sub) at::native::sub_check(self[i], other);
+      if (c10::isReducedFloatingType(at::result_type(self[i], other)))
+        other = wrapped_scalar(in_dtype(scalars[i], self[i].scalar_type()));
+      r = run(batch, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat, {one()});
+    }
     if (outs) outs->push_back(r);
   }
   batch.flush();
@@ -164,8 +196,11 @@ void binary_tensor(TensorList self, const at::Tensor& other, const c10::Scalar& 
   check_scalar_tensor(other);
   for (size_t i = 0; i < self.size(); ++i) {
     if (Op == &k_add) check_alpha(self[i], other, alpha);
-    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat,
-                       {scalar_param(alpha, at::result_type(self[i], other))});
+    at::Tensor r;
+    if (!alpha.isBoolean()) r = dense(batch, !outs, {{&self[i]}, {&other}}, {scalar_param(alpha, self[i].scalar_type())});
+    if (!r.defined())
+      r = run(batch, outs ? at::Tensor() : self[i], {self[i], other}, ToFloat,
+              {scalar_param(alpha, at::result_type(self[i], other))});
     if (outs) outs->push_back(r);
   }
   batch.flush();
@@ -221,8 +256,12 @@ std::vector<at::Tensor> unary(TensorList self) {
   ElementwiseBatch batch(*Op);
   std::vector<at::Tensor> r;
   for (const at::Tensor& t : self) {
-    check_neg(t, *Op);
-    r.push_back(run(batch, at::Tensor(), {t}, ToFloat, {}));
+    at::Tensor y = dense(batch, false, {{&t}}, {});
+    if (!y.defined()) {
+      check_neg(t, *Op);
+      y = run(batch, at::Tensor(), {t}, ToFloat, {});
+    }
+    r.push_back(y);
   }
   batch.flush();
   return r;
@@ -232,6 +271,7 @@ void unary_(TensorList self) {
   at::native::check_foreach_api_restrictions(self);
   ElementwiseBatch batch(*Op);
   for (const at::Tensor& t : self) {
+    if (dense(batch, true, {{&t}}, {}).defined()) continue;
     check_neg(t, *Op);
     run(batch, t, {t}, ToFloat, {});
   }
@@ -253,6 +293,13 @@ void pointwise(TensorList self, TensorList t1, TensorList t2, ScalarList values,
   at::native::check_foreach_api_restrictions(self, t1, t2, values);
   ElementwiseBatch batch(*Op);
   for (size_t i = 0; i < self.size(); ++i) {
+    at::Tensor r;
+    if (plain_number(values[i]))
+      r = dense(batch, !outs, {{&self[i]}, {&t1[i]}, {&t2[i]}}, {to_dlprim_scalar(values[i])});
+    if (r.defined()) {
+      if (outs) outs->push_back(r);
+      continue;
+    }
     if (Op == &k_addcdiv)
       TORCH_CHECK(!(c10::isIntegralType(t1[i].scalar_type(), true) && c10::isIntegralType(t2[i].scalar_type(), true)),
                   "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
@@ -265,7 +312,7 @@ void pointwise(TensorList self, TensorList t1, TensorList t2, ScalarList values,
     if (c10::isIntegralType(t, true))
       TORCH_CHECK(!values[i].isFloatingPoint(), "For integral input tensors, argument value must not be a floating "
                   "point number.");
-    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], t1[i], t2[i]}, false, {to_dlprim_scalar(values[i])});
+    r = run(batch, outs ? at::Tensor() : self[i], {self[i], t1[i], t2[i]}, false, {to_dlprim_scalar(values[i])});
     if (outs) outs->push_back(r);
   }
   batch.flush();
@@ -306,9 +353,12 @@ void lerp_scalars(TensorList self, TensorList end, ScalarList w, std::vector<at:
   at::native::check_foreach_api_restrictions(self, end, w);
   ElementwiseBatch batch(k_lerp_scalar);
   for (size_t i = 0; i < self.size(); ++i) {
-    check_lerp(self[i], end[i]);
-    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], end[i]}, false,
-                       {to_dlprim_scalar(w[i])}, true);
+    at::Tensor r;
+    if (plain_number(w[i])) r = dense(batch, !outs, {{&self[i]}, {&end[i]}}, {to_dlprim_scalar(w[i])});
+    if (!r.defined()) {
+      check_lerp(self[i], end[i]);
+      r = run(batch, outs ? at::Tensor() : self[i], {self[i], end[i]}, false, {to_dlprim_scalar(w[i])}, true);
+    }
     if (outs) outs->push_back(r);
   }
   batch.flush();
@@ -317,10 +367,13 @@ void lerp_tensors(TensorList self, TensorList end, TensorList w, std::vector<at:
   at::native::check_foreach_api_restrictions(self, end, w);
   ElementwiseBatch batch(k_lerp_tensor);
   for (size_t i = 0; i < self.size(); ++i) {
-    check_lerp(self[i], end[i]);
-    TORCH_CHECK(self[i].scalar_type() == w[i].scalar_type(), "expected dtype ", self[i].scalar_type(),
-                " for `weight` but got dtype ", w[i].scalar_type());
-    at::Tensor r = run(batch, outs ? at::Tensor() : self[i], {self[i], end[i], w[i]}, false, {}, true);
+    at::Tensor r = dense(batch, !outs, {{&self[i]}, {&end[i]}, {&w[i]}}, {});
+    if (!r.defined()) {
+      check_lerp(self[i], end[i]);
+      TORCH_CHECK(self[i].scalar_type() == w[i].scalar_type(), "expected dtype ", self[i].scalar_type(),
+                  " for `weight` but got dtype ", w[i].scalar_type());
+      r = run(batch, outs ? at::Tensor() : self[i], {self[i], end[i], w[i]}, false, {}, true);
+    }
     if (outs) outs->push_back(r);
   }
   batch.flush();

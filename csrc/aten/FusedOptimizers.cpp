@@ -282,6 +282,26 @@ void fused_step(const FusedCall& c) {
     c10::ScalarType compute = st == c10::kDouble ? c10::kDouble : c10::kFloat;
     const std::array<ScalarArg, 3>& sc = scalars_for(compute);
 
+    // The fast route (no TensorIterator) where every operand is contiguous and nothing aliases.
+    std::vector<const at::Tensor*> outs{&p};
+    for (TensorList st_list : c.states) outs.push_back(&st_list[i]);
+    if (extra) outs.push_back(&c.extra[i]);
+    if (variant.write_grad) outs.push_back(&c.grads[i]);
+    std::vector<ElementwiseBatch::DenseInput> ins{{&p}, {&c.grads[i]}};
+    for (TensorList st_list : c.states) ins.push_back({&st_list[i]});
+    if (extra) ins.push_back({&c.extra[i]});
+    at::Tensor step;
+    if (r.has_step) {
+      step = c.steps[i].reshape({});
+      if (step.scalar_type() != c10::kFloat && step.scalar_type() != compute) step = step.to(compute);
+      ins.push_back({&step});
+    }
+    for (const ScalarArg& a : sc)
+      if (a.device.defined()) ins.push_back({&a.device});
+    if (ElementwiseBatch::dense_route(p, outs, ins)) {
+      batch.add_dense(outs, ins, compute, hyper);
+      continue;
+    }
     at::TensorIteratorConfig config;
     config.set_check_mem_overlap(true).check_all_same_dtype(false).resize_outputs(false);
     config.add_output(p);
@@ -291,12 +311,7 @@ void fused_step(const FusedCall& c) {
     config.add_const_input(p).add_const_input(c.grads[i]);
     for (TensorList st_list : c.states) config.add_const_input(st_list[i]);
     if (extra) config.add_const_input(c.extra[i]);
-    at::Tensor step;
-    if (r.has_step) {
-      step = c.steps[i].reshape({});
-      if (step.scalar_type() != c10::kFloat && step.scalar_type() != compute) step = step.to(compute);
-      config.add_const_input(step);
-    }
+    if (r.has_step) config.add_const_input(step);
     for (const ScalarArg& a : sc)
       if (a.device.defined()) config.add_const_input(a.device);
     auto iter = config.build();

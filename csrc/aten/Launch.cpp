@@ -1,5 +1,6 @@
 #include "aten/Launch.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
 #include "core/Errors.h"
@@ -132,7 +133,73 @@ void ElementwiseBatch::add(at::TensorIteratorBase& iter, c10::ScalarType compute
     return;
   }
   item.n = static_cast<uint64_t>(iter.numel());
+  add_item(std::move(item), device, to_dlprim(compute, name), params);
+}
+
+bool ElementwiseBatch::dense_route(const at::Tensor& like, c10::ArrayRef<const at::Tensor*> outs,
+                                   c10::ArrayRef<DenseInput> ins) {
+  if (like.device().type() != kOcl || like.numel() >= (int64_t{1} << 31)) return false;
+  auto fits = [&](const at::Tensor& t, bool may_broadcast) {
+    return t.device() == like.device() && t.is_contiguous() &&
+           (t.sizes().equals(like.sizes()) || (may_broadcast && t.dim() == 0));
+  };
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!fits(*outs[k], false)) return false;
+    for (size_t j = 0; j < k; ++j)
+      if (outs[j]->storage().is_alias_of(outs[k]->storage())) return false;
+  }
+  for (const DenseInput& in : ins) {
+    const at::Tensor* t = in.tensor;
+    if (!t) continue;
+    if (!fits(*t, true)) return false;
+    // Reading a written tensor itself is fine; any other sharing of its storage takes the TensorIterator
+    // route, which checks partial overlap (and raises as the CPU does).
+    for (const at::Tensor* o : outs)
+      if (t->storage().is_alias_of(o->storage()) && (t->data_ptr() != o->data_ptr() || !t->sizes().equals(o->sizes())))
+        return false;
+  }
+  return true;
+}
+
+namespace {
+dlprim::EwOperand dense_operand(const at::Tensor& t, const char* name) {
+  dlprim::EwOperand o;
+  o.dtype = to_dlprim(t.scalar_type(), name);
+  BufferRef buf = buffer_from_ptr(t.data_ptr(), &t.storage().data_ptr());
+  o.mem = buf.mem;
+  o.offset = buf.offset / t.element_size();
+  o.strides[0] = 1;
+  return o;
+}
+} // namespace
+
+void ElementwiseBatch::add_dense(c10::ArrayRef<const at::Tensor*> outs, c10::ArrayRef<DenseInput> ins,
+                                 c10::ScalarType compute, const std::vector<dlprim::Scalar>& params) {
+  const at::Tensor& like = *outs[0];
+  if (like.numel() == 0) return;
+  const char* name = op_.name.c_str();
   dlprim::DType ct = to_dlprim(compute, name);
+  dlprim::EwMultiItem item;
+  item.n = static_cast<uint64_t>(like.numel());
+  item.outputs.reserve(outs.size());
+  for (const at::Tensor* o : outs) item.outputs.push_back(dense_operand(*o, name));
+  item.inputs.reserve(ins.size());
+  for (const DenseInput& in : ins) {
+    if (!in.tensor) {
+      dlprim::EwOperand& o = item.inputs.emplace_back();
+      o.dtype = ct;
+      o.is_scalar = true;
+      o.value = dlprim::Scalar::floating(in.number);
+      continue;
+    }
+    item.inputs.push_back(dense_operand(*in.tensor, name));
+    item.inputs.back().is_broadcast = !in.tensor->sizes().equals(like.sizes());
+  }
+  add_item(std::move(item), like.device().index(), ct, params);
+}
+
+void ElementwiseBatch::add_item(dlprim::EwMultiItem&& item, int device, dlprim::DType ct,
+                                const std::vector<dlprim::Scalar>& params) {
   // Pending items are bounded so that the overlap checks stay linear in the list length.
   bool joins = !items_.empty() && items_.size() < kMaxPending && device == device_ && ct == compute_ && params.size() == params_.size() &&
                same_kind(item.outputs, items_[0].outputs) && same_kind(item.inputs, items_[0].inputs) &&

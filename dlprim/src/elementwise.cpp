@@ -1,5 +1,6 @@
 #include <dlprim/elementwise.h>
 #include <dlprim/embedded.h>
+#include <dlprim/env.h>
 #include <dlprim/program_cache.h>
 #include <dlprim/rows.h>
 
@@ -299,8 +300,11 @@ void elementwise_multi(const Context& ctx, cl_command_queue q, const Elementwise
   // An item runs on vectors when its size and every array operand's offset (broadcast inputs aside) are
   // multiples of kVecWidth, as the optimizers' parameters nearly always are (vector loads and stores instead of
   // one element per work-item).
-  auto vec_item = [](const EwMultiItem& it) {
-    return it.n % kVecWidth == 0 && vector_aligned(it.outputs, it.inputs);
+  // PYTORCH_OCL_MULTI_VEC=0 keeps every item scalar (for measuring the vector items against them).
+  const char* vec_env = env_value("PYTORCH_OCL_MULTI_VEC");
+  const bool vec_on = !vec_env || std::strcmp(vec_env, "0") != 0;
+  auto vec_item = [vec_on](const EwMultiItem& it) {
+    return vec_on && it.n % kVecWidth == 0 && vector_aligned(it.outputs, it.inputs);
   };
   const uint64_t kMaxItems = std::numeric_limits<int32_t>::max();
   // Vector items and the others launch apart (the items are independent, so their order is free).

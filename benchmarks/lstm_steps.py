@@ -1,7 +1,8 @@
 """The LSTM language model's training step (benchmarks/transformer_models.py's `lstm` row: Embedding
 10000 x 512, nn.LSTM 512 x 2 layers, Linear, batch 32 x 128, AdamW, float32) on ocl with each of the
 whole-layer LSTM's step paths (PYTORCH_OCL_LSTM_FUSED=1: one fused launch per step; 0: a GEMM and a
-cell launch per step), with the kernel launches of one step, against a reference device.
+cell launch per step), with the kernel launches of one step and the kernels taking most device time, against a
+reference device.
 
     python3 benchmarks/lstm_steps.py [--ref cuda|cpu|none] [--quick] [--iters 10]
 
@@ -54,7 +55,12 @@ def launches(step):
     with pytorch_ocl.profiler.profile() as prof:
         step()
         torch.ocl.synchronize()
-    return len(prof.records), collections.Counter(r[0] for r in prof.records).most_common(4)
+    by_time = collections.Counter()
+    for name, _, dur in prof.records:
+        by_time[name] += dur
+    calls = collections.Counter(r[0] for r in prof.records)
+    top = [(n, calls[n], round(us / 1e3, 2)) for n, us in by_time.most_common(6)]
+    return len(prof.records), sum(by_time.values()) / 1e3, top
 
 
 def main():
@@ -81,10 +87,10 @@ def main():
     for fused, label in (("1", "fused steps"), ("0", "GEMM + cell per step")):
         os.environ["PYTORCH_OCL_LSTM_FUSED"] = fused  # read per call
         ms = measure(args.device, args.quick, args.iters)
-        n, top = launches(make_step(args.device, args.quick))
+        n, device_ms, top = launches(make_step(args.device, args.quick))
         ratio = f", {ref_ms / ms:.2f} of {args.ref}" if ref_ms else ""
         print(f"ocl {label} (PYTORCH_OCL_LSTM_FUSED={fused}): {ms:.2f} ms per training step{ratio}; "
-              f"{n} launches per step, top {top}")
+              f"{n} launches per step, {device_ms:.2f} ms of kernels; most (kernel, launches, ms): {top}")
 
 
 if __name__ == "__main__":

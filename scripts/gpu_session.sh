@@ -48,6 +48,7 @@
 #   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
 #   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
 #   bash scripts/gpu_session.sh early34       # foreach AdamW with / without vector items, decode host cost, GPT-2 by kernel
+#   bash scripts/gpu_session.sh fast34        # optimizers' fast route tests + step vs CUDA, LSTM step by kernel, Cholesky profile
 #   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
@@ -438,6 +439,14 @@ case "${1:-validate}" in
     run decode_overhead 120 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
     run op_host_time 50 python3 benchmarks/op_host_time.py --ref cuda
     run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
+    ;;
+  fast34)  # the foreach / fused optimizers' fast route natively (tests), one optimizer step vs CUDA (host and kernel
+    # time), the LSTM LM step by kernel vs CUDA, Cholesky 4096 by kernel
+    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_foreach_optim.py \
+      tests/test_fused_optimizers.py tests/test_optimizers.py
+    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
+    run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
+    run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
     ;;
   last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and
     # the one-pass attention backward (final version) against the two passes, fp32 B8 H12 L1024 D64

@@ -165,6 +165,13 @@ def test_tril_triu_inplace_out_and_grad(op):
     out = torch.empty(0, device="ocl")
     getattr(torch, op)(dev(x), 2, out=out)
     check(out, getattr(torch, op)(x, 2))
+    # In place on column-major and permuted outputs (work-items follow the output's memory order).
+    for base, view in [((7, 5), lambda t: t.t()), ((3, 4, 6), lambda t: t.permute(2, 0, 1))]:
+        c = make(base, torch.float32, 4)
+        dv = view(dev(c))
+        getattr(dv, op + "_")(1)
+        check(dv, getattr(torch, op)(view(c), 1))
+    check(torch.eye(4, 6, out=dev(torch.empty(6, 4)).t()), torch.eye(4, 6))
     # many unmergeable batch dims
     y = make((2, 1, 2, 3, 2, 2, 2, 2, 2, 3, 4), torch.float32).transpose(0, 3)
     check(getattr(torch, op)(dev(y)), getattr(torch, op)(y))

@@ -1,6 +1,9 @@
 #include <dlprim/embedded.h>
 #include <dlprim/positional.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -27,11 +30,23 @@ std::string program_text(const PositionalOp& op, DType compute, DType out, DType
   s << "__kernel void dl_positional(ulong n, int rank, dl_dims64 shape, __global " << storage_cl_type(out)
     << "* y0_p, ulong y0_o, dl_dims64 y0_s";
   if (op.has_input) s << ", __global const " << storage_cl_type(in) << "* x0_p, ulong x0_o, dl_dims64 x0_s";
-  s << ", long k0, long k1, long k2, long k3, " << ct << " f0, " << ct << " f1, " << ct << " f2, " << ct << " f3) {\n"
-    << "  ulong idx = get_global_id(0);\n  if (idx >= n) return;\n"
-    << "  long c[8];\n  { ulong rem = idx;\n    for (int d = rank - 1; d >= 0; --d) {\n"
-    << "      ulong sz = (ulong)shape.v[d]; ulong q = rem / sz; c[d] = (long)(rem - q * sz); rem = q;\n"
-    << "    }\n  }\n  long off_y0 = 0;\n";
+  // Work-items run through the elements in the output's memory order (dims by decreasing output stride,
+  // `order`), so that neighbouring items store to neighbouring addresses also for transposed outputs (a
+  // column-major matrix's tril_ after a factorization); c[d] are the coordinates of the row-major shape. 32-bit
+  // division where the count allows (64-bit division is a long instruction sequence on GPUs).
+  s << ", dl_dims64 order, long k0, long k1, long k2, long k3, " << ct << " f0, " << ct << " f1, " << ct << " f2, "
+    << ct << " f3) {\n"
+    << "  const ulong item = get_global_id(0);\n  if (item >= n) return;\n"
+    << "  long c[8];\n"
+    << "  if (n <= 0xffffffffUL) {\n    uint rem = (uint)item;\n    for (int t = rank - 1; t >= 0; --t) {\n"
+    << "      const int d = (int)order.v[t]; const uint sz = (uint)shape.v[d], q = rem / sz;\n"
+    << "      c[d] = (long)(rem - q * sz); rem = q;\n    }\n"
+    << "  } else {\n    ulong rem = item;\n    for (int t = rank - 1; t >= 0; --t) {\n"
+    << "      const int d = (int)order.v[t]; const ulong sz = (ulong)shape.v[d], q = rem / sz;\n"
+    << "      c[d] = (long)(rem - q * sz); rem = q;\n    }\n  }\n";
+  if (op.body.find("idx") != std::string::npos)
+    s << "  ulong idx = 0;\n  for (int d = 0; d < rank; ++d) idx = idx * (ulong)shape.v[d] + (ulong)c[d];\n";
+  s << "  long off_y0 = 0;\n";
   if (op.has_input) s << "  long off_x0 = 0;\n";
   s << "  for (int d = 0; d < rank; ++d) {\n    off_y0 += c[d] * y0_s.v[d];\n";
   if (op.has_input) s << "    off_x0 += c[d] * x0_s.v[d];\n";
@@ -100,6 +115,13 @@ void positional(const Context& ctx, cl_command_queue q, const PositionalOp& op, 
     args.add(in->mem).add<cl_ulong>(in->offset);
     add_dims(args, in->strides, shape.rank);
   }
+  // Dims by decreasing output stride (a stable sort: row-major where strides tie).
+  std::array<int64_t, kMaxDims> order{};
+  for (int d = 0; d < shape.rank; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.begin() + shape.rank, [&](int64_t a, int64_t b) {
+    return std::abs(out.strides[a]) > std::abs(out.strides[b]);
+  });
+  add_dims(args, order, shape.rank);
   for (int64_t v : p.k) args.add<cl_long>(v);
   for (const Scalar& v : p.f) add_param(args, compute, v);
   launch_1d(q, k->k, n, ctx.work_group_size(256));

@@ -1,4 +1,4 @@
-"""Host time per call of single layer ops (conv, batch norm, GEMM, reduction) on `ocl` against a
+"""Host time per call of single layer ops (conv, batch norm, GEMM, reduction, an optimizer's foreach ops) on `ocl` against a
 reference device, in one process: the time the Python thread spends issuing one call when the
 device keeps up, which bounds networks of many small layers (efficientnet, densenet training).
 
@@ -25,6 +25,8 @@ def layer_ops(d):
     _, mean, inv = torch.ops.aten.native_batch_norm(x, bnw, bnb, rm, rv, True, 0.1, 1e-5)
     a = torch.randn(1000, device=d)
     m = torch.randn(512, 512, device=d)
+    ts = [torch.randn(1024, device=d) for _ in range(148)]  # an optimizer's 148 parameters (GPT-2 small's count)
+    steps = [0.9 + 1e-4 * i for i in range(148)]
     conv, conv_bwd = torch.ops.aten.convolution, torch.ops.aten.convolution_backward
     one = ([1, 1], [0, 0], [1, 1], False, [0, 0])
     pad1 = ([1, 1], [1, 1], [1, 1], False, [0, 0])
@@ -40,6 +42,10 @@ def layer_ops(d):
         "batch_norm bwd": lambda: torch.ops.aten.native_batch_norm_backward(x, x, bnw, rm, rv, mean, inv, True, 1e-5,
                                                                             [True, True, True]),
         "sum over H, W": lambda: x.sum((2, 3)),
+        "_foreach_mul_ (148 x 1k, scalar)": lambda: torch._foreach_mul_(ts, 0.999),
+        "_foreach_div_ (148 x 1k, scalar list)": lambda: torch._foreach_div_(ts, steps),
+        "_foreach_addcdiv_ (148 x 1k)": lambda: torch._foreach_addcdiv_(ts, ts, ts, -1e-6),
+        "_foreach_sqrt (148 x 1k, new tensors)": lambda: torch._foreach_sqrt(ts),
     }
 
 

@@ -49,6 +49,7 @@
 #   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
 #   bash scripts/gpu_session.sh early34       # foreach AdamW with / without vector items, decode host cost, GPT-2 by kernel
 #   bash scripts/gpu_session.sh fast34        # optimizers' fast route tests + step vs CUDA, LSTM step by kernel, Cholesky profile
+#   bash scripts/gpu_session.sh slots34       # foreach launches of up to 32 items natively, optimizer step + foreach host time vs CUDA
 #   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
@@ -446,6 +447,14 @@ case "${1:-validate}" in
       tests/test_fused_optimizers.py tests/test_optimizers.py
     run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
     run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
+    run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
+    ;;
+  slots34)  # foreach launches of up to 32 items (the device's argument space) natively, then one optimizer step and
+    # per-op host time (foreach rows) vs CUDA, Cholesky 4096 by kernel (tril_ in the output's memory order)
+    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_foreach_optim.py \
+      tests/test_fused_optimizers.py tests/test_optimizers.py tests/test_factories.py
+    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
+    run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
     run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
     ;;
   last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and

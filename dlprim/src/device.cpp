@@ -55,6 +55,7 @@ DeviceInfo describe(cl_platform_id p, cl_device_id d) {
   info.compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
   info.global_mem_size = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
   info.local_mem_size = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE);
+  info.max_parameter_size = std::max<size_t>(1024, device_value<size_t>(d, CL_DEVICE_MAX_PARAMETER_SIZE));
   info.max_alloc_size = device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   info.max_work_group_size = device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
   info.mem_base_addr_align_bytes = device_value<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;

@@ -286,7 +286,7 @@ void elementwise_multi(const Context& ctx, cl_command_queue q, const Elementwise
   if (needs_fp64(compute, outs, ins) && !ctx.info().fp64)
     throw Error("elementwise op '" + op.name + "': device '" + ctx.info().name +
                 "' does not support float64 (no cl_khr_fp64)");
-  const int slots = multi_slots(compute, outs, ins);
+  const int slots = multi_slots(ctx.info().max_parameter_size, compute, outs, ins);
   Kernels& k = kernels_for(ctx, op, compute, outs, ins);
   std::lock_guard<std::mutex> lock(k.m);
   auto multi_kernel = [&](bool vec) {

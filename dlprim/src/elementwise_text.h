@@ -20,7 +20,8 @@ constexpr int kVecWidth = 4;  // elements per work-item of the vectorized contig
 // Whether any operand or the compute type is float64 (the program then enables cl_khr_fp64).
 bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins);
 // Items one ew_multi launch carries for these operand types (its argument list stays under the device limit).
-int multi_slots(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins);
+int multi_slots(size_t param_bytes, DType compute, const std::vector<EwOperand>& outs,
+                const std::vector<EwOperand>& ins);
 // ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands; `vec`:
 // ew_multi_vec4, kVecWidth elements per work-item (items and array operands aligned to it).
 std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,

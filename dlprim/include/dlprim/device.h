@@ -17,6 +17,7 @@ struct DeviceInfo {
   uint32_t compute_units = 0;
   uint64_t global_mem_size = 0, local_mem_size = 0, max_alloc_size = 0;
   size_t max_work_group_size = 0;
+  size_t max_parameter_size = 1024;  // CL_DEVICE_MAX_PARAMETER_SIZE: kernel argument bytes (1024 at least)
   uint32_t mem_base_addr_align_bytes = 0;
   bool fp64 = false, fp16 = false;
   // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: every program is then built with

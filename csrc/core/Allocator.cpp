@@ -5,6 +5,7 @@
 #include "core/TorchCompat.h"
 
 #include <c10/util/Exception.h>
+#include <dlprim/thread_memo.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -435,20 +436,18 @@ private:
 };
 
 DeviceCache& cache_of(int device) {
-  // Every allocation and free comes here: a per-thread memo of the last device skips the lock (caches are
-  // created once and never destroyed before exit).
-  thread_local int last_device = -1;
-  thread_local DeviceCache* last_cache = nullptr;
-  if (device == last_device) return *last_cache;
-  static std::mutex m;
-  static std::vector<std::unique_ptr<DeviceCache>> caches;
-  std::lock_guard<std::mutex> lock(m);
-  if (caches.empty()) caches.resize(std::max(1, device_count()));
-  check_device_index(device);
-  if (!caches[device]) caches[device] = std::make_unique<DeviceCache>(device);
-  last_device = device;
-  last_cache = caches[device].get();
-  return *last_cache;
+  // Every allocation and free comes here: a per-thread memo skips the lock (caches are created once and never
+  // destroyed before exit).
+  thread_local dlprim::ThreadMemo<int, DeviceCache, 1> memo;
+  return memo.get(device, [device] {
+    static std::mutex m;
+    static std::vector<std::unique_ptr<DeviceCache>> caches;
+    std::lock_guard<std::mutex> lock(m);
+    if (caches.empty()) caches.resize(std::max(1, device_count()));
+    check_device_index(device);
+    if (!caches[device]) caches[device] = std::make_unique<DeviceCache>(device);
+    return caches[device].get();
+  });
 }
 
 void free_block_ptr(void* ctx) {

@@ -8,6 +8,7 @@
 #include <dlprim/int_math.h>
 #include <dlprim/embedded.h>
 #include <dlprim/program_cache.h>
+#include <dlprim/thread_memo.h>
 
 #include <algorithm>
 #include <array>
@@ -310,8 +311,6 @@ bool vec_ok(DType dtype, int64_t D, int64_t DV, std::initializer_list<const Attn
 
 Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, bool mask, bool dropout, Pass pass,
                      bool vec) {
-  static std::mutex map_mutex;
-  static std::map<Key, Kernels> cache;
   const DType compute = compute_dtype(dtype);
   const bool bwd = pass == Pass::Backward;
   const Layout layout = layout_for(ctx, D, DV, compute, pass);
@@ -319,24 +318,15 @@ Kernels& kernels_for(const Context& ctx, DType dtype, int64_t D, int64_t DV, boo
   const Layout dkdv_layout = bwd ? dkdv_tiled_layout_for(ctx, D, DV, compute) : Layout();
   const Key key(ctx.context(), static_cast<int>(dtype), D, DV, mask, dropout, static_cast<int>(pass), layout.key(),
                 dq_layout.key(), dkdv_layout.key(), vec);
-  // A per-thread memo of the last keys skips the global lock and the map's tuple comparisons on every launch
-  // (std::map entries are never erased and keep their addresses).
-  struct Memo {
-    Key key;
-    Kernels* k = nullptr;
-  };
-  thread_local Memo memo[4];
-  thread_local unsigned memo_next = 0;
-  Kernels* k = nullptr;
-  for (const Memo& m : memo)
-    if (m.k && m.key == key) k = m.k;
-  if (!k) {
-    {
-      std::lock_guard<std::mutex> lock(map_mutex);
-      k = &cache[key];
-    }
-    memo[memo_next++ % 4] = {key, k};
-  }
+  // A per-thread memo skips the global lock and the map's tuple comparisons on every launch (std::map
+  // entries are never erased and keep their addresses).
+  thread_local ThreadMemo<Key, Kernels, 8> memo;
+  Kernels* k = &memo.get(key, [&key] {
+    static std::mutex map_mutex;
+    static std::map<Key, Kernels> cache;
+    std::lock_guard<std::mutex> lock(map_mutex);
+    return &cache[key];
+  });
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->a) {
     k->layout = layout;

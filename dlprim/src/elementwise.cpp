@@ -3,6 +3,7 @@
 #include <dlprim/env.h>
 #include <dlprim/program_cache.h>
 #include <dlprim/rows.h>
+#include <dlprim/thread_memo.h>
 
 #include "elementwise_text.h"
 
@@ -138,22 +139,15 @@ Kernels& kernels_for(const Context& ctx, const ElementwiseOp& op, DType compute,
       ++n;
     }
 
-  // Per-op hot path: a per-thread memo of recent keys skips the global lock and the hash lookup
-  // (entries are never erased and unordered_map keeps their addresses across rehashes).
-  struct Memo {
-    ProgramKey key;
-    Kernels* k;
-  };
-  constexpr size_t kMemo = 8;
-  thread_local Memo memo[kMemo] = {};
-  Memo& m = memo[ProgramKeyHash()(key) % kMemo];
-  if (m.k && m.key == key) return *m.k;
-  static std::mutex map_mutex;
-  static std::unordered_map<ProgramKey, Kernels, ProgramKeyHash> cache;
-  std::lock_guard<std::mutex> lock(map_mutex);
-  Kernels& k = cache[key];
-  m = {key, &k};
-  return k;
+  // Per-op hot path: a per-thread memo skips the global lock and the hash lookup (entries are never erased
+  // and unordered_map keeps their addresses across rehashes).
+  thread_local ThreadMemo<ProgramKey, Kernels, 16, ProgramKeyHash> memo;
+  return memo.get(key, [&key] {
+    static std::mutex map_mutex;
+    static std::unordered_map<ProgramKey, Kernels, ProgramKeyHash> cache;
+    std::lock_guard<std::mutex> lock(map_mutex);
+    return &cache[key];
+  });
 }
 
 // The contiguous / vector / strided kernels (one program), under k.m.

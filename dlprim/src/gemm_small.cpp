@@ -5,45 +5,24 @@
 #include <dlprim/gemm.h>
 #include <dlprim/int_math.h>
 #include <dlprim/program_cache.h>
+#include <dlprim/thread_memo.h>
 
 #include "gemm_internal.h"
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 
 namespace dlprim {
 namespace detail {
 
 LockedKernel& gemm_small_kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name) {
-  // Every small product (a decode step's linear layers) comes here: a per-thread memo of the last slots, keyed by
-  // the kernel's name as text (a short copy), skips building the string key and the locked map lookup.
-  struct Memo {
-    cl_context ctx = nullptr;
-    DType dtype = DType::F32, c_dtype = DType::F32;
-    char name[32] = {};
-    LockedKernel* slot = nullptr;
-  };
-  constexpr size_t kMemo = 4;
-  thread_local Memo memo[kMemo];
-  thread_local unsigned memo_next = 0;
-  const bool memoizable = std::strlen(name) < sizeof(Memo::name);
-  LockedKernel* found = nullptr;
-  for (const Memo& m : memo)
-    if (m.slot && m.ctx == ctx.context() && m.dtype == dtype && m.c_dtype == c_dtype && std::strcmp(m.name, name) == 0)
-      found = m.slot;
-  if (!found) {
-    found = &kernel_slot(ctx, std::string("gemm_small|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
-    if (memoizable) {
-      Memo& m = memo[memo_next++ % kMemo];
-      m.ctx = ctx.context();
-      m.dtype = dtype;
-      m.c_dtype = c_dtype;
-      std::strcpy(m.name, name);
-      m.slot = found;
-    }
-  }
-  LockedKernel& slot = *found;
+  // Every small product (a decode step's linear layers) comes here: a per-thread memo skips building the
+  // string key and the locked map lookup.
+  using Key = std::tuple<cl_context, DType, DType, MemoName<>>;
+  thread_local ThreadMemo<Key, LockedKernel, 8> memo;
+  LockedKernel& slot = memo.get(Key(ctx.context(), dtype, c_dtype, MemoName<>(name)), [&] {
+    return &kernel_slot(ctx, std::string("gemm_small|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
+  });
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
     std::string text = gemm_program_head(dtype, c_dtype) + kernel_source("gemm_small");

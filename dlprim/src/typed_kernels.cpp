@@ -1,4 +1,5 @@
 #include <dlprim/embedded.h>
+#include <dlprim/thread_memo.h>
 #include <dlprim/typed_kernels.h>
 
 #include <cstdint>
@@ -14,51 +15,24 @@ namespace {
 struct Entry {
   cl_kernel kernel = nullptr;
   std::mutex mutex;
-  cl_context ctx = nullptr;
-  int type = 0;
-  std::string file, name;  // the entry's own key, to check a per-thread memo hit against
 };
-
-// The entry of (ctx, file, t, name), created on first use; entries are never freed.
-Entry* find_entry(cl_context ctx, const char* file, DType t, const char* name) {
-  static std::mutex map_mutex;
-  static std::map<std::tuple<cl_context, std::string, int, std::string>, std::unique_ptr<Entry>> cache;
-  // The map lock only finds the entry: a build (perhaps a background one) holds up no other kernel.
-  std::lock_guard<std::mutex> lock(map_mutex);
-  auto& slot = cache[std::make_tuple(ctx, std::string(file), int(t), std::string(name))];
-  if (!slot) {
-    slot = std::make_unique<Entry>();
-    slot->ctx = ctx;
-    slot->type = int(t);
-    slot->file = file;
-    slot->name = name;
-  }
-  return slot.get();
-}
 
 } // namespace
 
 TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const char* name) {
-  // Per-op hot path: a small per-thread memo keyed by the argument pointers (the callers pass string literals)
-  // skips the global lock and the string-keyed map; a hit is checked against the entry's own key, so a
-  // pointer reused for other text only misses.
-  struct Memo {
-    cl_context ctx;
-    const char* file;
-    const char* name;
-    int type;
-    Entry* e;
-  };
-  constexpr size_t kMemo = 16;
-  thread_local Memo memo[kMemo] = {};
-  const cl_context c = ctx.context();
-  Memo& m = memo[(reinterpret_cast<uintptr_t>(name) / 8 + static_cast<size_t>(t)) % kMemo];
-  Entry* e = m.e;
-  if (!(e && m.ctx == c && m.file == file && m.name == name && m.type == int(t) && e->file == file &&
-        e->name == name)) {
-    e = find_entry(c, file, t, name);
-    m = {c, file, name, int(t), e};
-  }
+  // Per-op hot path: a per-thread memo skips the global lock and the string-keyed map.
+  using Key = std::tuple<cl_context, DType, MemoName<>, MemoName<>>;
+  thread_local ThreadMemo<Key, Entry, 16> memo;
+  const Key key(ctx.context(), t, MemoName<>(file), MemoName<>(name));
+  Entry* e = &memo.get(key, [&] {
+    static std::mutex map_mutex;
+    static std::map<std::tuple<cl_context, std::string, int, std::string>, std::unique_ptr<Entry>> cache;
+    // The map lock only finds the entry (never freed): a build (perhaps a background one) holds up no other kernel.
+    std::lock_guard<std::mutex> lock(map_mutex);
+    auto& slot = cache[std::make_tuple(ctx.context(), std::string(file), int(t), std::string(name))];
+    if (!slot) slot = std::make_unique<Entry>();
+    return slot.get();
+  });
   std::lock_guard<std::mutex> lock(e->mutex);
   if (!e->kernel) {
     if (t == DType::F64 && !ctx.info().fp64)

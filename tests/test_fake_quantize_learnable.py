@@ -96,3 +96,24 @@ def test_checks():
         channel_backward(x, x, sc, zc, 0, -10, 10, 1.0)
     with pytest.raises(RuntimeError, match="scale and zero-point need to have the same dimensions"):
         channel_backward(x, x, sc, zc[:2], 1, -10, 10, 1.0)
+
+
+def test_learnable_fake_quantize_module_steps():
+    """torch.ao's _LearnableFakeQuantize (observer, then the learnable ops) per tensor and per channel, two steps."""
+    from torch.ao.quantization._learnable_fake_quantize import _LearnableFakeQuantize
+    from torch.ao.quantization.observer import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(6)) * 3
+    configs = [dict(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255),
+               dict(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype=torch.qint8,
+                    qscheme=torch.per_channel_symmetric, channel_len=16, ch_axis=1)]
+    for config in configs:
+        results = []
+        for dev in ("cpu", "ocl"):
+            module = _LearnableFakeQuantize(**config).to(dev)
+            xd = x.detach().to(dev).requires_grad_()
+            for _ in range(2):
+                y = module(xd)
+                y.sum().backward()
+            results.append([y.detach().cpu(), xd.grad.cpu(), module.scale.grad.cpu(), module.zero_point.grad.cpu()])
+        compare(*results)

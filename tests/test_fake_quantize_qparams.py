@@ -48,9 +48,10 @@ def test_per_channel_matches_cpu_bit_for_bit(dtype, zp_dtype, axis):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).replace("torch.", ""))
-def test_per_channel_float_zero_point_near_ties(dtype):
-    """zero point + x / scale next to k + 1/2: the CPU fuses the product and the sum into one fma."""
-    scale, zp = torch.tensor(SCALES), torch.tensor(ZERO_POINTS[torch.float32])
+@pytest.mark.parametrize("zp_dtype", [torch.float32, torch.float16], ids=["zp_float32", "zp_float16"])
+def test_per_channel_float_zero_point_near_ties(dtype, zp_dtype):
+    """zero point + x / scale next to k + 1/2: the CPU fuses the product and a float32 zero point into one fma."""
+    scale, zp = torch.tensor(SCALES), torch.tensor(ZERO_POINTS[zp_dtype], dtype=zp_dtype)
     inv = (1 / scale).double()
     k = torch.arange(-40, 40, dtype=torch.float64)[:, None]
     tie = ((k + 0.5 - zp.double()) / inv).float()

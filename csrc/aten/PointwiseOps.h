@@ -12,7 +12,8 @@
 //            of overloads take the bare op name ("eq" -> eq.Tensor_out + eq.Scalar_out)
 //   dtypes   input dtypes accepted (DT_* below); others raise "not implemented for 'T'"
 //   prelude  helper files the body calls: basic (kernels/pointwise.cl), special (+ special.cl),
-//            bessel / normal / gamma / poly (+ special_*.cl), or quant (+ fake_quant.cl): PointwiseTable.cpp's prelude_text
+//            bessel / normal / gamma / poly (+ special_*.cl), or quant (+ fake_quant.cl):
+//            PointwiseTable.cpp's prelude_text
 //   versions torch versions the row registers for: ANY or SINCE(major, minor)
 //   body     OpenCL C over inputs x0.., scalar params w0.., outputs y0.., all of the compute
 //            type dl_t (float for 16-bit floats); may test DL_IS_FLOAT etc. (elementwise.cpp)

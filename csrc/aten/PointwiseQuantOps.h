@@ -24,11 +24,11 @@
     "else { y0 = x0; y1 = 1; }") \
   /* per channel: x1 scale, x2 zero point (int32, or float / half with w2 set) broadcast along the axis; */ \
   /* w0 quant_min, w1 quant_max, w3 set for float64 input (products in double, else in float), w4 set */ \
-  /* where the CPU fuses a float zero point + x * (1 / scale) into one fma (a float32 zero point, not a */ \
-  /* float16 one). The */ \
-  /* CPU converts the quantized value to int64 before clamping (x86: NaN and +-inf give quant_min) and */ \
-  /* evaluates the result (q - zero point) * scale in double: so the row computes in double for a float */ \
-  /* zero point where the device has fp64 (float otherwise: a float zero point may then be an ulp off) */ \
+  /* where the CPU fuses zero point + x * (1 / scale) into one fma (a float32 zero point; not a float16 */ \
+  /* one, nor an int32 one, whose sum follows a rounding). The CPU converts the quantized value to int64 */ \
+  /* before clamping (x86: NaN and +-inf give quant_min) and evaluates (q - zero point) * scale in */ \
+  /* double: so the row computes in double for a float zero point where the device has fp64 (in float */ \
+  /* otherwise, where a float zero point may then give an ulp more or less) */ \
   _(custom(3, 5, 2), fake_quantize_per_channel, "fake_quantize_per_channel_affine_cachemask", DT_FLT, quant, ANY, \
     "float inv = 1.0f / (float)x1;" \
     "dl_t q = w2 != 0 ? (dl_t)rint((float)(w4 != 0 ? dl_fq_fma(x0, (dl_t)inv, x2, w3)" \

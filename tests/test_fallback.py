@@ -32,14 +32,14 @@ exec(STANDINS)
 GCD, MODE = "ocl_fallback_test::gcd", "ocl_fallback_test::mode"
 # The warning tests need an aten operator reached through torch's Python binding: that binding
 # turns the fallback's C++ warning into a Python UserWarning (torch.ops.* calls, the stand-ins
-# above included, print it to stderr instead). torch.fake_quantize_per_channel_affine (its
-# aten::fake_quantize_per_channel_affine_cachemask) has no ocl kernel yet: change it here when it gets one.
-FQ = "aten::fake_quantize_per_channel_affine_cachemask"
+# above included, print it to stderr instead). torch._compute_linear_combination (the CPU's helper of
+# matrix_exp, which ocl computes otherwise) has no ocl kernel: change it here if it ever gets one.
+ATEN_STANDIN = "aten::_compute_linear_combination"
 
 
-def fake_quant(t):
-    scale = torch.full((t.shape[1],), 0.1, device=t.device)
-    return torch.fake_quantize_per_channel_affine(t, scale, torch.zeros_like(scale, dtype=torch.int32), 1, -128, 127)
+def linear_combination(t):
+    """2 * t, as rows of t combined with the coefficients 2 * identity."""
+    return torch._compute_linear_combination(t, 2 * torch.eye(t.shape[0], device=t.device))
 
 
 @pytest.fixture
@@ -85,18 +85,18 @@ def test_non_strict_warns_once_and_counts(non_strict):
     x = cpu.to("ocl")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        y1 = fake_quant(x)
-        y2 = fake_quant(x)
-        y3 = fake_quant(x.t()).t()
-    msgs = [str(w.message) for w in caught if FQ in str(w.message)]
+        y1 = linear_combination(x)
+        y2 = linear_combination(x)
+        y3 = linear_combination(x.t()).t()
+    msgs = [str(w.message) for w in caught if ATEN_STANDIN in str(w.message)]
     assert len(msgs) == 1, msgs
-    assert issubclass([w for w in caught if FQ in str(w.message)][0].category, UserWarning)
+    assert issubclass([w for w in caught if ATEN_STANDIN in str(w.message)][0].category, UserWarning)
     assert "CPU" in msgs[0]
     for y in (y1, y2, y3):
         assert y.device.type == "ocl"
-        assert torch.equal(y.cpu(), fake_quant(cpu))
+        assert torch.equal(y.cpu(), linear_combination(cpu))
     stats = pytorch_ocl.fallback_stats()
-    keys = [k for k in stats if k.startswith(FQ)]
+    keys = [k for k in stats if k.startswith(ATEN_STANDIN)]
     assert len(keys) == 1, stats
     assert stats[keys[0]] == 3
     assert torch.ocl.fallback_stats() == stats
@@ -157,13 +157,12 @@ def test_non_strict_in_fresh_process_default(run_py):
         x = torch.tensor([[4, 6, 9], [12, 5, 8]]).to("ocl")
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            s = torch.full((3,), 0.1, device="ocl")
-            z = torch.zeros(3, dtype=torch.int32, device="ocl")
-            h = torch.fake_quantize_per_channel_affine(x.float(), s, z, 1, -128, 127)
-            h = torch.fake_quantize_per_channel_affine(x.float(), s, z, 1, -128, 127)
+            c = 2 * torch.eye(2, device="ocl")
+            h = torch._compute_linear_combination(x.float(), c)
+            h = torch._compute_linear_combination(x.float(), c)
             y = gcd(x, x + 2)
             y = gcd(x, x + 2)
-        print(sum("aten::fake_quantize_per_channel_affine_cachemask" in str(m.message) for m in w))
+        print(sum("aten::_compute_linear_combination" in str(m.message) for m in w))
         print(y.device, y.cpu().tolist())
         print(pytorch_ocl.fallback_stats())
         """),
@@ -174,7 +173,7 @@ def test_non_strict_in_fresh_process_default(run_py):
     assert lines[1] == "1"
     x = torch.tensor([[4, 6, 9], [12, 5, 8]])
     assert lines[2] == "ocl:0 " + str(torch.gcd(x, x + 2).tolist())
-    assert "'ocl_fallback_test::gcd': 2" in lines[3] and "'aten::fake_quantize_per_channel_affine_cachemask': 2" in lines[3]
+    assert "'ocl_fallback_test::gcd': 2" in lines[3] and "'aten::_compute_linear_combination': 2" in lines[3]
 
 
 def test_strict_env_zero_means_off(run_py):

@@ -433,6 +433,17 @@ def test_pointwise_slices_and_two_outputs():
     check(lambda t: torch.renorm(t, 2, 1, 0.8), rand(4, 6, 3, grad=True))
 
 
+def test_fake_quantize():
+    """The fake-quantization rows: per channel (qparams broadcast along the axis, two outputs), learnable per
+    tensor (device qparams, three outputs in the backward), and the int8 weight matmul's dequantize + GEMM."""
+    scale, zp = torch.rand(7) * 0.3 + 0.05, torch.randint(-3, 4, (7,), dtype=torch.int32)
+    check(lambda t, s, z: torch.fake_quantize_per_channel_affine(t * 5, s, z, 1, -8, 7), rand(5, 7, grad=True), scale, zp)
+    check(lambda t, s, z: torch._fake_quantize_learnable_per_tensor_affine(t * 5, s, z, -8, 7, 1.0),
+          rand(6, 5, grad=True), torch.tensor([0.3], requires_grad=True), torch.tensor([0.6], requires_grad=True))
+    w = torch.randint(-128, 128, (9, 13), dtype=torch.int8)
+    check(lambda a, b, s: torch.ops.aten._weight_int8pack_mm(a, b, s), rand(3, 13), w, torch.rand(9), backward=False)
+
+
 def test_histc():
     x = rand(9, 40)
     check(lambda t: torch.histc(t.t(), 7, -1, 1), x)  # strided, values outside the range

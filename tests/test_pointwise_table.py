@@ -36,6 +36,16 @@ CUSTOM = {
     "logit": (lambda x: aten.logit(x, 0.1), 1),
     "logit_backward": (lambda g, x: aten.logit_backward(g, x, 0.1), 2),
     "fake_quantize_cachemask": (lambda x: aten.fake_quantize_per_tensor_affine_cachemask(x, 0.1, 1, -20, 20), 1),
+    "fake_quantize_tensor_qparams": (lambda x: aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(
+        x, torch.tensor([0.1], device=x.device), torch.tensor([1], device=x.device),
+        torch.tensor([1], device=x.device), -20, 20), 1),
+    "fake_quantize_per_channel": (lambda x: aten.fake_quantize_per_channel_affine_cachemask(
+        x, torch.linspace(0.05, 0.3, x.shape[-1], device=x.device),
+        torch.arange(x.shape[-1], dtype=torch.int32, device=x.device) % 5 - 2, x.dim() - 1, -20, 20), 1),
+    # dX only: the scale and zero-point gradients are sums (test_fake_quantize_learnable.py checks them)
+    "fake_quantize_learnable_backward": (lambda g, x: aten._fake_quantize_learnable_per_channel_affine_backward(
+        g, x, torch.linspace(0.05, 0.3, x.shape[-1], device=x.device),
+        torch.linspace(-2.5, 2.5, x.shape[-1], device=x.device), x.dim() - 1, -20, 20, 0.5)[0], 2),
     "rsub": (lambda x, y: aten.rsub(x, y, alpha=2), 2),
     "div_mode": (lambda x, y: (aten.div(x, y, rounding_mode="floor"), aten.div(x, y, rounding_mode="trunc")), 2),
     "floor_divide": (lambda x, y: aten.floor_divide(x, y), 2),
@@ -78,7 +88,7 @@ def _cross3(x, y):
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool]
 # Rows whose float64 / narrow-integer code paths differ from the types above.
-FLOAT64_ROWS = {"frexp", "fake_quantize_cachemask", "heaviside", "linalg_cross", "renorm_factor", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
+FLOAT64_ROWS = {"frexp", "fake_quantize_cachemask", "fake_quantize_tensor_qparams", "fake_quantize_per_channel", "heaviside", "linalg_cross", "renorm_factor", "exp", "erfinv", "digamma", "polygamma", "lgamma", "div_mode", "remainder", "pow", "nextafter",
                 "add", "sigmoid", "gelu"}
 NARROW_INT_ROWS = {"div_mode", "floor_divide", "remainder", "fmod", "bitwise_left_shift", "bitwise_right_shift",
                    "linalg_cross", "pow", "abs", "neg", "sign", "add", "mul", "maximum", "clamp", "bitwise_not"}

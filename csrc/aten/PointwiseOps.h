@@ -11,8 +11,9 @@
 //   aten     the overload the kind registers ("exp.out"); kinds that register a fixed family
 //            of overloads take the bare op name ("eq" -> eq.Tensor_out + eq.Scalar_out)
 //   dtypes   input dtypes accepted (DT_* below); others raise "not implemented for 'T'"
-//   prelude  helper files the body calls: basic (kernels/pointwise.cl), special (+ special.cl), or
-//            bessel / normal / gamma / poly (+ special_*.cl: PointwiseTable.cpp's prelude_text)
+//   prelude  helper files the body calls: basic (kernels/pointwise.cl), special (+ special.cl),
+//            bessel / normal / gamma / poly (+ special_*.cl), or quant (+ fake_quant.cl):
+//            PointwiseTable.cpp's prelude_text
 //   versions torch versions the row registers for: ANY or SINCE(major, minor)
 //   body     OpenCL C over inputs x0.., scalar params w0.., outputs y0.., all of the compute
 //            type dl_t (float for 16-bit floats); may test DL_IS_FLOAT etc. (elementwise.cpp)
@@ -25,6 +26,7 @@
 //   bw0..bw2                             backward(grad_output, self_or_output, Scalar x N) -> grad_input (2/N)
 //   custom(i, p, o)                      a hand-written wrapper with i inputs, p params, o outputs
 #pragma once
+#include "aten/PointwiseQuantOps.h"
 #include "aten/PointwiseSpecialOps.h"
 
 // clang-format off
@@ -90,13 +92,7 @@
     "dl_t x = x0; if (w0 >= 0) x = x < w0 ? w0 : (x > 1 - w0 ? 1 - w0 : x); y0 = log(x / (1 - x));") \
   _(custom(2, 1, 1), logit_backward, "logit_backward.grad_input", DT_FLT, basic, ANY, \
     "if (w0 < 0) y0 = (x1 < 0 || x1 > 1) ? (dl_t)NAN : x0 / (x1 * (1 - x1));" \
-    "else y0 = (x1 < w0 || x1 > 1 - w0) ? 0 : x0 / (x1 * (1 - x1));") \
-  /* fake quantization (QAT): y0 the value quantized and back, y1 the bool mask of values inside the range; */ \
-  /* w0 scale, w1 1.0f / scale (in float, as the CPU kernel), w2 zero point, w3 quant_min, w4 quant_max; */ \
-  /* rint rounds half to even like the CPU's nearbyint; the value is rounded to float for float64 too, as the */ \
-  /* CPU's. NaN gives quant_min's value and false there too */ \
-  _(custom(1, 5, 2), fake_quantize_cachemask, "fake_quantize_per_tensor_affine_cachemask", DT_FLT, basic, ANY, \
-    "dl_t q = w2 + rint(x0 * w1); y0 = (float)((fmin(fmax(q, w3), w4) - w2) * w0); y1 = w3 <= q && q <= w4;")
+    "else y0 = (x1 < w0 || x1 > 1 - w0) ? 0 : x0 / (x1 * (1 - x1));")
 
 #define OCL_POINTWISE_BINARY(_) \
   _(binary_alpha, add, "add.out", DT_ALL, basic, ANY, "y0 = x0 + w0 * x1;") \
@@ -230,4 +226,5 @@
   OCL_POINTWISE_BINARY(_)         \
   OCL_POINTWISE_SPECIAL_BINARY(_) \
   OCL_POINTWISE_TERNARY(_)   \
-  OCL_POINTWISE_ACTIVATION(_)
+  OCL_POINTWISE_ACTIVATION(_)     \
+  OCL_POINTWISE_QUANT(_)

@@ -63,6 +63,7 @@ std::string prelude_text(const char* which) {
       {"normal", {"special_coeffs", "special_normal"}},
       {"gamma", {"special_gamma"}},
       {"poly", {"special_poly"}},
+      {"quant", {"fake_quant"}},
   };
   std::string s = dlprim::kernel_source("pointwise");
   for (const auto& p : preludes)

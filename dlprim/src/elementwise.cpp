@@ -301,6 +301,9 @@ void elementwise_multi(const Context& ctx, cl_command_queue q, const Elementwise
     return vec_on && it.n % kVecWidth == 0 && vector_aligned(it.outputs, it.inputs);
   };
   const uint64_t kMaxItems = std::numeric_limits<int32_t>::max();
+  const int arrays = multi_arrays(outs, ins);
+  const size_t meta_bytes = multi_meta_bytes(slots, arrays);
+  thread_local std::vector<uint8_t> meta;  // reused: no allocation per launch
   // Vector items and the others launch apart (the items are independent, so their order is free).
   std::vector<const EwMultiItem*> groups[2];
   for (const EwMultiItem& it : items) {
@@ -326,19 +329,29 @@ void elementwise_multi(const Context& ctx, cl_command_queue q, const Elementwise
       cl_kernel kernel = multi_kernel(vec);
       KernelArgs args(kernel);
       args.add<cl_uint>(static_cast<cl_uint>(total / per));
+      // The by-value struct of multi_kernel_text: offsets (slot-major), then the ends.
+      meta.assign(meta_bytes, 0);
+      cl_ulong* offsets = reinterpret_cast<cl_ulong*>(meta.data());
+      cl_uint* ends = reinterpret_cast<cl_uint*>(meta.data() + 8 * static_cast<size_t>(slots) * std::max(arrays, 1));
       uint64_t end = 0;
       for (int j = 0; j < slots; ++j) {
         if (j < static_cast<int>(chunk.size())) end += chunk[j]->n;
-        args.add<cl_uint>(static_cast<cl_uint>(end / per));
-      }
-      for (int j = 0; j < slots; ++j) {
+        ends[j] = static_cast<cl_uint>(end / per);
         const EwMultiItem& it = *chunk[j < static_cast<int>(chunk.size()) ? j : 0];  // unused slots repeat item 0
-        for (auto& o : it.outputs) args.add(o.mem).add<cl_ulong>(o.offset);
+        int a = j * arrays;
+        for (auto& o : it.outputs) offsets[a++] = o.offset;
+        for (auto& i : it.inputs)
+          if (!i.is_scalar) offsets[a++] = i.offset;
+      }
+      args.add_raw(meta_bytes, meta.data());
+      for (int j = 0; j < slots; ++j) {
+        const EwMultiItem& it = *chunk[j < static_cast<int>(chunk.size()) ? j : 0];
+        for (auto& o : it.outputs) args.add(o.mem);
         for (auto& i : it.inputs) {
           if (i.is_scalar)
             add_scalar(args, compute, i.value);
           else
-            args.add(i.mem).add<cl_ulong>(i.offset);
+            args.add(i.mem);
         }
       }
       for (auto& p : params) add_scalar(args, compute, p);

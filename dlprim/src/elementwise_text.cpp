@@ -2,7 +2,9 @@
 #include "elementwise_text.h"
 
 #include <dlprim/embedded.h>
+#include <dlprim/env.h>
 
+#include <cstdlib>
 #include <sstream>
 
 namespace dlprim {
@@ -120,6 +122,11 @@ std::string rows_kernel_text(const ElementwiseOp& op, DType compute, const std::
   return s.str();
 }
 
+size_t multi_meta_bytes(int slots, int arrays) {
+  const size_t b = 8 * static_cast<size_t>(slots) * std::max(arrays, 1) + 4 * static_cast<size_t>(slots);
+  return (b + 7) / 8 * 8;  // the struct's size: a multiple of its 8-byte alignment
+}
+
 // Bytes of kernel arguments per item of ew_multi: its end index, then per array operand a
 // buffer and an offset, per scalar input its value.
 static size_t multi_item_bytes(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
@@ -135,27 +142,38 @@ static size_t multi_item_bytes(DType compute, const std::vector<EwOperand>& outs
 int multi_slots(size_t param_bytes, DType compute, const std::vector<EwOperand>& outs,
                 const std::vector<EwOperand>& ins) {
   const size_t fit = (std::max<size_t>(1024, param_bytes) - 128) / multi_item_bytes(compute, outs, ins);
-  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(32, fit)));
+  // PYTORCH_OCL_MULTI_SLOTS: a lower cap, for measuring launches of fewer items.
+  const char* cap_env = env_value("PYTORCH_OCL_MULTI_SLOTS");
+  const size_t cap = cap_env && std::atoi(cap_env) > 0 ? std::min(32, std::atoi(cap_env)) : 32;
+  return static_cast<int>(std::max<size_t>(1, std::min(cap, fit)));
+}
+
+int multi_arrays(const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
+  int a = static_cast<int>(outs.size());
+  for (auto& i : ins) a += i.is_scalar ? 0 : 1;
+  return a;
 }
 
 // ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands
 // (contiguous, one element per work-item; broadcast inputs: one element for all); unused
 // trailing slots end at n. ew_multi_vec4 (`vec`): kVecWidth elements per work-item, e<j> and n
 // counting vectors, every array operand (not broadcast) starting at a multiple of kVecWidth.
+// The ends and the array operands' offsets come in one by-value struct `m` (multi_meta_bytes), the
+// buffers and scalars one argument each: a launch's host cost grows with its argument count.
 std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std::vector<EwOperand>& outs,
                               const std::vector<EwOperand>& ins, int slots, bool vec) {
   const char* ct = compute_cl_type(compute);
+  const int arrays = multi_arrays(outs, ins);
   std::ostringstream s, params, decl, loads, stores;
-  for (int j = 0; j < slots; ++j) params << ", uint e" << j;
+  params << ", dl_multi_meta m";
   for (int j = 0; j < slots; ++j) {
     for (size_t k = 0; k < outs.size(); ++k)
-      params << ", __global " << storage_cl_type(outs[k].dtype) << "* y" << k << "_p" << j << ", ulong y" << k << "_o" << j;
+      params << ", __global " << storage_cl_type(outs[k].dtype) << "* y" << k << "_p" << j;
     for (size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].is_scalar)
         params << ", " << ct << " x" << k << "_s" << j;
       else
-        params << ", __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p" << j << ", ulong x" << k
-               << "_o" << j;
+        params << ", __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p" << j;
     }
   }
   for (int k = 0; k < op.n_params; ++k) params << ", " << ct << " w" << k;
@@ -170,14 +188,16 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
   }
   std::ostringstream pick;
   for (int j = 0; j < slots; ++j) {
-    pick << (j == 0 ? "  if (g < e0) {" : j + 1 < slots ? " else if (g < e" + std::to_string(j) + ") {" : " else {");
-    pick << " base = " << (j == 0 ? std::string("0") : "e" + std::to_string(j - 1)) << ";";
-    for (size_t k = 0; k < outs.size(); ++k) pick << " y" << k << "_p = y" << k << "_p" << j << "; y" << k << "_o = y" << k << "_o" << j << ";";
+    pick << (j == 0 ? "  if (g < m.e[0]) {" : j + 1 < slots ? " else if (g < m.e[" + std::to_string(j) + "]) {" : " else {");
+    pick << " base = " << (j == 0 ? std::string("0") : "m.e[" + std::to_string(j - 1) + "]") << ";";
+    int a = j * arrays;  // this slot's first offset in m.o
+    for (size_t k = 0; k < outs.size(); ++k)
+      pick << " y" << k << "_p = y" << k << "_p" << j << "; y" << k << "_o = m.o[" << a++ << "];";
     for (size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].is_scalar)
         pick << " x" << k << "_s = x" << k << "_s" << j << ";";
       else
-        pick << " x" << k << "_p = x" << k << "_p" << j << "; x" << k << "_o = x" << k << "_o" << j << ";";
+        pick << " x" << k << "_p = x" << k << "_p" << j << "; x" << k << "_o = m.o[" << a++ << "];";
     }
     pick << " }";
   }
@@ -206,6 +226,7 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
     std::string y = "y" + std::to_string(k);
     stores << "  " << store_stmt(outs[k].dtype, y + "_p", y + "_o + i", convert_expr(compute, outs[k].dtype, y)) << "\n";
   }
+  s << "typedef struct { ulong o[" << slots * std::max(arrays, 1) << "]; uint e[" << slots << "]; } dl_multi_meta;\n";
   s << "__kernel void " << (vec ? "ew_multi_vec4" : "ew_multi") << "(uint n" << params.str()
     << ") {\n  uint g = get_global_id(0);\n  if (g >= n) return;\n" << decl.str() << pick.str()
     << "\n  ulong i = g - base;\n" << loads.str();

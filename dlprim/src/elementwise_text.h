@@ -20,6 +20,10 @@ constexpr int kVecWidth = 4;  // elements per work-item of the vectorized contig
 // Whether any operand or the compute type is float64 (the program then enables cl_khr_fp64).
 bool needs_fp64(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins);
 // Items one ew_multi launch carries for these operand types (its argument list stays under the device limit).
+// Array operands (outputs and non-scalar inputs) of one ew_multi item, and the bytes of the kernel's
+// by-value struct { ulong o[slots * arrays]; uint e[slots]; } (ends and offsets).
+int multi_arrays(const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins);
+size_t multi_meta_bytes(int slots, int arrays);
 int multi_slots(size_t param_bytes, DType compute, const std::vector<EwOperand>& outs,
                 const std::vector<EwOperand>& ins);
 // ew_multi: `slots` items, item j covering work-items [e<j-1>, e<j>) of its own operands; `vec`:

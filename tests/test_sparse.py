@@ -237,7 +237,7 @@ def test_sparse_sampled_addmm(dtype):
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS + [torch.float16])
 def test_sparse_mm_reduce(reduce, dtype):
     x = sparse_dense((6, 5), dtype, density=0.5, seed=7)
     x[4] = 0  # an empty row: 0 in the result, no gradient

@@ -69,6 +69,11 @@ at::Tensor make_csr(const at::Tensor& crow, const at::Tensor& col, const at::Ten
   return at::_sparse_compressed_tensor_unsafe(crow, col, values, sizes, values.options().layout(c10::kSparseCsr));
 }
 
+// Dot products of 16-bit values accumulate in float32 (as CUDA's and the CPU's opmath do).
+at::Tensor opmath(const at::Tensor& t) {
+  return c10::isReducedFloatingType(t.scalar_type()) ? t.to(c10::kFloat) : t;
+}
+
 // crow[r] = the number of entries with row < r, for sorted rows.
 at::Tensor& coo_to_csr_indices_out(const at::Tensor& input, int64_t size, bool out_int32, at::Tensor& out) {
   check_ocl(input, "_convert_indices_from_coo_to_csr", "input");
@@ -185,9 +190,9 @@ at::Tensor sampled_addmm_csr(const at::Tensor& self, const at::Tensor& mat1, con
   at::Tensor values = self.values();
   at::Tensor result = beta.toComplexDouble() == 0.0 ? at::zeros_like(values) : values.mul(beta);
   if (self._nnz() > 0 && mat1.size(1) > 0) {
-    at::Tensor lhs = mat1.index_select(0, csr_rows(self));
+    at::Tensor lhs = opmath(mat1.index_select(0, csr_rows(self)));
     at::Tensor rhs = mat2.t().index_select(0, self.col_indices().to(c10::kLong));
-    result.add_(lhs.mul_(rhs).sum(1), alpha);
+    result.add_(lhs.mul_(rhs).sum(1).to(result.scalar_type()), alpha);
   }
   return make_csr(self.crow_indices().clone(), self.col_indices().clone(), result, self.sizes());
 }
@@ -241,22 +246,25 @@ std::tuple<at::Tensor, at::Tensor> mm_reduce_csr(const at::Tensor& self, const a
   at::Tensor arg_out = at::empty({0}, other.options().dtype(c10::kLong));
   if (nnz == 0) return {out, arg_out};
   at::Tensor rows = csr_rows(self);
-  at::Tensor products = other.index_select(0, self.col_indices().to(c10::kLong)).mul_(self.values().unsqueeze(1));
+  // 16-bit inputs reduce in float32 and round once, as the CPU's kernel does.
+  at::Tensor products = opmath(other.index_select(0, self.col_indices().to(c10::kLong)));
+  products.mul_(self.values().unsqueeze(1));
+  at::Tensor acc = at::zeros({m, k}, products.options());
   if (op == MmReduce::Sum || op == MmReduce::Mean) {
-    out.index_add_(0, rows, products);
-    if (op == MmReduce::Mean) out.div_(row_counts(self, other.options()).unsqueeze(1));
-    return {out, arg_out};
+    acc.index_add_(0, rows, products);
+    if (op == MmReduce::Mean) acc.div_(row_counts(self, acc.options()).unsqueeze(1));
+    return {acc.to(out.scalar_type()), arg_out};
   }
-  out.index_reduce_(0, rows, products, op == MmReduce::Max ? "amax" : "amin", /*include_self=*/false);
+  acc.index_reduce_(0, rows, products, op == MmReduce::Max ? "amax" : "amin", /*include_self=*/false);
   bool need_arg = at::GradMode::is_enabled() && (self.requires_grad() || other.requires_grad());
   if (need_arg) {
-    at::Tensor best = out.index_select(0, rows);
+    at::Tensor best = acc.index_select(0, rows);
     at::Tensor hit = at::eq(products, best).logical_or_(at::isnan(products));
     at::Tensor entry = at::arange(nnz, arg_out.options()).unsqueeze(1).expand({nnz, k});
     at::Tensor candidate = at::where(hit, entry, nnz);
     arg_out = at::full({m, k}, nnz, arg_out.options()).index_reduce_(0, rows, candidate, "amin", true);
   }
-  return {out, arg_out};
+  return {acc.to(out.scalar_type()), arg_out};
 }
 
 std::tuple<at::Tensor, at::Tensor> mm_reduce_csr_backward(const at::Tensor& self, const at::Tensor& grad_out,
@@ -282,23 +290,27 @@ std::tuple<at::Tensor, at::Tensor> mm_reduce_csr_backward(const at::Tensor& self
       at::Tensor contrib = other.gather(0, source_rows).mul_(grad_out).masked_fill_(arg_out == nnz, 0);
       grad_values = at::zeros({nnz + 1}, values.options()).index_add_(0, arg, contrib.reshape({-1})).narrow(0, 0, nnz);
     } else {
-      grad_values = other.index_select(0, cols).mul_(grad_out.index_select(0, rows)).sum(1);
+      at::Tensor products = opmath(other.index_select(0, cols)).mul_(grad_out.index_select(0, rows));
+      grad_values = products.sum(1).to(values.scalar_type());
       if (op == MmReduce::Mean) grad_values.div_(row_counts(self, values.options()).index_select(0, rows));
     }
     grad_self = make_csr(self.crow_indices().clone(), self.col_indices().clone(), grad_values, self.sizes());
   }
   if (mask[1]) {
-    grad_other = at::zeros(other.sizes(), other.options());
+    // Accumulated in float32 for 16-bit dtypes (several values may add into one element).
+    at::Tensor wide_values = opmath(values);
+    grad_other = at::zeros(other.sizes(), wide_values.options());
     if (by_arg) {
-      at::Tensor values_ext = at::cat({values, at::zeros({1}, values.options())});
+      at::Tensor values_ext = at::cat({wide_values, at::zeros({1}, wide_values.options())});
       at::Tensor contrib = values_ext.index_select(0, arg).view(arg_out.sizes()).mul(grad_out);
       grad_other.scatter_add_(0, cols_ext.index_select(0, arg).view(arg_out.sizes()), contrib);
     } else if (nnz > 0 && k > 0) {
-      at::Tensor scale = values;
-      if (op == MmReduce::Mean) scale = values / row_counts(self, values.options()).index_select(0, rows);
-      grad_other.index_add_(0, cols, grad_out.index_select(0, rows).mul_(scale.unsqueeze(1)));
+      at::Tensor scale = wide_values;
+      if (op == MmReduce::Mean) scale = scale / row_counts(self, scale.options()).index_select(0, rows);
+      grad_other.index_add_(0, cols, opmath(grad_out.index_select(0, rows)).mul_(scale.unsqueeze(1)));
     }
   }
+  if (grad_other.defined()) grad_other = grad_other.to(other.scalar_type());
   return {grad_self, grad_other};
 }
 

@@ -1,5 +1,6 @@
 """Sparse COO and CSR tensors on ocl against the CPU: dense <-> COO (hybrid too), coalesce of
 duplicates, the constructor and device copies, sparse @ dense (COO and CSR, both sides), add,
+the COO value ops (unary functions, times / by a scalar), sparse @ vector,
 CSR conversions, sparse_sampled_addmm and torch.sparse.mm(..., reduce) with their gradients, the
 op_db samples of to_sparse / sparse.sampled_addmm / sparse.mm.reduce, and clear errors for what is
 not supported (batched CSR). Indices must be equal; values close."""
@@ -138,6 +139,35 @@ def test_add_dense_and_sparse():
     assert_close(both.to_dense().cpu(), (a + a).to_dense())
     with pytest.raises(RuntimeError):
         a.to(DEV) + d.to(DEV)
+
+
+UNARY = ["abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1", "floor", "frac",
+         "log1p", "rad2deg", "round", "sgn", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "neg", "relu"]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_coo_value_ops(dtype):
+    ref = uncoalesced(dtype, (2,)) * 0.4  # |values| < 1: in every unary op's domain but sqrt's
+    s = ref.to(DEV)
+    for name in UNARY:
+        r, o = getattr(torch, name)(ref), getattr(torch, name)(s)
+        same_coo(o, r, equal_nan=True)
+        inplace = getattr(s.coalesce(), name + "_")()
+        same_coo(inplace, getattr(ref.coalesce(), name + "_")(), equal_nan=True)
+    same_coo((s * 2.5).coalesce(), (ref * 2.5).coalesce())
+    same_coo((3 * s).coalesce(), (3 * ref).coalesce())
+    same_coo((s / 4).coalesce(), (ref / 4).coalesce())
+    with pytest.raises(NotImplementedError, match="scalar"):
+        s * s
+    # sparse @ vector, COO and CSR
+    v = torch.randn(5, dtype=dtype)
+    m = uncoalesced(dtype)
+    assert_close((m.to(DEV) @ v.to(DEV)).cpu(), m @ v)
+    csr = m.to_dense().to_sparse_csr()
+    assert_close(torch.mv(csr.to(DEV), v.to(DEV)).cpu(), torch.mv(csr, v))
+    t = torch.randn(4, dtype=dtype)
+    assert_close(torch.addmv(t.to(DEV), csr.to(DEV), v.to(DEV), beta=0.5, alpha=2).cpu(),
+                 torch.addmv(t, csr, v, beta=0.5, alpha=2))
 
 
 def test_gradients_through_coo():

@@ -169,6 +169,19 @@ at::Tensor addmm_csr(const at::Tensor& self, const at::Tensor& mat1, const at::T
   return addmm_csr_out(self, mat1, mat2, beta, alpha, out);
 }
 
+// addmv (and so mv, CSR @ vector): addmm with the vector as a one-column matrix.
+at::Tensor& addmv_csr_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                          const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  check_csr_matrix(mat, "addmv", "mat");
+  TORCH_CHECK(vec.dim() == 1, "addmv: vector expected, got ", vec.dim(), "-D tensor");
+  TORCH_CHECK(self.dim() <= 1, "addmv: expected a 1-D or 0-D self, got ", self.dim(), "-D");
+  at::Tensor column = at::empty({0}, vec.options());
+  addmm_csr_out(self.reshape({self.numel() == 1 ? 1 : -1, 1}), mat, vec.unsqueeze(1), beta, alpha, column);
+  at::native::resize_output(out, {mat.size(0)});
+  out.copy_(column.squeeze(1));
+  return out;
+}
+
 // alpha * (mat1 @ mat2) at self's pattern + beta * self: one dot product per stored value.
 at::Tensor sampled_addmm_csr(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                              const c10::Scalar& beta, const c10::Scalar& alpha) {
@@ -357,6 +370,7 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("sparse_mask", TORCH_FN(sparse_mask_csr));
   m.impl("addmm.out", TORCH_FN(addmm_csr_out));
   m.impl("addmm", TORCH_FN(addmm_csr));
+  m.impl("addmv.out", TORCH_FN(addmv_csr_out));
   m.impl("sparse_sampled_addmm", TORCH_FN(sampled_addmm_csr));
   m.impl("sparse_sampled_addmm.out", TORCH_FN(sampled_addmm_csr_out));
   m.impl("_sparse_mm_reduce_impl", TORCH_FN(mm_reduce_csr));

@@ -192,6 +192,32 @@ def test_gradients_through_coo():
         assert_close(o, r)
 
 
+def test_gradient_wrt_constructor_values():
+    # the GNN pattern: an adjacency built from learnable values, multiplied into features
+    i = torch.tensor([[0, 1, 0, 2, 2], [1, 2, 1, 0, 2]])  # a duplicate
+    results = []
+    for dev in ("cpu", DEV):
+        v = torch.tensor([1.0, 2.0, 3.0, 4.0, -1.0], device=dev, requires_grad=True)
+        d = torch.randn(3, 2, generator=torch.Generator().manual_seed(9)).to(dev).requires_grad_()
+        y = torch.sparse.mm(torch.sparse_coo_tensor(i.to(dev), v, (3, 3)), d)
+        (y * y).sum().backward()
+        results.append((y.detach().cpu(), v.grad.cpu(), d.grad.cpu()))
+    for o, r in zip(results[1], results[0]):
+        assert_close(o, r)
+
+
+@pytest.mark.parametrize("dense_shape", [(), (2,)], ids=["scalar_values", "hybrid"])
+def test_sparse_mask(dense_shape):
+    g = torch.Generator().manual_seed(10)
+    self_sparse = uncoalesced(torch.float32, dense_shape)  # duplicates: summed before masking
+    mask = torch.sparse_coo_tensor(torch.tensor([[0, 3, 2, 1], [1, 4, 3, 0]]), torch.ones(4), (4, 5)).coalesce()
+    if dense_shape:
+        mask = torch.sparse_coo_tensor(mask._indices(), torch.ones(4, *dense_shape), (4, 5) + dense_shape).coalesce()
+    dense = torch.randn((4, 5) + dense_shape, generator=g)
+    for source in (self_sparse, dense):
+        same_coo(source.to(DEV).sparse_mask(mask.to(DEV)), source.sparse_mask(mask))
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("name", ["matrix", "transposed", "all_zero", "zero_size"])
 def test_csr_conversions(name, dtype):

@@ -8,7 +8,7 @@
 //   coalesce         stable sort of the linear index, runs (unique_consecutive), segment sum by index_add_
 //   addmm/mm         out = beta*t + alpha * index_add_(rows, dense[cols] * values)
 //   add              dense += sparse (index_add_), sparse + sparse (concatenation, uncoalesced)
-//   sparse_mask      dense values gathered at the mask's coordinates (to_dense's backward)
+//   sparse_mask      values gathered at the mask's coordinates (to_dense's and mm's backward)
 #include "aten/SparseUtils.h"
 #include "core/TensorUtils.h"
 
@@ -33,6 +33,7 @@
 #include <ATen/ops/dense_dim_native.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
 #include <ATen/ops/empty_like_native.h>
 #include <ATen/ops/empty_native.h>
 #include <ATen/ops/indices_native.h>
@@ -44,12 +45,14 @@
 #include <ATen/ops/remainder.h>
 #include <ATen/ops/resize_as_sparse_native.h>
 #include <ATen/ops/result_type.h>
+#include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
 #include <ATen/ops/unique_consecutive.h>
 #include <ATen/ops/values_native.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zero_native.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
@@ -237,17 +240,39 @@ at::Tensor& add_coo_out(const at::Tensor& self, const at::Tensor& other, const c
   return out;
 }
 
+// self's values at the mask's coordinates (zero where self stores none). A dense self is gathered
+// by linear index; a sparse self is coalesced (its linear indices sorted and unique) and each mask
+// coordinate binary-searched in them.
 at::Tensor sparse_mask_coo(const at::Tensor& self, const at::Tensor& mask) {
   check_ocl(self, "sparse_mask", "self");
   TORCH_CHECK(mask.is_sparse(), "sparse_mask expects mask to be a sparse COO tensor, but got ", mask.layout());
   TORCH_CHECK(self.sizes().equals(mask.sizes()), "sparse_mask(): operands have incompatible sizes; self has size ",
               self.sizes(), " but mask has size ", mask.sizes());
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_sparse(), "sparse_mask: a sparse 'self' is not supported on ocl");
   c10::DeviceGuard guard(self.device());
   int64_t sparse_dim = mask.sparse_dim();
+  c10::IntArrayRef sparse_sizes = mask.sizes().slice(0, sparse_dim);
   at::Tensor indices = mask._indices();
-  at::Tensor linear = sparse_linear_index(indices, mask.sizes().slice(0, sparse_dim));
-  at::Tensor values = rows_view(self, sparse_dim).index_select(0, linear);
+  at::Tensor linear = sparse_linear_index(indices, sparse_sizes);
+  if (!self.is_sparse()) {
+    at::Tensor values = rows_view(self, sparse_dim).index_select(0, linear);
+    return make_coo(indices.clone(), values, self.sizes(), mask.is_coalesced());
+  }
+  TORCH_CHECK(self.sparse_dim() == sparse_dim, "sparse_mask(): the mask and self need the same sparse_dim, got ",
+              sparse_dim, " and ", self.sparse_dim());
+  at::Tensor source = self.coalesce();
+  at::Tensor source_values = source._values();
+  std::vector<int64_t> shape = source_values.sizes().vec();
+  shape[0] = linear.size(0);
+  if (source._nnz() == 0 || linear.numel() == 0) {
+    return make_coo(indices.clone(), at::zeros(shape, source_values.options()), self.sizes(), mask.is_coalesced());
+  }
+  at::Tensor keys = sparse_linear_index(source._indices(), sparse_sizes);
+  at::Tensor position = at::searchsorted(keys, linear).clamp_max_(keys.size(0) - 1);
+  at::Tensor found = at::eq(keys.index_select(0, position), linear);
+  std::vector<int64_t> found_shape(shape.size(), 1);
+  found_shape[0] = linear.size(0);
+  at::Tensor values = at::where(found.view(found_shape), source_values.index_select(0, position),
+                                at::zeros({}, source_values.options()));
   return make_coo(indices.clone(), values, self.sizes(), mask.is_coalesced());
 }
 

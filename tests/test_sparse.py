@@ -246,6 +246,12 @@ def test_csr_mm(dtype):
                  torch.addmm(t, a, d, beta=0.3, alpha=1.5))
     left = torch.randn(2, 5, generator=g).to(dtype)
     assert_close(torch.mm(left.to(DEV), ad).cpu(), torch.mm(left, a))
+    # the transpose is CSC sharing the CSR's index tensors: to_dense and products must leave them alone
+    assert torch.equal(ad.t().to_dense().cpu(), x.t())
+    assert_close((ad.t() @ torch.ones(5, 2, dtype=dtype, device=DEV)).cpu(), a.t() @ torch.ones(5, 2, dtype=dtype))
+    assert_close((torch.ones(3, 4, dtype=dtype, device=DEV) @ ad.t()).cpu(), torch.ones(3, 4, dtype=dtype) @ a.t())
+    assert_close(torch.mv(ad.t(), torch.ones(5, dtype=dtype, device=DEV)).cpu(), x.t() @ torch.ones(5, dtype=dtype))
+    same_csr(ad, a)
 
 
 def grads_of(fn, inputs, dev, seed=4):

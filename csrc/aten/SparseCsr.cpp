@@ -3,7 +3,7 @@
 // as the at::native functions SparseCsrCPU/CUDA use); what computes is built from dense device ops:
 //   COO rows <-> crow     searchsorted (the _convert_indices_* ops, on the dense key)
 //   dense -> CSR          dense -> COO (row-major, so sorted by row) -> crow
-//   CSR -> dense, addmm   the row of every value (from crow), then the COO formulas
+//   CSR -> dense, addmm   the row of every value (from crow), then the COO formulas (CSC too: csr.t())
 //   sparse_sampled_addmm  one dot product per stored value: rows of mat1 x columns of mat2
 //   _sparse_mm_reduce_impl (+ backward): products gathered per value, index_add_/index_reduce_ by
 //                         row (sum, mean, amax, amin); arg_out is the first value reaching the extreme
@@ -23,6 +23,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/ccol_indices_native.h>
 #include <ATen/ops/col_indices_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/crow_indices_native.h>
@@ -34,10 +35,10 @@
 #include <ATen/ops/fill_native.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/isnan.h>
-#include <ATen/ops/mm_native.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/normal_native.h>
 #include <ATen/ops/resize_as_sparse_native.h>
+#include <ATen/ops/row_indices_native.h>
 #include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/values_native.h>
@@ -63,6 +64,29 @@ void check_csr_matrix(const at::Tensor& t, const char* op, const char* arg = "se
 // (nnz,) int64: the row of every stored value.
 at::Tensor csr_rows(const at::Tensor& csr) {
   return at::_convert_indices_from_csr_to_coo(csr.crow_indices(), csr.col_indices(), false, false).select(0, 0);
+}
+
+bool is_compressed(const at::Tensor& t) {
+  return t.layout() == c10::kSparseCsr || t.layout() == c10::kSparseCsc;
+}
+
+// CSC (a transposed CSR, e.g. csr.t()) is accepted where only the coordinates of the values matter.
+void check_compressed_matrix(const at::Tensor& t, const char* op, const char* arg) {
+  check_ocl(t, op, arg);
+  TORCH_CHECK(is_compressed(t), op, ": expected '", arg, "' to be a sparse CSR or CSC tensor, got ", t.layout());
+  TORCH_CHECK_NOT_IMPLEMENTED(t.dim() == 2 && t.dense_dim() == 0, op,
+                              ": on ocl only 2-D CSR/CSC tensors with scalar values are supported, got ", t.dim(),
+                              "-D with ", t.dense_dim(), " dense dims");
+}
+
+// (rows, cols), int64: the coordinates of every stored value of a CSR or CSC matrix.
+std::pair<at::Tensor, at::Tensor> compressed_coordinates(const at::Tensor& t) {
+  if (t.layout() == c10::kSparseCsc) {
+    at::Tensor cols =
+        at::_convert_indices_from_csr_to_coo(t.ccol_indices(), t.row_indices(), false, false).select(0, 0);
+    return {t.row_indices().to(c10::kLong), cols};
+  }
+  return {csr_rows(t), t.col_indices().to(c10::kLong)};
 }
 
 at::Tensor make_csr(const at::Tensor& crow, const at::Tensor& col, const at::Tensor& values, c10::IntArrayRef sizes) {
@@ -129,12 +153,13 @@ at::Tensor coo_to_csr_op(const at::Tensor& self, std::optional<int64_t> dense_di
 
 at::Tensor csr_to_dense(const at::Tensor& self, std::optional<c10::ScalarType> dtype, std::optional<bool> masked_grad) {
   TORCH_CHECK(!dtype.has_value(), "dtype argument is not supported by sparse_csr_to_dense");
-  check_csr_matrix(self, "to_dense");
+  check_compressed_matrix(self, "to_dense", "self");
   c10::DeviceGuard guard(self.device());
   int64_t n = self.size(1);
   at::Tensor dense = at::zeros(self.sizes(), self.values().options());
   if (self._nnz() == 0 || dense.numel() == 0) return dense;
-  at::Tensor linear = csr_rows(self).mul_(n).add_(self.col_indices());
+  auto [rows, cols] = compressed_coordinates(self);
+  at::Tensor linear = rows * n + cols;  // not in place: for CSC, rows is the tensor's own row_indices
   dense.view({-1}).index_add_(0, linear, self.values());
   return dense;
 }
@@ -154,13 +179,14 @@ at::Tensor sparse_mask_csr(const at::Tensor& self, const at::Tensor& mask) {
 
 at::Tensor& addmm_csr_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                           const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
-  bool sparse_left = mat1.layout() == c10::kSparseCsr;
-  const at::Tensor& csr = sparse_left ? mat1 : mat2;
-  check_csr_matrix(csr, "addmm", sparse_left ? "mat1" : "mat2");
+  bool sparse_left = is_compressed(mat1);
+  const at::Tensor& sparse = sparse_left ? mat1 : mat2;
+  check_compressed_matrix(sparse, "addmm", sparse_left ? "mat1" : "mat2");
   TORCH_CHECK_NOT_IMPLEMENTED(self.layout() == c10::kStrided && (sparse_left ? mat2 : mat1).layout() == c10::kStrided,
-                              "addmm: on ocl only one sparse CSR operand with a dense self and other is supported");
-  return sparse_triplets_addmm_out(self, mat1, mat2, beta, alpha, csr_rows(csr), csr.col_indices().to(c10::kLong),
-                                   csr.values(), sparse_left, out, "addmm");
+                              "addmm: on ocl only one sparse CSR/CSC operand with a dense self and other is supported");
+  auto [rows, cols] = compressed_coordinates(sparse);
+  return sparse_triplets_addmm_out(self, mat1, mat2, beta, alpha, rows, cols, sparse.values(), sparse_left, out,
+                                   "addmm");
 }
 
 at::Tensor addmm_csr(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const c10::Scalar& beta,
@@ -169,10 +195,21 @@ at::Tensor addmm_csr(const at::Tensor& self, const at::Tensor& mat1, const at::T
   return addmm_csr_out(self, mat1, mat2, beta, alpha, out);
 }
 
+// ATen's _sparse_csr_mm reaches CPU/CUDA-only stubs for CSC: mm is addmm into zeros here.
+at::Tensor mm_compressed(const at::Tensor& self, const at::Tensor& mat2) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!(is_compressed(self) && is_compressed(mat2)),
+                              "mm: a product of two sparse compressed tensors is not supported on ocl");
+  TORCH_CHECK(self.dim() == 2 && mat2.dim() == 2, "mm: 2D matrices expected, got ", self.dim(), "D and ", mat2.dim(),
+              "D");
+  const at::Tensor& dense = is_compressed(self) ? mat2 : self;
+  at::Tensor zeros = at::zeros({self.size(0), mat2.size(1)}, dense.options());
+  return addmm_csr(zeros, self, mat2, 0, 1);
+}
+
 // addmv (and so mv, CSR @ vector): addmm with the vector as a one-column matrix.
 at::Tensor& addmv_csr_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                           const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
-  check_csr_matrix(mat, "addmv", "mat");
+  check_compressed_matrix(mat, "addmv", "mat");
   TORCH_CHECK(vec.dim() == 1, "addmv: vector expected, got ", vec.dim(), "-D tensor");
   TORCH_CHECK(self.dim() <= 1, "addmv: expected a 1-D or 0-D self, got ", self.dim(), "-D");
   at::Tensor column = at::empty({0}, vec.options());
@@ -349,6 +386,8 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("empty_like", TORCH_FN(at::native::empty_like_sparse_csr));
   m.impl("crow_indices", TORCH_FN(at::native::crow_indices_sparse_csr));
   m.impl("col_indices", TORCH_FN(at::native::col_indices_sparse_csr));
+  m.impl("ccol_indices", TORCH_FN(at::native::ccol_indices_sparse_csr));
+  m.impl("row_indices", TORCH_FN(at::native::row_indices_sparse_csr));
   m.impl("values", TORCH_FN(at::native::values_sparse_csr));
   m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse_csr));
   m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse_csr));
@@ -364,12 +403,12 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("_to_sparse_csr", TORCH_FN(at::native::sparse_compressed_to_sparse_csr));
   m.impl("_to_sparse.sparse_dim", TORCH_FN(static_cast<ToSparseDim>(at::native::sparse_compressed_to_sparse)));
   m.impl("_to_sparse", TORCH_FN(static_cast<ToSparseLayout>(at::native::sparse_compressed_to_sparse)));
-  m.impl("mm", TORCH_FN(at::native::_sparse_csr_mm));
   // What computes, on the device.
   m.impl("_to_dense", TORCH_FN(csr_to_dense));
   m.impl("sparse_mask", TORCH_FN(sparse_mask_csr));
   m.impl("addmm.out", TORCH_FN(addmm_csr_out));
   m.impl("addmm", TORCH_FN(addmm_csr));
+  m.impl("mm", TORCH_FN(mm_compressed));
   m.impl("addmv.out", TORCH_FN(addmv_csr_out));
   m.impl("sparse_sampled_addmm", TORCH_FN(sampled_addmm_csr));
   m.impl("sparse_sampled_addmm.out", TORCH_FN(sampled_addmm_csr_out));

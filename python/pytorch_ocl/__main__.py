@@ -62,7 +62,9 @@ def native_ops():
 
     import pytorch_ocl  # noqa: F401  (registers the kernels when autoloading is off)
 
-    regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    # Sparse COO and CSR tensors on ocl have their own dispatch keys.
+    regs = [r for key in ("PrivateUse1", "SparsePrivateUse1", "SparseCsrPrivateUse1")
+            for r in torch._C._dispatch_get_registrations_for_dispatch_key(key)]
     return sorted({r.split("::", 1)[1].split(".")[0] for r in regs if r.startswith("aten::")})
 
 

@@ -52,7 +52,8 @@ ABSENT = {
     "jiterator": "jit of CUDA C++ elementwise snippets; pytorch_ocl.Kernel compiles your OpenCL C instead",
     "nccl": "NVIDIA's collective library; OpenCL has none",
     "profiler": "starts and stops NVIDIA's profiler; torch.ocl.profile times ocl kernels instead",
-    "sparse": "sparse tensors are not supported on ocl",
+    "sparse": ("the legacy per-type sparse classes (torch.cuda.sparse.FloatTensor ...); "
+               "sparse COO and CSR tensors work with device='ocl'"),
     "tunable": "TunableOp picks among cuBLAS/hipBLASLt GEMMs; ocl picks its own GEMM configurations",
 }
 

@@ -50,6 +50,7 @@
 #   bash scripts/gpu_session.sh early34       # foreach AdamW with / without vector items, decode host cost, GPT-2 by kernel
 #   bash scripts/gpu_session.sh fast34        # optimizers' fast route tests + step vs CUDA, LSTM step by kernel, Cholesky profile
 #   bash scripts/gpu_session.sh slots34       # foreach launches of up to 32 items natively, optimizer step + foreach host time vs CUDA
+#   bash scripts/gpu_session.sh merge34       # this session's merges natively, launch cost by argument count, optimizer step
 #   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
@@ -456,6 +457,18 @@ case "${1:-validate}" in
     run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
     run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
     run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
+    ;;
+  merge34)  # this session's merges natively (thread memos, fake quantization, int8 weight matmul, sparse, the
+    # multi-tensor struct arguments), launch cost by argument count, the optimizer step with 32 / 16 items per
+    # launch, per-op host time (foreach rows) vs CUDA
+    run native_tests 170 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_thread_memo.py \
+      tests/test_fake_quantize.py tests/test_fake_quantize_qparams.py tests/test_fake_quantize_learnable.py \
+      tests/test_weight_int8pack_mm.py tests/test_sparse.py tests/test_foreach_optim.py tests/test_fused_optimizers.py \
+      tests/test_gemm.py tests/test_attention.py
+    run launch_args 40 python3 benchmarks/launch_args.py --launches 2000
+    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
+    PYTORCH_OCL_MULTI_SLOTS=16 run optimizer_step16 40 python3 benchmarks/optimizer_step.py --ref none
+    run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
     ;;
   last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and
     # the one-pass attention backward (final version) against the two passes, fp32 B8 H12 L1024 D64

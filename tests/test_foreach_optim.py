@@ -367,6 +367,16 @@ def test_foreach_dense_route_edges():
     o = base_c.to("ocl")
     torch._foreach_add_([o], [o])
     check_lists([o], [base_c * 2])
+    # Inputs that are the written tensor itself (read through the output's pointer), alternating with ones
+    # that are not, and every input the output.
+    xs = [torch.randn(n, generator=g) for n in (8, 5, 12)]
+    ys = [torch.randn(n, generator=g) for n in (8, 5, 12)]
+    xd, yd = dev(xs), dev(ys)
+    torch._foreach_add_(xd, [xd[0], yd[1], xd[2]], alpha=0.5)
+    check_lists(xd, [xs[0] * 1.5, xs[1] + 0.5 * ys[1], xs[2] * 1.5])
+    xd = dev(xs)
+    torch._foreach_addcmul_(xd, xd, xd, value=0.25)
+    check_lists(xd, [x + 0.25 * x * x for x in xs])
     # Bool operands keep the CPU's errors.
     for t in (base_c, base_c.to("ocl")):
         with pytest.raises(RuntimeError, match="Subtraction"):

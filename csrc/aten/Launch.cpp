@@ -58,7 +58,8 @@ bool same_scalar(const dlprim::Scalar& a, const dlprim::Scalar& b) {
 bool same_kind(const std::vector<dlprim::EwOperand>& a, const std::vector<dlprim::EwOperand>& b) {
   if (a.size() != b.size()) return false;
   for (size_t k = 0; k < a.size(); ++k)
-    if (a[k].dtype != b[k].dtype || a[k].is_scalar != b[k].is_scalar || a[k].is_broadcast != b[k].is_broadcast)
+    if (a[k].dtype != b[k].dtype || a[k].is_scalar != b[k].is_scalar || a[k].is_broadcast != b[k].is_broadcast ||
+        a[k].alias != b[k].alias)
       return false;
   return true;
 }
@@ -200,6 +201,18 @@ void ElementwiseBatch::add_dense(c10::ArrayRef<const at::Tensor*> outs, c10::Arr
 
 void ElementwiseBatch::add_item(dlprim::EwMultiItem&& item, int device, dlprim::DType ct,
                                 const std::vector<dlprim::Scalar>& params) {
+  // An input that is an output's own elements (an in-place op's self) reads through that output's pointer.
+  for (size_t k = 0; k < item.inputs.size() && k < 16; ++k) {
+    dlprim::EwOperand& in = item.inputs[k];
+    if (in.is_scalar || in.is_broadcast) continue;
+    for (size_t j = 0; j < item.outputs.size() && j < 15; ++j) {
+      const dlprim::EwOperand& o = item.outputs[j];
+      if (o.mem == in.mem && o.offset == in.offset && o.dtype == in.dtype) {
+        in.alias = static_cast<int>(j);
+        break;
+      }
+    }
+  }
   // Pending items are bounded so that the overlap checks stay linear in the list length.
   bool joins = !items_.empty() && items_.size() < kMaxPending && device == device_ && ct == compute_ && params.size() == params_.size() &&
                same_kind(item.outputs, items_[0].outputs) && same_kind(item.inputs, items_[0].inputs) &&

@@ -30,9 +30,10 @@ struct ProgramKey {
   const ElementwiseOp* op;
   uint64_t operands[3];  // 6 bits per operand: dtype + scalar flag + broadcast flag, 10 operands a word
   uint32_t compute;
+  uint64_t aliases = 0;  // 4 bits per input: the output it aliases + 1 (elementwise_multi), 16 inputs
   bool operator==(const ProgramKey& o) const {
     return ctx == o.ctx && op == o.op && operands[0] == o.operands[0] && operands[1] == o.operands[1] &&
-           operands[2] == o.operands[2] && compute == o.compute;
+           operands[2] == o.operands[2] && compute == o.compute && aliases == o.aliases;
   }
 };
 
@@ -41,7 +42,7 @@ struct ProgramKeyHash {
     size_t h = std::hash<const void*>()(k.ctx);
     h = h * 31 + std::hash<const void*>()(k.op);
     for (uint64_t w : k.operands) h = h * 31 + std::hash<uint64_t>()(w);
-    return h * 31 + k.compute;
+    return (h * 31 + k.compute) * 31 + std::hash<uint64_t>()(k.aliases);
   }
 };
 
@@ -137,6 +138,11 @@ Kernels& kernels_for(const Context& ctx, const ElementwiseOp& op, DType compute,
       uint64_t bits = static_cast<uint64_t>(o.dtype) | (o.is_scalar ? 16u : 0u) | (o.is_broadcast ? 32u : 0u);
       key.operands[n / 10] |= bits << (6 * (n % 10));
       ++n;
+    }
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (ins[k].alias >= 0) {
+      if (k >= 16 || ins[k].alias >= 15) throw Error("elementwise op '" + op.name + "': alias out of range");
+      key.aliases |= static_cast<uint64_t>(ins[k].alias + 1) << (4 * k);
     }
 
   // Per-op hot path: a per-thread memo skips the global lock and the hash lookup (entries are never erased
@@ -341,7 +347,7 @@ void elementwise_multi(const Context& ctx, cl_command_queue q, const Elementwise
         int a = j * arrays;
         for (auto& o : it.outputs) offsets[a++] = o.offset;
         for (auto& i : it.inputs)
-          if (!i.is_scalar) offsets[a++] = i.offset;
+          if (!i.is_scalar && i.alias < 0) offsets[a++] = i.offset;
       }
       args.add_raw(meta_bytes, meta.data());
       for (int j = 0; j < slots; ++j) {
@@ -350,7 +356,7 @@ void elementwise_multi(const Context& ctx, cl_command_queue q, const Elementwise
         for (auto& i : it.inputs) {
           if (i.is_scalar)
             add_scalar(args, compute, i.value);
-          else
+          else if (i.alias < 0)
             args.add(i.mem);
         }
       }

@@ -131,7 +131,7 @@ size_t multi_meta_bytes(int slots, int arrays) {
 // buffer and an offset, per scalar input its value.
 static size_t multi_item_bytes(DType compute, const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
   size_t b = 4 + 16 * outs.size();
-  for (auto& i : ins) b += i.is_scalar ? 8 : 16;  // scalars padded to 8-byte alignment
+  for (auto& i : ins) b += i.is_scalar ? 8 : i.alias >= 0 ? 0 : 16;  // scalars padded to 8-byte alignment
   return b;
 }
 
@@ -150,7 +150,7 @@ int multi_slots(size_t param_bytes, DType compute, const std::vector<EwOperand>&
 
 int multi_arrays(const std::vector<EwOperand>& outs, const std::vector<EwOperand>& ins) {
   int a = static_cast<int>(outs.size());
-  for (auto& i : ins) a += i.is_scalar ? 0 : 1;
+  for (auto& i : ins) a += i.is_scalar || i.alias >= 0 ? 0 : 1;
   return a;
 }
 
@@ -172,7 +172,7 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
     for (size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].is_scalar)
         params << ", " << ct << " x" << k << "_s" << j;
-      else
+      else if (ins[k].alias < 0)
         params << ", __global const " << storage_cl_type(ins[k].dtype) << "* x" << k << "_p" << j;
     }
   }
@@ -196,6 +196,8 @@ std::string multi_kernel_text(const ElementwiseOp& op, DType compute, const std:
     for (size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].is_scalar)
         pick << " x" << k << "_s = x" << k << "_s" << j << ";";
+      else if (ins[k].alias >= 0)  // the output's pointer and offset (assigned just before)
+        pick << " x" << k << "_p = y" << ins[k].alias << "_p; x" << k << "_o = y" << ins[k].alias << "_o;";
       else
         pick << " x" << k << "_p = x" << k << "_p" << j << "; x" << k << "_o = m.o[" << a++ << "];";
     }

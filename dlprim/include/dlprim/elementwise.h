@@ -43,6 +43,9 @@ struct EwOperand {
   // elementwise_multi only: an input that holds one value for every element (a 0-dim device
   // tensor broadcast, stride 0: a fused optimizer's step count, lr, grad scale), read at `offset`.
   bool is_broadcast = false;
+  // elementwise_multi only: an input that is output `alias`'s own elements (same buffer, offset and dtype:
+  // an in-place op's self), read through that output's pointer, so it costs no kernel argument.
+  int alias = -1;
 };
 
 // The definition of an op: OpenCL C statements reading x0.., w0.. and writing y0..

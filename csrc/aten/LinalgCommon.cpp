@@ -188,13 +188,16 @@ int on_chip_setting() {
 bool on_chip() { return on_chip_setting() != 0; }
 
 bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
-  return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
+  if (!on_chip()) return false;
+  bool fits = false;  // builds the kernel's program (its group limit): a build error reads as PyTorch's
+  OCL_DLPRIM_CALL("linalg", fits = dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n));
+  return fits;
 }
 
 bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op,
                       const at::Tensor& y, bool adjoint) {
   const int64_t n = s.size(-1);
-  if (!on_chip() || !cholesky_block_fits(s, n)) return false;
+  if (!on_chip() || !dlprim::wy_factor_fits(context(s.device().index()), ltype_of(s, op), n)) return false;
   int device = s.device().index();
   cl_command_queue q = queue_of(s);
   at::Tensor tau2 = tau.unsqueeze(-2);  // (..., 1, k): its batch stride; elements one apart

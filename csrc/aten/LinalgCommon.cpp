@@ -183,14 +183,28 @@ int on_chip_setting() {
   return std::string(v) == "0" ? 0 : 1;
 }
 
+// The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
+// PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On
+// PoCL's CPU device the LU leaf measured slower than the global-memory kernel (work-items are loops
+// there, the per-item arrays memory anyway, and three barriers a column).
+bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
+  int use = on_chip_setting();
+  if (use < 0) use = dlprim::tune_variant(label, 2);
+  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
+  return use != 0;
+}
+
 } // namespace
 
 bool on_chip() { return on_chip_setting() != 0; }
 
+// GPUs only by default: on PoCL's CPU device the block in registers measured 2x (float32) to 28x
+// (complex64) slower than the global-memory path (the tiles kept across 64 barriers are memory there).
 bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
-  if (!on_chip()) return false;
+  const dlprim::Context& ctx = context(a.device().index());
+  if (!gpu_on_chip(ctx, "cholesky_block")) return false;
   bool fits = false;  // builds the kernel's program (its group limit): a build error reads as PyTorch's
-  OCL_DLPRIM_CALL("linalg", fits = dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n));
+  OCL_DLPRIM_CALL("linalg", fits = dlprim::cholesky_block_fits(ctx, ltype_of(a, "linalg"), n));
   return fits;
 }
 
@@ -224,21 +238,6 @@ void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at:
                                              {ib.mem, ib.offset / 4, 1}, base));
   note_enqueued(q);
 }
-
-namespace {
-
-// The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
-// PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On
-// PoCL's CPU device the LU leaf measured slower than the global-memory kernel (work-items are loops
-// there, the per-item arrays memory anyway, and three barriers a column).
-bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
-  int use = on_chip_setting();
-  if (use < 0) use = dlprim::tune_variant(label, 2);
-  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
-  return use != 0;
-}
-
-} // namespace
 
 bool wy_product_on_chip(const at::Tensor& s) { return gpu_on_chip(context(s.device().index()), "wy_product"); }
 

@@ -24,6 +24,15 @@ def spd(*shape, dtype):
     return a @ a.mH / n + torch.eye(n, dtype=dtype)
 
 
+def leading_columns(S, k):
+    """The first k columns of S's Cholesky factor, all rows (they depend on S's first k columns only), where
+    S fails past them: LAPACK's blocked potrf leaves rows below a failing block unfinished, so the CPU's own
+    result is compared on the leading k x k only; this factors S with its trailing block made definite."""
+    S2 = S.clone()
+    S2[k:, k:] += 1e3 * S.shape[-1] * torch.eye(S.shape[-1] - k, dtype=S.dtype)
+    return torch.linalg.cholesky(S2)[:, :k]
+
+
 @pytest.fixture(autouse=True)
 def _on_chip(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")
@@ -31,10 +40,15 @@ def _on_chip(monkeypatch):
 
 def _cholesky_ex(a):
     """torch.linalg.cholesky_ex on ocl and the number of diagonal-block launches it made."""
+    L, info, names = _cholesky_ex_kernels(a)
+    return L, info, names.count("linalg_cholesky_block")
+
+
+def _cholesky_ex_kernels(a):
     with pytorch_ocl.profiler.profile() as prof:
         L, info = torch.linalg.cholesky_ex(a)
         torch.ocl.synchronize()
-    return L.cpu(), info.cpu(), sum(1 for r in prof.records if r[0] == "linalg_cholesky_block")
+    return L.cpu(), info.cpu(), [r[0] for r in prof.records]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
@@ -79,8 +93,9 @@ def test_info_matches_lapack(dtype, monkeypatch):
     assert info.tolist() == [1, 6, 17, 18, 40, 22, 10, 31, 0, 0]
     assert launches == 3
     torch.testing.assert_close(L[8:], Lc[8:], **TOL[dtype])
-    # The columns before a failure are factored as LAPACK's.
-    torch.testing.assert_close(L[5, :, :21], Lc[5, :, :21], **TOL[dtype])
+    # The columns before a failure are factored, all rows (the failing block's inverse of its leading columns).
+    torch.testing.assert_close(L[5, :, :21], leading_columns(S[5], 21), **TOL[dtype])
+    torch.testing.assert_close(L[5, :21, :21], Lc[5, :21, :21], **TOL[dtype])
     with pytest.raises(torch.linalg.LinAlgError, match="order 17"):
         torch.linalg.cholesky(S[2].to(DEV))
 
@@ -95,3 +110,29 @@ def test_solve_through_factor(monkeypatch):
     x = torch.cholesky_solve(b.to(DEV), L).cpu()
     torch.testing.assert_close(x, torch.linalg.solve(S, b), rtol=1e-9, atol=1e-9)
     torch.testing.assert_close(torch.cholesky_inverse(L).cpu(), torch.linalg.inv(S), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("nb,panel,n", [(17, 34, 90), (17, 51, 90), (8, 32, 70), (None, 128, 200), (None, 256, 300)])
+def test_wider_panels(nb, panel, n, monkeypatch):
+    """PYTORCH_OCL_CHOLESKY_PANEL: outer steps of several blocks, each diagonal block factored by halves
+    within (the kernel at the leaves) and its inverse assembled from theirs; a tail step not a multiple of the
+    block; float64 and complex64; info of a failure in the second half of an outer step's block."""
+    monkeypatch.setenv("PYTORCH_OCL_CHOLESKY_PANEL", str(panel))
+    if nb is not None:
+        monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", str(nb))
+    else:
+        monkeypatch.delenv("PYTORCH_OCL_LINALG_BLOCK", raising=False)
+    torch.manual_seed(panel + n)
+    for dtype in (torch.float64, torch.complex64):
+        S = spd(2, n, n, dtype=dtype)
+        S[1, panel - 2, panel - 2] = -1.0
+        L, info, launches = _cholesky_ex(S.to(DEV))
+        Lc, infoc = torch.linalg.cholesky_ex(S)
+        assert launches == -(-n // (nb or 64))
+        assert info.tolist() == infoc.tolist() == [0, panel - 1]
+        torch.testing.assert_close(L[0], Lc[0], **TOL[dtype])
+        torch.testing.assert_close(L[1, :, :panel - 2], leading_columns(S[1], panel - 2), **TOL[dtype])
+    # The setting took: the diagonal blocks' inverses assembled within the outer steps are extra launches.
+    wide = len(_cholesky_ex_kernels(S.to(DEV))[2])
+    monkeypatch.delenv("PYTORCH_OCL_CHOLESKY_PANEL")
+    assert len(_cholesky_ex_kernels(S.to(DEV))[2]) < wide

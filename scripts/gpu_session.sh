@@ -476,7 +476,7 @@ case "${1:-validate}" in
     run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
     run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
     ;;
-  chol34)  # the diagonal-block Cholesky kernel with one barrier a column and the doubling inverse: the Cholesky
+  chol34)  # the diagonal-block Cholesky kernel with one barrier for two columns and the doubling inverse: the Cholesky
     # tests natively, Cholesky vs cuSOLVER, and by kernel at 4096 (linalg_cholesky_block's share)
     run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_cholesky_block.py \
       tests/test_linalg_on_chip.py tests/test_linalg.py tests/test_complex_linalg.py tests/test_linalg_wide_rhs.py

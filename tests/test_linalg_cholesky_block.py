@@ -1,12 +1,13 @@
 """Blocked Cholesky's diagonal-block kernel (dlprim/kernels/linalg_block.cl, linalg_cholesky_block): each block
-factored with one barrier a column (a 4 x 4 tile of the block in each work-item's registers, the unscaled
-L D L^H update, the columns scaled at the end) and inverted by recursive doubling (the inverse feeds the
+factored with one barrier for two columns (a 4 x 4 tile of the block in each work-item's registers, the
+unscaled L D L^H update, the columns scaled at the end) and inverted by recursive doubling (the inverse feeds the
 panel below, L21 = A21 inv(L11)^H, so a wrong inverse shows in L). Against the CPU (LAPACK): blocks of 1, 2,
 3, 17, 63 and 64 (groups of 1 to 256 items; inverses over non-power-of-two widths) with a tail block, the
 default block at n = 65 and 200, batched, transposed input, float32 / float64 / complex64; info equal to the
-CPU's for matrices failing at several columns (a negative or zero diagonal, one made negative by the
-updates, NaN on and off the diagonal); a solve through the factor. Each case also checks that the kernel ran
-(one launch a block), so a path that bypassed it fails."""
+CPU's for matrices failing at several columns, the first and the second of a step (a negative or zero
+diagonal, one made negative by the updates, NaN on and off the diagonal); a solve through the factor; wider
+outer steps (PYTORCH_OCL_CHOLESKY_PANEL). Each case also checks that the kernel ran (one launch a block), so
+a path that bypassed it fails."""
 import pytest
 import torch
 

@@ -75,11 +75,11 @@ inline void lower_inverse_doubling(__local T* s, int ld, int n) {
 // upper part zeros) into inv, so the panel below is one GEMM (L21 = A21 inv(L11)^H). info: the
 // whole matrix's (potrf's info), set to base + k by the first block that fails at its column k
 // (info[b] still 0: blocks run in queue order) and left alone otherwise: no per-block merge.
-// One barrier a column: item (ty, tx) keeps a_ij for the rows i = ty + P r and columns j = tx + P c in
-// registers; step k updates the trailing a_ij (i >= j > k) by a_ik conj(a_jk) / a_kk (column k in local
-// memory, final since step k - 1: the unscaled, LDL^H form), and the owners of column k + 1 put it in
-// local memory for step k + 1; the columns are scaled by 1 / sqrt(a_jj) once at the end. The inverse by
-// recursive doubling (lower_inverse_doubling). Barriers for n = 64: 1 + 64 + 1 + 12 (was 257).
+// One barrier for two columns: item (ty, tx) keeps a_ij for the rows i = ty + P r and columns j = tx + P c
+// in registers; column k's step updates the trailing a_ij (i >= j > k) by a_ik conj(a_jk) / a_kk (the
+// unscaled, LDL^H form; column k in local memory), column k + 1's likewise in the same step, and the owners
+// of the next two columns put them in local memory; the columns are scaled by 1 / sqrt(a_jj) once at the end.
+// The inverse by recursive doubling (lower_inverse_doubling). Barriers for n = 64: 1 + 32 + 1 + 12 (was 257).
 // s: n (n + 1) elements of T; v: 2 n (sqrt(d_k), then 1 / sqrt(d_k)).
 __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, long cs, int n, __global T* inv,
                                     ulong inv_o, long inv_bs, long inv_rs, long inv_cs, int want_inv,
@@ -98,36 +98,56 @@ __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, 
     for (int c = 0; c < CHOL_TILE; ++c) {
       const int i = ty + P * r, j = tx + P * c;
       acc[r][c] = i < n && j <= i ? AT(A, i, j) : TO_T(0);
-      if (j == 0 && i < n) LS(i, 0) = acc[r][c];
+      if (j <= 1 && i < n) LS(i, j) = acc[r][c];
     }
   barrier(CLK_LOCAL_MEM_FENCE);
   int done = n;  // the columns factored
-  for (int k = 0; k < n; ++k) {
-    const R d = RE(LS(k, k));
-    if (!(d > 0)) {  // the same d in every item: the whole group leaves together
+  for (int k = 0; k < n; k += 2) {
+    // Columns k and k + 1 in one step: local memory holds both as of step k - 2; every item forms column
+    // k + 1's update by column k itself where it needs it (its rows, its columns, the pivot d1), the same
+    // operations in every item, so d1 and the group's decisions are the same everywhere.
+    const bool two = k + 1 < n;
+    const R d0 = RE(LS(k, k));
+    if (!(d0 > 0)) {  // the same d0 in every item: the whole group leaves together
       done = k;
       break;
     }
+    const R dinv0 = 1 / d0;
+    const T c0 = two ? CONJ(LS(k + 1, k)) * dinv0 : TO_T(0);
+    const R d1 = two ? RE(LS(k + 1, k + 1) - MUL(LS(k + 1, k), c0)) : 1;
     if (lid == 0) {
-      const R sq = sqrt(d);
+      const R sq = sqrt(d0);
       v[k] = TO_T(sq);
       v[n + k] = TO_T(1 / sq);  // potf2 scales by the reciprocal
+      if (two && d1 > 0) {
+        v[k + 1] = TO_T(sqrt(d1));
+        v[n + k + 1] = TO_T(1 / sqrt(d1));
+      }
     }
-    const R dinv = 1 / d;
-    T ci[CHOL_TILE], cj[CHOL_TILE];
+    if (!(d1 > 0)) {  // column k done: its scale written before the others read it, and s(k, k) read by all
+      done = k + 1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      break;
+    }
+    const R dinv1 = 1 / d1;
+    T ci0[CHOL_TILE], ci1[CHOL_TILE], cj0[CHOL_TILE], cj1[CHOL_TILE];
 #pragma unroll
     for (int r = 0; r < CHOL_TILE; ++r) {
       const int i = ty + P * r, j = tx + P * r;
-      ci[r] = i > k && i < n ? LS(i, k) : TO_T(0);
-      cj[r] = j > k && j < n ? CONJ(LS(j, k)) * dinv : TO_T(0);
+      ci0[r] = i > k && i < n ? LS(i, k) : TO_T(0);
+      ci1[r] = i > k + 1 && i < n ? LS(i, k + 1) - MUL(ci0[r], c0) : TO_T(0);
+      const T aj = j > k && j < n ? LS(j, k) : TO_T(0);
+      cj0[r] = CONJ(aj) * dinv0;
+      cj1[r] = j > k + 1 && j < n ? CONJ(LS(j, k + 1) - MUL(aj, c0)) * dinv1 : TO_T(0);
     }
 #pragma unroll
     for (int r = 0; r < CHOL_TILE; ++r)
 #pragma unroll
       for (int c = 0; c < CHOL_TILE; ++c) {
         const int i = ty + P * r, j = tx + P * c;
-        if (j > k && j <= i) acc[r][c] -= MUL(ci[r], cj[c]);  // finished columns untouched (no 0 * inf)
-        if (j == k + 1 && i >= j && i < n) LS(i, j) = acc[r][c];
+        if (j > k && j <= i) acc[r][c] -= MUL(ci0[r], cj0[c]);  // finished columns untouched (no 0 * inf)
+        if (j > k + 1 && j <= i) acc[r][c] -= MUL(ci1[r], cj1[c]);
+        if ((j == k + 2 || j == k + 3) && i >= j && i < n) LS(i, j) = acc[r][c];
       }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

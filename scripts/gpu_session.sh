@@ -489,6 +489,9 @@ case "${1:-validate}" in
     done
     PYTORCH_OCL_CHOLESKY_PANEL=256 run prof_chol_panel256 60 python3 benchmarks/profile_linalg.py --n 4096 \
       --ops cholesky --top 8
+    # the block kernel with a column a barrier (PYTORCH_OCL_CHOLESKY_PAIR=0) against two (the default)
+    PYTORCH_OCL_CHOLESKY_PAIR=0 run prof_chol_single 60 python3 benchmarks/profile_linalg.py --n 4096 \
+      --ops cholesky --top 8
     ;;
   prof32)  # GPT-2 small and BERT training steps by kernel against CUDA's in a child process; the vocabulary
     # log-softmax and the bias-gradient sums against CUDA

@@ -72,12 +72,15 @@ def test_block_sizes(nb, n, dtype, monkeypatch):
     torch.testing.assert_close(L, torch.linalg.cholesky(B.mT), **TOL[dtype])
 
 
+@pytest.mark.parametrize("pair", ["1", "0"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
-def test_info_matches_lapack(dtype, monkeypatch):
+def test_info_matches_lapack(dtype, pair, monkeypatch):
     """Blocks of 17 over 40 columns: failures at the first column, inside the first block, at its last
     column, at the second block's first, in the tail block's last column; a diagonal made negative only by
-    the updates (|s_kj| > sqrt(s_kk s_jj)); NaN on the diagonal and off it; a good matrix beside them."""
+    the updates (|s_kj| > sqrt(s_kk s_jj)); NaN on the diagonal and off it; a good matrix beside them. Two
+    columns a step (the default) and one (PYTORCH_OCL_CHOLESKY_PAIR=0)."""
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "17")
+    monkeypatch.setenv("PYTORCH_OCL_CHOLESKY_PAIR", pair)
     torch.manual_seed(5)
     n = 40
     S = spd(10, n, n, dtype=dtype)

@@ -80,10 +80,12 @@ inline void lower_inverse_doubling(__local T* s, int ld, int n) {
 // unscaled, LDL^H form; column k in local memory), column k + 1's likewise in the same step, and the owners
 // of the next two columns put them in local memory; the columns are scaled by 1 / sqrt(a_jj) once at the end.
 // The inverse by recursive doubling (lower_inverse_doubling). Barriers for n = 64: 1 + 32 + 1 + 12 (was 257).
+// pair = 0: a column a step (64 + 14 barriers; the column k + 1 terms zero), for comparison.
 // s: n (n + 1) elements of T; v: 2 n (sqrt(d_k), then 1 / sqrt(d_k)).
 __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, long cs, int n, __global T* inv,
                                     ulong inv_o, long inv_bs, long inv_rs, long inv_cs, int want_inv,
-                                    __global int* info, ulong info_o, int base, __local T* s, __local T* v) {
+                                    __global int* info, ulong info_o, int base, int pair, __local T* s,
+                                    __local T* v) {
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   const int ld = n + 1, P = (n + CHOL_TILE - 1) / CHOL_TILE;
@@ -102,11 +104,11 @@ __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, 
     }
   barrier(CLK_LOCAL_MEM_FENCE);
   int done = n;  // the columns factored
-  for (int k = 0; k < n; k += 2) {
+  for (int k = 0; k < n; k += pair ? 2 : 1) {
     // Columns k and k + 1 in one step: local memory holds both as of step k - 2; every item forms column
     // k + 1's update by column k itself where it needs it (its rows, its columns, the pivot d1), the same
     // operations in every item, so d1 and the group's decisions are the same everywhere.
-    const bool two = k + 1 < n;
+    const bool two = pair && k + 1 < n;
     const R d0 = RE(LS(k, k));
     if (!(d0 > 0)) {  // the same d0 in every item: the whole group leaves together
       done = k;
@@ -135,10 +137,10 @@ __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, 
     for (int r = 0; r < CHOL_TILE; ++r) {
       const int i = ty + P * r, j = tx + P * r;
       ci0[r] = i > k && i < n ? LS(i, k) : TO_T(0);
-      ci1[r] = i > k + 1 && i < n ? LS(i, k + 1) - MUL(ci0[r], c0) : TO_T(0);
+      ci1[r] = two && i > k + 1 && i < n ? LS(i, k + 1) - MUL(ci0[r], c0) : TO_T(0);
       const T aj = j > k && j < n ? LS(j, k) : TO_T(0);
       cj0[r] = CONJ(aj) * dinv0;
-      cj1[r] = j > k + 1 && j < n ? CONJ(LS(j, k + 1) - MUL(aj, c0)) * dinv1 : TO_T(0);
+      cj1[r] = two && j > k + 1 && j < n ? CONJ(LS(j, k + 1) - MUL(aj, c0)) * dinv1 : TO_T(0);
     }
 #pragma unroll
     for (int r = 0; r < CHOL_TILE; ++r)
@@ -146,8 +148,8 @@ __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, 
       for (int c = 0; c < CHOL_TILE; ++c) {
         const int i = ty + P * r, j = tx + P * c;
         if (j > k && j <= i) acc[r][c] -= MUL(ci0[r], cj0[c]);  // finished columns untouched (no 0 * inf)
-        if (j > k + 1 && j <= i) acc[r][c] -= MUL(ci1[r], cj1[c]);
-        if ((j == k + 2 || j == k + 3) && i >= j && i < n) LS(i, j) = acc[r][c];
+        if (two && j > k + 1 && j <= i) acc[r][c] -= MUL(ci1[r], cj1[c]);
+        if ((pair ? j == k + 2 || j == k + 3 : j == k + 1) && i >= j && i < n) LS(i, j) = acc[r][c];
       }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

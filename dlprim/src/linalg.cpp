@@ -140,7 +140,7 @@ bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n) {
 }
 
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
-                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base) {
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base, bool pair) {
   if (batch == 0 || n == 0) return;
   if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a Cholesky block does not fit in one work-group");
   Kernel k = cholesky_block_program(ctx, t);
@@ -151,8 +151,9 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
   args.add<cl_int>(inv ? 1 : 0);
   add_ints(args, info, false);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
-  args.add<cl_int>(static_cast<cl_int>(base)).add_local(n * (n + 1) * elem).add_local(2 * n * elem);
-  size_t g = k.group_for(n * n / 2);
+  args.add<cl_int>(static_cast<cl_int>(base)).add<cl_int>(pair ? 1 : 0);
+  args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);
+  const size_t g = static_cast<size_t>(cholesky_block_items(n));  // exactly the tiles' owners
   launch_1d(q, k.k, batch * g, g);
 }
 

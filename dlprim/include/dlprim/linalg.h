@@ -61,8 +61,9 @@ void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
 // column k, else untouched. Only for n where cholesky_block_fits: the block in local memory and
 // ceil(n / 4)^2 work-items in one group (n <= 64 on CPU devices, 128 on GPUs); throws otherwise.
 bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
+// pair: two columns a barrier (the default), else one.
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
-                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base, bool pair = true);
 
 // Where a factored matrix sits as a leaf of the recursive LU panel (csrc/aten/LinalgBlocked.cpp): the
 // pivots are written + piv_base (the leaf's first row in the whole matrix: getrf's final pivots), and

@@ -69,6 +69,9 @@ inline void lower_inverse_doubling(__local T* s, int ld, int n) {
 // Rows and columns of the block one work-item of linalg_cholesky_block keeps in registers: a P x P group,
 // P = ceil(n / CHOL_TILE) (256 items for 64 x 64); the host launches exactly P * P items.
 #define CHOL_TILE 4
+#ifndef CHOL_PAIR
+#define CHOL_PAIR 1
+#endif
 
 // Lower Cholesky L L^H of each n x n diagonal block (only its lower triangle read, the strict
 // upper one written as zeros), as linalg_cholesky, and when want_inv the inverse of L (lower, the
@@ -80,12 +83,12 @@ inline void lower_inverse_doubling(__local T* s, int ld, int n) {
 // unscaled, LDL^H form; column k in local memory), column k + 1's likewise in the same step, and the owners
 // of the next two columns put them in local memory; the columns are scaled by 1 / sqrt(a_jj) once at the end.
 // The inverse by recursive doubling (lower_inverse_doubling). Barriers for n = 64: 1 + 32 + 1 + 12 (was 257).
-// pair = 0: a column a step (64 + 14 barriers; the column k + 1 terms zero), for comparison.
+// CHOL_PAIR 0 (a define): a column a step (64 + 14 barriers; the column k + 1 terms off), for comparison.
 // s: n (n + 1) elements of T; v: 2 n (sqrt(d_k), then 1 / sqrt(d_k)).
 __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, long cs, int n, __global T* inv,
                                     ulong inv_o, long inv_bs, long inv_rs, long inv_cs, int want_inv,
-                                    __global int* info, ulong info_o, int base, int pair, __local T* s,
-                                    __local T* v) {
+                                    __global int* info, ulong info_o, int base, __local T* s, __local T* v) {
+  const bool pair = CHOL_PAIR;
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
   const int ld = n + 1, P = (n + CHOL_TILE - 1) / CHOL_TILE;

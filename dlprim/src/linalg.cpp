@@ -130,8 +130,10 @@ static int64_t cholesky_block_items(int64_t n) {
 }
 
 // Up to 1024 items on GPUs (n <= 128), 256 on CPU devices (n <= 64; items are loop iterations there).
-static Kernel cholesky_block_program(const Context& ctx, LinalgType t) {
-  return kernel(ctx, t, "linalg_block", "linalg_cholesky_block", ctx.info().is_cpu ? 256 : 1024);
+// pair false: the one-column-a-barrier variant (CHOL_PAIR 0, a program of its own).
+static Kernel cholesky_block_program(const Context& ctx, LinalgType t, bool pair = true) {
+  return kernel(ctx, t, "linalg_block", "linalg_cholesky_block", ctx.info().is_cpu ? 256 : 1024,
+                pair ? std::string() : std::string("#define CHOL_PAIR 0\n"));
 }
 
 bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n) {
@@ -143,7 +145,7 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
                     const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base, bool pair) {
   if (batch == 0 || n == 0) return;
   if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a Cholesky block does not fit in one work-group");
-  Kernel k = cholesky_block_program(ctx, t);
+  Kernel k = cholesky_block_program(ctx, t, pair);
   KernelArgs args(k.k);
   add_matrix(args, a);
   args.add<cl_int>(static_cast<cl_int>(n));
@@ -151,8 +153,7 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
   args.add<cl_int>(inv ? 1 : 0);
   add_ints(args, info, false);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
-  args.add<cl_int>(static_cast<cl_int>(base)).add<cl_int>(pair ? 1 : 0);
-  args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);
+  args.add<cl_int>(static_cast<cl_int>(base)).add_local(n * (n + 1) * elem).add_local(2 * n * elem);
   const size_t g = static_cast<size_t>(cholesky_block_items(n));  // exactly the tiles' owners
   launch_1d(q, k.k, batch * g, g);
 }

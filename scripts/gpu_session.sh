@@ -54,7 +54,7 @@
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
 #   bash scripts/gpu_session.sh linalg33      # fused LU / QR panel steps: linalg tests natively, launch counts, profile, vs cuSOLVER
-#   bash scripts/gpu_session.sh chol34        # Cholesky tests natively, Cholesky vs cuSOLVER, by kernel at 4096; outer panels 128 / 256
+#   bash scripts/gpu_session.sh chol34        # Cholesky tests natively, vs cuSOLVER, by kernel at 4096; panels, pair off
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile

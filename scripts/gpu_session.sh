@@ -57,6 +57,7 @@
 #   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
 #   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
 #   bash scripts/gpu_session.sh linalg33      # fused LU / QR panel steps: linalg tests natively, launch counts, profile, vs cuSOLVER
+#   bash scripts/gpu_session.sh chol34        # Cholesky tests natively, vs cuSOLVER, by kernel at 4096; panels, pair off
 #   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
@@ -505,6 +506,23 @@ case "${1:-validate}" in
     run count_linalg 60 python3 benchmarks/profile_linalg.py --count --n 4096 --ops lu_factor,qr
     run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
     run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
+    ;;
+  chol34)  # the diagonal-block Cholesky kernel with one barrier for two columns and the doubling inverse: the Cholesky
+    # tests natively, Cholesky vs cuSOLVER, and by kernel at 4096 (linalg_cholesky_block's share)
+    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_cholesky_block.py \
+      tests/test_linalg_on_chip.py tests/test_linalg.py tests/test_complex_linalg.py tests/test_linalg_wide_rhs.py
+    run linalg34 60 python3 benchmarks/linalg.py --ref cuda --only cholesky --out "$out/linalg34.md"
+    run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
+    # wider outer steps (PYTORCH_OCL_CHOLESKY_PANEL: the diagonal block blocked within, outer GEMMs with K = 128 / 256)
+    for p in 128 256; do
+      PYTORCH_OCL_CHOLESKY_PANEL=$p run "linalg34_panel$p" 45 python3 benchmarks/linalg.py --ref none \
+        --only "cholesky 1024,cholesky 4096" --out "$out/linalg34_panel$p.md"
+    done
+    PYTORCH_OCL_CHOLESKY_PANEL=256 run prof_chol_panel256 60 python3 benchmarks/profile_linalg.py --n 4096 \
+      --ops cholesky --top 8
+    # the block kernel with a column a barrier (PYTORCH_OCL_CHOLESKY_PAIR=0) against two (the default)
+    PYTORCH_OCL_CHOLESKY_PAIR=0 run prof_chol_single 60 python3 benchmarks/profile_linalg.py --n 4096 \
+      --ops cholesky --top 8
     ;;
   prof32)  # GPT-2 small and BERT training steps by kernel against CUDA's in a child process; the vocabulary
     # log-softmax and the bias-gradient sums against CUDA

@@ -27,9 +27,21 @@ def test_linalg_on_chip(monkeypatch):
     4 and a tail of 2, complex too: the conjugated products) and small triangular solves in local memory;
     linalg_lu_leaf.cl: LU leaves in registers."""
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "4")
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_ON_CHIP", "1")  # Oclgrind's device counts as a CPU: GPU paths forced
     for dt in (torch.float32, torch.complex64):
         a = torch.randn(2, 10, 10, dtype=dt)
         check(lambda a: torch.linalg.cholesky(a @ a.mH + 10 * torch.eye(10, device=a.device)), a, backward=False)
+    # linalg_cholesky_block with several items (blocks of 9: 3 x 3 items, two columns a step and a last single
+    # one, a tail of 3, the inverse's widths 1, 2, 4, 8 cut at 9), and failures inside a block at the first and
+    # the second column of a step (info; the leading columns' inverse, zeros past them).
+    monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "9")
+    for dt in (torch.float32, torch.complex64):
+        a = torch.randn(3, 21, 21, dtype=dt)
+        a = a @ a.mH + 21 * torch.eye(21)
+        a[1, 13, 13] = -1
+        a[2, 14, 14] = -1
+        check(lambda a: torch.linalg.cholesky_ex(a).info, a, backward=False)
+        check(lambda a: torch.linalg.cholesky(a[0].mT), a, backward=False)
     # LU leaves in registers (linalg_lu_leaf.cl): a 140 x 10 matrix in panels of 8, leaves of 4 (W = 4: 16
     # work-items of up to 16 rows) and of 8 (W = 8: 32 items of up to 8 rows), then whole panels as leaves
     # (W = 16: 64 items of up to 4 rows, the argmax's two levels); ties in column 0 (the first row wins).

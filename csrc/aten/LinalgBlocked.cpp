@@ -268,22 +268,53 @@ void blocked_orgqr(const at::Tensor& v, const at::Tensor& tau, const at::Tensor&
   }
 }
 
+// L21 = A21 inv(L11)^H into a21 (L21 L11^H = A21), a product apart from the trailing block's storage (see
+// sub_product), made in a21's layout (column-major: as (conj(inv(L11)) A21^T)^T) so the copy back is straight.
+static at::Tensor cholesky_panel(const at::Tensor& a21, const at::Tensor& linv) {
+  at::Tensor l21 = a21.stride(-2) == 1 ? at::matmul(linv.conj(), a21.mT()).mT() : at::matmul(a21, linv.mH());
+  a21.copy_(l21);
+  return l21;
+}
+
+// An outer step's diagonal block (w x w) factored in place and inv(L) into linv (w x w, zeros on entry),
+// blocked within: leaf-wide blocks by the kernel, halves above that (leaf multiples), and the inverse
+// assembled from the halves', inv([[L11, 0], [L21, L22]]) = [[inv11, 0], [-inv22 L21 inv11, inv22]].
+static void cholesky_diag_on_chip(const at::Tensor& a11, const at::Tensor& linv, const at::Tensor& inf, int64_t base,
+                                  int64_t leaf, const char* op) {
+  const int64_t w = a11.size(-1);
+  if (w <= leaf) {
+    cholesky_block_kernel(a11, linv, inf, base, op);
+    return;
+  }
+  const int64_t h = (w / 2 + leaf - 1) / leaf * leaf;
+  at::Tensor i11 = block(linv, 0, h, 0, h), i22 = block(linv, h, w, h, w);
+  cholesky_diag_on_chip(block(a11, 0, h, 0, h), i11, inf, base, leaf, op);
+  at::Tensor l21 = cholesky_panel(block(a11, h, w, 0, h), i11);
+  sub_product(block(a11, h, w, h, w), l21, l21.mH());
+  cholesky_diag_on_chip(block(a11, h, w, h, w), i22, inf, base + h, leaf, op);
+  sub_product(block(linv, h, w, 0, h), i22, at::matmul(l21, i11));  // 0 - inv22 (L21 inv11), in place
+}
+
 // Blocked potrf with the diagonal blocks on chip (cholesky_block_kernel): per block one kernel
 // (factor, info, inv(L11)), the panel L21 = A21 inv(L11)^H and the trailing update on our GEMM,
 // four launches; the upper triangle zeroed once at the end (the loop reads only the lower one).
+// PYTORCH_OCL_CHOLESKY_PANEL (a multiple of nb, default nb): wider outer steps, their diagonal blocks
+// blocked within (cholesky_diag_on_chip), so the outer trailing GEMMs run with K = that width.
 static void blocked_cholesky_on_chip(const at::Tensor& a, const at::Tensor& info, int64_t nb, const char* op) {
   const int64_t n = a.size(-1);
+  const int64_t outer = std::max<int64_t>(1, leaf_setting("PYTORCH_OCL_CHOLESKY_PANEL") / nb) * nb;
   at::Tensor inf = info.is_contiguous() ? info : at::empty(info.sizes(), info.options());
   inf.zero_();
-  for (int64_t k0 = 0; k0 < n; k0 += nb) {
-    const int64_t k1 = std::min(n, k0 + nb);
+  for (int64_t k0 = 0; k0 < n; k0 += outer) {
+    const int64_t k1 = std::min(n, k0 + outer);
     at::Tensor a11 = block(a, k0, k1, k0, k1);
-    at::Tensor linv = k1 < n ? at::empty(a11.sizes(), a.options()) : at::Tensor();
-    cholesky_block_kernel(a11, linv, inf, k0, op);
+    // The last block needs no inverse unless blocked within (its halves' panels use theirs).
+    at::Tensor linv;
+    if (k1 - k0 > nb) linv = at::zeros(a11.sizes(), a.options());
+    else if (k1 < n) linv = at::empty(a11.sizes(), a.options());
+    cholesky_diag_on_chip(a11, linv, inf, k0, nb, op);
     if (k1 == n) break;
-    at::Tensor a21 = block(a, k1, n, k0, k1);
-    at::Tensor l21 = a21.stride(-2) == 1 ? at::matmul(linv.conj(), a21.mT()).mT() : at::matmul(a21, linv.mH());
-    a21.copy_(l21);
+    at::Tensor l21 = cholesky_panel(block(a, k1, n, k0, k1), linv);
     sub_product(block(a, k1, n, k1, n), l21, l21.mH());
   }
   a.tril_();
@@ -304,12 +335,7 @@ void blocked_cholesky(const at::Tensor& a, const at::Tensor& info, int64_t nb, c
     cholesky_kernel(a11, false, part, op);  // zeroes a11's strict upper part
     merge_info(info, part, k0);
     if (k1 == n) break;
-    at::Tensor a21 = block(a, k1, n, k0, k1);
-    // L21 L11^H = A21: L21 = A21 inv(L11)^H, a product apart from a22's storage (see sub_product),
-    // made in a21's layout (column-major: as (conj(inv(L11)) A21^T)^T) so the copy back is straight.
-    at::Tensor linv = tri_inverse(a11, /*lower=*/true, false, op);
-    at::Tensor l21 = a21.stride(-2) == 1 ? at::matmul(linv.conj(), a21.mT()).mT() : at::matmul(a21, linv.mH());
-    a21.copy_(l21);
+    at::Tensor l21 = cholesky_panel(block(a, k1, n, k0, k1), tri_inverse(a11, /*lower=*/true, false, op));
     block(a, k0, k1, k1, n).zero_();  // the upper triangle, a block row at a time (no tril pass)
     sub_product(block(a, k1, n, k1, n), l21, l21.mH());
   }

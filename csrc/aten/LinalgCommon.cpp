@@ -183,18 +183,35 @@ int on_chip_setting() {
   return std::string(v) == "0" ? 0 : 1;
 }
 
+// The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
+// PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On
+// PoCL's CPU device the LU leaf measured slower than the global-memory kernel (work-items are loops
+// there, the per-item arrays memory anyway, and three barriers a column).
+bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
+  int use = on_chip_setting();
+  if (use < 0) use = dlprim::tune_variant(label, 2);
+  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
+  return use != 0;
+}
+
 } // namespace
 
 bool on_chip() { return on_chip_setting() != 0; }
 
+// GPUs only by default: on PoCL's CPU device the block in registers measured 2x (float32) to 28x
+// (complex64) slower than the global-memory path (the tiles kept across 64 barriers are memory there).
 bool cholesky_block_fits(const at::Tensor& a, int64_t n) {
-  return on_chip() && dlprim::cholesky_block_fits(context(a.device().index()), ltype_of(a, "linalg"), n);
+  const dlprim::Context& ctx = context(a.device().index());
+  if (!gpu_on_chip(ctx, "cholesky_block")) return false;
+  bool fits = false;  // builds the kernel's program (its group limit): a build error reads as PyTorch's
+  OCL_DLPRIM_CALL("linalg", fits = dlprim::cholesky_block_fits(ctx, ltype_of(a, "linalg"), n));
+  return fits;
 }
 
 bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tensor& out, const char* op,
                       const at::Tensor& y, bool adjoint) {
   const int64_t n = s.size(-1);
-  if (!on_chip() || !cholesky_block_fits(s, n)) return false;
+  if (!on_chip() || !dlprim::wy_factor_fits(context(s.device().index()), ltype_of(s, op), n)) return false;
   int device = s.device().index();
   cl_command_queue q = queue_of(s);
   at::Tensor tau2 = tau.unsqueeze(-2);  // (..., 1, k): its batch stride; elements one apart
@@ -216,26 +233,13 @@ void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at:
   if (inv.defined()) ir = matrix_ref(inv);
   int device = a.device().index();
   cl_command_queue q = queue_of(a);
+  const char* pair = dlprim::env_value("PYTORCH_OCL_CHOLESKY_PAIR");  // "0": a column a barrier (comparisons)
+  const bool two = !(pair && std::string(pair) == "0");
   OCL_DLPRIM_CALL(op, dlprim::cholesky_block(context(device), q, ltype_of(a, op), batch_count(a), a.size(-1),
                                              matrix_ref(a), inv.defined() ? &ir : nullptr,
-                                             {ib.mem, ib.offset / 4, 1}, base));
+                                             {ib.mem, ib.offset / 4, 1}, base, two));
   note_enqueued(q);
 }
-
-namespace {
-
-// The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
-// PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On
-// PoCL's CPU device the LU leaf measured slower than the global-memory kernel (work-items are loops
-// there, the per-item arrays memory anyway, and three barriers a column).
-bool gpu_on_chip(const dlprim::Context& ctx, const char* label) {
-  int use = on_chip_setting();
-  if (use < 0) use = dlprim::tune_variant(label, 2);
-  if (use < 0) use = ctx.info().is_cpu ? 0 : 1;
-  return use != 0;
-}
-
-} // namespace
 
 bool wy_product_on_chip(const at::Tensor& s) { return gpu_on_chip(context(s.device().index()), "wy_product"); }
 

@@ -86,7 +86,8 @@ bool wy_factor_kernel(const at::Tensor& s, const at::Tensor& tau, const at::Tens
                       const at::Tensor& y = at::Tensor(), bool adjoint = false);
 // blocked_cholesky's diagonal block on chip (dlprim::cholesky_block): a's n x n matrices factored
 // in place, inv (when defined, flat) <- inv(L); info (contiguous int32, the batch's) set to base + k
-// where still 0 by a block failing at its column k. Only when cholesky_block_fits(a, n).
+// where still 0 by a block failing at its column k. Only when cholesky_block_fits(a, n) (GPUs, or
+// PYTORCH_OCL_LINALG_ON_CHIP=1; the kernel fits the block).
 bool cholesky_block_fits(const at::Tensor& a, int64_t n);
 void cholesky_block_kernel(const at::Tensor& a, const at::Tensor& inv, const at::Tensor& info, int64_t base,
                            const char* op);

@@ -36,54 +36,150 @@ inline void lower_inverse_local(__local T* s, int ld, int n, __local T* v) {
   }
 }
 
+// inv(L) of the lower triangular n x n L in local memory (leading dimension ld) by recursive doubling:
+// with the diagonal blocks of width w inverted, each pair [[A, 0], [B, C]] (A at rows and columns o.., C
+// after it, w wide or cut at n) gets the lower-left block -inv(C) B inv(A); widths 1, 2, 4, ... so two
+// products and two barriers a level (12 for n = 64) instead of Gauss-Jordan's two a column. The diagonal
+// must hold 1 / l_ii already (the caller's last pass writes it). B inv(A) goes to the strict upper
+// triangle (transposed, at (o + j, o + w + i)), which is left as scratch: callers read the lower part.
+// Called by the whole group after a barrier.
+inline void lower_inverse_doubling(__local T* s, int ld, int n) {
+  const int lid = get_local_id(0), L = get_local_size(0);
+  for (int w = 1; w < n; w *= 2) {
+    const int work = (n - w + 2 * w - 1) / (2 * w) * w * w;  // w x w outputs per pair (o = 2 w p, o + w < n)
+    for (int t = lid; t < work; t += L) {
+      const int o = 2 * w * (t / (w * w)), i = t % (w * w) / w, j = t % w, r = o + w + i;
+      if (r >= n) continue;
+      T acc = TO_T(0);
+      for (int k = j; k < w; ++k) acc += MUL(LS(r, o + k), LS(o + k, o + j));  // B inv(A), inv(A) lower
+      LS(o + j, r) = acc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = lid; t < work; t += L) {
+      const int o = 2 * w * (t / (w * w)), i = t % (w * w) / w, j = t % w, r = o + w + i;
+      if (r >= n) continue;
+      T acc = TO_T(0);
+      for (int k = 0; k <= i; ++k) acc += MUL(LS(r, o + w + k), LS(o + j, o + w + k));  // inv(C) (B inv(A))
+      LS(r, o + j) = -acc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// Rows and columns of the block one work-item of linalg_cholesky_block keeps in registers: a P x P group,
+// P = ceil(n / CHOL_TILE) (256 items for 64 x 64); the host launches exactly P * P items.
+#define CHOL_TILE 4
+#ifndef CHOL_PAIR
+#define CHOL_PAIR 1
+#endif
+
 // Lower Cholesky L L^H of each n x n diagonal block (only its lower triangle read, the strict
 // upper one written as zeros), as linalg_cholesky, and when want_inv the inverse of L (lower, the
 // upper part zeros) into inv, so the panel below is one GEMM (L21 = A21 inv(L11)^H). info: the
 // whole matrix's (potrf's info), set to base + k by the first block that fails at its column k
 // (info[b] still 0: blocks run in queue order) and left alone otherwise: no per-block merge.
-// s: n (n + 1) elements of T; v: 2 n.
+// One barrier for two columns: item (ty, tx) keeps a_ij for the rows i = ty + P r and columns j = tx + P c
+// in registers; column k's step updates the trailing a_ij (i >= j > k) by a_ik conj(a_jk) / a_kk (the
+// unscaled, LDL^H form; column k in local memory), column k + 1's likewise in the same step, and the owners
+// of the next two columns put them in local memory; the columns are scaled by 1 / sqrt(a_jj) once at the end.
+// The inverse by recursive doubling (lower_inverse_doubling). Barriers for n = 64: 1 + 32 + 1 + 12 (was 257).
+// CHOL_PAIR 0 (a define): a column a step (64 + 14 barriers; the column k + 1 terms off), for comparison.
+// s: n (n + 1) elements of T; v: 2 n (sqrt(d_k), then 1 / sqrt(d_k)).
 __kernel void linalg_cholesky_block(__global T* a, ulong a_o, long bs, long rs, long cs, int n, __global T* inv,
                                     ulong inv_o, long inv_bs, long inv_rs, long inv_cs, int want_inv,
                                     __global int* info, ulong info_o, int base, __local T* s, __local T* v) {
+  const bool pair = CHOL_PAIR;
   const long b = get_group_id(0);
   const int lid = get_local_id(0), L = get_local_size(0);
-  const int ld = n + 1;
+  const int ld = n + 1, P = (n + CHOL_TILE - 1) / CHOL_TILE;
+  // Consecutive items along a's unit stride (the global reads and writes coalesce); items past P * P own nothing.
+  const bool own = lid < P * P;
+  const int ty = !own ? n : rs < cs ? lid % P : lid / P, tx = !own ? n : rs < cs ? lid / P : lid % P;
   __global T* A = a + a_o + b * bs;
-  for (int t = lid; t < n * n; t += L) {
-    const int i = t / n, j = t % n;
-    LS(i, j) = j <= i ? AT(A, i, j) : TO_T(0);
-  }
+  T acc[CHOL_TILE][CHOL_TILE];
+#pragma unroll
+  for (int r = 0; r < CHOL_TILE; ++r)
+#pragma unroll
+    for (int c = 0; c < CHOL_TILE; ++c) {
+      const int i = ty + P * r, j = tx + P * c;
+      acc[r][c] = i < n && j <= i ? AT(A, i, j) : TO_T(0);
+      if (j <= 1 && i < n) LS(i, j) = acc[r][c];
+    }
   barrier(CLK_LOCAL_MEM_FENCE);
-  int bad = 0;
-  for (int k = 0; k < n; ++k) {
-    const R d = RE(LS(k, k));
-    if (!(d > 0)) {  // the same d in every item: the whole group leaves together
-      bad = k + 1;
+  int done = n;  // the columns factored
+  for (int k = 0; k < n; k += pair ? 2 : 1) {
+    // Columns k and k + 1 in one step: local memory holds both as of step k - 2; every item forms column
+    // k + 1's update by column k itself where it needs it (its rows, its columns, the pivot d1), the same
+    // operations in every item, so d1 and the group's decisions are the same everywhere.
+    const bool two = pair && k + 1 < n;
+    const R d0 = RE(LS(k, k));
+    if (!(d0 > 0)) {  // the same d0 in every item: the whole group leaves together
+      done = k;
       break;
     }
-    const R r = sqrt(d), ri = 1 / r;  // potf2 scales by the reciprocal
-    for (int i = k + 1 + lid; i < n; i += L) v[i] = LS(i, k) * ri;
-    barrier(CLK_LOCAL_MEM_FENCE);  // d read by all, the scaled column ready
-    if (lid == 0) LS(k, k) = TO_T(r);
-    const int m = n - k - 1;
-    for (int i = k + 1 + lid; i < n; i += L) LS(i, k) = v[i];
-    for (int t = lid; t < m * m; t += L) {
-      const int i = k + 1 + t / m, j = k + 1 + t % m;
-      if (j <= i) LS(i, j) -= MUL(v[i], CONJ(v[j]));
+    const R dinv0 = 1 / d0;
+    const T c0 = two ? CONJ(LS(k + 1, k)) * dinv0 : TO_T(0);
+    const R d1 = two ? RE(LS(k + 1, k + 1) - MUL(LS(k + 1, k), c0)) : 1;
+    if (lid == 0) {
+      const R sq = sqrt(d0);
+      v[k] = TO_T(sq);
+      v[n + k] = TO_T(1 / sq);  // potf2 scales by the reciprocal
+      if (two && d1 > 0) {
+        v[k + 1] = TO_T(sqrt(d1));
+        v[n + k + 1] = TO_T(1 / sqrt(d1));
+      }
     }
+    if (!(d1 > 0)) {  // column k done: its scale written before the others read it, and s(k, k) read by all
+      done = k + 1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      break;
+    }
+    const R dinv1 = 1 / d1;
+    T ci0[CHOL_TILE], ci1[CHOL_TILE], cj0[CHOL_TILE], cj1[CHOL_TILE];
+#pragma unroll
+    for (int r = 0; r < CHOL_TILE; ++r) {
+      const int i = ty + P * r, j = tx + P * r;
+      ci0[r] = i > k && i < n ? LS(i, k) : TO_T(0);
+      ci1[r] = two && i > k + 1 && i < n ? LS(i, k + 1) - MUL(ci0[r], c0) : TO_T(0);
+      const T aj = j > k && j < n ? LS(j, k) : TO_T(0);
+      cj0[r] = CONJ(aj) * dinv0;
+      cj1[r] = two && j > k + 1 && j < n ? CONJ(LS(j, k + 1) - MUL(aj, c0)) * dinv1 : TO_T(0);
+    }
+#pragma unroll
+    for (int r = 0; r < CHOL_TILE; ++r)
+#pragma unroll
+      for (int c = 0; c < CHOL_TILE; ++c) {
+        const int i = ty + P * r, j = tx + P * c;
+        if (j > k && j <= i) acc[r][c] -= MUL(ci0[r], cj0[c]);  // finished columns untouched (no 0 * inf)
+        if (two && j > k + 1 && j <= i) acc[r][c] -= MUL(ci1[r], cj1[c]);
+        if ((pair ? j == k + 2 || j == k + 3 : j == k + 1) && i >= j && i < n) LS(i, j) = acc[r][c];
+      }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  for (int t = lid; t < n * n; t += L) {
-    const int i = t / n, j = t % n;
-    AT(A, i, j) = j <= i ? LS(i, j) : TO_T(0);
-  }
-  if (lid == 0 && bad && info[info_o + b] == 0) info[info_o + b] = base + bad;
+  // inv(L) of the factored columns (all without a failure; with one, the leading ones: the panel below
+  // then gets those columns as potf2 leaves them, and zeros past them). Its lower part goes to s: without a
+  // failure nobody reads s any more (the last barrier); with one, only s(done, done) is still read.
+  const int m = want_inv ? done : 0;
+#pragma unroll
+  for (int r = 0; r < CHOL_TILE; ++r)
+#pragma unroll
+    for (int c = 0; c < CHOL_TILE; ++c) {
+      const int i = ty + P * r, j = tx + P * c;
+      if (i >= n || j >= n) continue;
+      T x = TO_T(0);
+      if (j < i) x = j < done ? acc[r][c] * RE(v[n + j]) : acc[r][c];  // past a failure: as left
+      else if (j == i) x = j < done ? v[j] : acc[r][c];
+      AT(A, i, j) = x;
+      if (j <= i && i < m) LS(i, j) = j == i ? v[n + j] : x;
+    }
+  if (lid == 0 && done < n && info[info_o + b] == 0) info[info_o + b] = base + done + 1;
   if (!want_inv) return;
-  lower_inverse_local(s, ld, n, v);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lower_inverse_doubling(s, ld, m);
   __global T* X = inv + inv_o + b * inv_bs;
   for (int t = lid; t < n * n; t += L) {
     const int i = t / n, j = t % n;
-    X[(long)i * inv_rs + (long)j * inv_cs] = j <= i ? LS(i, j) : TO_T(0);
+    X[(long)i * inv_rs + (long)j * inv_cs] = j <= i && i < m ? LS(i, j) : TO_T(0);
   }
 }
 

@@ -111,23 +111,41 @@ void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t bat
   launch_1d(q, k.k, batch * g, g);
 }
 
-// Local bytes of linalg_cholesky_block for an n x n block: the block (leading dimension n + 1)
-// and two vectors.
-static uint64_t cholesky_block_bytes(LinalgType t, int64_t n) {
+// Local bytes of linalg_cholesky_block and linalg_wy_factor for an n x n block: the block (leading
+// dimension n + 1) and two vectors.
+static uint64_t square_block_bytes(LinalgType t, int64_t n) {
   return static_cast<uint64_t>(n * (n + 1) + 2 * n) * dtype_size(t.real) * (t.complex ? 2 : 1);
 }
 
+bool wy_factor_fits(const Context& ctx, LinalgType t, int64_t n) {
+  return n > 0 && square_block_bytes(t, n) + 1024 <= ctx.info().local_mem_size;
+}
+
+// linalg_cholesky_block's group: P x P items, P = ceil(n / CHOL_TILE) (linalg_block.cl), each keeping a
+// CHOL_TILE x CHOL_TILE tile of the block in registers (256 items for 64 x 64).
+static constexpr int64_t kCholTile = 4;
+static int64_t cholesky_block_items(int64_t n) {
+  const int64_t p = (n + kCholTile - 1) / kCholTile;
+  return p * p;
+}
+
+// Up to 1024 items on GPUs (n <= 128), 256 on CPU devices (n <= 64; items are loop iterations there).
+// pair false: the one-column-a-barrier variant (CHOL_PAIR 0, a program of its own).
+static Kernel cholesky_block_program(const Context& ctx, LinalgType t, bool pair = true) {
+  return kernel(ctx, t, "linalg_block", "linalg_cholesky_block", ctx.info().is_cpu ? 256 : 1024,
+                pair ? std::string() : std::string("#define CHOL_PAIR 0\n"));
+}
+
 bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n) {
-  return n > 0 && cholesky_block_bytes(t, n) + 1024 <= ctx.info().local_mem_size;
+  if (!wy_factor_fits(ctx, t, n) || (t.real == DType::F64 && !ctx.info().fp64)) return false;
+  return cholesky_block_items(n) <= static_cast<int64_t>(cholesky_block_program(ctx, t).max_wg);
 }
 
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
-                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base) {
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base, bool pair) {
   if (batch == 0 || n == 0) return;
-  if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a Cholesky block does not fit in local memory");
-  // Up to 1024 items on GPUs (a 64 x 64 block's step updates ~2k elements; 32 registers an item),
-  // 256 on CPU devices (items are loop iterations there).
-  Kernel k = kernel(ctx, t, "linalg_block", "linalg_cholesky_block", ctx.info().is_cpu ? 256 : 1024);
+  if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a Cholesky block does not fit in one work-group");
+  Kernel k = cholesky_block_program(ctx, t, pair);
   KernelArgs args(k.k);
   add_matrix(args, a);
   args.add<cl_int>(static_cast<cl_int>(n));
@@ -136,7 +154,7 @@ void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64
   add_ints(args, info, false);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
   args.add<cl_int>(static_cast<cl_int>(base)).add_local(n * (n + 1) * elem).add_local(2 * n * elem);
-  size_t g = k.group_for(n * n / 2);
+  const size_t g = static_cast<size_t>(cholesky_block_items(n));  // exactly the tiles' owners
   launch_1d(q, k.k, batch * g, g);
 }
 
@@ -214,7 +232,7 @@ void lu_leaf(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batc
 void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
                const MatrixRef& tau, const MatrixRef& out, const MatrixRef* y, int64_t ncols, bool adjoint) {
   if (batch == 0 || n == 0 || (y && ncols == 0)) return;
-  if (!cholesky_block_fits(ctx, t, n)) throw Error("linalg: a WY factor does not fit in local memory");
+  if (!wy_factor_fits(ctx, t, n)) throw Error("linalg: a WY factor does not fit in local memory");
   Kernel k = kernel(ctx, t, "linalg_block", "linalg_wy_factor", ctx.info().is_cpu ? 256 : 1024);
   KernelArgs args(k.k);
   add_matrix(args, s);
@@ -226,7 +244,7 @@ void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
   add_matrix(args, y ? *y : out);
   args.add<cl_long>(y ? ncols : 0).add<cl_int>(y ? (adjoint ? 2 : 1) : 0).add<cl_long>(groups);
   const uint64_t elem = dtype_size(t.real) * (t.complex ? 2 : 1);
-  args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);  // as cholesky_block's
+  args.add_local(n * (n + 1) * elem).add_local(2 * n * elem);  // square_block_bytes
   size_t g = k.group_for(n * n / 2);
   launch_1d(q, k.k, batch * groups * g, g);
 }

@@ -48,8 +48,9 @@ void cholesky(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t bat
               const IntVecRef& info);
 
 // T (n x n upper) of H_1 ... H_n = I - V T V^H from s = V^H V and tau (batch stride only; unit
-// element stride) in one kernel (kernels/linalg_block.cl); where cholesky_block_fits(n). With y (n x ncols):
+// element stride) in one kernel (kernels/linalg_block.cl); where wy_factor_fits(n) (local memory). With y (n x ncols):
 // out (n x ncols) <- T y, or T^H y when adjoint, instead (the WY update's small product in the same launch).
+bool wy_factor_fits(const Context& ctx, LinalgType t, int64_t n);
 void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n, const MatrixRef& s,
                const MatrixRef& tau, const MatrixRef& out, const MatrixRef* y = nullptr, int64_t ncols = 0,
                bool adjoint = false);
@@ -57,10 +58,12 @@ void wy_factor(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t ba
 // The diagonal block of blocked potrf on chip (kernels/linalg_block.cl): each n x n block of a
 // factored in local memory as cholesky() does, and when inv is given inv(L) into it (lower, zeros
 // above). info is the whole matrix's: set to base + k where still 0 if the block fails at its
-// column k, else untouched. Only for n where cholesky_block_fits (throws otherwise).
+// column k, else untouched. Only for n where cholesky_block_fits: the block in local memory and
+// ceil(n / 4)^2 work-items in one group (n <= 64 on CPU devices, 128 on GPUs); throws otherwise.
 bool cholesky_block_fits(const Context& ctx, LinalgType t, int64_t n);
+// pair: two columns a barrier (the default), else one.
 void cholesky_block(const Context& ctx, cl_command_queue q, LinalgType t, uint64_t batch, int64_t n,
-                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base);
+                    const MatrixRef& a, const MatrixRef* inv, const IntVecRef& info, int64_t base, bool pair = true);
 
 // Where a factored matrix sits as a leaf of the recursive LU panel (csrc/aten/LinalgBlocked.cpp): the
 // pivots are written + piv_base (the leaf's first row in the whole matrix: getrf's final pivots), and

@@ -51,6 +51,7 @@
 #   bash scripts/gpu_session.sh fast34        # optimizers' fast route tests + step vs CUDA, LSTM step by kernel, Cholesky profile
 #   bash scripts/gpu_session.sh slots34       # foreach launches of up to 32 items natively, optimizer step + foreach host time vs CUDA
 #   bash scripts/gpu_session.sh merge34       # this session's merges natively, launch cost by argument count, optimizer step
+#   bash scripts/gpu_session.sh final34       # Cholesky block kernel + multi-tensor aliasing natively, Cholesky profiles, optimizer step
 #   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
@@ -470,6 +471,20 @@ case "${1:-validate}" in
     run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
     PYTORCH_OCL_MULTI_SLOTS=16 run optimizer_step16 40 python3 benchmarks/optimizer_step.py --ref none
     run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
+    ;;
+  final34)  # the merged Cholesky block kernel and the multi-tensor aliasing natively, Cholesky vs cuSOLVER and by
+    # kernel (two columns a barrier, one, wider outer steps), then the optimizer step and foreach host time vs CUDA
+    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_cholesky_block.py \
+      tests/test_linalg_on_chip.py tests/test_linalg.py tests/test_complex_linalg.py tests/test_foreach_optim.py \
+      tests/test_fused_optimizers.py
+    run linalg34 60 python3 benchmarks/linalg.py --ref cuda --only cholesky --out "$out/linalg34.md"
+    run prof_chol 50 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
+    PYTORCH_OCL_CHOLESKY_PAIR=0 run prof_chol_single 50 python3 benchmarks/profile_linalg.py --n 4096 \
+      --ops cholesky --top 8
+    PYTORCH_OCL_CHOLESKY_PANEL=256 run prof_chol_panel256 50 python3 benchmarks/profile_linalg.py --n 4096 \
+      --ops cholesky --top 8
+    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
+    run op_host_time 50 python3 benchmarks/op_host_time.py --ref cuda
     ;;
   last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and
     # the one-pass attention backward (final version) against the two passes, fp32 B8 H12 L1024 D64

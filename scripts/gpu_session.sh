@@ -52,6 +52,7 @@
 #   bash scripts/gpu_session.sh slots34       # foreach launches of up to 32 items natively, optimizer step + foreach host time vs CUDA
 #   bash scripts/gpu_session.sh merge34       # this session's merges natively, launch cost by argument count, optimizer step
 #   bash scripts/gpu_session.sh final34       # Cholesky block kernel + multi-tensor aliasing natively, Cholesky profiles, optimizer step
+#   bash scripts/gpu_session.sh recheck34     # final34's native tests one file after another (failure names)
 #   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
 #   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
 #   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
@@ -485,6 +486,13 @@ case "${1:-validate}" in
       --ops cholesky --top 8
     run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
     run op_host_time 50 python3 benchmarks/op_host_time.py --ref cuda
+    ;;
+  recheck34)  # final34's native tests one by one (its run lost the failures' names when the workers' teardown hung)
+    run native_serial 230 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short \
+      tests/test_linalg_cholesky_block.py tests/test_foreach_optim.py tests/test_fused_optimizers.py \
+      tests/test_linalg_on_chip.py
+    run native_chol 100 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short \
+      tests/test_linalg.py tests/test_complex_linalg.py -k "chol or cholesky"
     ;;
   last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and
     # the one-pass attention backward (final version) against the two passes, fp32 B8 H12 L1024 D64

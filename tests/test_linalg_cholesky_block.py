@@ -1,7 +1,7 @@
 """Blocked Cholesky's diagonal-block kernel (dlprim/kernels/linalg_block.cl, linalg_cholesky_block): each block
-factored with one barrier for two columns (a 4 x 4 tile of the block in each work-item's registers, the
-unscaled L D L^H update, the columns scaled at the end) and inverted by recursive doubling (the inverse feeds the
-panel below, L21 = A21 inv(L11)^H, so a wrong inverse shows in L). Against the CPU (LAPACK): blocks of 1, 2,
+factored with one barrier a column (or two columns: PYTORCH_OCL_CHOLESKY_PAIR=1; a 4 x 4 tile of the block in
+each work-item's registers, the unscaled L D L^H update, the columns scaled at the end) and inverted by
+recursive doubling (the inverse feeds the panel below, L21 = A21 inv(L11)^H, so a wrong inverse shows in L). Against the CPU (LAPACK): blocks of 1, 2,
 3, 17, 63 and 64 (groups of 1 to 256 items; inverses over non-power-of-two widths) with a tail block, the
 default block at n = 65 and 200, batched, transposed input, float32 / float64 / complex64; info equal to the
 CPU's for matrices failing at several columns, the first and the second of a step (a negative or zero
@@ -77,8 +77,8 @@ def test_block_sizes(nb, n, dtype, monkeypatch):
 def test_info_matches_lapack(dtype, pair, monkeypatch):
     """Blocks of 17 over 40 columns: failures at the first column, inside the first block, at its last
     column, at the second block's first, in the tail block's last column; a diagonal made negative only by
-    the updates (|s_kj| > sqrt(s_kk s_jj)); NaN on the diagonal and off it; a good matrix beside them. Two
-    columns a step (the default) and one (PYTORCH_OCL_CHOLESKY_PAIR=0)."""
+    the updates (|s_kj| > sqrt(s_kk s_jj)); NaN on the diagonal and off it; a good matrix beside them. One
+    column a step (the default) and two (PYTORCH_OCL_CHOLESKY_PAIR=1)."""
     monkeypatch.setenv("PYTORCH_OCL_LINALG_BLOCK", "17")
     monkeypatch.setenv("PYTORCH_OCL_CHOLESKY_PAIR", pair)
     torch.manual_seed(5)

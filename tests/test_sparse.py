@@ -2,7 +2,8 @@
 duplicates, the constructor and device copies, sparse @ dense (COO and CSR, both sides), add,
 the COO value ops (unary functions, times / by a scalar), sparse @ vector,
 CSR conversions, sparse_sampled_addmm and torch.sparse.mm(..., reduce) with their gradients, the
-op_db samples of to_sparse / sparse.sampled_addmm / sparse.mm.reduce, and clear errors for what is
+op_db samples of to_sparse / sparse.sampled_addmm / sparse.mm.reduce, torch.sparse.softmax /
+log_softmax (forward, backward) and index_select of COO tensors, and clear errors for what is
 not supported (batched CSR). Indices must be equal; values close."""
 import pytest
 import torch
@@ -330,6 +331,90 @@ def test_unsupported_is_a_clear_error():
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
         uncoalesced().to(DEV) @ torch.ones(4, 2, device=DEV)
 
+
+
+def coo_3d(dtype, nnz=12, seed=3):
+    """A (3, 4, 5) COO tensor of random coordinates, duplicates likely (uncoalesced)."""
+    g = torch.Generator().manual_seed(seed)
+    indices = torch.stack([torch.randint(0, n, (nnz,), generator=g) for n in (3, 4, 5)])
+    return torch.sparse_coo_tensor(indices, torch.randn(nnz, generator=g).to(dtype), (3, 4, 5))
+
+
+SOFTMAX_INPUTS = {
+    "uncoalesced": lambda dt: uncoalesced(dt),
+    "hybrid": lambda dt: uncoalesced(dt, (3,)),
+    "3d": lambda dt: coo_3d(dt),
+    "coalesced_3d": lambda dt: coo_3d(dt).coalesce(),
+    "nnz0": lambda dt: torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=dt), (4, 5)),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(SOFTMAX_INPUTS))
+@pytest.mark.parametrize("fn", [torch.sparse.softmax, torch.sparse.log_softmax], ids=["softmax", "log_softmax"])
+def test_sparse_softmax(fn, name, dtype):
+    ref = SOFTMAX_INPUTS[name](dtype)
+    for dim in range(-1, ref.dim()):
+        out = fn(ref.to(DEV), dim)
+        same_coo(out, fn(ref, dim))
+    # gradients wrt the (possibly uncoalesced) sparse leaf, through to_dense; not with dim=-1, where the
+    # CPU's backward takes the unwrapped dim for "no dim" (every value its own pool): checked below instead
+    grads = {}
+    for dim in range(ref.dim()):
+        for dev in ("cpu", DEV):
+            x = ref.detach().to(dev).requires_grad_()
+            w = torch.linspace(-2, 3, ref.numel(), dtype=dtype).reshape(ref.shape).to(dev)
+            (fn(x, dim).to_dense() * w).sum().backward()
+            grads[dim, dev] = x.grad.coalesce()
+        same_coo(grads[dim, DEV], grads[dim, "cpu"])
+    x = ref.detach().to(DEV).requires_grad_()
+    w = torch.linspace(-2, 3, ref.numel(), dtype=dtype).reshape(ref.shape).to(DEV)
+    (fn(x, -1).to_dense() * w).sum().backward()
+    same_coo(x.grad.coalesce().cpu().to(DEV), grads[ref.dim() - 1, "cpu"])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("log", [False, True])
+def test_sparse_softmax_backward_other_coordinates(log, dtype):
+    # a gradient storing other coordinates than the output (and duplicates): only the output's count
+    op = torch.ops.aten._sparse_log_softmax_backward_data if log else torch.ops.aten._sparse_softmax_backward_data
+    x = coo_3d(dtype)
+    for dim in range(x.dim()):
+        out = (torch.sparse.log_softmax if log else torch.sparse.softmax)(x, dim)
+        grad = coo_3d(dtype, nnz=20, seed=4)
+        ref = op(grad, out, dim, x)
+        same_coo(op(grad.to(DEV), out.to(DEV), dim, x.to(DEV)), ref)
+        # a dense gradient too (the CPU takes only sparse ones)
+        same_coo(op(grad.to_dense().to(DEV), out.to(DEV), dim, x.to(DEV)), ref)
+
+
+INDEX_SELECT_CASES = {
+    "uncoalesced": (lambda dt: uncoalesced(dt), [3, 0, 0, 2, -1]),
+    "hybrid": (lambda dt: uncoalesced(dt, (3,)), [2, 0, 2, 1]),  # the CPU rejects negatives along dense dims
+    "3d": (lambda dt: coo_3d(dt, nnz=40), [1, 1, 2, 0]),
+    "coalesced": (lambda dt: coo_3d(dt).coalesce(), [2, 0]),
+    "empty_index": (lambda dt: uncoalesced(dt), []),
+    "nnz0": (lambda dt: SOFTMAX_INPUTS["nnz0"](dt), [1, 1]),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(INDEX_SELECT_CASES))
+def test_sparse_index_select(name, dtype):
+    make, index = INDEX_SELECT_CASES[name]
+    ref = make(dtype)
+    for dim in range(ref.dim()):
+        for index_dtype in (torch.long, torch.int):
+            idx = torch.tensor([i for i in index if -ref.size(dim) <= i < ref.size(dim)], dtype=torch.long)
+            expected = ref.index_select(dim, idx)  # the CPU takes int64 only
+            out = ref.to(DEV).index_select(dim, idx.to(DEV, index_dtype))
+            # the CPU's entry order exactly (by index position, then stored order), its coalesced flag
+            same_coo(out, expected)
+            assert torch.equal(out.to_dense().cpu(), expected.to_dense())
+    with pytest.raises(IndexError, match="out of range"):
+        ref.to(DEV).index_select(0, torch.tensor([0, ref.size(0)], device=DEV))
+    with pytest.raises(IndexError, match="vector"):
+        ref.to(DEV).index_select(0, torch.zeros(1, 1, dtype=torch.long, device=DEV))
 
 @pytest.mark.parametrize("op", opinfos_named({"to_sparse", "sparse.sampled_addmm", "sparse.mm"}),
                          ids=lambda o: o.name + ("." + o.variant_test_name if o.variant_test_name else ""))

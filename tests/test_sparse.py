@@ -1,6 +1,6 @@
 """Sparse COO and CSR tensors on ocl against the CPU: dense <-> COO (hybrid too), coalesce of
 duplicates, the constructor and device copies, sparse @ dense (COO and CSR, both sides), add,
-the COO value ops (unary functions, times / by a scalar), sparse @ vector,
+the COO and CSR value ops (unary functions, times / by a scalar), sparse @ vector,
 CSR conversions, sparse_sampled_addmm and torch.sparse.mm(..., reduce) with their gradients, the
 op_db samples of to_sparse / sparse.sampled_addmm / sparse.mm.reduce, torch.sparse.softmax /
 log_softmax (forward, backward) and index_select of COO tensors, and clear errors for what is
@@ -170,6 +170,24 @@ def test_coo_value_ops(dtype):
     assert_close(torch.addmv(t.to(DEV), csr.to(DEV), v.to(DEV), beta=0.5, alpha=2).cpu(),
                  torch.addmv(t, csr, v, beta=0.5, alpha=2))
 
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("nnz0", [False, True], ids=["values", "nnz0"])
+def test_csr_value_ops(dtype, nnz0):
+    ref = (torch.zeros(4, 5, dtype=dtype) if nnz0 else sparse_dense((4, 5), dtype) * 0.4).to_sparse_csr()
+    s = ref.to(DEV)
+    for name in UNARY:
+        same_csr(getattr(torch, name)(s), getattr(torch, name)(ref), equal_nan=True)
+        same_csr(getattr(s.clone(), name + "_")(), getattr(ref.clone(), name + "_")(), equal_nan=True)
+    same_csr(s * 2.5, ref * 2.5)
+    same_csr(3 * s, 3 * ref)
+    same_csr(s * torch.tensor(-2.0, dtype=dtype, device=DEV), ref * torch.tensor(-2.0, dtype=dtype))
+    same_csr(s.clone().mul_(0.5), ref.clone().mul_(0.5))
+    with pytest.raises(NotImplementedError, match="scalar"):
+        s * s
+    with pytest.raises(NotImplementedError, match="scalar"):
+        s * torch.ones(4, 5, dtype=dtype, device=DEV)
 
 def test_gradients_through_coo():
     # to_dense of a sparse leaf: the gradient is the dense gradient at the stored coordinates

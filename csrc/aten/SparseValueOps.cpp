@@ -1,5 +1,7 @@
-// Sparse COO ops that act on the stored values only: zero-preserving unary functions, multiplying
-// or dividing by a scalar, and sparse @ vector. ATen's kernels for the unary ops (SparseUnaryOps.cpp),
+// Sparse COO and CSR ops that act on the stored values only: zero-preserving unary functions, multiplying
+// or dividing by a scalar, and sparse @ vector. ATen's kernels for the unary ops (SparseUnaryOps.cpp and,
+// for CSR, SparseCsrTensorMath.cpp: the op on values()), CSR mul (a scalar scales the values; with a
+// tensor it goes through COO sparse * sparse, which ocl rejects with NotImplementedError),
 // div_out_sparse_zerodim and mv_sparse coalesce through our _coalesce and then run the dense op on the
 // values (or go through mm), so they are device-generic and registered as they are; multiplying by a
 // scalar is ours (ATen's mul_out_sparse_zerodim is not in the public headers).
@@ -98,6 +100,21 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("div.out", TORCH_FN(static_cast<DivOut>(at::native::div_out_sparse_zerodim)));
   m.impl("div.out_mode", TORCH_FN(static_cast<DivModeOut>(at::native::div_out_sparse_zerodim)));
   m.impl("mv", TORCH_FN(at::native::mv_sparse));
+}
+
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+#define OCL_REGISTER_SPARSE_CSR_UNARY(name)                            \
+  m.impl(#name, TORCH_FN(at::native::name##_sparse_csr));              \
+  m.impl(#name "_", TORCH_FN(at::native::name##_sparse_csr_));         \
+  m.impl(#name ".out", TORCH_FN(at::native::name##_sparse_csr_out));
+  OCL_SPARSE_UNARY_OPS(OCL_REGISTER_SPARSE_CSR_UNARY)
+  OCL_REGISTER_SPARSE_CSR_UNARY(neg)
+#undef OCL_REGISTER_SPARSE_CSR_UNARY
+  m.impl("relu", TORCH_FN(at::native::relu_sparse_csr));
+  m.impl("relu_", TORCH_FN(at::native::relu_sparse_csr_));
+  m.impl("mul.Tensor", TORCH_FN(at::native::mul_sparse_csr));
+  m.impl("mul_.Tensor", TORCH_FN(at::native::mul_sparse_csr_));
+  m.impl("mul.out", TORCH_FN(at::native::mul_out_sparse_csr));
 }
 
 } // namespace pytorch_ocl

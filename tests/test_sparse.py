@@ -3,7 +3,8 @@ duplicates, the constructor and device copies, sparse @ dense (COO and CSR, both
 the COO and CSR value ops (unary functions, times / by a scalar), sparse @ vector,
 CSR conversions, sparse_sampled_addmm and torch.sparse.mm(..., reduce) with their gradients, the
 op_db samples of to_sparse / sparse.sampled_addmm / sparse.mm.reduce, torch.sparse.softmax /
-log_softmax (forward, backward) and index_select of COO tensors, and clear errors for what is
+log_softmax (forward, backward), index_select and torch.sparse.sum (forward, backward) of COO
+tensors, and clear errors for what is
 not supported (batched CSR). Indices must be equal; values close."""
 import pytest
 import torch
@@ -433,6 +434,31 @@ def test_sparse_index_select(name, dtype):
         ref.to(DEV).index_select(0, torch.tensor([0, ref.size(0)], device=DEV))
     with pytest.raises(IndexError, match="vector"):
         ref.to(DEV).index_select(0, torch.zeros(1, 1, dtype=torch.long, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("nnz0", [False, True], ids=["uncoalesced", "nnz0"])
+def test_sparse_sum(dtype, nnz0):
+    ref = uncoalesced(dtype, (3,))
+    if nnz0:
+        ref = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, 3, dtype=dtype), (4, 5, 3))
+    assert_close(torch.sparse.sum(ref.to(DEV)).cpu(), torch.sparse.sum(ref))
+    for dims in [0, 1, 2, -1, (0, 1), (0, 2), (1, 2), (0, 1, 2)]:
+        expected = torch.sparse.sum(ref, dims)
+        out = torch.sparse.sum(ref.to(DEV), dims)
+        if expected.is_sparse:
+            same_coo(out, expected)
+        else:
+            assert_close(out.cpu(), expected)
+        # the gradient wrt the sparse leaf (_sparse_sum_backward: a dense or a sparse incoming gradient)
+        grads = []
+        for dev in ("cpu", DEV):
+            x = ref.detach().to(dev).requires_grad_()
+            y = torch.sparse.sum(x, dims)
+            w = torch.linspace(-1, 2, y.numel(), dtype=dtype).reshape(y.shape).to(dev)
+            (y.to_dense() * w if y.is_sparse else y * w).sum().backward()
+            grads.append(x.grad)
+        same_coo(grads[1].coalesce(), grads[0].coalesce())
 
 @pytest.mark.parametrize("op", opinfos_named({"to_sparse", "sparse.sampled_addmm", "sparse.mm"}),
                          ids=lambda o: o.name + ("." + o.variant_test_name if o.variant_test_name else ""))

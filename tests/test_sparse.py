@@ -185,10 +185,17 @@ def test_csr_value_ops(dtype, nnz0):
     same_csr(3 * s, 3 * ref)
     same_csr(s * torch.tensor(-2.0, dtype=dtype, device=DEV), ref * torch.tensor(-2.0, dtype=dtype))
     same_csr(s.clone().mul_(0.5), ref.clone().mul_(0.5))
-    with pytest.raises(NotImplementedError, match="scalar"):
+    # times a dense tensor, either order, in place, another dtype: the CSR's pattern kept
+    d = torch.randn(5, 4, generator=torch.Generator().manual_seed(11)).to(dtype).t()  # non-contiguous
+    same_csr(s * d.to(DEV), ref * d)
+    same_csr(d.to(DEV) * s, d * ref)
+    same_csr(s.clone().mul_(d.to(DEV)), ref.clone().mul_(d))
+    same_csr(s.float() * d.double().to(DEV), ref.float() * d.double())
+    # a broadcast row (which the CPU rejects): the dense product at the stored coordinates
+    row = torch.arange(5.0, dtype=dtype)
+    assert torch.equal((s * row.to(DEV)).to_dense().cpu(), ref.to_dense() * row)
+    with pytest.raises(NotImplementedError, match="dense tensor or a scalar"):
         s * s
-    with pytest.raises(NotImplementedError, match="scalar"):
-        s * torch.ones(4, 5, dtype=dtype, device=DEV)
 
 def test_gradients_through_coo():
     # to_dense of a sparse leaf: the gradient is the dense gradient at the stored coordinates

@@ -5,11 +5,13 @@
 //   dense -> CSR          dense -> COO (row-major, so sorted by row) -> crow
 //   CSR -> dense, addmm   the row of every value (from crow), then the COO formulas (CSC too: csr.t())
 //   sparse_sampled_addmm  one dot product per stored value: rows of mat1 x columns of mat2
+//   csr * dense           the values times the dense elements gathered at their coordinates
 //   _sparse_mm_reduce_impl (+ backward): products gathered per value, index_add_/index_reduce_ by
 //                         row (sum, mean, amax, amin); arg_out is the first value reaching the extreme
 #include "aten/SparseUtils.h"
 #include "core/TensorUtils.h"
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
@@ -38,6 +40,7 @@
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/normal_native.h>
 #include <ATen/ops/resize_as_sparse_native.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/row_indices_native.h>
 #include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sparse_dim_native.h>
@@ -364,6 +367,48 @@ std::tuple<at::Tensor, at::Tensor> mm_reduce_csr_backward(const at::Tensor& self
   return {grad_self, grad_other};
 }
 
+// csr * dense (either order; the dense operand broadcast to the CSR's shape, or 0-dim): the CSR's pattern
+// kept, each value times the dense element at its coordinates (the CPU keeps the pattern too, zeros
+// included). Ours rather than ATen's mul_sparse_csr, which turns the dense operand into a CSR one first;
+// csr * csr would need the COO intersection, which ocl does not have.
+at::Tensor& mul_csr_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  bool self_is_csr = self.layout() == c10::kSparseCsr;
+  const at::Tensor& csr = self_is_csr ? self : other;
+  const at::Tensor& dense = self_is_csr ? other : self;
+  check_csr_matrix(csr, "mul", self_is_csr ? "self" : "other");
+  TORCH_CHECK_NOT_IMPLEMENTED(dense.layout() == c10::kStrided,
+                              "mul: on ocl a sparse CSR tensor can only be multiplied by a dense tensor or a scalar, got ",
+                              dense.layout());
+  if (dense.dim() > 0) check_ocl(dense, "mul", self_is_csr ? "other" : "self");
+  TORCH_CHECK(out.layout() == c10::kSparseCsr, "mul: expected a sparse CSR 'out', got ", out.layout());
+  TORCH_CHECK(at::is_expandable_to(dense.sizes(), csr.sizes()), "mul: the dense operand of size ", dense.sizes(),
+              " cannot be broadcast to the sparse operand's size ", csr.sizes());
+  c10::DeviceGuard guard(csr.device());
+  c10::ScalarType common = at::result_type(self, other);
+  TORCH_CHECK(c10::canCast(common, out.scalar_type()), "Can't convert result type ", common, " to output ",
+              out.scalar_type(), " in mul");
+  at::Tensor factors = dense;
+  if (dense.dim() > 0) {
+    at::Tensor linear = csr_rows(csr) * csr.size(1) + csr.col_indices().to(c10::kLong);
+    factors = dense.expand(csr.sizes()).reshape({-1}).index_select(0, linear);
+  }
+  at::Tensor values = csr.values().to(common).mul(factors.to(common)).to(out.scalar_type());
+  at::Tensor result = make_csr(csr.crow_indices().clone(), csr.col_indices().clone(), values, csr.sizes());
+  at::native::resize_as_sparse_compressed_(out, result);
+  at::native::copy_sparse_compressed_(out, result, false);
+  return out;
+}
+
+at::Tensor mul_csr(const at::Tensor& self, const at::Tensor& other) {
+  const at::Tensor& csr = self.layout() == c10::kSparseCsr ? self : other;
+  at::Tensor out = at::empty({0, 0}, csr.options().dtype(at::result_type(self, other)));
+  return mul_csr_out(self, other, out);
+}
+
+at::Tensor& mul_csr_(at::Tensor& self, const at::Tensor& other) {
+  return mul_csr_out(self, other, self);
+}
+
 using ToSparseDim = at::Tensor (*)(const at::Tensor&, int64_t);
 using ToSparseLayout = at::Tensor (*)(const at::Tensor&, std::optional<c10::Layout>, at::OptionalIntArrayRef,
                                       std::optional<int64_t>);
@@ -410,6 +455,9 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("addmm", TORCH_FN(addmm_csr));
   m.impl("mm", TORCH_FN(mm_compressed));
   m.impl("addmv.out", TORCH_FN(addmv_csr_out));
+  m.impl("mul.Tensor", TORCH_FN(mul_csr));
+  m.impl("mul_.Tensor", TORCH_FN(mul_csr_));
+  m.impl("mul.out", TORCH_FN(mul_csr_out));
   m.impl("sparse_sampled_addmm", TORCH_FN(sampled_addmm_csr));
   m.impl("sparse_sampled_addmm.out", TORCH_FN(sampled_addmm_csr_out));
   m.impl("_sparse_mm_reduce_impl", TORCH_FN(mm_reduce_csr));

@@ -1,8 +1,6 @@
 // Sparse COO and CSR ops that act on the stored values only: zero-preserving unary functions, multiplying
 // or dividing by a scalar, and sparse @ vector. ATen's kernels for the unary ops (SparseUnaryOps.cpp and,
-// for CSR, SparseCsrTensorMath.cpp: the op on values()), CSR mul (a scalar scales the values; with a
-// tensor it goes through COO sparse * sparse, which ocl rejects with NotImplementedError),
-// div_out_sparse_zerodim and mv_sparse coalesce through our _coalesce and then run the dense op on the
+// for CSR, SparseCsrTensorMath.cpp: the op on values()), // div_out_sparse_zerodim and mv_sparse coalesce through our _coalesce and then run the dense op on the
 // values (or go through mm), so they are device-generic and registered as they are; multiplying by a
 // scalar is ours (ATen's mul_out_sparse_zerodim is not in the public headers).
 #include "aten/SparseUtils.h"
@@ -112,9 +110,7 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
 #undef OCL_REGISTER_SPARSE_CSR_UNARY
   m.impl("relu", TORCH_FN(at::native::relu_sparse_csr));
   m.impl("relu_", TORCH_FN(at::native::relu_sparse_csr_));
-  m.impl("mul.Tensor", TORCH_FN(at::native::mul_sparse_csr));
-  m.impl("mul_.Tensor", TORCH_FN(at::native::mul_sparse_csr_));
-  m.impl("mul.out", TORCH_FN(at::native::mul_out_sparse_csr));
+  // mul.Tensor, mul_.Tensor, mul.out: SparseCsr.cpp (a scalar or a dense operand)
 }
 
 } // namespace pytorch_ocl

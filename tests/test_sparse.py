@@ -3,8 +3,8 @@ duplicates, the constructor and device copies, sparse @ dense (COO and CSR, both
 the COO and CSR value ops (unary functions, times / by a scalar), sparse @ vector,
 CSR conversions, sparse_sampled_addmm and torch.sparse.mm(..., reduce) with their gradients, the
 op_db samples of to_sparse / sparse.sampled_addmm / sparse.mm.reduce, torch.sparse.softmax /
-log_softmax (forward, backward), index_select and torch.sparse.sum (forward, backward) of COO
-tensors, and clear errors for what is
+log_softmax (forward, backward), index_select, torch.sparse.sum (forward, backward) and
+Tensor.sum of COO tensors, and clear errors for what is
 not supported (batched CSR). Indices must be equal; values close."""
 import pytest
 import torch
@@ -466,6 +466,20 @@ def test_sparse_sum(dtype, nnz0):
             (y.to_dense() * w if y.is_sparse else y * w).sum().backward()
             grads.append(x.grad)
         same_coo(grads[1].coalesce(), grads[0].coalesce())
+    # Tensor.sum: all of it (a dense gradient, as on the CPU), another dtype, over dims, keepdim
+    x = ref.detach().to(DEV).requires_grad_()
+    x.sum().backward()
+    assert x.grad.layout == torch.strided and torch.equal(x.grad.cpu(), torch.ones(ref.shape, dtype=dtype))
+    assert_close(ref.to(DEV).sum(dtype=torch.float64).cpu(), ref.sum(dtype=torch.float64))
+    for dims in [1, (0, 2), -1]:
+        for keepdim in (False, True):
+            expected = ref.sum(dims, keepdim=keepdim)
+            out = ref.to(DEV).sum(dims, keepdim=keepdim)
+            assert out.layout == expected.layout and out.shape == expected.shape
+            assert_close(out.to_dense().cpu(), expected.to_dense())
+    # a CSR tensor's sum
+    csr = ref.to_dense().sum(-1).to_sparse_csr()
+    assert_close(csr.to(DEV).sum().cpu(), csr.sum())
 
 @pytest.mark.parametrize("op", opinfos_named({"to_sparse", "sparse.sampled_addmm", "sparse.mm"}),
                          ids=lambda o: o.name + ("." + o.variant_test_name if o.variant_test_name else ""))

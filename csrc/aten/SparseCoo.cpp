@@ -51,6 +51,7 @@
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
 #include <ATen/ops/unique_consecutive.h>
+#include <ATen/ops/unsqueeze_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zero_native.h>
@@ -339,6 +340,7 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("mm", TORCH_FN(static_cast<SparseMm>(at::native::_sparse_mm)));
   m.impl("add.Tensor", TORCH_FN(at::native::add_sparse));
   m.impl("add_.Tensor", TORCH_FN(at::native::add_sparse_));
+  m.impl("unsqueeze", TORCH_FN(at::native::unsqueeze_sparse));  // sum(..., keepdim=True) uses it
   // What computes, on the device.
   m.impl("_to_dense", TORCH_FN(coo_to_dense));
   m.impl("_coalesce", TORCH_FN(coalesce_coo));

@@ -1,5 +1,5 @@
-// The backward of torch.sparse.sum over some dims of a COO tensor (the SparsePrivateUse1 key); the
-// forward (_sparse_sum) is ATen's composite of ops we have. Every stored entry of the coalesced input
+// Sums of a COO tensor (the SparsePrivateUse1 key): Tensor.sum and torch.sparse.sum forward are ATen's
+// device-generic kernels (_sparse_sum a composite of ops we have); the backward of a sum over dims is ours. Every stored entry of the coalesced input
 // takes the incoming gradient at its coordinates with the summed dims dropped:
 //   all sparse dims summed   grad is dense (the dense dims left): broadcast to every entry
 //   some sparse dims kept    grad is sparse over the kept ones: gathered with sparse_mask at each entry's
@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/stack.h>
+#include <ATen/ops/sum_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -61,6 +62,9 @@ at::Tensor sparse_sum_backward_coo(const at::Tensor& grad, const at::Tensor& sel
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  // Tensor.sum of a COO tensor: ATen's device-generic kernels (the values' sum; _sparse_sum over dims).
+  m.impl("sum", TORCH_FN(at::native::sum_coo));
+  m.impl("sum.dim_IntList", TORCH_FN(at::native::sum_sparse_coo));
   m.impl("_sparse_sum_backward", TORCH_FN(sparse_sum_backward_coo));
 }
 

@@ -34,6 +34,7 @@
 #include <ATen/ops/sin_native.h>
 #include <ATen/ops/sinh_native.h>
 #include <ATen/ops/sqrt_native.h>
+#include <ATen/ops/sum_native.h>
 #include <ATen/ops/tan_native.h>
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/trunc_native.h>
@@ -111,6 +112,7 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("relu", TORCH_FN(at::native::relu_sparse_csr));
   m.impl("relu_", TORCH_FN(at::native::relu_sparse_csr_));
   // mul.Tensor, mul_.Tensor, mul.out: SparseCsr.cpp (a scalar or a dense operand)
+  m.impl("sum", TORCH_FN(at::native::sum_csr));  // the values' sum
 }
 
 } // namespace pytorch_ocl

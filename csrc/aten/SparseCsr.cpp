@@ -376,9 +376,8 @@ at::Tensor& mul_csr_out(const at::Tensor& self, const at::Tensor& other, at::Ten
   const at::Tensor& csr = self_is_csr ? self : other;
   const at::Tensor& dense = self_is_csr ? other : self;
   check_csr_matrix(csr, "mul", self_is_csr ? "self" : "other");
-  TORCH_CHECK_NOT_IMPLEMENTED(dense.layout() == c10::kStrided,
-                              "mul: on ocl a sparse CSR tensor can only be multiplied by a dense tensor or a scalar, got ",
-                              dense.layout());
+  TORCH_CHECK_NOT_IMPLEMENTED(dense.layout() == c10::kStrided, "mul: on ocl a sparse CSR tensor can only be ",
+                              "multiplied by a dense tensor or a scalar, got ", dense.layout());
   if (dense.dim() > 0) check_ocl(dense, "mul", self_is_csr ? "other" : "self");
   TORCH_CHECK(out.layout() == c10::kSparseCsr, "mul: expected a sparse CSR 'out', got ", out.layout());
   TORCH_CHECK(at::is_expandable_to(dense.sizes(), csr.sizes()), "mul: the dense operand of size ", dense.sizes(),

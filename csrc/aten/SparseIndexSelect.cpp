@@ -2,7 +2,8 @@
 // it is the values' index_select. Along a sparse dim every position j of `index` takes a copy of each
 // stored entry whose coordinate there is index[j], with that coordinate replaced by j (so an index
 // repeated selects its entries twice). The entries are ordered by j, then in their stored order, and
-// the result is marked coalesced only when it stores fewer than two entries: all as on the CPU. The join, without an (nnz x len(index)) mask:
+// the result is marked coalesced only when it stores fewer than two entries: all as on the CPU.
+// The join, without an (nnz x len(index)) mask:
 //   sort the entries' coordinates (stable); searchsorted gives each j its run [first, first + count)
 //   output entry k belongs to the j whose cumulative count passes k (searchsorted again), and is
 //   entry order[first[j] + k - start[j]].

@@ -74,7 +74,8 @@ at::Tensor sparse_softmax_forward(const at::Tensor& self, int64_t dim, bool half
   if (values.numel() == 0) {
     out = values.clone();
   } else if (dim >= sparse_dim) {
-    out = log ? at::_log_softmax(values, dim - sparse_dim + 1, false) : at::_softmax(values, dim - sparse_dim + 1, false);
+    int64_t d = dim - sparse_dim + 1;
+    out = log ? at::_log_softmax(values, d, false) : at::_softmax(values, d, false);
   } else {
     Pools pools = sparse_pools(input._indices(), input.sizes(), dim);
     // Every pool has a member, so the max needs no initial value.
@@ -82,7 +83,8 @@ at::Tensor sparse_softmax_forward(const at::Tensor& self, int64_t dim, bool half
                          .index_reduce_(0, pools.of_entry, values, "amax", /*include_self=*/false);
     at::Tensor shifted = values - max.index_select(0, pools.of_entry);
     at::Tensor exps = shifted.exp();
-    at::Tensor sums = at::zeros(pooled_shape(values, pools.count), values.options()).index_add_(0, pools.of_entry, exps);
+    at::Tensor sums =
+        at::zeros(pooled_shape(values, pools.count), values.options()).index_add_(0, pools.of_entry, exps);
     out = log ? shifted.sub_(sums.log_().index_select(0, pools.of_entry))
               : exps.div_(sums.index_select(0, pools.of_entry));
   }

@@ -1,6 +1,7 @@
-// Sums of a COO tensor (the SparsePrivateUse1 key): Tensor.sum and torch.sparse.sum forward are ATen's
-// device-generic kernels (_sparse_sum a composite of ops we have); the backward of a sum over dims is ours. Every stored entry of the coalesced input
-// takes the incoming gradient at its coordinates with the summed dims dropped:
+// Sums of a COO tensor (the SparsePrivateUse1 key): Tensor.sum and the torch.sparse.sum forward are
+// ATen's device-generic kernels (_sparse_sum a composite of ops we have); the backward of a sum over
+// dims is ours. Every stored entry of the coalesced input takes the incoming gradient at its
+// coordinates with the summed dims dropped:
 //   all sparse dims summed   grad is dense (the dense dims left): broadcast to every entry
 //   some sparse dims kept    grad is sparse over the kept ones: gathered with sparse_mask at each entry's
 //                            kept coordinates (zero where grad stores none), as the CPU's binary search

@@ -1,8 +1,9 @@
 // Sparse COO and CSR ops that act on the stored values only: zero-preserving unary functions, multiplying
 // or dividing by a scalar, and sparse @ vector. ATen's kernels for the unary ops (SparseUnaryOps.cpp and,
-// for CSR, SparseCsrTensorMath.cpp: the op on values()), // div_out_sparse_zerodim and mv_sparse coalesce through our _coalesce and then run the dense op on the
-// values (or go through mm), so they are device-generic and registered as they are; multiplying by a
-// scalar is ours (ATen's mul_out_sparse_zerodim is not in the public headers).
+// for CSR, SparseCsrTensorMath.cpp: the op on values()), div_out_sparse_zerodim and mv_sparse coalesce
+// through our _coalesce and then run the dense op on the values (or go through mm), so they are
+// device-generic and registered as they are; multiplying COO by a scalar is ours (ATen's
+// mul_out_sparse_zerodim is not in the public headers), CSR mul is in SparseCsr.cpp.
 #include "aten/SparseUtils.h"
 
 #include <ATen/core/Tensor.h>

@@ -419,6 +419,7 @@ INDEX_SELECT_CASES = {
     "hybrid": (lambda dt: uncoalesced(dt, (3,)), [2, 0, 2, 1]),  # the CPU rejects negatives along dense dims
     "3d": (lambda dt: coo_3d(dt, nnz=40), [1, 1, 2, 0]),
     "coalesced": (lambda dt: coo_3d(dt).coalesce(), [2, 0]),
+    "longer_index": (lambda dt: uncoalesced(dt), [3, 0, 0, 2, -1, 1, 3, 0, 2]),  # len(index) > nnz: another order
     "empty_index": (lambda dt: uncoalesced(dt), []),
     "nnz0": (lambda dt: SOFTMAX_INPUTS["nnz0"](dt), [1, 1]),
 }
@@ -441,6 +442,17 @@ def test_sparse_index_select(name, dtype):
         ref.to(DEV).index_select(0, torch.tensor([0, ref.size(0)], device=DEV))
     with pytest.raises(IndexError, match="vector"):
         ref.to(DEV).index_select(0, torch.zeros(1, 1, dtype=torch.long, device=DEV))
+
+
+def test_sparse_index_select_random_sizes():
+    # both of the CPU's entry orders, around len(index) == nnz
+    g = torch.Generator().manual_seed(5)
+    for nnz, n_index in [(30, 29), (30, 30), (30, 31), (5, 40), (60, 7)]:
+        indices = torch.stack([torch.randint(0, 6, (nnz,), generator=g), torch.randint(0, 7, (nnz,), generator=g)])
+        ref = torch.sparse_coo_tensor(indices, torch.randn(nnz, generator=g), (6, 7))
+        for dim in (0, 1):
+            idx = torch.randint(0, ref.size(dim), (n_index,), generator=g)
+            same_coo(ref.to(DEV).index_select(dim, idx.to(DEV)), ref.index_select(dim, idx))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

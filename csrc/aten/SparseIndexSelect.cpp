@@ -1,12 +1,11 @@
 // index_select of a COO tensor (the SparsePrivateUse1 key), from dense device ops. Along a dense dim
 // it is the values' index_select. Along a sparse dim every position j of `index` takes a copy of each
 // stored entry whose coordinate there is index[j], with that coordinate replaced by j (so an index
-// repeated selects its entries twice). The entries are ordered by j, then in their stored order, and
-// the result is marked coalesced only when it stores fewer than two entries: all as on the CPU.
-// The join, without an (nnz x len(index)) mask:
-//   sort the entries' coordinates (stable); searchsorted gives each j its run [first, first + count)
-//   output entry k belongs to the j whose cumulative count passes k (searchsorted again), and is
-//   entry order[first[j] + k - start[j]].
+// repeated selects its entries twice). As on the CPU, the copies are ordered by j, then in stored order,
+// when len(index) <= nnz, else in stored order, then by j; and the result is marked coalesced only when
+// it stores fewer than two entries. The join, without an (nnz x len(index)) mask (equal_pairs):
+//   stable sort of one side; searchsorted gives each element of the other side its run of equal keys
+//   output pair k belongs to the element whose cumulative count passes k (searchsorted again)
 // Two host reads: whether an index is out of range (as the CPU, it raises IndexError) and the result's nnz.
 #include "aten/SparseUtils.h"
 #include "core/TensorUtils.h"
@@ -45,6 +44,18 @@ at::Tensor checked_index(const at::Tensor& self, int64_t dim, const at::Tensor& 
   return at::where(idx < 0, idx + size, idx);
 }
 
+// Every (q, p) with queries[q] == keys[p], ordered by q, then p (queries and keys non-empty, int64).
+std::pair<at::Tensor, at::Tensor> equal_pairs(const at::Tensor& queries, const at::Tensor& keys) {
+  auto [sorted, order] = at::sort(keys, /*stable=*/true, 0, false);
+  at::Tensor first = at::searchsorted(sorted, queries, false, /*right=*/false);
+  at::Tensor counts = at::searchsorted(sorted, queries, false, /*right=*/true) - first;
+  at::Tensor ends = counts.cumsum(0);
+  at::Tensor k = at::arange(ends[-1].item<int64_t>(), queries.options());
+  at::Tensor q = at::searchsorted(ends, k, false, /*right=*/true);
+  at::Tensor rank_in_run = k - (ends - counts).index_select(0, q);
+  return {q, order.index_select(0, first.index_select(0, q) + rank_in_run)};
+}
+
 at::Tensor index_select_coo(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   check_ocl(self, "index_select", "self");
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -64,18 +75,16 @@ at::Tensor index_select_coo(const at::Tensor& self, int64_t dim, const at::Tenso
     return make_coo(at::empty({sparse_dim, 0}, indices.options()), at::empty(value_shape, values.options()), sizes,
                     true);
   }
-  auto [sorted, order] = at::sort(indices.select(0, dim), /*stable=*/true, 0, false);
-  at::Tensor first = at::searchsorted(sorted, idx, false, /*right=*/false);
-  at::Tensor counts = at::searchsorted(sorted, idx, false, /*right=*/true) - first;
-  at::Tensor ends = counts.cumsum(0);
-  int64_t total = ends[-1].item<int64_t>();
-  at::Tensor k = at::arange(total, idx.options());
-  at::Tensor j = at::searchsorted(ends, k, false, /*right=*/true);
-  at::Tensor starts = ends - counts;
-  at::Tensor entry = order.index_select(0, first.index_select(0, j) + k - starts.index_select(0, j));
+  at::Tensor coordinates = indices.select(0, dim);
+  at::Tensor entry, j;
+  if (idx.numel() <= self._nnz()) {
+    std::tie(j, entry) = equal_pairs(idx, coordinates);
+  } else {
+    std::tie(entry, j) = equal_pairs(coordinates, idx);
+  }
   at::Tensor new_indices = indices.index_select(1, entry);
   new_indices.select(0, dim).copy_(j);
-  return make_coo(new_indices, values.index_select(0, entry), sizes, total < 2);
+  return make_coo(new_indices, values.index_select(0, entry), sizes, entry.numel() < 2);
 }
 
 } // namespace

@@ -47,6 +47,26 @@ def median_time(fn, device, iters: int, warmup: int = 1) -> float:
     return statistics.median(time_it(fn, device, iters, warmup))
 
 
+def kernels_of_step(step):
+    """The ocl kernels of one call of `step` after two warm-up calls (state created, programs built):
+    (launches, Counter of launches by kernel name, Counter of device microseconds by kernel name)."""
+    import collections
+
+    import pytorch_ocl
+
+    step()
+    step()
+    torch.ocl.synchronize()
+    with pytorch_ocl.profiler.profile() as prof:
+        step()
+        torch.ocl.synchronize()
+    calls, us = collections.Counter(), collections.Counter()
+    for name, _, dur in prof.records:
+        calls[name] += 1
+        us[name] += dur
+    return len(prof.records), calls, us
+
+
 def pinned_empty(numel: int, device, dtype=torch.float32):
     """A page-locked host buffer for copies to/from `device`, or None when that cannot be had.
 

@@ -10,7 +10,6 @@ The reference runs in a child process without ocl, cuDNN/matmul TF32 off (like-f
 --quick: the tiny config of transformer.py --quick (hidden 64, vocab 1000, batch 4 x 16), for a CPU.
 """
 import argparse
-import collections
 import json
 import os
 import subprocess
@@ -47,20 +46,8 @@ def measure(device, quick, iters):
 
 
 def launches(step):
-    import pytorch_ocl
-
-    step()
-    step()  # AdamW's state exists, programs are built
-    torch.ocl.synchronize()
-    with pytorch_ocl.profiler.profile() as prof:
-        step()
-        torch.ocl.synchronize()
-    by_time = collections.Counter()
-    for name, _, dur in prof.records:
-        by_time[name] += dur
-    calls = collections.Counter(r[0] for r in prof.records)
-    top = [(n, calls[n], round(us / 1e3, 2)) for n, us in by_time.most_common(6)]
-    return len(prof.records), sum(by_time.values()) / 1e3, top
+    n, calls, us = common.kernels_of_step(step)
+    return n, sum(us.values()) / 1e3, [(k, calls[k], round(t / 1e3, 2)) for k, t in us.most_common(6)]
 
 
 def main():

@@ -10,7 +10,6 @@ a CPU OpenCL device. Prints ms per step, its host part (until step() returns), t
 launches of one step, and the ratios fused / foreach and ref / ocl (> 1: ocl faster).
 """
 import argparse
-import collections
 import json
 import os
 import statistics
@@ -78,20 +77,8 @@ def measure(device, small, iters):
 
 
 def launches(device, name, fused, small):
-    import pytorch_ocl
-
-    step = make_step(device, name, fused, small)
-    step()
-    step()
-    torch.ocl.synchronize()
-    with pytorch_ocl.profiler.profile() as prof:
-        step()
-        torch.ocl.synchronize()
-    by_time = collections.Counter()
-    for name, _, dur in prof.records:
-        by_time[name] += dur
-    device_ms = sum(by_time.values()) / 1e3
-    return len(prof.records), device_ms, [(n, round(us / 1e3, 3)) for n, us in by_time.most_common(4)]
+    n, _, us = common.kernels_of_step(make_step(device, name, fused, small))
+    return n, sum(us.values()) / 1e3, [(k, round(t / 1e3, 3)) for k, t in us.most_common(4)]
 
 
 def ratio(a, b):

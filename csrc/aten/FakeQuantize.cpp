@@ -1,4 +1,4 @@
-// Fake quantization (quantization-aware training) with qparams in device tensors: per channel,
+// Fake quantization (quantization-aware training): per tensor with number qparams, per channel,
 // per tensor with tensor qparams (torch.ao's FakeQuantize), and the learnable (LSQ) forms with their
 // gradients. The rows are in PointwiseQuantOps.h; this file has the CPU's argument checks and
 // builds the iterators. Scale and zero point are read on the device, never with .item(): the CPU's
@@ -44,6 +44,33 @@ at::Tensor along_axis(const at::Tensor& p, int64_t dim, int64_t axis) {
   return p.view(shape);
 }
 
+// A fake-quantize row's outputs (out in self's dtype, the bool mask) and an iterator config over them and
+// self, to which the caller adds the row's other inputs.
+at::TensorIteratorConfig cachemask_config(const at::Tensor& self, at::Tensor& out, at::Tensor& mask) {
+  out = at::empty_like(self, self.options(), at::MemoryFormat::Preserve);
+  mask = at::empty_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Preserve);
+  at::TensorIteratorConfig config;
+  config.add_output(out).add_output(mask).add_const_input(self).check_all_same_dtype(false);
+  return config;
+}
+
+// fake_quantize_per_tensor_affine_cachemask (torch.fake_quantize_per_tensor_affine's kernel and its backward's
+// mask): the CPU kernel's checks and math (scale taken as float, its inverse computed in float).
+std::tuple<at::Tensor, at::Tensor> per_tensor_cachemask(const at::Tensor& self, double scale, int64_t zero_point,
+                                                        int64_t quant_min, int64_t quant_max) {
+  TORCH_CHECK(quant_min <= quant_max, "`quant_min` should be less than or equal to `quant_max`.");
+  TORCH_CHECK(zero_point >= quant_min && zero_point <= quant_max,
+              "`zero_point` must be between `quant_min` and `quant_max`.");
+  pw_check_dtype(PW_fake_quantize_cachemask, self.scalar_type());
+  at::Tensor out, mask;
+  auto iter = cachemask_config(self, out, mask).build();
+  const float sc = static_cast<float>(scale);
+  pw_launch(PW_fake_quantize_cachemask, iter, self.scalar_type(),
+            {num(static_cast<double>(sc)), num(static_cast<double>(1.0f / sc)), num(zero_point), num(quant_min),
+             num(quant_max)});
+  return {out, mask};
+}
+
 std::tuple<at::Tensor, at::Tensor> per_channel_cachemask(const at::Tensor& self, const at::Tensor& scale,
                                                          const at::Tensor& zero_point, int64_t axis,
                                                          int64_t quant_min, int64_t quant_max) {
@@ -60,17 +87,9 @@ std::tuple<at::Tensor, at::Tensor> per_channel_cachemask(const at::Tensor& self,
   TORCH_CHECK(quant_min <= quant_max, "`quant_min` should be less than or equal to `quant_max`.");
   TORCH_CHECK(axis >= 0 && axis <= self.dim(), "`axis` must be between 0 and number of dimensions of input");
   pw_check_dtype(PW_fake_quantize_per_channel, self.scalar_type());
-  at::Tensor out = at::empty_like(self, self.options(), at::MemoryFormat::Preserve);
-  at::Tensor mask = at::empty_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Preserve);
   at::Tensor s = along_axis(scale, self.dim(), axis), z = along_axis(zero_point, self.dim(), axis);
-  auto iter = at::TensorIteratorConfig()
-                  .add_output(out)
-                  .add_output(mask)
-                  .add_const_input(self)
-                  .add_const_input(s)
-                  .add_const_input(z)
-                  .check_all_same_dtype(false)
-                  .build();
+  at::Tensor out, mask;
+  auto iter = cachemask_config(self, out, mask).add_const_input(s).add_const_input(z).build();
   const bool zp_float = at::isFloatingType(zero_point.scalar_type());
   const bool dbl = self.scalar_type() == at::kDouble;
   // The CPU evaluates (q - zero point) * scale in double: exact in float for an integer zero point,
@@ -90,16 +109,11 @@ std::tuple<at::Tensor, at::Tensor> tensor_qparams(const at::Tensor& self, const 
                                                   int64_t quant_min, int64_t quant_max, bool learnable) {
   TORCH_CHECK(quant_min <= quant_max, "`quant_min` should be less than or equal to `quant_max`.");
   pw_check_dtype(PW_fake_quantize_tensor_qparams, self.scalar_type());
-  at::Tensor out = at::empty_like(self, self.options(), at::MemoryFormat::Preserve);
-  at::Tensor mask = at::empty_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Preserve);
-  auto iter = at::TensorIteratorConfig()
-                  .add_output(out)
-                  .add_output(mask)
-                  .add_const_input(self)
+  at::Tensor out, mask;
+  auto iter = cachemask_config(self, out, mask)
                   .add_const_input(scale)
                   .add_const_input(zero_point)
                   .add_const_input(enabled)
-                  .check_all_same_dtype(false)
                   .allow_cpu_scalars(true)  // 0-dim CPU qparams are read by value, as the CPU's .item()
                   .build();
   pw_launch(PW_fake_quantize_tensor_qparams, iter, compute_of(self),
@@ -214,6 +228,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> learnable_per_channel_backward(
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  pw_impl(m, PW_fake_quantize_cachemask, "fake_quantize_per_tensor_affine_cachemask", TORCH_FN(per_tensor_cachemask));
   pw_impl(m, PW_fake_quantize_per_channel, "fake_quantize_per_channel_affine_cachemask",
           TORCH_FN(per_channel_cachemask));
   pw_impl(m, PW_fake_quantize_tensor_qparams, "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",

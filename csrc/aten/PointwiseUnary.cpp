@@ -6,7 +6,6 @@
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty_like.h>
 #include <ATen/ops/mvlgamma.h>
 #include <ATen/native/Resize.h>
 #include <c10/util/Half.h>
@@ -123,30 +122,6 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
   return {mantissa, exponent};
 }
 
-// fake_quantize_per_tensor_affine_cachemask (torch.fake_quantize_per_tensor_affine's kernel and its backward's
-// mask): the CPU kernel's checks and math (scale taken as float, its inverse computed in float).
-std::tuple<at::Tensor, at::Tensor> fake_quantize_cachemask(const at::Tensor& self, double scale, int64_t zero_point,
-                                                          int64_t quant_min, int64_t quant_max) {
-  TORCH_CHECK(quant_min <= quant_max, "`quant_min` should be less than or equal to `quant_max`.");
-  TORCH_CHECK(zero_point >= quant_min && zero_point <= quant_max,
-              "`zero_point` must be between `quant_min` and `quant_max`.");
-  pw_check_dtype(PW_fake_quantize_cachemask, self.scalar_type());
-  at::Tensor out = at::empty_like(self, self.options(), at::MemoryFormat::Preserve);
-  at::Tensor mask = at::empty_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Preserve);
-  auto iter = at::TensorIteratorConfig()
-                  .add_output(out)
-                  .add_output(mask)
-                  .add_const_input(self)
-                  .check_all_same_dtype(false)
-                  .build();
-  const float sc = static_cast<float>(scale);
-  pw_launch(PW_fake_quantize_cachemask, iter, self.scalar_type(),
-            {pw_scalar(static_cast<double>(sc)), pw_scalar(static_cast<double>(1.0f / sc)),
-             pw_scalar(static_cast<double>(zero_point)), pw_scalar(static_cast<double>(quant_min)),
-             pw_scalar(static_cast<double>(quant_max))});
-  return {out, mask};
-}
-
 at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Tensor& out) {
   if (decimals == 0) return OCL_PW_FORMS(unary_run<PW_round>)::out(self, out);
   pw_check_dtype(PW_round_decimals, self.scalar_type());
@@ -215,8 +190,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pw_impl(m, PW_logical_not, "logical_not.out", TORCH_FN(logical_not_out));
   pw_impl(m, PW_nan_to_num, "nan_to_num.out", TORCH_FN(nan_to_num_out));
   pw_impl(m, PW_frexp, "frexp.Tensor_out", TORCH_FN(frexp_out));
-  pw_impl(m, PW_fake_quantize_cachemask, "fake_quantize_per_tensor_affine_cachemask",
-          TORCH_FN(fake_quantize_cachemask));
   pw_impl(m, PW_round_decimals, "round.decimals_out", TORCH_FN(round_decimals_out));
   pw_impl(m, PW_polygamma, "polygamma.out", TORCH_FN(polygamma_out));
   m.impl("mvlgamma.out", TORCH_FN(mvlgamma_out));

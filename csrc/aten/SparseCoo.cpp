@@ -299,9 +299,6 @@ at::Tensor& addmm_coo_(at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   return addmm_coo_out(self, mat1, mat2, beta, alpha, self);
 }
 
-using ToSparseDim = at::Tensor (*)(const at::Tensor&, int64_t);
-using ToSparseLayout = at::Tensor (*)(const at::Tensor&, std::optional<c10::Layout>, at::OptionalIntArrayRef,
-                                      std::optional<int64_t>);
 using SparseMm = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
 
 } // namespace

@@ -408,10 +408,6 @@ at::Tensor& mul_csr_(at::Tensor& self, const at::Tensor& other) {
   return mul_csr_out(self, other, self);
 }
 
-using ToSparseDim = at::Tensor (*)(const at::Tensor&, int64_t);
-using ToSparseLayout = at::Tensor (*)(const at::Tensor&, std::optional<c10::Layout>, at::OptionalIntArrayRef,
-                                      std::optional<int64_t>);
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

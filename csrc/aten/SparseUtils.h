@@ -5,7 +5,11 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/core/Layout.h>
 #include <c10/util/ArrayRef.h>
+#include <c10/util/OptionalArrayRef.h>
+
+#include <optional>
 
 namespace pytorch_ocl {
 
@@ -27,6 +31,12 @@ at::Tensor& sparse_triplets_addmm_out(const at::Tensor& self, const at::Tensor& 
                                       const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& rows,
                                       const at::Tensor& cols, const at::Tensor& values, bool sparse_left,
                                       at::Tensor& out, const char* op);
+
+// The two overloads of ATen's sparse conversions (at::native::sparse_coo_to_sparse,
+// sparse_compressed_to_sparse), picked for registration: (self, sparse_dim) and (self, layout, blocksize, dense_dim).
+using ToSparseDim = at::Tensor (*)(const at::Tensor&, int64_t);
+using ToSparseLayout = at::Tensor (*)(const at::Tensor&, std::optional<c10::Layout>, at::OptionalIntArrayRef,
+                                      std::optional<int64_t>);
 
 // The product of sizes (the number of rows a dense tensor has when its sparse dims are flattened).
 int64_t sparse_numel(c10::IntArrayRef sizes);

@@ -45,7 +45,6 @@
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
 #   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
-#   bash scripts/gpu_session.sh early33       # decode host cost per token, decode step and per-op host time vs CUDA, copy overlap
 #   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
 #   bash scripts/gpu_session.sh early34       # foreach AdamW with / without vector items, decode host cost, GPT-2 by kernel
 #   bash scripts/gpu_session.sh fast34        # optimizers' fast route tests + step vs CUDA, LSTM step by kernel, Cholesky profile
@@ -53,15 +52,8 @@
 #   bash scripts/gpu_session.sh merge34       # this session's merges natively, launch cost by argument count, optimizer step
 #   bash scripts/gpu_session.sh final34       # Cholesky block kernel + multi-tensor aliasing natively, Cholesky profiles, optimizer step
 #   bash scripts/gpu_session.sh recheck34     # final34's native tests one file after another (failure names)
-#   bash scripts/gpu_session.sh last33        # optimizer step vs CUDA, one-pass vs two-pass attention backward (fp32)
-#   bash scripts/gpu_session.sh overlap33     # the copy-overlap probe per way the reader waits (clFinish, event wait, polling)
-#   bash scripts/gpu_session.sh overlap32     # another thread's device reads vs the training thread's launches / kernels
-#   bash scripts/gpu_session.sh cold32        # GPT-2 small's cold first step with deferred tuning on / off, its tests natively
-#   bash scripts/gpu_session.sh linalg32      # linalg / indexing / reduce tests natively, LU / QR profile, LU / Cholesky / QR vs cuSOLVER
-#   bash scripts/gpu_session.sh linalg33      # fused LU / QR panel steps: linalg tests natively, launch counts, profile, vs cuSOLVER
-#   bash scripts/gpu_session.sh chol34        # Cholesky tests natively, vs cuSOLVER, by kernel at 4096; panels, pair off
-#   bash scripts/gpu_session.sh prof32        # GPT-2 / BERT training steps by kernel vs CUDA, LM log-softmax / bias sums
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
+#   bash scripts/gpu_session.sh start35       # sparse / on-chip linalg tests natively (torch 2.11), LSTM LM step by kernel vs CUDA
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -403,17 +395,6 @@ case "${1:-validate}" in
     PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
       --ops lu_factor,cholesky,qr --top 8
     ;;
-  early33)  # batch-1 decode's host cost on the GPU: per-token counts and host time (GPT-2 small), the graphs.py
-    # decode step vs CUDA eager, per-op host time vs CUDA; then the copy-overlap probe of overlap32
-    run decode_overhead 150 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
-    run graphs 90 python3 benchmarks/graphs.py --ref cuda
-    run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
-    run overlap 90 python3 benchmarks/dist_shm_copies.py --overlap
-    ;;
-  overlap33)  # which wait of another thread's device reads holds up this thread's launches: the reader waiting
-    # by Stream.synchronize (clFinish), Event.synchronize (clWaitForEvents), Event.query polling, or not at all
-    run overlap 150 python3 benchmarks/dist_shm_copies.py --overlap
-    ;;
   attn33)  # the one-pass attention backward (dq added by the dk/dv mma kernel, attention_mma_onepass.cl): the mma
     # attention tests on the real instruction (one pass vs two, determinism), SDPA fwd+bwd with it on (1) and off (0)
     # in float32 and bfloat16 with each attention kernel's time, then GPT-2 small's training step by kernel vs CUDA
@@ -494,65 +475,11 @@ case "${1:-validate}" in
     run native_chol 100 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short \
       tests/test_linalg.py tests/test_complex_linalg.py -k "chol or cholesky"
     ;;
-  last33)  # after the vector items of elementwise_multi and the host-cost memos: one optimizer step vs CUDA, and
-    # the one-pass attention backward (final version) against the two passes, fp32 B8 H12 L1024 D64
-    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
-    run onepass_fp32 60 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0" \
-      --cases "8,12,1024,64,1;8,12,1024,64,0" --out "$out/onepass_fp32.md"
-    ;;
-  overlap32)  # do another thread's device reads (the all-reduce reader's pattern) block the training thread's
-    # launches or slow its kernels? (benchmarks/dist_shm_copies.py --overlap)
-    run overlap 90 python3 benchmarks/dist_shm_copies.py --overlap
-    ;;
-  cold32)  # GPT-2 small's first step on empty caches (ours and NVIDIA's own) with deferred tuning on (the
-    # default) and off, then the deferred-tuning tests natively
-    for d in 1 0; do
-      rm -rf /tmp/nvcache$d
-      CUDA_CACHE_PATH=/tmp/nvcache$d PYTORCH_OCL_TUNE_DEFERRED=$d \
-        run cold_deferred$d 150 python3 benchmarks/cold_start.py --nets gpt2small
-    done
-    run native_tests 60 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_tune_deferred.py
-    ;;
-  linalg32)  # the QR / LU register leaves (4, 8, 16 columns) and this session's kernels natively, then LU /
-    # Cholesky / QR at 4096 by kernel and against cuSOLVER
-    run native_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_qr_panel.py \
-      tests/test_linalg_on_chip.py tests/test_linalg_lu_panel.py tests/test_linalg_blocked_qr.py tests/test_linalg.py \
-      tests/test_indexing.py tests/test_reduce.py
-    run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
-    run linalg32 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg32.md"
-    ;;
-  linalg33)  # the LU leaves' in-panel swaps and absolute pivots, the one-launch swap-solve step and QR's V without
-    # a zero fill, natively; launches per step at 4096, LU / QR by kernel, LU / Cholesky / QR against cuSOLVER
-    run native_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_step_launches.py \
-      tests/test_linalg_qr_panel.py tests/test_linalg_on_chip.py tests/test_linalg_lu_panel.py \
-      tests/test_linalg_blocked_qr.py tests/test_linalg.py
-    run count_linalg 60 python3 benchmarks/profile_linalg.py --count --n 4096 --ops lu_factor,qr
-    run prof_linalg 70 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,qr --top 8
-    run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
-    ;;
-  chol34)  # the diagonal-block Cholesky kernel with one barrier for two columns and the doubling inverse: the Cholesky
-    # tests natively, Cholesky vs cuSOLVER, and by kernel at 4096 (linalg_cholesky_block's share)
-    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_cholesky_block.py \
-      tests/test_linalg_on_chip.py tests/test_linalg.py tests/test_complex_linalg.py tests/test_linalg_wide_rhs.py
-    run linalg34 60 python3 benchmarks/linalg.py --ref cuda --only cholesky --out "$out/linalg34.md"
-    run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
-    # wider outer steps (PYTORCH_OCL_CHOLESKY_PANEL: the diagonal block blocked within, outer GEMMs with K = 128 / 256)
-    for p in 128 256; do
-      PYTORCH_OCL_CHOLESKY_PANEL=$p run "linalg34_panel$p" 45 python3 benchmarks/linalg.py --ref none \
-        --only "cholesky 1024,cholesky 4096" --out "$out/linalg34_panel$p.md"
-    done
-    PYTORCH_OCL_CHOLESKY_PANEL=256 run prof_chol_panel256 60 python3 benchmarks/profile_linalg.py --n 4096 \
-      --ops cholesky --top 8
-    # the block kernel with a column a barrier (PYTORCH_OCL_CHOLESKY_PAIR=0) against two (the default)
-    PYTORCH_OCL_CHOLESKY_PAIR=0 run prof_chol_single 60 python3 benchmarks/profile_linalg.py --n 4096 \
-      --ops cholesky --top 8
-    ;;
-  prof32)  # GPT-2 small and BERT training steps by kernel against CUDA's in a child process; the vocabulary
-    # log-softmax and the bias-gradient sums against CUDA
-    run reduce_lm 60 python3 benchmarks/reduce.py --ref cuda --only log_softmax --out "$out/reduce_lm.md"
-    run reduce_bias 40 python3 benchmarks/reduce.py --ref cuda --only bias --out "$out/reduce_bias.md"
-    run prof_gpt2 100 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
-    run prof_bert 100 python3 benchmarks/profile_model.py --net bert --ref cuda --top 14
+  start35)  # the sparse tests natively (their second half never ran against torch 2.11), the on-chip linalg tests
+    # one file after another, the LSTM LM step by kernel vs CUDA
+    run native_sparse 150 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short tests/test_sparse.py
+    run native_onchip 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_linalg_on_chip.py
+    run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

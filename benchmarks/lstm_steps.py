@@ -4,10 +4,12 @@ whole-layer LSTM's step paths (PYTORCH_OCL_LSTM_FUSED=1: one fused launch per st
 cell launch per step), with the kernel launches of one step and the kernels taking most device time, against a
 reference device.
 
-    python3 benchmarks/lstm_steps.py [--ref cuda|cpu|none] [--quick] [--iters 10]
+    python3 benchmarks/lstm_steps.py [--ref cuda|cpu|none] [--quick] [--iters 10] [--ksplit "1;2;4"] [--fused-only]
 
 The reference runs in a child process without ocl, cuDNN/matmul TF32 off (like-for-like float32).
 --quick: the tiny config of transformer.py --quick (hidden 64, vocab 1000, batch 4 x 16), for a CPU.
+--ksplit: the fused steps once per PYTORCH_OCL_LSTM_KSPLIT value (K-slices per group; "" : the default).
+--fused-only: no GEMM + cell row.
 """
 import argparse
 import json
@@ -56,6 +58,8 @@ def main():
     p.add_argument("--ref", default="cuda", help="cuda, cpu or none")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--ksplit", default="", help='PYTORCH_OCL_LSTM_KSPLIT values for the fused rows, e.g. "1;2;4"')
+    p.add_argument("--fused-only", action="store_true")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -71,8 +75,12 @@ def main():
         ref_ms = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{args.ref} (TF32 off): {ref_ms:.2f} ms per training step")
     common.import_backend()
-    for fused, label in (("1", "fused steps"), ("0", "GEMM + cell per step")):
-        os.environ["PYTORCH_OCL_LSTM_FUSED"] = fused  # read per call
+    rows = [("1", ks, f"fused steps, KSPLIT {ks or 'default'}") for ks in args.ksplit.split(";")]
+    if not args.fused_only:
+        rows.append(("0", "", "GEMM + cell per step"))
+    for fused, ks, label in rows:
+        os.environ["PYTORCH_OCL_LSTM_FUSED"] = fused  # both read per call
+        os.environ["PYTORCH_OCL_LSTM_KSPLIT"] = ks
         ms = measure(args.device, args.quick, args.iters)
         n, device_ms, top = launches(make_step(args.device, args.quick))
         ratio = f", {ref_ms / ms:.2f} of {args.ref}" if ref_ms else ""

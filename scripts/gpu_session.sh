@@ -54,6 +54,7 @@
 #   bash scripts/gpu_session.sh recheck34     # final34's native tests one file after another (failure names)
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #   bash scripts/gpu_session.sh start35       # sparse / on-chip linalg tests natively (torch 2.11), LSTM LM step by kernel vs CUDA
+#   bash scripts/gpu_session.sh lstm35        # fused LSTM steps with K split over 1 / 2 / 4 slices: native tests, LM step vs CUDA
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -480,6 +481,12 @@ case "${1:-validate}" in
     run native_sparse 150 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short tests/test_sparse.py
     run native_onchip 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_linalg_on_chip.py
     run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
+    ;;
+  lstm35)  # the fused LSTM step kernels with each step's K split over slices of the group (PYTORCH_OCL_LSTM_KSPLIT):
+    # the LSTM tests natively, then the LSTM LM step per slice count vs CUDA
+    run native_tests 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_lstm_fused.py \
+      tests/test_rnn.py
+    run lstm_steps 150 python3 benchmarks/lstm_steps.py --ref cuda --ksplit "1;2;4;" --fused-only
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

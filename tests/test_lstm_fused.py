@@ -3,7 +3,7 @@ launch per time step for h W_hh^T and the cell, forward and backward; dlprim/ker
 the GEMM + cell launches per step. PYTORCH_OCL_LSTM_FUSED=1 / 0 forces either; unset, the
 heuristic (a GPU, hidden <= 1024, batch <= 64) picks. Both paths against the CPU, forward and every
 gradient: uni/bidirectional, 1-2 layers, batch_first, with/without biases, batch 1 / 3 / 20 / 35
-(the kernels' groups cover 32 rows and 4 units), hidden 7 to 70 (unit tails, one to five K tiles), float32/float64; the paths against each
+(the kernels' groups cover 32 rows and 4 units, split over 1-8 K-slices: PYTORCH_OCL_LSTM_KSPLIT), hidden 7 to 70 (unit tails, one to five K tiles), float32/float64; the paths against each
 other with any subset of the outputs in the loss (absent gradients) and with dropout between
 layers (same seed, same masks). proj_size, packed sequences and 16-bit dtypes take torch's generic
 recurrence on either setting (tests/test_rnn.py covers them)."""
@@ -83,6 +83,33 @@ def test_against_cpu(fused, case, dtype, monkeypatch):
     names = launched(lambda: run(md, x.to(OCL), h0.to(OCL), c0.to(OCL)))
     assert ({"lstm_step_fwd", "lstm_step_bwd"} <= names) == (fused == "1"), names
     assert ("lstm_cell" in names) == (fused == "0"), names
+
+
+@pytest.mark.parametrize("ks", ["2", "4", "8"])
+@pytest.mark.parametrize("case", [CASES[1], CASES[5], (6, 130, 33, 3, dict(num_layers=2))],
+                         ids=["2layer_bidir_b1", "bidir_h70_b35", "2layer_h130_b33"])
+def test_k_slices_against_cpu(case, ks, monkeypatch):
+    """The fused steps with their K loops split over 2, 4 and 8 slices of the group (GPUs pick the most that fit;
+    PoCL runs one unless asked; never more than K tiles: hidden 17's forward keeps one), last rounds with
+    slices past K, unit and row tails,
+    float64 against the CPU, forward and every gradient."""
+    monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", "1")
+    monkeypatch.setenv("PYTORCH_OCL_LSTM_KSPLIT", ks)
+    inp, hidden, batch, steps, kw = case
+    torch.manual_seed(0)
+    m = nn.LSTM(inp, hidden, **kw).double()
+    g = torch.Generator().manual_seed(1)
+    shape = (batch, steps, inp) if kw.get("batch_first") else (steps, batch, inp)
+    x = torch.randn(*shape, generator=g, dtype=torch.float64)
+    h0, c0 = states(kw, batch, hidden, g, torch.float64)
+    md = copy.deepcopy(m).to(OCL)
+    compare(run(md, x.to(OCL), h0.to(OCL), c0.to(OCL)), run(m, x, h0, c0), TOL[torch.float64])
+    for fused in ("1", "0"):  # float32: against the GEMM + cell path
+        monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
+        res = run(copy.deepcopy(m).float().to(OCL), x.float().to(OCL), h0.float().to(OCL), c0.float().to(OCL))
+        if fused == "1":
+            got = res
+    compare(got, res, TOL[torch.float32])
 
 
 @pytest.mark.parametrize("use", [("out",), ("hn",), ("cn",), ("hn", "cn")], ids="+".join)

@@ -406,13 +406,15 @@ def test_rnn_whole_layers(cls):
     check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(5, 2, 3, grad=True))
 
 
-@pytest.mark.parametrize("fused", ["1", "0"])
-def test_lstm_step_paths(fused, monkeypatch):
+@pytest.mark.parametrize("fused,ks", [("1", "1"), ("1", "2"), ("0", "1")], ids=["fused", "fused_2slices", "0"])
+def test_lstm_step_paths(fused, ks, monkeypatch):
     # RnnLayer.cpp's two LSTM step paths: lstm.cl's fused steps (GEMM + cell in one launch; hidden
-    # 6: two groups of 4 units, the second a tail; batch 3 of a 32-row group) and a GEMM + cell
+    # 6: two groups of 4 units, the second a tail; batch 3 of a 32-row group; K split over 2 slices
+    # of the group at hidden 40, the backward's second round with one tile for two slices, meeting in local memory) and a GEMM + cell
     # launch per step (test_rnn_whole_layers takes the fused steps by the shape heuristic).
     monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
-    mod = torch.nn.LSTM(3, 6)
+    monkeypatch.setenv("PYTORCH_OCL_LSTM_KSPLIT", ks)
+    mod = torch.nn.LSTM(3, 6 if ks == "1" else 40)
     dev_mod = __import__("copy").deepcopy(mod).to(DEV)
     check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(2, 3, 3, grad=True))
 

@@ -55,6 +55,7 @@
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
 #   bash scripts/gpu_session.sh start35       # sparse / on-chip linalg tests natively (torch 2.11), LSTM LM step by kernel vs CUDA
 #   bash scripts/gpu_session.sh lstm35        # fused LSTM steps with K split over 1 / 2 / 4 slices: native tests, LM step vs CUDA
+#   bash scripts/gpu_session.sh prof35        # BERT / GPT-2 training steps by kernel vs CUDA, batch-1 decode host cost per token
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -487,6 +488,12 @@ case "${1:-validate}" in
     run native_tests 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_lstm_fused.py \
       tests/test_rnn.py
     run lstm_steps 150 python3 benchmarks/lstm_steps.py --ref cuda --ksplit "1;2;4;" --fused-only
+    ;;
+  prof35)  # where BERT's and GPT-2's training steps (issue 15: >= 0.95 of CUDA) lose time by kernel against CUDA, and
+    # batch-1 decoding's host cost per token (GPT-2 small)
+    run prof_bert 120 python3 benchmarks/profile_model.py --net bert --ref cuda --top 20
+    run prof_gpt2 120 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 20
+    run decode_overhead 150 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

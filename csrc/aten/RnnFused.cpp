@@ -42,7 +42,8 @@ bool fused_applies(const char* env_name, const char* tune, const at::Tensor& x,
   const dlprim::Context& ctx = context(x.device().index());
   if (!supported(ctx)) return false;
   if (env == -1) {  // PYTORCH_OCL_TUNE=random:SEED: either path, drawn per layer shape
-    const int v = dlprim::tune_variant(std::string(tune) + "|" + std::to_string(hidden) + "|" + std::to_string(batch), 2);
+    const std::string label = std::string(tune) + "|" + std::to_string(hidden) + "|" + std::to_string(batch);
+    const int v = dlprim::tune_variant(label, 2);
     if (v >= 0) return v == 1;
   }
   // CPU devices (PoCL) run a step's GEMM well and the fused groups' barriers and tile loops
@@ -113,7 +114,8 @@ void gru_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& b_hh, cons
   a.ws = buf(ws);
   a.batch = static_cast<int>(y.size(0));
   a.hidden = static_cast<int>(y.size(1));
-  OCL_DLPRIM_CALL("gru", dlprim::gru_step_forward(context(dev), current_queue(dev), to_dlprim(xg.scalar_type(), "gru"), a));
+  OCL_DLPRIM_CALL("gru",
+                  dlprim::gru_step_forward(context(dev), current_queue(dev), to_dlprim(xg.scalar_type(), "gru"), a));
   note_enqueued(current_queue(dev));
 }
 

@@ -265,10 +265,11 @@ def llama(device, s, quick):
 
 
 class LSTMLM(nn.Module):
-    def __init__(self, vocab, hidden, layers):
+    """rnn: nn.LSTM, or nn.GRU for the same model with GRU layers (benchmarks/lstm_steps.py --cell gru)."""
+    def __init__(self, vocab, hidden, layers, rnn=nn.LSTM):
         super().__init__()
         self.embed = nn.Embedding(vocab, hidden)
-        self.rnn = nn.LSTM(hidden, hidden, num_layers=layers, batch_first=True)
+        self.rnn = rnn(hidden, hidden, num_layers=layers, batch_first=True)
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, x):

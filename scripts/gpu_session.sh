@@ -56,6 +56,7 @@
 #   bash scripts/gpu_session.sh start35       # sparse / on-chip linalg tests natively (torch 2.11), LSTM LM step by kernel vs CUDA
 #   bash scripts/gpu_session.sh lstm35        # fused LSTM steps with K split over 1 / 2 / 4 slices: native tests, LM step vs CUDA
 #   bash scripts/gpu_session.sh prof35        # BERT / GPT-2 training steps by kernel vs CUDA, batch-1 decode host cost per token
+#   bash scripts/gpu_session.sh gru           # fused GRU steps: native GRU / LSTM tests, GRU LM step per K-slice count vs CUDA
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -494,6 +495,13 @@ case "${1:-validate}" in
     run prof_bert 120 python3 benchmarks/profile_model.py --net bert --ref cuda --top 20
     run prof_gpt2 120 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 20
     run decode_overhead 150 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
+    ;;
+  gru)  # the fused GRU step kernels (PYTORCH_OCL_GRU_FUSED, K split per PYTORCH_OCL_RNN_KSPLIT): the GRU / LSTM
+    # tests natively, then the GRU LM step per slice count and on the GEMM + cell path vs CUDA, the LSTM LM's default
+    run native_tests 170 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_gru_fused.py \
+      tests/test_lstm_fused.py tests/test_rnn.py
+    run gru_steps 170 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --ksplit "1;2;4;"
+    run lstm_steps 90 python3 benchmarks/lstm_steps.py --ref cuda --fused-only
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

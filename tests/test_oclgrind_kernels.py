@@ -419,6 +419,19 @@ def test_lstm_step_paths(fused, ks, monkeypatch):
     check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(2, 3, 3, grad=True))
 
 
+@pytest.mark.parametrize("fused,ks", [("1", "1"), ("1", "2"), ("0", "1")], ids=["fused", "fused_2slices", "0"])
+def test_gru_step_paths(fused, ks, monkeypatch):
+    # RnnLayer.cpp's two GRU step paths, as test_lstm_step_paths: gru.cl's fused steps (hidden 6: a unit tail;
+    # batch 3 of a 32-row group; hidden 40 at 2 slices: the forward's two tiles one a slice, the backward's
+    # (K = 120) two tiles one a slice, met in local memory; with biases, and the backward's carried h gradient
+    # over three steps) and a GEMM + cell launch per step.
+    monkeypatch.setenv("PYTORCH_OCL_GRU_FUSED", fused)
+    monkeypatch.setenv("PYTORCH_OCL_RNN_KSPLIT", ks)
+    mod = torch.nn.GRU(3, 6 if ks == "1" else 40)
+    dev_mod = __import__("copy").deepcopy(mod).to(DEV)
+    check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(3, 3, 3, grad=True))
+
+
 def test_isin():
     elements = torch.randint(0, 50, (37,))
     check(lambda e, t: torch.isin(e, t), elements, torch.tensor([3, 7, 11]))

@@ -1,5 +1,5 @@
-// The whole-layer LSTM's fused steps (dlprim/kernels/lstm.cl): one launch per time step for the
-// recurrent GEMM and the cell, forward and backward, instead of a GEMM and a cell launch each.
+// The whole-layer LSTM's and GRU's fused steps (dlprim/kernels/lstm.cl, gru.cl): one launch per time step for
+// the recurrent GEMM and the cell, forward and backward, instead of a GEMM and a cell launch each.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -21,5 +21,20 @@ void lstm_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& gates, co
 void lstm_fused_backward_step(const at::Tensor& w_hh, const at::Tensor& dg_next, const at::Tensor& dh_add,
                               const at::Tensor& gates, const at::Tensor& cy, const at::Tensor& cx,
                               const at::Tensor& dc_in, const at::Tensor& dg, const at::Tensor& dc);
+
+// The GRU's: PYTORCH_OCL_GRU_FUSED as PYTORCH_OCL_LSTM_FUSED above, same heuristic. x, h0, w_hh as above.
+bool gru_fused_applies(const at::Tensor& x, const at::Tensor& h0, const at::Tensor& w_hh);
+
+// xg [B, 3H] the input gates, b_hh [3H] (undefined: no bias), h, w_hh contiguous; y [B, H] and ws [B, 4H]
+// (r, z, n, hn + b_hn) contiguous outputs.
+void gru_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& b_hh, const at::Tensor& xg,
+                            const at::Tensor& h, const at::Tensor& y, const at::Tensor& ws);
+
+// The step's h gradient (dh_in + dhg_next w_hh) + dh_add (undefined: absent), then the cell backward into dhg
+// [B, 3H], dxg's n part and dh (the cell part of the previous h's gradient; dh_in may be dh). All contiguous
+// but dh_add, whose rows may be strided (stride(1) == 1).
+void gru_fused_backward_step(const at::Tensor& w_hh, const at::Tensor& dhg_next, const at::Tensor& dh_add,
+                             const at::Tensor& ws, const at::Tensor& h_prev, const at::Tensor& dh_in,
+                             const at::Tensor& dhg, const at::Tensor& dxg, const at::Tensor& dh);
 
 } // namespace pytorch_ocl

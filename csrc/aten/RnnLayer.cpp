@@ -8,11 +8,11 @@
 //             gradient folded in), then one GEMM each for the weight gradients and the input's over
 //             every step at once.
 // The cells are Rnn.cpp's (RnnCells.h), with the same operation order and workspace layout, so
-// results match the per-step path to rounding. Small LSTM recurrences on GPUs (RnnFused.h:
-// hidden <= 1024, batch <= 64; PYTORCH_OCL_LSTM_FUSED=1 on any device, =0 never) fuse each step's
-// GEMM with its cell: one launch per step forward (h W_hh^T + the cell) and one backward (the h
-// gradient's GEMM over the next step's gate gradients, then the cell backward), same saved
-// tensors. LSTM with proj_size, 16-bit dtypes and empty sequences take torch's generic path
+// results match the per-step path to rounding. Small LSTM and GRU recurrences on GPUs (RnnFused.h:
+// hidden <= 1024, batch <= 64; PYTORCH_OCL_LSTM_FUSED / PYTORCH_OCL_GRU_FUSED=1 on any device, =0
+// never) fuse each step's GEMM with its cell: one launch per step forward (h W_hh^T + the cell) and
+// one backward (the h gradient's GEMM over the next step's gate gradients, then the cell backward),
+// same saved tensors. LSTM with proj_size, 16-bit dtypes and empty sequences take torch's generic path
 // (whose cells run natively too); so does PYTORCH_OCL_RNN=steps.
 #include "aten/RnnCells.h"
 #include "aten/RnnFused.h"
@@ -188,6 +188,9 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
 // z gates itself; backward per step: the cell backward (adding the output's gradient) and one GEMM
 // accumulating into the previous h's gradient. The hidden gates' r and z gradients are the input
 // gates'; one copy after the loop fills the input-gate matrix.
+// Fused (RnnFused.h, PYTORCH_OCL_GRU_FUSED, the LSTM's heuristic): one launch per step each way
+// (dlprim/kernels/gru.cl), same math, workspace and gradients; the cell part of the previous h's
+// gradient (g z) is carried between the backward steps in one [batch, hidden] buffer.
 struct GruLayer : public torch::autograd::Function<GruLayer> {
   static variable_list forward(AutogradContext* ctx, const T& x, const T& h0, const T& w_ih, const T& w_hh,
                                const T& b_ih, const T& b_hh, bool reverse) {
@@ -201,27 +204,41 @@ struct GruLayer : public torch::autograd::Function<GruLayer> {
       at::addmm_out(xg2, b_ih, x2, w_ih.t());
     else
       at::mm_out(xg2, x2, w_ih.t());
-    T hg = at::empty({batch, 3 * hidden}, x.options());
     T ws = at::empty({steps, batch, 4 * hidden}, x.options());  // r, z, n, hn + b_hn of every step
     T y = at::empty({steps, batch, hidden}, x.options());
-    const T w_hh_t = w_hh.t();
     T h = h0;
-    for (int64_t k = 0; k < steps; ++k) {
-      const int64_t t = reverse ? steps - 1 - k : k;
-      if (bias)
-        at::addmm_out(hg, b_hh, h, w_hh_t);
-      else
-        at::mm_out(hg, h, w_hh_t);
-      T xt = xg.select(0, t), wt = ws.select(0, t), yt = y.select(0, t);
-      rnn_launch(R_gru_cell_sum, {yt, gate(wt, 0, hidden), gate(wt, 1, hidden), gate(wt, 2, hidden), gate(wt, 3, hidden)},
-                 {gate(xt, 0, hidden), gate(hg, 0, hidden), gate(xt, 1, hidden), gate(hg, 1, hidden),
-                  gate(xt, 2, hidden), gate(hg, 2, hidden), h},
-                 st);
-      h = yt;
+    const bool fused = gru_fused_applies(x, h0, w_hh) && b_hh.scalar_type() == st;
+    if (fused) {  // one launch per step: h W_hh^T + b_hh and the cell
+      const T w = w_hh.contiguous(), bh = b_hh.contiguous();
+      h = h0.contiguous();
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = reverse ? steps - 1 - k : k;
+        T yt = y.select(0, t);
+        gru_fused_forward_step(w, bh, xg.select(0, t), h, yt, ws.select(0, t));
+        h = yt;
+      }
+    } else {
+      T hg = at::empty({batch, 3 * hidden}, x.options());
+      const T w_hh_t = w_hh.t();
+      for (int64_t k = 0; k < steps; ++k) {
+        const int64_t t = reverse ? steps - 1 - k : k;
+        if (bias)
+          at::addmm_out(hg, b_hh, h, w_hh_t);
+        else
+          at::mm_out(hg, h, w_hh_t);
+        T xt = xg.select(0, t), wt = ws.select(0, t), yt = y.select(0, t);
+        rnn_launch(R_gru_cell_sum,
+                   {yt, gate(wt, 0, hidden), gate(wt, 1, hidden), gate(wt, 2, hidden), gate(wt, 3, hidden)},
+                   {gate(xt, 0, hidden), gate(hg, 0, hidden), gate(xt, 1, hidden), gate(hg, 1, hidden),
+                    gate(xt, 2, hidden), gate(hg, 2, hidden), h},
+                   st);
+        h = yt;
+      }
     }
     ctx->save_for_backward({x, h0, w_ih, w_hh, y, ws});
     ctx->saved_data["reverse"] = reverse;
     ctx->saved_data["bias"] = bias;
+    ctx->saved_data["fused"] = fused;
     return {y, h.clone()};
   }
 
@@ -235,19 +252,47 @@ struct GruLayer : public torch::autograd::Function<GruLayer> {
     auto time_of = [&](int64_t k) { return reverse ? steps - 1 - k : k; };
     T dxg = at::empty({steps, batch, 3 * hidden}, x.options());
     T dhg = at::empty({steps, batch, 3 * hidden}, x.options());
-    // A launch takes at most one CPU scalar: the recurrent gradient is always a device tensor.
-    T dh = dhn.defined() ? dhn : at::zeros({batch, hidden}, x.options());
-    for (int64_t k = steps - 1; k >= 0; --k) {
-      const int64_t t = time_of(k);
-      const T wt = ws.select(0, t), dx_t = dxg.select(0, t), dh_t = dhg.select(0, t);
-      const T h_prev = k == 0 ? h0 : y.select(0, time_of(k - 1));
-      T dh_prev = at::empty({batch, hidden}, x.options());
-      rnn_launch(R_gru_cell_backward_sum,
-                 {gate(dh_t, 0, hidden), gate(dh_t, 1, hidden), gate(dx_t, 2, hidden), gate(dh_t, 2, hidden), dh_prev},
-                 {gate(wt, 0, hidden), gate(wt, 1, hidden), gate(wt, 2, hidden), h_prev, gate(wt, 3, hidden), dh,
-                  dy.defined() ? dy.select(0, t) : zero_scalar(st)},
-                 st);
-      dh = dh_prev.addmm_(dh_t, w_hh);
+    T dh;
+    if (ctx->saved_data["fused"].toBool()) {
+      // One launch per step: the step's h gradient (the carried cell part g z + the next step's hidden-gate
+      // gradients times W_hh + dy) and the cell backward; h0's gradient is one GEMM after the loop. dy: the
+      // kernel takes strided rows (a batch_first model's gradient), not strided units.
+      const T w = w_hh.contiguous(), h0c = h0.contiguous();
+      const T dyc = !dy.defined() ? T() : dy.stride(2) == 1 ? dy : dy.contiguous();
+      const int64_t t_last = time_of(steps - 1);
+      T dh_last;  // the last step's h gradient: its output's and h_n's (undefined: none)
+      if (dy.defined() && dhn.defined())
+        dh_last = at::add(dyc.select(0, t_last), dhn);
+      else if (dy.defined())
+        dh_last = dyc.select(0, t_last);
+      else if (dhn.defined())
+        dh_last = dhn.stride(1) == 1 ? dhn : dhn.contiguous();
+      dh = at::empty({batch, hidden}, x.options());  // the cell part of the running gradient, in place
+      for (int64_t k = steps - 1; k >= 0; --k) {
+        const int64_t t = time_of(k);
+        const bool last = k == steps - 1;
+        const T dh_add = last ? dh_last : dyc.defined() ? dyc.select(0, t) : T();
+        gru_fused_backward_step(w, last ? T() : dhg.select(0, time_of(k + 1)), dh_add, ws.select(0, t),
+                                k == 0 ? h0c : y.select(0, time_of(k - 1)), last ? T() : dh, dhg.select(0, t),
+                                dxg.select(0, t), dh);
+      }
+      dh.addmm_(dhg.select(0, time_of(0)), w_hh);
+    } else {
+      // A launch takes at most one CPU scalar: the recurrent gradient is always a device tensor.
+      dh = dhn.defined() ? dhn : at::zeros({batch, hidden}, x.options());
+      for (int64_t k = steps - 1; k >= 0; --k) {
+        const int64_t t = time_of(k);
+        const T wt = ws.select(0, t), dx_t = dxg.select(0, t), dh_t = dhg.select(0, t);
+        const T h_prev = k == 0 ? h0 : y.select(0, time_of(k - 1));
+        T dh_prev = at::empty({batch, hidden}, x.options());
+        rnn_launch(R_gru_cell_backward_sum,
+                   {gate(dh_t, 0, hidden), gate(dh_t, 1, hidden), gate(dx_t, 2, hidden), gate(dh_t, 2, hidden),
+                    dh_prev},
+                   {gate(wt, 0, hidden), gate(wt, 1, hidden), gate(wt, 2, hidden), h_prev, gate(wt, 3, hidden), dh,
+                    dy.defined() ? dy.select(0, t) : zero_scalar(st)},
+                   st);
+        dh = dh_prev.addmm_(dh_t, w_hh);
+      }
     }
     dxg.narrow(2, 0, 2 * hidden).copy_(dhg.narrow(2, 0, 2 * hidden));
     T dx2 = dxg.view({steps * batch, 3 * hidden}), dh2 = dhg.view({steps * batch, 3 * hidden});

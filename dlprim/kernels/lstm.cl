@@ -2,7 +2,7 @@
 // whole-layer path). Built for small batches, where a step's GEMM ([B, H] x [H, 4H]) is too small
 // to fill a GPU and a separate cell launch doubles the per-step launch cost.
 //
-// A work-group is KS K-slices (dlprim/src/lstm.cpp picks KS) of 16 batch lanes x LSTM_U (4) hidden units,
+// A work-group is KS K-slices (dlprim/src/rnn_step_launch.cpp picks KS) of 16 batch lanes x LSTM_U (4) hidden units,
 // 64 KS items in one dimension (item: lane fastest, then unit, then slice). Each item of a slice takes two batch rows (lane and
 // lane + 16) of one unit, so a group covers 32 rows and 4 units: all four gate rows (i, f, g, o)
 // of its units. A step is too small to fill a GPU with one slice per group (128 groups of 2 warps

@@ -57,6 +57,7 @@
 #   bash scripts/gpu_session.sh lstm35        # fused LSTM steps with K split over 1 / 2 / 4 slices: native tests, LM step vs CUDA
 #   bash scripts/gpu_session.sh prof35        # BERT / GPT-2 training steps by kernel vs CUDA, batch-1 decode host cost per token
 #   bash scripts/gpu_session.sh gru           # fused GRU steps: native GRU / LSTM tests, GRU LM step per K-slice count vs CUDA
+#   bash scripts/gpu_session.sh atomic35      # one-pass attention backward with float-atomic dq: native tests, SDPA fwd+bwd atomic / ordered / two passes, GPT-2 / BERT
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -502,6 +503,21 @@ case "${1:-validate}" in
       tests/test_lstm_fused.py tests/test_rnn.py
     run gru_steps 170 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --ksplit "1;2;4;"
     run lstm_steps 90 python3 benchmarks/lstm_steps.py --ref cuda --fused-only
+    ;;
+  atomic35)  # the one-pass attention backward adding dq with float atomics (PYTORCH_OCL_ATTN_BWD_ONEPASS=atomic): the
+    # one-pass tests on the real instruction, SDPA fwd+bwd atomic / ordered / two passes (fp32, bf16, BERT's shape
+    # too), then GPT-2's and BERT's steps by kernel with it on, vs CUDA
+    PYTORCH_OCL_MMA_TEST=native run attn_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
+      tests/test_attention_mma.py -k onepass
+    cases="8,12,1024,64,1;8,12,1024,64,0;16,12,512,64,0;4,16,4096,64,1"
+    run onepass_fp32 90 python3 benchmarks/attention_layouts.py --fwd "" --onepass "atomic;1;0" --cases "$cases" \
+      --out "$out/onepass_fp32.md"
+    run onepass_bf16 90 python3 benchmarks/attention_layouts.py --fwd "" --onepass "atomic;1;0" --dtype bfloat16 \
+      --cases "$cases" --out "$out/onepass_bf16.md"
+    PYTORCH_OCL_ATTN_BWD_ONEPASS=atomic run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda \
+      --top 8
+    PYTORCH_OCL_ATTN_BWD_ONEPASS=atomic run prof_bert 100 python3 benchmarks/profile_model.py --net bert --ref cuda \
+      --top 8
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -222,11 +222,12 @@ ONEPASS = [
 ]
 
 
+@pytest.mark.parametrize("mode", ["1", "atomic"], ids=["ordered", "atomic"])
 @pytest.mark.parametrize("case", ONEPASS, ids=lambda c: "-".join(str(x).replace("torch.", "") for x in c))
-def test_onepass(case, monkeypatch):
+def test_onepass(case, mode, monkeypatch):
     kind, B, Hq, Hk, L, S, D, Dv, causal, transposed = case
     q, k, v = make(B, Hq, Hk, L, S, D, Dv, transposed)
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", mode)
     _, one = run(kind, q, k, v, grad=True, is_causal=causal)
     monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "0")
     _, two = run(kind, q, k, v, grad=True, is_causal=causal)
@@ -234,11 +235,13 @@ def test_onepass(case, monkeypatch):
         check(a.cpu(), b, TOL[kind], "one pass vs two, grad " + name)
 
 
-def test_onepass_masks_skip_their_turns(monkeypatch):
+@pytest.mark.parametrize("mode", ["1", "atomic"], ids=["ordered", "atomic"])
+def test_onepass_masks_skip_their_turns(mode, monkeypatch):
     # Mask block flags skip a (query tile, key block) pair that is all masked; the block still takes its turn there:
     # queries 0..15 see no key of block 0 (so block 0, the last turn, adds nothing and writes block 1's sums), queries
-    # 16..31 none of block 1 (block 1, the first turn, stores zeros). A float bias broadcast over heads.
-    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
+    # 16..31 none of block 1 (block 1, the first turn, stores zeros); atomic: such a block arrives without adding,
+    # and may be the last to arrive (it writes dq). A float bias broadcast over heads.
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", mode)
     q, k, v = make(2, 2, 2, 40, 80, 32, 32)
     keep = torch.rand(40, 80, generator=torch.Generator().manual_seed(1)) > 0.3
     keep[:16, :64] = False
@@ -246,6 +249,25 @@ def test_onepass_masks_skip_their_turns(monkeypatch):
     run("3xtf32", q, k, v, attn_mask=keep, grad=True)
     bias = torch.randn(2, 1, 40, 80, generator=torch.Generator().manual_seed(2))
     run(torch.bfloat16, q, k, v, attn_mask=bias, grad=True)
+
+
+def test_onepass_atomic_deterministic_mode(monkeypatch):
+    # PYTORCH_OCL_ATTN_BWD_ONEPASS=atomic under torch.use_deterministic_algorithms takes the ordered kernel: still one
+    # pass, and dq the same bits run after run.
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "atomic")
+    q, k, v = make(1, 2, 1, 70, 150, 64, 64)
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = []
+        for _ in range(2):
+            dev = [t.to("ocl").requires_grad_() for t in (q, k, v)]
+            o = F.scaled_dot_product_attention(*dev, is_causal=True, enable_gqa=True)
+            g, names = launches(lambda: torch.autograd.grad(o.sum(), dev)[0].cpu())
+            assert ONEPASS_LAUNCH in names, names
+            runs.append(g)
+        assert torch.equal(runs[0], runs[1])
+    finally:
+        torch.use_deterministic_algorithms(False)
 
 
 @pytest.mark.parametrize("layout,one", [("2,32", True), ("1,16", True), ("1,32", False)])

@@ -9,7 +9,8 @@ from test_oclgrind_kernels import DEV, _no_tuning, check, rand  # noqa: F401  (_
 
 
 @pytest.mark.parametrize("case", ["causal", "mask_gqa", "wide_head", "tiled_streamed", "row_forward", "tiled_dq",
-                                  "tiled_dkdv", "mma", "mma_split", "mma_onepass", "mask_blocks"])
+                                  "tiled_dkdv", "mma", "mma_split", "mma_onepass", "mma_onepass_atomic",
+                                  "mask_blocks"])
 def test_fused_attention(case, monkeypatch):
     # Tails in every tile: L, S not multiples of the row/column tiles; D not a multiple of 4.
     if case == "tiled_dkdv":  # the backward's tiled dk/dv pass (opt-in): GQA, causal, L != S, BK not a multiple of 4 NTC
@@ -32,12 +33,12 @@ def test_fused_attention(case, monkeypatch):
         mask = torch.rand(18, 19) > 0.3
         check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
               q, k, v, mask)
-    elif case == "mma_onepass":  # the one-pass backward (attention_mma_onepass.cl) on one-warp groups: 3 key
+    elif case.startswith("mma_onepass"):  # the one-pass backward (ordered, or float atomics with a last arrival) (attention_mma_onepass.cl) on one-warp groups: 3 key
         # blocks adding each query tile's dq in turn through the counters and the accumulator, a (tile, block)
         # pair all masked (its turn taken with nothing to add), GQA; then causal (blocks past the queries: no tile)
         monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
         monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA", "1,16,0")
-        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1")
+        monkeypatch.setenv("PYTORCH_OCL_ATTN_BWD_ONEPASS", "atomic" if case.endswith("atomic") else "1")
         q, k, v = rand(1, 2, 20, 6, grad=True), rand(1, 1, 35, 6, grad=True), rand(1, 1, 35, 5, grad=True)
         mask = torch.rand(20, 35) > 0.3
         mask[:16, 16:32] = False

@@ -111,6 +111,7 @@ dlprim::AttnShape attn_shape(const at::Tensor& q, const at::Tensor& k, const at:
   s.scale = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(s.D));
   s.causal = is_causal;
   s.has_mask = has_mask;
+  s.deterministic = at::globalContext().deterministicAlgorithms();
   return s;
 }
 
@@ -278,17 +279,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward(
   BufferRef lb = buffer_of(lse_c), db = buffer_of(delta);
   const auto flags = mask_block_flags(m, s, q, queue, device, op);
   // The one-pass kernel's scratch (dlprim::attention_backward_work): its counters zeroed by a fill on the queue,
-  // the float32 dq accumulator uninitialized (the first contribution of a tile stores); none for two passes.
+  // the float32 dq accumulator as the kernel asks (ordered: uninitialized, the first contribution of a tile stores;
+  // atomic: zero); none for two passes.
   uint64_t n_counters = 0, n_acc = 0;
-  bool init_acc = false;
+  int acc_fill = 0;
   OCL_DLPRIM_CALL(op, dlprim::attention_backward_work(context(device), s, to_dlprim(q.scalar_type(), op),
                                                       attn_tensor(q), attn_tensor(k), attn_tensor(v),
-                                                      attn_tensor(grad_out), n_counters, n_acc, init_acc));
+                                                      attn_tensor(grad_out), n_counters, n_acc, acc_fill));
   at::Tensor counters, acc;
   dlprim::AttnBwdWork work;
   if (n_counters) {
     counters = at::zeros({static_cast<int64_t>(n_counters)}, q.options().dtype(c10::kInt));
-    acc = init_acc ? at::full({static_cast<int64_t>(n_acc)}, NAN, q.options().dtype(c10::kFloat))
+    acc = acc_fill ? at::full({static_cast<int64_t>(n_acc)}, acc_fill == 1 ? NAN : 0.0, q.options().dtype(c10::kFloat))
                    : at::empty({static_cast<int64_t>(n_acc)}, q.options().dtype(c10::kFloat));
     BufferRef cb = buffer_of(counters), ab = buffer_of(acc);
     work.counters = cb.mem;

@@ -28,6 +28,12 @@
 // SM's L1 (not coherent across SMs on NVIDIA): relaxed gpu-scope loads. The emulation (PoCL, Oclgrind) uses
 // OpenCL atomics for the counter and the accumulator instead (Oclgrind's race checker then accepts them).
 //
+// ONEPASS_ATOMIC (PYTORCH_OCL_ATTN_BWD_ONEPASS=atomic): no turns. Each key block adds its part into ACC (zero at
+// launch) with float atomics in whatever order blocks come, then arrives at the tile's counter (acq_rel); the
+// block that arrives last (jmax + 1 arrivals, skipped tiles arrive without adding) reads ACC and writes dq. No
+// block waits for another, but float addition's order varies from run to run: dq is not bit-reproducible
+// (flash-attention 2's backward does the same; torch.use_deterministic_algorithms keeps the ordered kernel).
+//
 // CNT: 1 + B * Hq * ceil(L / BKT) uints, zero at launch (the host's fill); ACC: B * Hq * L * D floats, any
 // (emulated: initialized, as Oclgrind's uninitialized-value checker counts an atomic exchange on fresh memory as
 // a write of an uninitialized value; the host fills NaN, so a read before a tile's first store would show).
@@ -64,6 +70,20 @@ inline void op_wait(__global uint* p, uint turn) {
   while (op_load_turn(p) != turn) {
   }
 }
+inline uint op_arrive(__global uint* p) {
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  const uint r = atomic_inc((volatile __global uint*)p);
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+  return r;
+}
+inline void op_acc_add(__global float* p, float v) {
+  volatile __global uint* u = (volatile __global uint*)p;
+  uint seen = atomic_or(u, 0u), want;
+  do {
+    want = seen;
+    seen = atomic_cmpxchg(u, want, as_uint(as_float(want) + v));
+  } while (seen != want);
+}
 #else
 inline uint op_load_turn(__global uint* p) {
   uint r;
@@ -83,6 +103,14 @@ inline void op_acc_store(__global float* p, float v) {
 }
 inline void op_wait(__global uint* p, uint turn) {
   while (op_load_turn(p) != turn) asm volatile("nanosleep.u32 64;");
+}
+inline uint op_arrive(__global uint* p) {
+  uint r;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(r) : "l"((ulong)p) : "memory");
+  return r;
+}
+inline void op_acc_add(__global float* p, float v) {
+  asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" ::"l"((ulong)p), "f"(v) : "memory");
 }
 #endif
 
@@ -177,6 +205,33 @@ inline void op_wait(__global uint* p, uint turn) {
     q_[0] = acc[i_][0], q_[1] = acc[i_][1], q_[8 * OP_QLD] = acc[i_][2], q_[8 * OP_QLD + 1] = acc[i_][3]; \
   }
 
+#if ONEPASS_ATOMIC
+// Adds query tile ti0's part (qb; nothing without `has`) into ACC, then arrives; the last block to arrive writes dq.
+#define ONEPASS_ADD(ti0, has)                                                                            \
+  do {                                                                                                   \
+    const int nblk_ = (int)get_num_groups(1);                                                            \
+    const int jmax_ = causal ? min(nblk_ - 1, (min(L, (ti0) + BKT) - 1) / NQ) : nblk_ - 1;               \
+    __global uint* cnt_ = CNT + cnto + 1 + (ulong)bh * (ulong)CDIV(L, BKT) + (ti0) / BKT;               \
+    __global float* a_ = ACC + acco + ((ulong)bh * L + (ti0)) * D;  /* the tile's rows, contiguous */    \
+    const int n_ = min(BKT, L - (ti0)) * D;                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE);  /* qb is complete */                                                  \
+    if (has)                                                                                             \
+      for (int x_ = tid; x_ < n_; x_ += NTH) {                                                           \
+        const int r_ = x_ / D;                                                                           \
+        op_acc_add(a_ + x_, qb[r_ * OP_QLD + x_ - r_ * D]);                                              \
+      }                                                                                                  \
+    barrier(CLK_GLOBAL_MEM_FENCE);  /* every add of the group before the arrival */                      \
+    if (tid == 0) op_ticket = op_arrive(cnt_) == (uint)jmax_;                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+    if (op_ticket) {                                                                                     \
+      for (int x_ = tid; x_ < n_; x_ += NTH) {                                                           \
+        const int r_ = x_ / D;                                                                           \
+        STORE(DQ, (long)dqo + AT(dqs, bb, h, (ti0) + r_, x_ - r_ * D), op_acc_load(a_ + x_) * scale);    \
+      }                                                                                                  \
+    }                                                                                                    \
+    barrier(CLK_LOCAL_MEM_FENCE);  /* op_ticket read before the next tile's arrival */                   \
+  } while (0)
+#else
 // Adds query tile ti0's part (qb, or zeros without `has`) for head bh in this work-group's turn (the file comment).
 #define ONEPASS_ADD(ti0, has)                                                                            \
   do {                                                                                                   \
@@ -197,6 +252,7 @@ inline void op_wait(__global uint* p, uint turn) {
     barrier(CLK_GLOBAL_MEM_FENCE);  /* every store of the group before the release */                    \
     if (tid == 0 && kb) op_release(cnt_, turn_ + 1);                                                     \
   } while (0)
+#endif
 
 // The turns of tiles ip, ip + BKT, ... below end that this work-group skips (zero contributions).
 #define ONEPASS_PASS(ip, end) \

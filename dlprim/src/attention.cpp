@@ -548,16 +548,16 @@ void attention_backward(const Context& ctx, cl_command_queue q, const AttnShape&
 
 void attention_backward_work(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                              const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, uint64_t& counters,
-                             uint64_t& acc_floats, bool& init_acc) {
+                             uint64_t& acc_floats, int& acc_fill) {
   check(ctx, s, dtype);
   counters = acc_floats = 0;
-  init_acc = false;
+  acc_fill = 0;
   if (s.B * s.Hq * s.L == 0 || s.B * s.Hk * s.S == 0) return;
   const detail::AttnMmaKernel m = detail::attention_mma_onepass(ctx, s, dtype, Q, K, V, dO);
   if (!m.kernel) return;
   counters = 1 + static_cast<uint64_t>(s.B * s.Hq * ceil_div(s.L, m.tile));  // the ticket, then one per query tile
   acc_floats = static_cast<uint64_t>(s.B * s.Hq * s.L * s.D);
-  init_acc = m.emulated;
+  acc_fill = m.atomic ? 2 : m.emulated ? 1 : 0;
 }
 
 void attention_dropout_mask(const Context& ctx, cl_command_queue q, const AttnShape& s, DType dtype, cl_mem out,

@@ -79,7 +79,7 @@ bool vec16(const AttnTensor& t, int64_t dim, int unit) {
 }
 
 std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const MmaLayout& l, bool mask,
-                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd, bool split, bool onepass) {
+                         bool dropout, const bool (&vec)[4], bool prefetch, bool bwd, bool split, int onepass) {
   std::ostringstream s;
   s << kernel_source("common");
   // The backward's head-dim split over warp pairs (attention_mma_bwd.cl): k-steps and n-tiles padded to even counts.
@@ -95,7 +95,8 @@ std::string program_text(DType dtype, MmaChoice m, int64_t D, int64_t DV, const 
     << "\n#define NW " << l.nw << "\n#define BKT " << l.bkt << "\n#define VEC_K " << vec[0] << "\n#define VEC_V " << vec[1]
     << "\n#define VEC_Q " << vec[2] << "\n#define VEC_DO " << vec[3] << "\n#define PREFETCH " << prefetch << "\n";
   s << kernel_source("attention_common") << kernel_source("mma_common");
-  if (onepass) s << "#define ATTN_MMA_DQ 1\n#define ATTN_ONEPASS 1\n" << kernel_source("attention_mma")
+  if (onepass) s << "#define ATTN_MMA_DQ 1\n#define ATTN_ONEPASS 1\n#define ONEPASS_ATOMIC " << (onepass == 2)
+                << "\n" << kernel_source("attention_mma")
                 << kernel_source("attention_mma_onepass") << kernel_source("attention_mma_bwd");
   else if (bwd) s << "#define ATTN_MMA_DQ 1\n" << kernel_source("attention_mma") << kernel_source("attention_mma_bwd");
   else s << kernel_source("attention_mma");
@@ -130,20 +131,24 @@ uint64_t onepass_local_bytes(const MmaLayout& l, MmaChoice m, int64_t D, int64_t
   return bwd_local_bytes(l, m, D, DV, false) + static_cast<uint64_t>(extra) + 4;
 }
 
-// PYTORCH_OCL_ATTN_BWD_ONEPASS: "1" / "on" takes the one-pass kernel where it applies; unset, "0" or "off" runs
-// the backward's two passes (dq, then dk/dv): on an H200 (benchmarks/attention_layouts.py --onepass, B8 H12 L1024
-// D64 fp32) the one-pass backward took 1.77 ms causal / 3.14 ms not against the two passes' 1.57 / 2.64, its
+// PYTORCH_OCL_ATTN_BWD_ONEPASS: "1" / "on" takes the one-pass kernel with dq added in a fixed order where it applies;
+// "atomic" the one-pass kernel adding dq with float atomics (not bit-reproducible; never under
+// torch.use_deterministic_algorithms, s.deterministic: the ordered kernel then); unset, "0" or "off" runs the
+// backward's two passes (dq, then dk/dv): on an H200 (benchmarks/attention_layouts.py --onepass, B8 H12 L1024 D64
+// fp32) the ordered one-pass backward took 1.77 ms causal / 3.14 ms not against the two passes' 1.57 / 2.64, its
 // tiles waiting for their turns and its extra barriers costing more than the dq pass's S and dP products.
-// "NW,BKT" (also on) sets its warps (16 keys each) and query tile (a multiple of 16 that divides 16 NW).
-bool onepass_enabled(MmaLayout& l) {
+// "NW,BKT" (also on, ordered) sets its warps (16 keys each) and query tile (a multiple of 16 that divides 16 NW).
+// Returns 0 (two passes), 1 (ordered) or 2 (atomic).
+int onepass_mode(MmaLayout& l, const AttnShape& s) {
   const char* e = env_value("PYTORCH_OCL_ATTN_BWD_ONEPASS");
-  if (!e || !*e || !std::strcmp(e, "0") || !std::strcmp(e, "off")) return false;
+  if (!e || !*e || !std::strcmp(e, "0") || !std::strcmp(e, "off")) return 0;
+  if (!std::strcmp(e, "atomic")) return s.deterministic ? 1 : 2;
   int nw = 0, bkt = 0;
   char extra = 0;
-  if (e && std::sscanf(e, "%d,%d%c", &nw, &bkt, &extra) == 2 && nw >= 1 && nw <= 16 && bkt >= 16 && bkt % 16 == 0 &&
+  if (std::sscanf(e, "%d,%d%c", &nw, &bkt, &extra) == 2 && nw >= 1 && nw <= 16 && bkt >= 16 && bkt % 16 == 0 &&
       bkt <= 128)
     l.nw = nw, l.bkt = bkt;
-  return true;
+  return 1;
 }
 
 // The forward or a backward pass (attention_mma_bwd.cl) for s, or no kernel.
@@ -157,6 +162,7 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   MmaLayout l;
   if (!layout_for(ctx, m, s.D, s.DV, l)) return r;
   bool split = false;
+  int onepass = 0;
   if (pass != Pass::Fwd) {
     // Registers (scripts/ptx_registers.py attnmmadq=... / attnmmadkdv=...), without spills: dq (Q, dO and dq
     // fragments) for heads up to 64 on 16-key tiles (16-bit: 32), 16-bit up to 128 on 16-key tiles; dk/dv
@@ -186,7 +192,8 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
     if (bwd_local_bytes(l, m, s.D, s.DV, split) > limit) return r;
     if (pass == Pass::OnePass) {
-      if (!onepass_enabled(l)) return r;
+      onepass = onepass_mode(l, s);
+      if (!onepass) return r;
       // The K block and dS tile on top: shorter query tiles where they do not fit (16-bit at D 64: 64 -> 32),
       // and every 16-row block of a tile's dq product gets whole warps (attention_mma_onepass.cl's OP_WPR).
       if (static_cast<uint64_t>(32 * l.nw) > ctx.info().max_work_group_size) return r;
@@ -206,14 +213,14 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
                                s.D, s.DV, l.nw * 1000 + l.bkt,
                                (s.has_mask ? 1 : 0) | (s.dropout > 0 ? 2 : 0) | (vec[0] ? 4 : 0) | (vec[1] ? 8 : 0) |
                                    (vec[2] ? 16 : 0) | (vec[3] ? 32 : 0),
-                               prefetch ? 1 : 0, static_cast<int>(pass))];
+                               (prefetch ? 1 : 0) | (onepass == 2 ? 2 : 0), static_cast<int>(pass))];
   }
   {
     std::lock_guard<std::mutex> lock(e->m);
     static const char* names[] = {"attn_fwd_mma", "attn_bwd_dq_mma", "attn_bwd_dkdv_mma", "attn_bwd_onepass_mma"};
     if (!e->k)
       e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vec, prefetch,
-                                                    pass != Pass::Fwd, split, pass == Pass::OnePass)),
+                                                    pass != Pass::Fwd, split, onepass)),
                            names[static_cast<int>(pass)]);
   }
   r.kernel = e->k;
@@ -222,6 +229,7 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   r.rows = 16 * l.nw / (split ? 2 : 1);
   r.tile = l.bkt;
   r.emulated = m.emulate;
+  r.atomic = onepass == 2;
   return r;
 }
 

@@ -14,6 +14,7 @@ struct AttnMmaKernel {
   int64_t rows = 0;            // queries (dk/dv pass: keys) per work-group
   int64_t tile = 0;            // the backward passes' inner tile (dk/dv, one-pass: queries per step)
   bool emulated = false;       // the matrix engine emulated (PYTORCH_OCL_MMA=emulate)
+  bool atomic = false;         // the one-pass backward adding dq with float atomics (ONEPASS_ATOMIC)
 };
 
 // The mma forward for s, when the device (or PYTORCH_OCL_MMA=emulate) has the kind dtype and
@@ -27,7 +28,8 @@ AttnMmaKernel attention_mma_forward(const Context& ctx, const AttnShape& s, DTyp
 AttnMmaKernel attention_mma_backward(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                                      const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, bool dkdv);
 
-// The one-pass backward (kernels/attention_mma_onepass.cl: the dk/dv pass also adding dq in a fixed order), or no
+// The one-pass backward (kernels/attention_mma_onepass.cl: the dk/dv pass also adding dq, in a fixed order or with
+// float atomics), or no
 // kernel where it does not apply (PYTORCH_OCL_ATTN_BWD_ONEPASS=0, heads over 64, no dk/dv mma kernel, S = 0, or
 // its local memory does not fit). Arguments: attn_bwd_dkdv_mma's, then dQ, the counters and the accumulator.
 AttnMmaKernel attention_mma_onepass(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,

@@ -26,6 +26,8 @@ struct AttnShape {
   // float32 inputs on a matrix engine (attention_mma.cl): Exact runs 3xTF32 (fp32 accuracy), Tf32 plain
   // TF32 (torch's float32 matmul precision 'high' / 'medium', as for matmul).
   Fp32Math fp32_math = Fp32Math::Exact;
+  // torch.use_deterministic_algorithms: no backward whose result depends on the order of float atomics.
+  bool deterministic = false;
 };
 
 // Largest head dim the kernels take (registers per thread grow with it).
@@ -65,12 +67,12 @@ struct AttnBwdWork {
 
 // How many counters and accumulator floats attention_backward's one-pass kernel needs for s (dQ laid out like
 // dO: the gradient of Q); both 0 where it runs two passes instead (PYTORCH_OCL_ATTN_BWD_ONEPASS=0, no matrix
-// engine, heads over 64, ...); init_acc: the accumulator must be initialized too, to NaN (the emulated
-// engine's atomics: see attention_mma_onepass.cl).
+// engine, heads over 64, ...); acc_fill: how the accumulator starts: 0 any, 1 NaN (the ordered kernel on the
+// emulated engine: see attention_mma_onepass.cl), 2 zero (the atomic kernel).
 // Builds the kernel's program.
 void attention_backward_work(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q,
                              const AttnTensor& K, const AttnTensor& V, const AttnTensor& dO, uint64_t& counters,
-                             uint64_t& acc_floats, bool& init_acc);
+                             uint64_t& acc_floats, int& acc_fill);
 
 // dq, dk, dv from grad_out, the forward's lse and delta[b, hq, i] = dO_i . O_i (both compute
 // type, contiguous [B, Hq, L]). dk/dv are per key head (GQA groups summed in the kernel). With `work`

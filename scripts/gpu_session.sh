@@ -58,6 +58,7 @@
 #   bash scripts/gpu_session.sh prof35        # BERT / GPT-2 training steps by kernel vs CUDA, batch-1 decode host cost per token
 #   bash scripts/gpu_session.sh gru           # fused GRU steps: native GRU / LSTM tests, GRU LM step per K-slice count vs CUDA
 #   bash scripts/gpu_session.sh atomic35      # one-pass attention backward with float-atomic dq: native tests, SDPA fwd+bwd atomic / ordered / two passes, GPT-2 / BERT
+#   bash scripts/gpu_session.sh rnn35         # LSTM and GRU LM steps (fused, default K-slices) vs CUDA, each twice
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -518,6 +519,13 @@ case "${1:-validate}" in
       --top 8
     PYTORCH_OCL_ATTN_BWD_ONEPASS=atomic run prof_bert 100 python3 benchmarks/profile_model.py --net bert --ref cuda \
       --top 8
+    ;;
+  rnn35)  # the LSTM and GRU language models' training steps on the fused steps (default K-slices) vs CUDA, each twice
+    # (CUDA's own LSTM step moved between 13 and 16.5 ms across leases)
+    for i in 1 2; do
+      run lstm_steps$i 70 python3 benchmarks/lstm_steps.py --ref cuda --fused-only
+      run gru_steps$i 70 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --fused-only
+    done
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -89,7 +89,6 @@ def main():
     for fused, ks, label in rows:
         os.environ[fused_var] = fused  # both read per call
         os.environ["PYTORCH_OCL_RNN_KSPLIT"] = ks
-        os.environ.pop("PYTORCH_OCL_LSTM_KSPLIT", None)  # the older name stands in for an empty new one
         ms = measure(args.device, args.quick, args.iters, args.cell)
         n, device_ms, top = launches(make_step(args.device, args.quick, args.cell))
         ratio = f", {ref_ms / ms:.2f} of {args.ref}" if ref_ms else ""

@@ -486,7 +486,7 @@ case "${1:-validate}" in
     run native_onchip 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_linalg_on_chip.py
     run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
     ;;
-  lstm35)  # the fused LSTM step kernels with each step's K split over slices of the group (PYTORCH_OCL_LSTM_KSPLIT):
+  lstm35)  # the fused LSTM step kernels with each step's K split over slices of the group (PYTORCH_OCL_RNN_KSPLIT):
     # the LSTM tests natively, then the LSTM LM step per slice count vs CUDA
     run native_tests 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_lstm_fused.py \
       tests/test_rnn.py

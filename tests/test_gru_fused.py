@@ -105,16 +105,6 @@ def test_k_slices_against_cpu(case, ks, monkeypatch):
     compare(got, on_ocl(m, x.float(), h0.float()), TOL[torch.float32])
 
 
-def test_older_k_slice_variable(monkeypatch):
-    """PYTORCH_OCL_LSTM_KSPLIT, the knob's older name, still splits (the GRU's steps too) when the new one is
-    unset: hidden 130 at 4 slices against the CPU, float64."""
-    monkeypatch.setenv("PYTORCH_OCL_GRU_FUSED", "1")
-    monkeypatch.delenv("PYTORCH_OCL_RNN_KSPLIT", raising=False)
-    monkeypatch.setenv("PYTORCH_OCL_LSTM_KSPLIT", "4")
-    m, x, h0 = make((4, 130, 3, 2, dict()), torch.float64)
-    compare(on_ocl(m, x, h0), run(m, x, h0), TOL[torch.float64])
-
-
 @pytest.mark.parametrize("use", [("out",), ("hn",)], ids="+".join)
 def test_paths_agree_with_absent_gradients(use, monkeypatch):
     """Losses over one of the outputs leave dy or dh_n undefined: each branch of the fused backward against the
@@ -167,7 +157,6 @@ def test_random_tuning_draws_both_paths(monkeypatch):
     and shapes both paths run, each matching the CPU."""
     monkeypatch.delenv("PYTORCH_OCL_GRU_FUSED", raising=False)
     monkeypatch.delenv("PYTORCH_OCL_RNN_KSPLIT", raising=False)
-    monkeypatch.delenv("PYTORCH_OCL_LSTM_KSPLIT", raising=False)
     seen = set()
     for seed in range(1, 5):
         monkeypatch.setenv("PYTORCH_OCL_TUNE", f"random:{seed}")

@@ -3,7 +3,7 @@ launch per time step for h W_hh^T and the cell, forward and backward; dlprim/ker
 the GEMM + cell launches per step. PYTORCH_OCL_LSTM_FUSED=1 / 0 forces either; unset, the
 heuristic (a GPU, hidden <= 1024, batch <= 64) picks. Both paths against the CPU, forward and every
 gradient: uni/bidirectional, 1-2 layers, batch_first, with/without biases, batch 1 / 3 / 20 / 35
-(the kernels' groups cover 32 rows and 4 units, split over 1-8 K-slices: PYTORCH_OCL_LSTM_KSPLIT), hidden 7 to 70 (unit tails, one to five K tiles), float32/float64; the paths against each
+(the kernels' groups cover 32 rows and 4 units, split over 1-8 K-slices: PYTORCH_OCL_RNN_KSPLIT), hidden 7 to 70 (unit tails, one to five K tiles), float32/float64; the paths against each
 other with any subset of the outputs in the loss (absent gradients) and with dropout between
 layers (same seed, same masks). proj_size, packed sequences and 16-bit dtypes take torch's generic
 recurrence on either setting (tests/test_rnn.py covers them)."""
@@ -94,7 +94,7 @@ def test_k_slices_against_cpu(case, ks, monkeypatch):
     slices past K, unit and row tails,
     float64 against the CPU, forward and every gradient."""
     monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", "1")
-    monkeypatch.setenv("PYTORCH_OCL_LSTM_KSPLIT", ks)
+    monkeypatch.setenv("PYTORCH_OCL_RNN_KSPLIT", ks)
     inp, hidden, batch, steps, kw = case
     torch.manual_seed(0)
     m = nn.LSTM(inp, hidden, **kw).double()

@@ -413,7 +413,7 @@ def test_lstm_step_paths(fused, ks, monkeypatch):
     # of the group at hidden 40, the backward's second round with one tile for two slices, meeting in local memory) and a GEMM + cell
     # launch per step (test_rnn_whole_layers takes the fused steps by the shape heuristic).
     monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
-    monkeypatch.setenv("PYTORCH_OCL_LSTM_KSPLIT", ks)
+    monkeypatch.setenv("PYTORCH_OCL_RNN_KSPLIT", ks)
     mod = torch.nn.LSTM(3, 6 if ks == "1" else 40)
     dev_mod = __import__("copy").deepcopy(mod).to(DEV)
     check(lambda x: (mod if x.device.type == "cpu" else dev_mod)(x)[0], rand(2, 3, 3, grad=True))

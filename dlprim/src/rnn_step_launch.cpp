@@ -25,7 +25,6 @@ size_t rnn_k_slices(const Context& ctx, DType t, int K, size_t tile, size_t vect
     ++fitting;
   }
   const char* want = env_value("PYTORCH_OCL_RNN_KSPLIT");
-  if (!want || !*want) want = env_value("PYTORCH_OCL_LSTM_KSPLIT");
   int pick = fitting - 1;
   if (want && *want) {
     const long n = std::strtol(want, nullptr, 10);

@@ -23,9 +23,9 @@ bool rnn_step_fits(const Context& ctx, size_t vectors);
 // vectors. One group per 32 rows x 4 units leaves a GPU's compute units with two warps each for a 512-unit
 // layer, every K tile's latency exposed; slices split K within the group (more warps, shorter loops). GPUs
 // take the most that fit (local memory, group size, no slice without a tile; at most 8); CPU devices one
-// (their items run K loops alone well). PYTORCH_OCL_RNN_KSPLIT=n (older name PYTORCH_OCL_LSTM_KSPLIT, read
-// when the new one is unset) asks n (the largest fitting power of two at most n); PYTORCH_OCL_TUNE=random
-// draws among the fitting ones under tune label `label` + "|" + K (tests train with each).
+// (their items run K loops alone well). PYTORCH_OCL_RNN_KSPLIT=n asks n (the largest fitting power of two at
+// most n); PYTORCH_OCL_TUNE=random draws among the fitting ones under tune label `label` + "|" + K (tests train
+// with each).
 size_t rnn_k_slices(const Context& ctx, DType t, int K, size_t tile, size_t vectors, const std::string& label);
 
 // Global (ceil(batch / 32) * 64 ks, ceil(hidden / 4)), local (64 ks, 1).

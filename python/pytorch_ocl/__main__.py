@@ -26,7 +26,6 @@ ENV_VARS = (
     ("PYTORCH_OCL_LSTM_FUSED", "1/0: whole-layer nn.LSTM steps fused (GEMM + cell, one launch) or not; unset: GPUs, by shape"),
     ("PYTORCH_OCL_GRU_FUSED", "1/0: whole-layer nn.GRU steps fused (GEMM + cell, one launch) or not; unset: GPUs, by shape"),
     ("PYTORCH_OCL_RNN_KSPLIT", "n: the fused LSTM / GRU steps split K over at most n slices of a group (unset: GPUs the most that fit, CPUs 1)"),
-    ("PYTORCH_OCL_LSTM_KSPLIT", "PYTORCH_OCL_RNN_KSPLIT's older name, read when that is unset"),
     ("PYTORCH_OCL_LINALG_ON_CHIP", "0/1: blocked Cholesky's diagonal blocks, LU's leaves and small triangular solves on chip or not (default: Cholesky on, the others on GPUs)"),
     ("PYTORCH_OCL_EIGH_QL_SWEEPS", "QL sweeps per eigenvalue before eigh raises its failure to converge (default 60)"),
     ("PYTORCH_OCL_GLOO_LANES", "ocl_gloo: parallel gloo groups per large all_reduce (default min(4, CPUs / local ranks); 1: one)"),

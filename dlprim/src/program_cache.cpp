@@ -19,14 +19,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <set>
 #include <system_error>
 #include <thread>
 #include <tuple>
 #include <vector>
 
-#include <pthread.h>
 #include <unistd.h>
 
 namespace dlprim {
@@ -98,44 +96,14 @@ std::string build_log(cl_program prog, cl_device_id dev) {
   return log;
 }
 
-// Runs fn (which must not throw) on a thread with a 256 MiB stack and waits for it. OpenCL compilers recurse
-// deeply on large kernels: PoCL's LLVM went 23,000 frames deep (ScalarEvolution) building the emulated
-// matrix-engine attention backward, past the 8 MiB a thread gets by default, and the overflow killed the process.
-// The stack is address space: pages are touched only as deep as the build goes. Where no such thread can be
-// made, fn runs here.
-void on_big_stack(const std::function<void()>& fn) {
-  pthread_attr_t attr;
-  pthread_t thread;
-  bool started = pthread_attr_init(&attr) == 0;
-  if (started) {
-    started = pthread_attr_setstacksize(&attr, size_t(256) << 20) == 0 &&
-              pthread_create(&thread, &attr, [](void* f) -> void* {
-                (*static_cast<const std::function<void()>*>(f))();
-                return nullptr;
-              }, const_cast<std::function<void()>*>(&fn)) == 0;
-    pthread_attr_destroy(&attr);
-  }
-  if (started)
-    pthread_join(thread, nullptr);
-  else
-    fn();
-}
-
-// (PoCL compiles the work-group functions of every kernel when asked for the binary: as deep as a build.)
 std::vector<unsigned char> program_binary(cl_program prog) {
-  std::vector<unsigned char> bin;
-  on_big_stack([&] {
-    size_t size = 0;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS || size == 0)
-      return;
-    try {
-      bin.resize(size);
-    } catch (const std::bad_alloc&) {
-      return;  // no binary to keep: the program is rebuilt next time
-    }
-    unsigned char* ptr = bin.data();
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) bin.clear();
-  });
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS ||
+      size == 0)
+    return {};
+  std::vector<unsigned char> bin(size);
+  unsigned char* ptr = bin.data();
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) return {};
   return bin;
 }
 
@@ -149,8 +117,7 @@ cl_program from_binary(cl_context ctx, const DeviceInfo& dev, const std::vector<
     if (prog) clReleaseProgram(prog);
     return nullptr;
   }
-  on_big_stack([&] { err = clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr); });
-  if (err != CL_SUCCESS) {  // (PoCL compiles a binary's work-group functions here: as deep as from source)
+  if (clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
     clReleaseProgram(prog);
     return nullptr;
   }
@@ -190,7 +157,7 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   cl_program prog = clCreateProgramWithSource(ctx, 1, &src, &len, &err);
   DLPRIM_CL_CHECK(err);
   auto t0 = std::chrono::steady_clock::now();
-  on_big_stack([&] { err = clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr); });
+  err = clBuildProgram(prog, 1, &dev.id, options.c_str(), nullptr, nullptr);
   uint64_t ns = ns_since(t0);
   g_build_ns += ns;
   count_build();

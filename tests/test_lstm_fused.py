@@ -15,6 +15,7 @@ import torch.nn as nn
 from torch.testing import assert_close
 
 import pytorch_ocl
+from rnn_lm_steps import train_lm
 
 OCL = torch.device("ocl:0")
 TOL = {torch.float32: dict(rtol=3e-5, atol=3e-5), torch.float64: dict(rtol=1e-10, atol=1e-10)}
@@ -184,27 +185,16 @@ def test_random_tuning_draws_both_paths(monkeypatch):
     assert seen == {True, False}
 
 
-def test_language_model_steps_match(monkeypatch):
-    """Three SGD steps of a small LSTM language model on either path end in the same weights (SGD:
-    Adam's first steps take a gradient's sign, which rounding can flip where it is near zero)."""
-    def train(fused):
+@pytest.mark.parametrize("hidden,ks", [(20, ""), (100, "4")], ids=["h20", "h100_4slices"])
+def test_language_model_steps_match(hidden, ks, monkeypatch):
+    """Three SGD steps of a small LSTM language model end in the CPU's weights on either path; hidden 100 with
+    K split over 4 slices forced (the GPUs' default there)."""
+    monkeypatch.setenv("PYTORCH_OCL_RNN_KSPLIT", ks)
+    ref = train_lm(nn.LSTM, "cpu", hidden)
+    for fused in ("1", "0"):
         monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
-        torch.manual_seed(0)
-        emb, rnn, head = nn.Embedding(30, 12), nn.LSTM(12, 20, num_layers=2, batch_first=True), nn.Linear(20, 30)
-        params = [*emb.parameters(), *rnn.parameters(), *head.parameters()]
-        for mod in (emb, rnn, head):
-            mod.to(OCL)
-        opt = torch.optim.SGD(params, lr=0.5, momentum=0.9)
-        data = torch.randint(0, 30, (4, 9), generator=torch.Generator().manual_seed(4)).to(OCL)
-        for _ in range(3):
-            opt.zero_grad()
-            logits = head(rnn(emb(data[:, :-1]))[0])
-            nn.functional.cross_entropy(logits.reshape(-1, 30), data[:, 1:].reshape(-1)).backward()
-            opt.step()
-        return [p.detach().cpu() for p in params]
-
-    for a, b in zip(train("1"), train("0")):
-        assert_close(a, b, rtol=1e-4, atol=1e-5)
+        for a, b in zip(train_lm(nn.LSTM, OCL, hidden), ref):
+            assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "gemm_cell"])

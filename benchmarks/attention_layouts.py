@@ -2,7 +2,8 @@
 
     python3 benchmarks/attention_layouts.py [--fwd "64,32,64,8;64,32,32,8;0"] [--bwd "32,16,128;..."]
                                             [--bwd-tiled "0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split"]
-                                            [--mma "default;0;8,16,0"] [--onepass "1;0"] [--dtype bfloat16]
+                                            [--mma "default;0;8,16,0"] [--mma-bwd "dkdv=4,16,split"]
+                                            [--onepass "1;0"] [--dtype bfloat16]
                                             [--cases "8,12,1024,64,1;8,12,2048,128,1"] [--out results/layouts.md]
 
 The layouts are the values of PYTORCH_OCL_ATTN_TILED (the register-tiled forward: "BQ,BK,KC,NTC", or
@@ -11,7 +12,8 @@ PYTORCH_OCL_ATTN_BWD_TILED (the backward's passes on register tiles: "1" both, "
 pass on that tile, or parts joined by '+': "dq", "dkdv", "dq=BQ,BK,NTC", "dkdv=BQ,BK,NTC[,split]";
 "0" off; see dlprim/src/attention.cpp), read by the library on every call; --mma times fwd+bwd under values
 of PYTORCH_OCL_ATTN_MMA (the matrix engine, "default" = unset: on where the device has it; "0" the FMA
-kernels; "NW,BKT,PREFETCH"), --onepass under values of PYTORCH_OCL_ATTN_BWD_ONEPASS (the engine's backward in
+kernels; "NW,BKT,PREFETCH"), --mma-bwd under values of PYTORCH_OCL_ATTN_MMA_BWD (the engine's backward passes'
+layouts: dlprim/src/attention_mma.cpp), --onepass under values of PYTORCH_OCL_ATTN_BWD_ONEPASS (the engine's backward in
 one kernel, "1", or two passes, "0"; the engine on), the other layouts run with it off. Prints the median
 forward (and forward+backward) ms of each (case, layout) and each value's error against the default
 layout's output, so a faster layout that is wrong shows up, and the device time of each attention
@@ -55,7 +57,12 @@ def main():
     p.add_argument("--bwd-tiled", default="",
                    help="tiled backward layouts, e.g. '0;1;dkdv;dkdv=32,32,16;dkdv=16,64,8,split' (fwd+bwd timed)")
     p.add_argument("--mma", default="", help="PYTORCH_OCL_ATTN_MMA values, fwd+bwd timed (default = unset)")
+    p.add_argument("--mma-bwd", default="",
+                   help="PYTORCH_OCL_ATTN_MMA_BWD values (engine on; the backward passes' layouts, e.g. "
+                        "'dkdv=4,16,split+dq=8,16,split'), fwd+bwd timed")
     p.add_argument("--onepass", default="", help="PYTORCH_OCL_ATTN_BWD_ONEPASS values (engine on), fwd+bwd timed")
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="dropout_p of the timed calls (BERT / GPT-2 train with 0.1; the diff column is then noise)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--cases", default=DEFAULT_CASES, help="B,H,L,D,causal;...")
     p.add_argument("--iters", type=int, default=10)
@@ -73,16 +80,17 @@ def main():
 
         def fwd():
             with torch.no_grad():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), dropout_p=args.dropout)
 
         def fwd_bwd():
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), dropout_p=args.dropout)
             return torch.autograd.grad(o, (q, k, v), do)
 
         jobs = [("PYTORCH_OCL_ATTN_TILED", lay, fwd) for lay in args.fwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD", lay, fwd_bwd) for lay in args.bwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD_TILED", lay, fwd_bwd) for lay in args.bwd_tiled.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_MMA", lay, fwd_bwd) for lay in args.mma.split(";") if lay]
+        jobs += [("PYTORCH_OCL_ATTN_MMA_BWD", lay, fwd_bwd) for lay in args.mma_bwd.split(";") if lay]
         jobs += [("PYTORCH_OCL_ATTN_BWD_ONEPASS", lay, fwd_bwd) for lay in args.onepass.split(";") if lay]
         ref = {}
         for var, lay, fn in jobs:
@@ -91,7 +99,7 @@ def main():
                 os.environ.pop(var, None)
             else:
                 os.environ[var] = lay
-            if var == "PYTORCH_OCL_ATTN_BWD_ONEPASS":
+            if var in ("PYTORCH_OCL_ATTN_BWD_ONEPASS", "PYTORCH_OCL_ATTN_MMA_BWD"):
                 os.environ.pop("PYTORCH_OCL_ATTN_MMA", None)  # the engine's backward
             try:
                 out = fn()

@@ -59,6 +59,7 @@
 #   bash scripts/gpu_session.sh gru           # fused GRU steps: native GRU / LSTM tests, GRU LM step per K-slice count vs CUDA
 #   bash scripts/gpu_session.sh atomic35      # one-pass attention backward with float-atomic dq: native tests, SDPA fwd+bwd atomic / ordered / two passes, GPT-2 / BERT
 #   bash scripts/gpu_session.sh rnn35         # LSTM and GRU LM steps (fused, default K-slices) vs CUDA, each twice
+#   bash scripts/gpu_session.sh sweep36       # attention backward layouts (warps, tiles, head-dim split, register caps) with ptxas counts
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -526,6 +527,21 @@ case "${1:-validate}" in
       run lstm_steps$i 70 python3 benchmarks/lstm_steps.py --ref cuda --fused-only
       run gru_steps$i 70 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --fused-only
     done
+    ;;
+  sweep36)  # the engine's backward pass layouts (PYTORCH_OCL_ATTN_MMA_BWD: warps, tile, the head-dim split over warp
+    # pairs forced at head dim 64, register caps) at BERT's / GPT-2's shapes with dropout and at D 128; ptxas's
+    # registers and spills of each program (-cl-nv-verbose through the build trace)
+    v="default;dkdv=4,16,split;dkdv=8,16,split;dkdv=4,32,split;dkdv=4,16,r168;dq=4,16,split;dq=8,16,split;dq=4,32,split"
+    v="$v;dq=4,16;dq=4,32,r168;dkdv=4,16,split+dq=4,16,split"
+    PYTORCH_OCL_BUILD_PROCESSES=0 PYTORCH_OCL_TRACE_BUILDS=1 PYTORCH_OCL_EXTRA_BUILD_OPTIONS=-cl-nv-verbose \
+      run regs 120 python3 benchmarks/attention_layouts.py --fwd "" --mma-bwd "$v" --iters 1 \
+      --cases "1,2,256,64,0;1,2,256,128,1" --out "$out/regs.md"
+    grep -E "Compiling entry function 'attn_bwd|Used [0-9]+ registers|spill stores|^\| " "$out/regs.log" | head -150
+    run sweep_d64 200 python3 benchmarks/attention_layouts.py --fwd "" --mma-bwd "$v" --dropout 0.1 \
+      --cases "16,12,512,64,0;8,12,1024,64,1" --out "$out/sweep_d64.md"
+    run sweep_d128 120 python3 benchmarks/attention_layouts.py --fwd "" --cases "8,12,2048,128,1" \
+      --mma-bwd "default;dkdv=4,16,split;dkdv=8,32,split;dq=4,16,split;dq=8,32,split;dq=8,16;dkdv=4,16,r168" \
+      --out "$out/sweep_d128.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

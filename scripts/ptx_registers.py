@@ -87,6 +87,8 @@ def attn_mma_program(spec, D, DV, bwd=""):
     """attention_mma.cl as dlprim/src/attention_mma.cpp puts it together (16-byte staging loads)."""
     parts = spec.split(":")
     nw, bkt = (int(v) for v in parts[1].split(","))
+    split = "split" in parts[2:]  # force the backward's head-dim split over warp pairs (PYTORCH_OCL_ATTN_MMA_SPLIT=1)
+    parts = [p for p in parts if p != "split"]
     prefetch = int(parts[2]) if len(parts) > 2 else int(max(D, DV) <= 64 and parts[0] != "3xtf32")
     k16 = MMA_KINDS[parts[0]] >= 3
     text = PRELUDE + source("common")
@@ -96,7 +98,7 @@ def attn_mma_program(spec, D, DV, bwd=""):
              "#define ST float\n#define LOAD(p, i) ((p)[i])\n#define STORE(p, i, v) do { (p)[i] = (v); } while (0)\n")
     defs = {"D": D, "DV": DV, "HAS_MASK": 0, "ATTN_NATIVE_EXP": 1, "ATTN_VEC": 0, "MMA_KIND": MMA_KINDS[parts[0]],
             "MMA_EMULATE": 0, "NW": nw, "BKT": bkt, "VEC_K": 1, "VEC_V": 1, "VEC_Q": 1, "VEC_DO": 1, "PREFETCH": prefetch}
-    if bwd and max(D, DV) > 64 and (not k16 or bwd == "dkdv"):  # the head-dim split over warp pairs, as the host
+    if bwd and (split or max(D, DV) > 64 and (not k16 or bwd == "dkdv")):  # the head-dim split over warp pairs, as the host
         defs.update(DSPLIT=2, KPAD=32 if k16 else 16, NPAD=16)
     text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
     text += source("attention_common") + source("mma_common")

@@ -155,6 +155,19 @@ def test_backward(case):
     run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), grad=True, is_causal=causal)
 
 
+# PYTORCH_OCL_ATTN_MMA_BWD (the backward passes' layouts; attention_mma.cpp): the head-dim split over warp pairs
+# forced at head dims up to 64, other warp counts and tiles, over several tiles and work-groups.
+@pytest.mark.parametrize("layout,case", [
+    ("dkdv=4,16,split+dq=4,16,split", ("3xtf32", 1, 2, 1, 45, 70, 64, 48, True, False)),
+    ("dkdv=8,32,split+dq=8,32", ("3xtf32", 1, 1, 1, 70, 45, 40, 64, False, True)),
+    ("dq=2,16,split+dkdv=2,32", (torch.bfloat16, 1, 2, 2, 50, 38, 64, 64, False, False)),
+], ids=lambda x: x if isinstance(x, str) else "-".join(str(y).replace("torch.", "") for y in x))
+def test_backward_env_layouts(monkeypatch, layout, case):
+    monkeypatch.setenv("PYTORCH_OCL_ATTN_MMA_BWD", layout)
+    kind, B, Hq, Hk, L, S, D, Dv, causal, transposed = case
+    run(kind, *make(B, Hq, Hk, L, S, D, Dv, transposed), grad=True, is_causal=causal)
+
+
 def test_backward_over_128_stays_on_fma():
     run("3xtf32", *make(1, 1, 1, 9, 11, 144, 32), grad=True, mma=False, dq_mma=False)
 

@@ -155,6 +155,43 @@ int onepass_mode(MmaLayout& l, const AttnShape& s) {
   return 1;
 }
 
+// PYTORCH_OCL_ATTN_MMA_BWD: layout experiments for the backward's two passes (benchmarks/attention_layouts.py
+// --mma-bwd), parts joined by '+', each "dq=NW,BKT[,split][,rN]" or "dkdv=NW,BKT[,split][,rN]": warps per work-group,
+// keys (dq) or queries (dk/dv) per tile, the head-dim split over warp pairs at any head dim (DSPLIT: half the
+// fragments and accumulators per warp, so fewer registers and more resident warps), and on NVIDIA a register cap
+// (-cl-nv-maxrregcount=N). A part that does not parse leaves that pass's defaults.
+struct BwdEnvLayout {
+  bool set = false, split = false;
+  int nw = 0, bkt = 0, maxrreg = 0;
+};
+
+BwdEnvLayout bwd_env_layout(Pass pass) {
+  BwdEnvLayout r;
+  const char* e = env_value("PYTORCH_OCL_ATTN_MMA_BWD");
+  if (!e || (pass != Pass::Dq && pass != Pass::DkDv)) return r;
+  const std::string want = pass == Pass::Dq ? "dq=" : "dkdv=";
+  std::istringstream parts(e);
+  for (std::string part; std::getline(parts, part, '+');) {
+    if (part.compare(0, want.size(), want) != 0) continue;
+    std::istringstream fields(part.substr(want.size()));
+    BwdEnvLayout l;
+    int i = 0;
+    bool ok = true;
+    for (std::string f; std::getline(fields, f, ','); ++i) {
+      if (i == 0) ok = ok && std::sscanf(f.c_str(), "%d", &l.nw) == 1;
+      else if (i == 1) ok = ok && std::sscanf(f.c_str(), "%d", &l.bkt) == 1;
+      else if (f == "split") l.split = true;
+      else if (f.size() > 1 && f[0] == 'r') ok = ok && std::sscanf(f.c_str() + 1, "%d", &l.maxrreg) == 1;
+      else ok = false;
+    }
+    if (ok && i >= 2 && l.nw >= 1 && l.nw <= 16 && l.bkt >= 16 && l.bkt % 16 == 0 && l.bkt <= 128) {
+      l.set = true;
+      r = l;
+    }
+  }
+  return r;
+}
+
 // The forward or a backward pass (attention_mma_bwd.cl) for s, or no kernel.
 AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, const AttnTensor& Q, const AttnTensor& K,
                          const AttnTensor& V, const AttnTensor* dO, Pass pass) {
@@ -167,21 +204,24 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
   if (!layout_for(ctx, m, s.D, s.DV, l)) return r;
   bool split = false;
   int onepass = 0;
+  BwdEnvLayout benv;
   if (pass != Pass::Fwd) {
     // Registers (scripts/ptx_registers.py attnmmadq=... / attnmmadkdv=...), without spills: dq (Q, dO and dq
     // fragments) for heads up to 64 on 16-key tiles (16-bit: 32), 16-bit up to 128 on 16-key tiles; dk/dv
     // (K, V, dk and dv fragments) up to 64 on 16-query tiles. Heads over 64 elsewhere (fp32 dq, every dk/dv)
     // split the head dims over warp pairs (attention_mma_bwd.cl's DSPLIT: a lane holds what it holds at D 64),
-    // 16-row blocks per pair, so an even number of warps: 8 by default, the 64 rows of the unsplit kernels
-    // (fewer warps left the staging loads of D 128 tiles 4-8 spilled words at 255 registers; 8: none).
+    // 16-row blocks per pair, so an even number of warps: 16-bit 8 (the 64 rows of the unsplit kernels), tf32
+    // kinds 4 (two pairs: more work-groups resident; H200, ptxas 254 / 204 registers without spills, fp32 B8 H12
+    // L2048 D128 causal: dk/dv 6.76 -> 6.57 ms, dq 5.76 -> 4.95 against 8 warps). At head dims up to 64 the split
+    // was slower in every pass and layout timed (benchmarks/attention_layouts.py --mma-bwd: fewer registers did
+    // not pay for the exchange and the doubled elementwise work).
     const bool wide = std::max(s.D, s.DV) > 64;
     const bool kv = pass != Pass::Dq;  // the dk/dv pass's layout (the one-pass kernel is that kernel)
     split = wide && (!is16(m.kind) || kv);
     if (pass == Pass::OnePass && (split || s.S == 0)) return r;
     const char* e = env_value("PYTORCH_OCL_ATTN_MMA");
     const bool env = e && std::strchr(e, ',');  // an explicit layout
-    if (split && !env && ctx.info().max_work_group_size >= 256) l.nw = 8;
-    if (split && l.nw % 2) return r;
+    if (split && !env && is16(m.kind) && ctx.info().max_work_group_size >= 256) l.nw = 8;
     // 32-key dq tiles at heads up to 64 for every kind (float32 as 3xtf32 too: timed on an H100, B8 H12 L1024 D64
     // causal 0.72 -> 0.67 ms, B16 H12 L512 non-causal 0.61 -> 0.56, although ptxas reports a few spilled words).
     if (!env) l.bkt = wide || kv ? 16 : 32;
@@ -193,6 +233,13 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
       if ((!wide || pass == Pass::Dq) && ctx.info().max_work_group_size >= 256) l.nw = 8;
     }
     l.prefetch = 0;
+    benv = bwd_env_layout(pass);
+    if (benv.set) {
+      l.nw = benv.nw, l.bkt = benv.bkt;
+      split = split || benv.split;
+      if (static_cast<uint64_t>(32 * l.nw) > ctx.info().max_work_group_size) return r;
+    }
+    if (split && l.nw % 2) return r;
     const uint64_t limit = ctx.info().local_mem_size ? ctx.info().local_mem_size : 32768;
     if (bwd_local_bytes(l, m, s.D, s.DV, split) > limit) return r;
     if (pass == Pass::OnePass) {
@@ -217,14 +264,17 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
                                s.D, s.DV, l.nw * 1000 + l.bkt,
                                (s.has_mask ? 1 : 0) | (s.dropout > 0 ? 2 : 0) | (vec[0] ? 4 : 0) | (vec[1] ? 8 : 0) |
                                    (vec[2] ? 16 : 0) | (vec[3] ? 32 : 0),
-                               (prefetch ? 1 : 0) | (onepass == 2 ? 2 : 0), static_cast<int>(pass))];
+                               (prefetch ? 1 : 0) | (onepass == 2 ? 2 : 0) | (split ? 4 : 0) | (benv.maxrreg << 3),
+                               static_cast<int>(pass))];
   }
   {
     std::lock_guard<std::mutex> lock(e->m);
     static const char* names[] = {"attn_fwd_mma", "attn_bwd_dq_mma", "attn_bwd_dkdv_mma", "attn_bwd_onepass_mma"};
     if (!e->k)
       e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vec, prefetch,
-                                                    pass != Pass::Fwd, split, onepass)),
+                                                    pass != Pass::Fwd, split, onepass),
+                                       benv.maxrreg && !m.emulate && ctx.info().vendor.find("NVIDIA") != std::string::npos
+                                           ? "-cl-nv-maxrregcount=" + std::to_string(benv.maxrreg) : std::string()),
                            names[static_cast<int>(pass)]);
   }
   r.kernel = e->k;

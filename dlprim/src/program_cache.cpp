@@ -165,6 +165,10 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
     fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s%s)\n", ns * 1e-9, first_kernel_name(source).c_str(),
             source.size(), options.c_str(), where());
     dump_source(source, options);
+    if (err == CL_SUCCESS) {  // e.g. ptxas's registers and spills with -cl-nv-verbose (PYTORCH_OCL_EXTRA_BUILD_OPTIONS)
+      const std::string log = build_log(prog, dev.id);
+      if (log.find_first_not_of(" \n\t") != std::string::npos) fprintf(stderr, "%s\n", log.c_str());
+    }
   }
   if (err != CL_SUCCESS) {
     std::string log = build_log(prog, dev.id);
@@ -415,7 +419,7 @@ void claim_background_kernel(cl_kernel k) {
 } // namespace detail
 
 // PYTORCH_OCL_TRACE_BUILDS=1: one stderr line per program built from source (seconds, first kernel,
-// options), so a cold start can be taken apart by program.
+// options) and its build log where the compiler wrote one, so a cold start can be taken apart by program.
 bool trace_builds() {
   static const bool on = [] {
     const char* v = env_value("PYTORCH_OCL_TRACE_BUILDS");

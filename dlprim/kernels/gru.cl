@@ -57,9 +57,12 @@ static inline void dl_gru_bwd_cell(dl_gru_bwd_args a, int b, int j, DL_ACC sum) 
   __global DL_T* dxr = a.dxg + (ulong)b * 3 * H;
   const DL_ACC r = DL_LOAD(wr, j), z = DL_LOAD(wr, H + j), n = DL_LOAD(wr, 2 * H + j), hn = DL_LOAD(wr, 3 * H + j);
   const DL_ACC gin = g * ((DL_ACC)1 - z) * ((DL_ACC)1 - n * n);
-  DL_STORE(dr, j, gin * hn * ((DL_ACC)1 - r) * r);
-  DL_STORE(dr, H + j, g * (DL_LOAD(a.hp, o) - n) * ((DL_ACC)1 - z) * z);
+  const DL_ACC dr_r = gin * hn * ((DL_ACC)1 - r) * r, dr_z = g * (DL_LOAD(a.hp, o) - n) * ((DL_ACC)1 - z) * z;
+  DL_STORE(dr, j, dr_r);
+  DL_STORE(dr, H + j, dr_z);
   DL_STORE(dr, 2 * H + j, gin * r);
+  DL_STORE(dxr, j, dr_r);  // the input gates' r and z gradients are the hidden gates'
+  DL_STORE(dxr, H + j, dr_z);
   DL_STORE(dxr, 2 * H + j, gin);
   DL_STORE(a.dh, o, g * z);
 }
@@ -89,9 +92,9 @@ __kernel void gru_step_fwd(__global const DL_T* w, ulong w_off, __global const D
 // cell part of the step after it, g z; has_dh 0: none) + dhg_next [B, 3H] x W_hh [3H, H] (the hidden-gate
 // gradients of the step after it; has_next 0: none), reduced over 3H per (b, j), + dh_add (the output's
 // gradient, and h_n's at the last step; has_add 0: none; rows da_ld apart: a batch_first model's output
-// gradient is strided). Then the cell backward writes this step's hidden-gate gradients dhg [B, 3H], the n
-// part of its input-gate gradients dxg [B, 3H] (r and z equal dhg's: RnnLayer.cpp copies them) and the cell
-// part of the previous h's gradient dh [B, H] (dh_in may be dh). ws: this step's workspace, hp the previous h.
+// gradient is strided). Then the cell backward writes this step's hidden-gate gradients dhg [B, 3H], its
+// input-gate gradients dxg [B, 3H] (r and z equal dhg's: written here, not copied by the host afterwards) and the
+// cell part of the previous h's gradient dh [B, H] (dh_in may be dh). ws: this step's workspace, hp the previous h.
 // lm: KS x (4 + 32) x RNN_LDB vectors. Global as forward.
 __kernel void gru_step_bwd(__global const DL_T* w, ulong w_off, __global const DL_T* dhg_next, ulong dn_off,
                            int has_next, __global const DL_T* dh_add, ulong da_off, int has_add, ulong da_ld,

@@ -76,15 +76,16 @@ __kernel void gru_step_fwd(__global const DL_T* w, ulong w_off, __global const D
                            __local DL_ACC4* lm) {
   RNN_STEP_ITEM
   const __global DL_T* hp = h + h_off;
-  DL_ACC a[6] = {0, 0, 0, 0, 0, 0};  // a[2 g + r]: gate g of row b0 + lb + 16 r
+  DL_ACC a[3][2] = {{0, 0}, {0, 0}, {0, 0}};  // a[g][r]: gate g of row b0 + lb + 16 r
   RNN_FWD_GEMM(3, a, w + w_off, hp, lm)
-  if (KS > 1) RNN_SLICE_SUM(a, 6, lm)
+  if (KS > 1) RNN_FWD_SLICE_SUM(3, a, lm)
   const int j = j0 + lu;
   if (j < H && s == 0) {
     __global const DL_T* xgp = xg + xg_off;
     __global const DL_T* bp = bias + b_off;
-    dl_gru_fwd_cell(xgp, bp, has_bias, hp, y + y_off, ws + ws_off, b0 + lb, B, H, j, a[0], a[2], a[4]);
-    dl_gru_fwd_cell(xgp, bp, has_bias, hp, y + y_off, ws + ws_off, b0 + lb + RNN_LANES, B, H, j, a[1], a[3], a[5]);
+    dl_gru_fwd_cell(xgp, bp, has_bias, hp, y + y_off, ws + ws_off, b0 + lb, B, H, j, a[0][0], a[1][0], a[2][0]);
+    dl_gru_fwd_cell(xgp, bp, has_bias, hp, y + y_off, ws + ws_off, b0 + lb + RNN_LANES, B, H, j, a[0][1], a[1][1],
+                    a[2][1]);
   }
 }
 
@@ -109,7 +110,7 @@ __kernel void gru_step_bwd(__global const DL_T* w, ulong w_off, __global const D
   DL_ACC acc[4] = {0, 0, 0, 0};
   // has_next is uniform over the launch: every item takes the barriers or none does (without it every sum is 0).
   if (has_next) RNN_BWD_GEMM(acc, w + w_off, dhg_next + dn_off, K, lm)
-  if (KS > 1 && has_next) RNN_SLICE_SUM(acc, 2, lm)
+  if (KS > 1 && has_next) RNN_BWD_SLICE_SUM(acc, lm)
   const int j = j0 + lu;
   if (j < H && s == 0) {
     dl_gru_bwd_cell(a, b0 + lb, j, acc[0]);

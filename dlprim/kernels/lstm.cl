@@ -66,14 +66,15 @@ __kernel void lstm_step_fwd(__global const DL_T* w, ulong w_off, __global DL_T* 
                             __global DL_T* y, ulong y_off, __global DL_T* cy, ulong cy_off, int B, int H,
                             __local DL_ACC4* lm) {
   RNN_STEP_ITEM
-  DL_ACC a[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // a[2 g + r]: gate g of row b0 + lb + 16 r
+  DL_ACC a[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};  // a[g][r]: gate g of row b0 + lb + 16 r
   RNN_FWD_GEMM(4, a, w + w_off, h + h_off, lm)
-  if (KS > 1) RNN_SLICE_SUM(a, 8, lm)
+  if (KS > 1) RNN_FWD_SLICE_SUM(4, a, lm)
   const int j = j0 + lu;
   if (j < H && s == 0) {
     __global DL_T* gr = gates + g_off;
-    dl_lstm_fwd_cell(gr, c + c_off, y + y_off, cy + cy_off, b0 + lb, B, H, j, a[0], a[2], a[4], a[6]);
-    dl_lstm_fwd_cell(gr, c + c_off, y + y_off, cy + cy_off, b0 + lb + RNN_LANES, B, H, j, a[1], a[3], a[5], a[7]);
+    dl_lstm_fwd_cell(gr, c + c_off, y + y_off, cy + cy_off, b0 + lb, B, H, j, a[0][0], a[1][0], a[2][0], a[3][0]);
+    dl_lstm_fwd_cell(gr, c + c_off, y + y_off, cy + cy_off, b0 + lb + RNN_LANES, B, H, j, a[0][1], a[1][1], a[2][1],
+                     a[3][1]);
   }
 }
 
@@ -97,7 +98,7 @@ __kernel void lstm_step_bwd(__global const DL_T* w, ulong w_off, __global const 
   DL_ACC acc[4] = {0, 0, 0, 0};
   // has_next is uniform over the launch: every item takes the barriers or none does (without it every sum is 0).
   if (has_next) RNN_BWD_GEMM(acc, w + w_off, dg_next + dn_off, K, lm)
-  if (KS > 1 && has_next) RNN_SLICE_SUM(acc, 2, lm)
+  if (KS > 1 && has_next) RNN_BWD_SLICE_SUM(acc, lm)
   const int j = j0 + lu;
   if (j < H && s == 0) {
     dl_lstm_bwd_cell(a, b0 + lb, j, acc[0]);

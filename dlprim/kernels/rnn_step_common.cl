@@ -37,7 +37,7 @@ static inline DL_ACC dl_rnn_sigmoid(DL_ACC x) { return (DL_ACC)1 / ((DL_ACC)1 + 
   const int s = get_local_id(0) / RNN_ITEMS, KS = get_local_size(0) / RNN_ITEMS;               \
   const int b0 = get_group_id(0) * RNN_ROWS, j0 = get_group_id(1) * RNN_U;
 
-// The forward GEMM over K = H: acc[2 g + r] (DL_ACC acc[2 G], zeroed) += (row gate g x H + j0 + lu of W_PTR,
+// The forward GEMM over K = H: acc[g][r] (DL_ACC acc[G][2], zeroed) += (row gate g x H + j0 + lu of W_PTR,
 // W_hh [G H, H]) . (row b0 + lb + 16 r of H_PTR, h [B, H]) over this slice's tiles. lm: KS x (G 4 + 32) x RNN_LDF
 // vectors; in a slice's part, row q of wt is gate q / 4 of unit q % 4. Tile loads: element e = lid + 64 i of a
 // tile, row e / TK, column e % TK (TK consecutive columns a row).
@@ -84,8 +84,8 @@ static inline DL_ACC dl_rnn_sigmoid(DL_ACC x) { return (DL_ACC)1 / ((DL_ACC)1 + 
         const DL_ACC4 h0 = ht[lb * RNN_LDF + q], h1 = ht[(lb + RNN_LANES) * RNN_LDF + q];       \
         for (int g = 0; g < (G); ++g) {                                                         \
           const DL_ACC4 wv = wt[(g * RNN_U + lu) * RNN_LDF + q];                                \
-          acc[2 * g] += dot(wv, h0);                                                            \
-          acc[2 * g + 1] += dot(wv, h1);                                                        \
+          acc[g][0] += dot(wv, h0);                                                             \
+          acc[g][1] += dot(wv, h1);                                                             \
         }                                                                                       \
       }                                                                                         \
     }                                                                                           \
@@ -147,20 +147,34 @@ static inline DL_ACC dl_rnn_sigmoid(DL_ACC x) { return (DL_ACC)1 / ((DL_ACC)1 + 
     acc[1] += acc[3];                                                                           \
   }
 
-// With slices (run it only where KS > 1, in every item or none: barriers), their partial sums acc[0..N) meet in
-// local memory (red: slice-major, then value, then lid) and every item gets the group's sums, slice 0's first,
-// which only slice 0 uses: it finishes both rows. (Slice 1 finishing row 1 computed wrong rows past the first
-// group on PoCL 3.1's optimized builds at 4 slices, right at -O0 and on Oclgrind.) No item leaves before the last
-// barrier.
-#define RNN_SLICE_SUM(acc, N, lm)                                                    \
-  {                                                                                  \
-    __local DL_ACC* red = (__local DL_ACC*)(lm);                                     \
-    barrier(CLK_LOCAL_MEM_FENCE); /* every slice's last tile is read */              \
-    for (int v = 0; v < (N); ++v) red[(s * (N) + v) * RNN_ITEMS + lid] = acc[v];     \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                    \
-    for (int v = 0; v < (N); ++v) {                                                  \
-      DL_ACC t = 0;                                                                  \
-      for (int o = 0; o < KS; ++o) t += red[(o * (N) + v) * RNN_ITEMS + lid];        \
-      acc[v] = t;                                                                    \
-    }                                                                                \
+// With slices (run these only where KS > 1, in every item or none: barriers), their partial sums meet in local
+// memory (red: slice-major, then value, then lid) and every item gets the group's sums, slice 0's first, which
+// only slice 0 uses: it finishes both rows. (Slice 1 finishing row 1 computed wrong rows past the first group on
+// PoCL 3.1's optimized builds at 4 slices, right at -O0 and on Oclgrind.) No item leaves before the last barrier.
+// The forward's sums acc[G][2] (value v: acc[v / 2][v % 2]) and the backward's acc[0], acc[1] are reduced in the
+// loop orders each kernel had when lstm.cl and gru.cl had their own copies (the same sums: slices in order from 0).
+#define RNN_FWD_SLICE_SUM(G, acc, lm)                                                            \
+  {                                                                                              \
+    __local DL_ACC* red = (__local DL_ACC*)(lm);                                                 \
+    barrier(CLK_LOCAL_MEM_FENCE); /* every slice's last tile is read */                          \
+    for (int v = 0; v < 2 * (G); ++v) red[(s * 2 * (G) + v) * RNN_ITEMS + lid] = acc[v / 2][v % 2]; \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    for (int v = 0; v < 2 * (G); ++v) {                                                          \
+      DL_ACC t = 0;                                                                              \
+      for (int o = 0; o < KS; ++o) t += red[(o * 2 * (G) + v) * RNN_ITEMS + lid];               \
+      acc[v / 2][v % 2] = t;                                                                     \
+    }                                                                                            \
+  }
+#define RNN_BWD_SLICE_SUM(acc, lm)                                                \
+  {                                                                               \
+    __local DL_ACC* red = (__local DL_ACC*)(lm);                                  \
+    barrier(CLK_LOCAL_MEM_FENCE); /* every slice's last tile is read */           \
+    red[(s * 2) * RNN_ITEMS + lid] = acc[0];                                      \
+    red[(s * 2 + 1) * RNN_ITEMS + lid] = acc[1];                                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                 \
+    acc[0] = acc[1] = 0;                                                          \
+    for (int o = 0; o < KS; ++o) {                                                \
+      acc[0] += red[(o * 2) * RNN_ITEMS + lid];                                   \
+      acc[1] += red[(o * 2 + 1) * RNN_ITEMS + lid];                               \
+    }                                                                             \
   }

@@ -24,8 +24,8 @@
 #define RNN_CAT(a, b) RNN_CAT2(a, b)
 #define DL_ACC4 RNN_CAT(DL_ACC, 4)
 // K tiles (rnn_step_launch.h's kRnnTileFwd / kRnnTileBwd size the local buffer from them).
-#define RNN_TKF 32                    // forward, K = H
-#define RNN_TKB 64                    // backward, K = G H
+#define RNN_TKF 32                 // forward, K = H
+#define RNN_TKB 64                 // backward, K = G H
 #define RNN_LDF (RNN_TKF / 4 + 1)  // a local row in vectors; +1 spreads the rows over banks
 #define RNN_LDB (RNN_TKB / 4 + 1)
 

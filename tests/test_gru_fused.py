@@ -4,7 +4,8 @@ step. PYTORCH_OCL_GRU_FUSED=1 / 0 forces either; unset, the heuristic (a GPU, hi
 picks. Both paths against the CPU, forward and every gradient: uni/bidirectional, 1-2 layers, batch_first,
 with/without biases, batch 1 / 3 / 20 / 35 (the kernels' groups cover 32 rows and 4 units, split over 1-8
 K-slices: PYTORCH_OCL_RNN_KSPLIT), hidden 7 to 130 (unit tails, one to five K tiles), float32/float64; the paths
-against each other with some outputs left out of the loss (absent gradients) and with stride-0 gradients.
+against each other with some outputs left out of the loss (absent gradients) and with stride-0 gradients; the
+fused backward writes the input-gate gradients without a copy.
 Packed sequences and 16-bit dtypes take torch's generic recurrence (tests/test_rnn.py covers them)."""
 import copy
 
@@ -87,6 +88,23 @@ def test_against_cpu(fused, case, dtype, monkeypatch):
     names = launched(lambda: on_ocl(m, x, h0))
     assert ({"gru_step_fwd", "gru_step_bwd"} <= names) == (fused == "1"), names
     assert ("gru_cell_sum" in names) == (fused == "0"), names
+
+
+@pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "gemm_cell"])
+def test_backward_writes_input_gate_gradients(fused, monkeypatch):
+    """The fused backward writes the input gates' r and z gradients (the hidden gates') itself: no copy kernel
+    in its launches, where the GEMM + cell path copies them after its loop (contiguous output gradients, one
+    layer: nothing else copies). Their values: every test here checks x's, W_ih's and b_ih's gradients."""
+    monkeypatch.setenv("PYTORCH_OCL_GRU_FUSED", fused)
+    m, x, h0 = make((4, 9, 3, 3, dict()), torch.float32)
+    md = copy.deepcopy(m).to(OCL)
+    xs, hs = (t.to(OCL).requires_grad_() for t in (x, h0))
+    out, hn = md(xs, hs)
+    loss = (out * torch.randn_like(out)).sum() + (hn * torch.randn_like(hn)).sum()
+    torch.ocl.synchronize()
+    names = launched(loss.backward)
+    assert ("gru_step_bwd" if fused == "1" else "gru_cell_backward_sum") in names, names
+    assert ("copy" in names) == (fused == "0"), names
 
 
 @pytest.mark.parametrize("ks", ["2", "4", "8"])

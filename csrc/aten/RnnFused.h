@@ -31,7 +31,7 @@ void gru_fused_forward_step(const at::Tensor& w_hh, const at::Tensor& b_hh, cons
                             const at::Tensor& h, const at::Tensor& y, const at::Tensor& ws);
 
 // The step's h gradient (dh_in + dhg_next w_hh) + dh_add (undefined: absent), then the cell backward into dhg
-// [B, 3H], dxg's n part and dh (the cell part of the previous h's gradient; dh_in may be dh). All contiguous
+// [B, 3H], dxg [B, 3H] (r and z: dhg's) and dh (the cell part of the previous h's gradient; dh_in may be dh). All contiguous
 // but dh_add, whose rows may be strided (stride(1) == 1).
 void gru_fused_backward_step(const at::Tensor& w_hh, const at::Tensor& dhg_next, const at::Tensor& dh_add,
                              const at::Tensor& ws, const at::Tensor& h_prev, const at::Tensor& dh_in,

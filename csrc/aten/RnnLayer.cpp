@@ -189,8 +189,9 @@ struct LstmLayer : public torch::autograd::Function<LstmLayer> {
 // accumulating into the previous h's gradient. The hidden gates' r and z gradients are the input
 // gates'; one copy after the loop fills the input-gate matrix.
 // Fused (RnnFused.h, PYTORCH_OCL_GRU_FUSED, the LSTM's heuristic): one launch per step each way
-// (dlprim/kernels/gru.cl), same math, workspace and gradients; the cell part of the previous h's
-// gradient (g z) is carried between the backward steps in one [batch, hidden] buffer.
+// (dlprim/kernels/gru.cl), same math, workspace and gradients, the input gates' r and z gradients
+// written by the step itself (no copy); the cell part of the previous h's gradient (g z) is carried
+// between the backward steps in one [batch, hidden] buffer.
 struct GruLayer : public torch::autograd::Function<GruLayer> {
   static variable_list forward(AutogradContext* ctx, const T& x, const T& h0, const T& w_ih, const T& w_hh,
                                const T& b_ih, const T& b_hh, bool reverse) {
@@ -293,8 +294,8 @@ struct GruLayer : public torch::autograd::Function<GruLayer> {
                    st);
         dh = dh_prev.addmm_(dh_t, w_hh);
       }
+      dxg.narrow(2, 0, 2 * hidden).copy_(dhg.narrow(2, 0, 2 * hidden));  // (the fused steps write them)
     }
-    dxg.narrow(2, 0, 2 * hidden).copy_(dhg.narrow(2, 0, 2 * hidden));
     T dx2 = dxg.view({steps * batch, 3 * hidden}), dh2 = dhg.view({steps * batch, 3 * hidden});
     T dw_hh = at::mm(dh2.t(), previous_h(y, h0, reverse).reshape({steps * batch, hidden}));
     T dw_ih = at::mm(dx2.t(), x.view({steps * batch, x.size(2)}));

@@ -9,30 +9,30 @@ namespace {
 
 using namespace detail;
 
-// A slice's local vectors (DL_ACC4): forward (16 W_hh rows + 32 h rows) x (LSTM_TKF / 4 + 1), backward (4 units
-// + 32 dg_next rows) x (LSTM_TKB / 4 + 1). K tiles: LSTM_TKF 32 (K = H), LSTM_TKB 64 (K = 4H).
-constexpr size_t kFwdVectors = 48 * 9, kBwdVectors = 36 * 17, kTileFwd = 32, kTileBwd = 64;
+constexpr int kGates = 4;  // i, f, g, o
+constexpr size_t kFwdVectors = rnn_fwd_vectors(kGates);
+constexpr const char* kPrefix = "rnn_step_common";  // the K-split machinery lstm.cl builds on
 
 } // namespace
 
 bool lstm_step_supported(const Context& ctx) {
-  return rnn_step_fits(ctx, kBwdVectors);  // one slice of the largest footprint: the float64 backward
+  return rnn_step_fits(ctx, kRnnBwdVectors);  // one slice of the largest footprint: the float64 backward
 }
 
 void lstm_step_forward(const Context& ctx, cl_command_queue q, DType t, const LstmStepForward& a) {
   if (a.batch == 0 || a.hidden == 0) return;
-  TypedKernel k = typed_kernel(ctx, "lstm", t, "lstm_step_fwd");
+  TypedKernel k = typed_kernel(ctx, "lstm", t, "lstm_step_fwd", kPrefix);
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs args(k.kernel);
   for (const Buffer* b : {&a.w, &a.gates, &a.h, &a.c, &a.y, &a.cy}) args.add(b->mem).add<cl_ulong>(b->offset);
-  const size_t ks = rnn_k_slices(ctx, t, a.hidden, kTileFwd, kFwdVectors, "lstm_ksplit|fwd");
+  const size_t ks = rnn_k_slices(ctx, t, a.hidden, kRnnTileFwd, kFwdVectors, "lstm_ksplit|fwd");
   args.add<cl_int>(a.batch).add<cl_int>(a.hidden).add_local(ks * kFwdVectors * rnn_vector_bytes(t));
   rnn_step_launch(q, k.kernel, a.batch, a.hidden, ks, "lstm_step_fwd");
 }
 
 void lstm_step_backward(const Context& ctx, cl_command_queue q, DType t, const LstmStepBackward& a) {
   if (a.batch == 0 || a.hidden == 0) return;
-  TypedKernel k = typed_kernel(ctx, "lstm", t, "lstm_step_bwd");
+  TypedKernel k = typed_kernel(ctx, "lstm", t, "lstm_step_bwd", kPrefix);
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs args(k.kernel);
   args.add(a.w.mem).add<cl_ulong>(a.w.offset);
@@ -41,8 +41,8 @@ void lstm_step_backward(const Context& ctx, cl_command_queue q, DType t, const L
   for (const Buffer* b : {&a.gates, &a.cy, &a.cx}) args.add(b->mem).add<cl_ulong>(b->offset);
   rnn_add_opt(args, a.dc_in, a.w);
   for (const Buffer* b : {&a.dg, &a.dc}) args.add(b->mem).add<cl_ulong>(b->offset);
-  const size_t ks = rnn_k_slices(ctx, t, 4 * a.hidden, kTileBwd, kBwdVectors, "lstm_ksplit|bwd");
-  args.add<cl_int>(a.batch).add<cl_int>(a.hidden).add_local(ks * kBwdVectors * rnn_vector_bytes(t));
+  const size_t ks = rnn_k_slices(ctx, t, kGates * a.hidden, kRnnTileBwd, kRnnBwdVectors, "lstm_ksplit|bwd");
+  args.add<cl_int>(a.batch).add<cl_int>(a.hidden).add_local(ks * kRnnBwdVectors * rnn_vector_bytes(t));
   rnn_step_launch(q, k.kernel, a.batch, a.hidden, ks, "lstm_step_bwd");
 }
 

@@ -1,5 +1,5 @@
-// What the fused recurrent step kernels (kernels/lstm.cl, kernels/gru.cl; lstm.cpp, gru.cpp) share on the host:
-// their group shape, the K-slice choice and the launch.
+// What the fused recurrent step kernels (kernels/lstm.cl, kernels/gru.cl, each built after kernels/rnn_step_common.cl;
+// lstm.cpp, gru.cpp) share on the host: their group shape, tiles and local memory, the K-slice choice and the launch.
 #pragma once
 #include <dlprim/context.h>
 #include <dlprim/dtype.h>
@@ -12,6 +12,13 @@ namespace detail {
 
 // A group: KS K-slices of 16 batch lanes (two rows each) x 4 hidden units, in one dimension.
 constexpr size_t kRnnLanes = 16, kRnnRows = 32, kRnnUnits = 4;
+
+// K tiles (rnn_step_common.cl's RNN_TKF, K = H, and RNN_TKB, K = gates x H) and a slice's local vectors
+// (DL_ACC4): forward (gates x 4 W_hh rows + 32 h rows) x (RNN_TKF / 4 + 1), backward (4 units + 32 gate-gradient
+// rows) x (RNN_TKB / 4 + 1).
+constexpr size_t kRnnTileFwd = 32, kRnnTileBwd = 64;
+constexpr size_t rnn_fwd_vectors(size_t gates) { return (gates * kRnnUnits + kRnnRows) * (kRnnTileFwd / 4 + 1); }
+constexpr size_t kRnnBwdVectors = (kRnnUnits + kRnnRows) * (kRnnTileBwd / 4 + 1);
 
 // Bytes of one local vector (DL_ACC4) of the kernels.
 size_t rnn_vector_bytes(DType t);

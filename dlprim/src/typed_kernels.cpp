@@ -19,17 +19,18 @@ struct Entry {
 
 } // namespace
 
-TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const char* name) {
+TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const char* name, const char* prefix) {
   // Per-op hot path: a per-thread memo skips the global lock and the string-keyed map.
-  using Key = std::tuple<cl_context, DType, MemoName<>, MemoName<>>;
+  using Key = std::tuple<cl_context, DType, MemoName<>, MemoName<>, MemoName<>>;
   thread_local ThreadMemo<Key, Entry, 16> memo;
-  const Key key(ctx.context(), t, MemoName<>(file), MemoName<>(name));
+  const Key key(ctx.context(), t, MemoName<>(file), MemoName<>(name), prefix ? MemoName<>(prefix) : MemoName<>());
   Entry* e = &memo.get(key, [&] {
     static std::mutex map_mutex;
-    static std::map<std::tuple<cl_context, std::string, int, std::string>, std::unique_ptr<Entry>> cache;
+    static std::map<std::tuple<cl_context, std::string, int, std::string, std::string>, std::unique_ptr<Entry>> cache;
     // The map lock only finds the entry (never freed): a build (perhaps a background one) holds up no other kernel.
     std::lock_guard<std::mutex> lock(map_mutex);
-    auto& slot = cache[std::make_tuple(ctx.context(), std::string(file), int(t), std::string(name))];
+    auto& slot = cache[std::make_tuple(ctx.context(), std::string(file), int(t), std::string(name),
+                                       std::string(prefix ? prefix : ""))];
     if (!slot) slot = std::make_unique<Entry>();
     return slot.get();
   });
@@ -44,6 +45,7 @@ TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const ch
     src += std::string("#define DL_ACC_IS_FLOAT ") + (is_floating(t) ? "1" : "0") + "\n";
     src += "#define DL_LOAD(p, i) " + load_expr(t, "p", "i") + "\n";
     src += "#define DL_STORE(p, i, v) " + store_stmt(t, "p", "i", "v") + "\n";
+    if (prefix) src += kernel_source(prefix);
     src += kernel_source(file);
     e->kernel = create_kernel(ctx.program(src), name);
   }

@@ -17,8 +17,8 @@ struct GruStepForward {
 void gru_step_forward(const Context& ctx, cl_command_queue q, DType t, const GruStepForward& a);
 
 // The gradient of this step's h = (dh_in + dhg_next W_hh) + dh_add (each may be absent: mem null), then the
-// cell backward into the hidden-gate gradients dhg [B, 3H], the n part of the input-gate gradients dxg [B, 3H]
-// (its r and z parts are left alone) and the cell part of the previous h's gradient dh [B, H] (dh_in may be
+// cell backward into the hidden-gate gradients dhg [B, 3H], the input-gate gradients dxg [B, 3H] (its r and z
+// parts equal dhg's) and the cell part of the previous h's gradient dh [B, H] (dh_in may be
 // dh). ws: this step's workspace, h_prev the h it started from.
 struct GruStepBackward {
   Buffer w, dhg_next, dh_add, ws, h_prev, dh_in, dhg, dxg, dh;

@@ -1,6 +1,6 @@
 // Kernels of one .cl file specialised for a storage type: the file sees DL_T (storage),
 // DL_ACC (float, or double for float64; DL_ACC_IS_DOUBLE 0/1), DL_LOAD(p, i) and DL_STORE(p, i, v). Built once per
-// (context, file, type); each kernel object comes with the mutex that serialises its
+// (context, file, type, prefix); each kernel object comes with the mutex that serialises its
 // argument setting and launch.
 #pragma once
 #include <dlprim/context.h>
@@ -17,7 +17,10 @@ struct TypedKernel {
 };
 
 // `file` and `name` are usually string literals: lookups by the same pointers take a per-thread fast path.
-TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const char* name);
+// `prefix` (optional): a file whose text the program holds before `file`'s, shared by several files (as
+// rnn_step_common for lstm and gru); part of the key.
+TypedKernel typed_kernel(const Context& ctx, const char* file, DType t, const char* name,
+                         const char* prefix = nullptr);
 
 // Storage view of a buffer for kernel arguments.
 struct Buffer {

@@ -60,6 +60,7 @@
 #   bash scripts/gpu_session.sh atomic35      # one-pass attention backward with float-atomic dq: native tests, SDPA fwd+bwd atomic / ordered / two passes, GPT-2 / BERT
 #   bash scripts/gpu_session.sh rnn35         # LSTM and GRU LM steps (fused, default K-slices) vs CUDA, each twice
 #   bash scripts/gpu_session.sh sweep36       # attention backward layouts (warps, tiles, head-dim split, register caps) with ptxas counts
+#   bash scripts/gpu_session.sh check36       # mma attention + RNN tests natively, LSTM / GRU LM steps and SDPA vs CUDA
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -542,6 +543,16 @@ case "${1:-validate}" in
     run sweep_d128 120 python3 benchmarks/attention_layouts.py --fwd "" --cases "8,12,2048,128,1" \
       --mma-bwd "default;dkdv=4,16,split;dkdv=8,32,split;dq=4,16,split;dq=8,32,split;dq=8,16;dkdv=4,16,r168" \
       --out "$out/sweep_d128.md"
+    ;;
+  check36)  # this session's changes natively: mma attention tests (backward layouts, 4-warp float32 heads over 64),
+    # the RNN step kernels on their shared K-split text (tests, LSTM / GRU LM steps vs CUDA), SDPA vs CUDA
+    PYTORCH_OCL_MMA_TEST=native run native_attn 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
+      tests/test_attention_mma.py
+    run native_rnn 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_gru_fused.py \
+      tests/test_lstm_fused.py tests/test_rnn.py
+    run lstm_steps 70 python3 benchmarks/lstm_steps.py --ref cuda --fused-only
+    run gru_steps 70 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --fused-only
+    run sdpa 200 python3 benchmarks/transformer.py --ref cuda --out "$out/sdpa.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -8,27 +8,29 @@
 //      host, for each way of reading the descriptor's two core-matrix strides;
 //   2. the throughput of chained m64n128k16 bf16 products (2 warpgroups per work-group, 8 groups per SM), the
 //      loop written in C and inside one asm statement.
-//   3. a bf16 GEMM on wgmma (C = A B^T, K-major operands, cp.async into the no-swizzle core-matrix layout), in
-//      several tilings, synchronous (one work-group barrier a stage) or with a producer warp and mbarriers.
+//   3. a bf16 GEMM on wgmma (C = A B^T, K-major operands, into the no-swizzle core-matrix layout): synchronous
+//      (cp.async, one work-group barrier a stage), with a producer warp and mbarriers, and on operands the host
+//      packed so that each stage's tile is contiguous in that layout (cp.async, or one bulk copy per tile:
+//      cp.async.bulk with the stage's mbarrier expecting its bytes).
 // The library does not use this; it tells whether a wgmma GEMM is reachable from OpenCL (issue 16).
 //
-// Measured on an H200 (driver 580.159.04, 2026-11-27): the edited PTX builds and runs; m64n8k16 is exact with
-// LBO = the K-direction core-matrix stride and SBO = the row-direction one (the other reading is wrong, and
-// an inconsistent one faults); chained m64n128k16 bf16 products run at 977 TFLOP/s (mma.sync's probe: ~500;
-// cuBLAS bf16 4096^3 in the same lease: 764-798). The GEMM is exact on 2000 sampled entries of 4096^3 in
-// every tiling, but runs at 150-223 TFLOP/s (best: 2 warpgroups, 128 x 256 tiles, BK 16, 4 stages, one
-// group of products left in flight), no faster than the mma.sync kernel (222-236): more stages, more
-// products in flight, 4 warpgroups or a producer warp with mbarriers did not pass 223. NVIDIA's OpenCL caps
-// local memory at 48 KiB per work-group, so stages stay 16-32 deep in K (32-64 bytes of each row a stage).
-// The same loop without its main-loop copies (NOLOAD: wrong results, the loop's own bound) runs at 653 TFLOP/s,
-// so the feed bounds it: 16-byte cp.async from 32-byte row slabs. What is left to try: bulk copies
-// (cp.async.bulk with mbarrier transaction counts) from a producer warp, swizzled layouts with wider K slabs,
-// and thread-block clusters (.reqnctapercluster in the PTX) sharing tiles.
+// Measured on an H200 (driver 580.159.04, 2026-11-27; cuBLAS bf16 4096^3 in the same lease 764-798 TFLOP/s):
+// - the edited PTX builds and runs; m64n8k16 is exact with LBO = the K-direction core-matrix stride and SBO =
+//   the row-direction one; chained m64n128k16 bf16 products run at 977 TFLOP/s (mma.sync's probe ~500);
+// - every GEMM variant is exact on 2000 sampled entries of 4096^3;
+// - from row-major operands (16-byte cp.async of 32-byte row slabs): 150-223 TFLOP/s, the mma.sync kernel's
+//   level; the same loop without its copies runs at 653, so the feed bounds it;
+// - from packed operands: cp.async 307-411 TFLOP/s; bulk copies from a producer warp with mbarriers, 2
+//   warpgroups, 128 x 128 tiles, 16-deep stages, 5 stages, one stage's products in flight: 482 TFLOP/s (0.63
+//   of cuBLAS; 2 or 3 stages in flight 439 / 346, 128 x 256 or 256 x 128 tiles 178-331). NVIDIA's OpenCL caps
+//   local memory at 48 KiB per work-group, which bounds stages x tile.
+// Packing A and B is one more pass over them (about 30 us at 4096^3 against the product's 285 us).
 //
 //   g++ -O1 -o /tmp/wgmma_probe scripts/wgmma_probe.cpp -lOpenCL && /tmp/wgmma_probe   [--source: print the kernels]
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -146,6 +148,7 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void tput(__global flo
 struct GemmCfg {
   int wgs, bn, bk, stages, wait1, ws;  // ws: the producer-warp kernel (gemm_ws_source; wait1 unused)
   int noload = 0;                      // the synchronous kernel without its main-loop copies (a wrong result): its bound
+  int packed = 0;  // A and B packed by the host so that each stage's tile is contiguous in its smem layout
 };
 static std::string gemm_source(const GemmCfg& g) {
   const int nacc = g.bn / 2;  // accumulators per thread: 64 x BN over 128 threads
@@ -158,7 +161,7 @@ static std::string gemm_source(const GemmCfg& g) {
   std::string s = "#define WGS " + std::to_string(g.wgs) + "\n#define BN " + std::to_string(g.bn) + "\n#define BK " +
                   std::to_string(g.bk) + "\n#define STAGES " + std::to_string(g.stages) + "\n#define WAIT1 " +
                   std::to_string(g.wait1) + "\n#define NACC " + std::to_string(nacc) + "\n#define NOLOAD " +
-                  std::to_string(g.noload) + "\n";
+                  std::to_string(g.noload) + "\n#define PACKED " + std::to_string(g.packed) + "\n";
   s += R"CL(
 inline ulong desc(__local const void* p, uint lbo, uint sbo) {
   const uint addr = (uint)(ulong)p;
@@ -175,6 +178,13 @@ inline void cp16(__local uchar* dst, __global const ushort* src) {
 }
 inline void load_stage(__local uchar* buf, __global const ushort* A, __global const ushort* B, int K, int m0, int n0,
                        int k0, int t) {
+#if PACKED
+  __global const ushort* a = A + ((ulong)(m0 / BM) * (K / BK) + k0 / BK) * (TILE_A / 2);
+  __global const ushort* b = B + ((ulong)(n0 / BN) * (K / BK) + k0 / BK) * (TILE_B / 2);
+  for (int q = t; q < TILE_A / 16; q += NTH) cp16(buf + q * 16, a + q * 8);
+  for (int q = t; q < TILE_B / 16; q += NTH) cp16(buf + TILE_A + q * 16, b + q * 8);
+  return;
+#endif
   for (int q = t; q < BM * BK / 8; q += NTH) {
     const int r = q / (BK / 8), c = q % (BK / 8);
     cp16(buf + (r / 8) * SBO + c * 128 + (r % 8) * 16, A + (ulong)(m0 + r) * K + k0 + c * 8);
@@ -242,7 +252,8 @@ static std::string gemm_ws_source(const GemmCfg& g) {
   const std::string A = std::to_string(nacc), B = std::to_string(nacc + 1);
   std::string s = "#define WGS " + std::to_string(g.wgs) + "\n#define BN " + std::to_string(g.bn) + "\n#define BK " +
                   std::to_string(g.bk) + "\n#define STAGES " + std::to_string(g.stages) + "\n#define NACC " +
-                  std::to_string(nacc) + "\n";
+                  std::to_string(nacc) + "\n#define PACKED " + std::to_string(g.packed) + "\n#define INFL " +
+                  std::to_string(std::max(g.wait1, 1)) + "\n";
   s += R"CL(
 inline ulong desc(__local const void* p, uint lbo, uint sbo) {
   const uint addr = (uint)(ulong)p;
@@ -270,11 +281,32 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm(__global con
   const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN, nk = K / BK;
   if (t == 0) {
     _Pragma("unroll") for (int s = 0; s < STAGES; ++s) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 32;" :: "r"(saddr(full + s)) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(saddr(full + s)), "r"(PACKED ? 1 : 32) : "memory");
       asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(saddr(empty + s)), "r"(4 * WGS) : "memory");
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
+#if PACKED
+  // packed operands: each stage's A and B tiles are contiguous, one bulk copy each (lane 0 of the producer warp;
+  // the stage's mbarrier expects their bytes)
+  if (warp == 4 * WGS) {
+    if (lane == 0)
+      for (int i = 0; i < nk; ++i) {
+        const int s = i % STAGES;
+        if (i >= STAGES) mbar_wait(empty + s, ((i / STAGES) - 1) & 1);
+        __local uchar* buf = smem + s * STAGE_BYTES;
+        __global const ushort* a = A + ((ulong)(m0 / BM) * nk + i) * (TILE_A / 2);
+        __global const ushort* b = B + ((ulong)(n0 / BN) * nk + i) * (TILE_B / 2);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(saddr(full + s)), "r"(STAGE_BYTES)
+                     : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(saddr(buf)), "l"((ulong)a), "r"(TILE_A), "r"(saddr(full + s)) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(saddr(buf + TILE_A)), "l"((ulong)b), "r"(TILE_B), "r"(saddr(full + s)) : "memory");
+      }
+    return;
+  }
+#endif
   if (warp == 4 * WGS) {  // the producer warp
     for (int i = 0; i < nk; ++i) {
       const int s = i % STAGES;
@@ -310,9 +342,9 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm(__global con
                    : )CL" + ops + R"CL( : "l"(da), "l"(db) : "memory");
     }
     asm volatile("// @SM90A@ wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned 1;" : )CL" + ops + R"CL( :: "memory");
-    if (i > 0 && lane == 0)  // the previous stage's products are done: its buffer may be refilled
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(saddr(empty + (i - 1) % STAGES)) : "memory");
+    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned )CL" + std::to_string(std::max(g.wait1, 1)) + R"CL(;" : )CL" + ops + R"CL( :: "memory");
+    if (i >= INFL && lane == 0)  // the products of INFL stages back are done: that buffer may be refilled
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(saddr(empty + (i - INFL) % STAGES)) : "memory");
   }
   asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned 0;" : )CL" + ops + R"CL( :: "memory");
   const int w = warp % 4, gid = lane / 4, tig = lane % 4;
@@ -503,19 +535,41 @@ int main(int argc, char** argv) {
   cl_mem GA = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ga.size() * 2, ga.data(), &err);
   cl_mem GB = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gb.size() * 2, gb.data(), &err);
   cl_mem GC = clCreateBuffer(ctx, CL_MEM_READ_WRITE, (size_t)GM * GN * 4, nullptr, &err);
-  const GemmCfg cfgs[] = {{2, 256, 16, 4, 1, 0}, {2, 128, 16, 6, 2, 0}, {4, 128, 16, 4, 1, 0}, {2, 128, 32, 3, 0, 0},
-                           {2, 256, 16, 4, 1, 0, 1}, {2, 128, 16, 6, 2, 0, 1}, {2, 256, 16, 4, 0, 0, 1}};
+  const GemmCfg cfgs[] = {{2, 128, 16, 5, 1, 1, 0, 1}, {2, 128, 16, 5, 2, 1, 0, 1}, {2, 128, 16, 5, 3, 1, 0, 1},
+                           {4, 128, 16, 3, 1, 1, 0, 1}, {4, 64, 16, 4, 1, 1, 0, 1}, {1, 128, 16, 7, 2, 1, 0, 1},
+                           {2, 256, 16, 3, 2, 1, 0, 1}, {4, 128, 16, 3, 2, 1, 0, 1}};
+  // the packed operand of one config: each (row block, k stage) tile contiguous, in the kernel's smem layout
+  auto pack = [](const std::vector<unsigned short>& x, int rows, int K, int br, int bk) {
+    std::vector<unsigned short> p(x.size());
+    const int nk = K / bk, sbo = bk / 8 * 128;
+    for (int rb = 0; rb < rows / br; ++rb)
+      for (int ks = 0; ks < nk; ++ks)
+        for (int r = 0; r < br; ++r)
+          for (int k = 0; k < bk; ++k) {
+            const size_t off = (size_t)(r / 8) * sbo + (k / 8) * 128 + (r % 8) * 16 + (k % 8) * 2;
+            p[((size_t)rb * nk + ks) * br * bk + off / 2] = x[(size_t)(rb * br + r) * K + ks * bk + k];
+          }
+    return p;
+  };
   for (const GemmCfg& g : cfgs) {
     if ((64 * g.wgs + g.bn) * g.bk * 2 * g.stages + (g.ws ? 16 * g.stages : 0) > 48 * 1024) continue;
+    if (GN % g.bn) continue;
     char opts[96];
-    std::snprintf(opts, sizeof(opts), "%s%s%d warpgroups, BN %d, BK %d, %d stages, wait %d", g.ws ? "producer warp, " : "",
-                  g.noload ? "NO MAIN-LOOP COPIES, " : "", g.wgs, g.bn, g.bk, g.stages, g.wait1);
+    std::snprintf(opts, sizeof(opts), "%s%s%d warpgroups, BN %d, BK %d, %d stages, wait %d",
+                  g.ws ? (g.packed ? "bulk copies, " : "producer warp, ") : "",
+                  g.noload ? "NO MAIN-LOOP COPIES, " : g.packed ? "packed operands, " : "", g.wgs, g.bn, g.bk, g.stages, g.wait1);
     cl_program gp = build_sm90a(ctx, dev, g.ws ? gemm_ws_source(g) : gemm_source(g), "", false, true);
     if (!gp) continue;
     cl_kernel gk = clCreateKernel(gp, "gemm", &err);
     check(err, "clCreateKernel(gemm)");
-    clSetKernelArg(gk, 0, sizeof(cl_mem), &GA);
-    clSetKernelArg(gk, 1, sizeof(cl_mem), &GB);
+    cl_mem PA = nullptr, PB = nullptr;
+    if (g.packed) {
+      std::vector<unsigned short> pa = pack(ga, GM, GK, 64 * g.wgs, g.bk), pb = pack(gb, GN, GK, g.bn, g.bk);
+      PA = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, pa.size() * 2, pa.data(), &err);
+      PB = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, pb.size() * 2, pb.data(), &err);
+    }
+    clSetKernelArg(gk, 0, sizeof(cl_mem), g.packed ? &PA : &GA);
+    clSetKernelArg(gk, 1, sizeof(cl_mem), g.packed ? &PB : &GB);
     clSetKernelArg(gk, 2, sizeof(cl_mem), &GC);
     clSetKernelArg(gk, 3, sizeof(int), &GM);
     clSetKernelArg(gk, 4, sizeof(int), &GN);
@@ -546,6 +600,7 @@ int main(int argc, char** argv) {
                 best * 1e3, 2.0 * GM * GN * GK / best * 1e-12, worst);
     clReleaseKernel(gk);
     clReleaseProgram(gp);
+    if (PA) clReleaseMemObject(PA), clReleaseMemObject(PB);
   }
   return 0;
 }

@@ -61,6 +61,7 @@
 #   bash scripts/gpu_session.sh rnn35         # LSTM and GRU LM steps (fused, default K-slices) vs CUDA, each twice
 #   bash scripts/gpu_session.sh sweep36       # attention backward layouts (warps, tiles, head-dim split, register caps) with ptxas counts
 #   bash scripts/gpu_session.sh check36       # mma attention + RNN tests natively, LSTM / GRU LM steps and SDPA vs CUDA
+#   bash scripts/gpu_session.sh wgmma36       # the wgmma GEMM (PYTORCH_OCL_WGMMA=1): native tests, bf16 / fp16 vs cuBLAS
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -553,6 +554,18 @@ case "${1:-validate}" in
     run lstm_steps 70 python3 benchmarks/lstm_steps.py --ref cuda --fused-only
     run gru_steps 70 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --fused-only
     run sdpa 200 python3 benchmarks/transformer.py --ref cuda --out "$out/sdpa.md"
+    ;;
+  wgmma36)  # the 16-bit GEMM on Hopper's wgmma (PYTORCH_OCL_WGMMA=1): native tests, then bf16 / fp16 vs cuBLAS with it
+    # and without (the mma.sync kernel)
+    run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
+    PYTORCH_OCL_MMA_TEST=native run wgmma_tests 150 python3 -m pytest -q -p no:cacheprovider -rf --tb=short -x \
+      tests/test_gemm_wgmma.py
+    for m in bfloat16 float16; do
+      PYTORCH_OCL_WGMMA=1 run "gemm_wgmma_$m" 60 python3 benchmarks/gemm.py --ref cuda --dtype $m \
+        --only "square 1024,square 4096,bert" --out "$out/gemm_wgmma_$m.md"
+    done
+    run gemm_mma_bfloat16 60 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 4096,bert" \
+      --out "$out/gemm_mma_bfloat16.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

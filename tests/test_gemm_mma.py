@@ -33,6 +33,7 @@ def _engine(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_AUTOTUNE", "0")
     monkeypatch.delenv("PYTORCH_OCL_GEMM_CONFIG", raising=False)
     monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA", "0")  # the mma.sync kernel under test (sm_90 takes 16-bit products to wgmma)
     if NATIVE:
         monkeypatch.delenv("PYTORCH_OCL_MMA", raising=False)
     else:

@@ -8,6 +8,7 @@
 #include <dlprim/program_cache.h>
 
 #include "gemm_internal.h"
+#include "gemm_wgmma.h"
 #include "plan_memo.h"
 
 #include <algorithm>
@@ -23,7 +24,7 @@ using detail::TileConfig;
 
 namespace {
 
-enum class Path { Empty, Small, Dot, Tiled };
+enum class Path { Empty, Small, Dot, Tiled, Wgmma };
 
 struct Plan {
   Path path = Path::Empty;
@@ -39,7 +40,10 @@ struct Plan {
   size_t dot_local = 1;     // 0: the CPU dot kernel (one work-item per output)
   uint64_t pack_bytes = 0;  // B repacked n-contiguous for the CPU vector kernels (0: not packed)
   uint64_t pack_space() const { return (pack_bytes + 255) / 256 * 256; }
-  uint64_t workspace_bytes() const { return path == Path::Tiled ? pack_space() + split.workspace_bytes : 0; }
+  uint64_t wgmma_bytes = 0;  // Path::Wgmma: the packed operands
+  uint64_t workspace_bytes() const {
+    return path == Path::Tiled ? pack_space() + split.workspace_bytes : path == Path::Wgmma ? wgmma_bytes : 0;
+  }
 };
 
 // Layout of a rows x cols operand: `inner_is_col` when the column index has unit stride
@@ -477,6 +481,11 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   Plan p = base_plan(ctx, in);
   if (p.path != Path::Tiled) return p;
   const Gemm& g = p.g;
+  if (detail::wgmma_wanted(ctx, g)) {
+    p.path = Path::Wgmma;
+    p.wgmma_bytes = detail::wgmma_workspace_bytes(g);
+    return p;
+  }
   DType acc = compute_dtype(g.dtype);
   p.mma = detail::mma_choice(ctx, g.dtype, g.fp32_math);
   static detail::PlanMemo<10, TileChoice> memo;
@@ -517,6 +526,10 @@ void gemm(const Context& ctx, cl_command_queue q, const Gemm& in, cl_mem workspa
     case Path::Dot:
       detail::run_gemm_dot(ctx, q, p.g, p.dot_local);
       break;
+    case Path::Wgmma:
+      if (!workspace) throw Error("gemm: missing workspace");
+      detail::run_gemm_wgmma(ctx, q, p.g, workspace, workspace_offset);
+      break;
     case Path::Tiled: {
       if (p.workspace_bytes() && !workspace) throw Error("gemm: missing workspace");
       bool b_nc = p.b_nc;
@@ -544,6 +557,7 @@ std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
     case Path::Empty: return "empty";
     case Path::Small: return std::string("small ") + (p.small_nfast ? "n-fast" : "m-fast");
     case Path::Dot: return p.dot_local ? "dot local=" + std::to_string(p.dot_local) : std::string("dot per-item");
+    case Path::Wgmma: return detail::wgmma_description();
     case Path::Tiled: {
       Vec4 v = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, p.b_nc, p.ldb);
       return "tiled " + p.cfg.str() + (p.cfg.mma ? " " + p.mma.str() : std::string()) + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +

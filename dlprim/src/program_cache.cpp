@@ -7,6 +7,7 @@
 
 #include "build_workers.h"
 #include "disk_cache.h"
+#include "ptx_sm90a.h"
 
 #include <algorithm>
 #include <atomic>
@@ -126,6 +127,7 @@ cl_program from_binary(cl_context ctx, const DeviceInfo& dev, const std::vector<
 
 // Built by the calling thread's helper process (inside parallel_builds on NVIDIA), or nullptr.
 cl_program from_worker(cl_context ctx, const DeviceInfo& dev, const std::string& source, const std::string& options) {
+  if (detail::wants_sm90a(source)) return nullptr;  // edited after the build (ptx_sm90a.h): built here
   std::vector<unsigned char> bin;
   auto t0 = std::chrono::steady_clock::now();
   if (!detail::remote_build(source, options, &bin)) return nullptr;
@@ -177,6 +179,7 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
     throw Error("OpenCL program build failed on '" + dev.name + "' (" + cl_error_name(err) +
                 ", options '" + options + "'). Build log:\n" + log + "\nSource (start):\n" + head);
   }
+  if (detail::wants_sm90a(source)) return detail::retarget_sm90a(ctx, dev.id, prog, options);
   return prog;
 }
 

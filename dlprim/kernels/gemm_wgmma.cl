@@ -1,0 +1,132 @@
+// 16-bit GEMM on Hopper's wgmma (sm_90a) from OpenCL (gemm_wgmma.cpp; PYTORCH_OCL_WGMMA). NVIDIA's OpenCL
+// compiler targets sm_90, where ptxas rejects wgmma, so each sm_90a instruction is written as a PTX comment
+// ("// @SM90A@ ...", operands filled in by the compiler) and the built program's PTX is edited and rebuilt
+// (dlprim/src/ptx_sm90a.h). The host prepends gemm_program_head (T, ACC, LOAD_C / STORE_C, GEMM_OUT_ARGS) and:
+//   WGS warpgroups of 64 rows (BM = 64 WGS), BN columns, BK-deep K stages, STAGES buffers, WG_KIND "bf16" or
+//   "f16", NACC = BN / 2 accumulators per thread, WG_ACC_REGS / WG_ACC_OPS (the asm operand lists of the
+//   accumulators), WG_DA / WG_DB (the operand numbers of the two matrix descriptors).
+//
+// Operands are packed first (gemm_wgmma_pack): each (row block, K stage) tile of A (BM x BK) and of B^T (BN x BK)
+// contiguous in the no-swizzle core-matrix layout wgmma reads (8 x 8 cores of 128 bytes; K-adjacent cores 128
+// bytes apart, the descriptor's LBO; 8-row groups BK / 8 cores apart, its SBO), zeros past M, N and K. Then one
+// bulk copy (cp.async.bulk) moves a tile into local memory: from row-major operands, 16-byte copies of 32-byte
+// row slabs starved the products (H200: 219 against 482 TFLOP/s at 4096^3, scripts/wgmma_probe.cpp).
+// Work-group: WGS consumer warpgroups and one producer warp. Stage s has two mbarriers: full[s] (the producer's
+// arrival expecting the stage's bytes, completed by the copies) and empty[s] (one arrival per consumer warp once
+// its products on the stage are done); no work-group barrier in the main loop.
+
+#define BM (64 * WGS)
+#define SBO (BK / 8 * 128)
+#define TILE_A (BM * BK * 2)
+#define TILE_B (BN * BK * 2)
+#define STAGE_BYTES (TILE_A + TILE_B)
+#define NTH (128 * WGS + 32)
+
+// Element (r, k) of a rows x K operand of entry z = bi * groups + gi at off + bi bs + gi gs + r rs + k cs, packed
+// as above into P (uint4 = 8 elements): one work-item per 8 packed elements.
+__kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long cs, long bs, long gs, int groups,
+                              int rows, int K, int nrb, int nk, int br, __global uint4* P, ulong p_off, ulong total) {
+  const ulong i = get_global_id(0);
+  if (i >= total) return;
+  ulong t = i;
+  const int c = (int)(t % (BK / 8));
+  t /= BK / 8;
+  const int r = (int)(t % br);
+  t /= br;
+  const int ks = (int)(t % nk);
+  t /= nk;
+  const int rb = (int)(t % nrb);
+  const long z = (long)(t / nrb), bi = z / groups, gi = z - bi * groups;
+  const int row = rb * br + r, k0 = ks * BK + c * 8;
+  const long base = (long)off + bi * bs + gi * gs + (long)row * rs;
+  uint w[4];
+  _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+    const int ka = k0 + 2 * e, kb = ka + 1;
+    const uint lo = row < rows && ka < K ? X[base + (long)ka * cs] : 0;
+    const uint hi = row < rows && kb < K ? X[base + (long)kb * cs] : 0;
+    w[e] = lo | (hi << 16);
+  }
+  P[p_off + (((ulong)z * nrb + rb) * nk + ks) * (ulong)(br * BK / 8) + (r / 8) * BK + c * 8 + (r % 8)] =
+      (uint4)(w[0], w[1], w[2], w[3]);
+}
+
+inline uint wg_saddr(__local const void* p) { return (uint)(ulong)p; }
+
+// A matrix descriptor without swizzling: start address, LBO, SBO (16-byte units), layout type 0.
+inline ulong wg_desc(__local const void* p, uint lbo, uint sbo) {
+  const uint a = wg_saddr(p);
+  return (ulong)((a >> 4) & 0x3FFF) | ((ulong)((lbo >> 4) & 0x3FFF) << 16) | ((ulong)((sbo >> 4) & 0x3FFF) << 32);
+}
+
+inline void wg_wait(__local ulong* bar, uint parity) {
+  asm volatile("{\n.reg .pred P1;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n@P1 bra DONE_%=;\n"
+               "bra WAIT_%=;\nDONE_%=:\n}\n" :: "r"(wg_saddr(bar)), "r"(parity) : "memory");
+}
+
+// C = act(alpha A B + beta D) over (N / BN, M / BM, entries) work-groups of NTH work-items; PA / PB: the packed
+// operands (uint4 offsets pa_off / pb_off), nk K stages.
+__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
+    __global const uint4* PA, ulong pa_off, __global const uint4* PB, ulong pb_off, int M, int N, int nk, int nrb_a,
+    int nrb_b, int groups, GEMM_OUT_ARGS) {
+  __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(1024)));
+  __local ulong full[STAGES], empty[STAGES];
+  const int t = get_local_id(0), warp = t / 32, lane = t % 32;
+  const int mb = get_group_id(1), nb = get_group_id(0);
+  const long z = get_group_id(2), bi = z / groups, gi = z - bi * groups;
+  if (t == 0) {
+    _Pragma("unroll") for (int s = 0; s < STAGES; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(wg_saddr(full + s)) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(wg_saddr(empty + s)), "r"(4 * WGS) : "memory");
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (warp == 4 * WGS) {  // the producer: lane 0 copies each stage's two tiles once their buffer is free
+    if (lane == 0) {
+      __global const uint4* a = PA + pa_off + ((ulong)z * nrb_a + mb) * nk * (TILE_A / 16);
+      __global const uint4* b = PB + pb_off + ((ulong)z * nrb_b + nb) * nk * (TILE_B / 16);
+      for (int i = 0; i < nk; ++i) {
+        const int s = i % STAGES;
+        if (i >= STAGES) wg_wait(empty + s, ((i / STAGES) - 1) & 1);
+        __local uchar* buf = smem + s * STAGE_BYTES;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(wg_saddr(full + s)),
+                     "r"(STAGE_BYTES) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(wg_saddr(buf)), "l"((ulong)(a + (ulong)i * (TILE_A / 16))), "r"(TILE_A),
+                     "r"(wg_saddr(full + s)) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(wg_saddr(buf + TILE_A)), "l"((ulong)(b + (ulong)i * (TILE_B / 16))), "r"(TILE_B),
+                     "r"(wg_saddr(full + s)) : "memory");
+      }
+    }
+    return;  // no barrier follows
+  }
+  const int wg = warp / 4;
+  float d[NACC];
+  _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[i] = 0;
+  for (int i = 0; i < nk; ++i) {
+    const int s = i % STAGES;
+    wg_wait(full + s, (i / STAGES) & 1);
+    __local uchar* buf = smem + s * STAGE_BYTES;
+    asm volatile("// @SM90A@ wgmma.fence.sync.aligned;" : WG_ACC_OPS :: "memory");
+    _Pragma("unroll") for (int kk = 0; kk < BK / 16; ++kk) {
+      const ulong da = wg_desc(buf + wg * 8 * SBO + kk * 256, 128, SBO), db = wg_desc(buf + TILE_A + kk * 256, 128, SBO);
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                   "// @SM90A@ wgmma.mma_async.sync.aligned.m64n" WG_BN_STR "k16.f32." WG_KIND "." WG_KIND
+                   " {" WG_ACC_REGS "}, " WG_DA ", " WG_DB ", p, 1, 1, 0, 0;\n}\n"
+                   : WG_ACC_OPS : "l"(da), "l"(db) : "memory");
+    }
+    asm volatile("// @SM90A@ wgmma.commit_group.sync.aligned;" ::: "memory");
+    // the previous stage's products are done (one group stays in flight): its buffer may be refilled
+    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned 1;" : WG_ACC_OPS :: "memory");
+    if (i > 0 && lane == 0)
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(wg_saddr(empty + (i - 1) % STAGES)) : "memory");
+  }
+  asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned 0;" : WG_ACC_OPS :: "memory");
+  // accumulator j of lane (gid, tig) of warp w: row 16 w + gid (+ 8 for j % 4 >= 2), column 8 (j / 4) + 2 tig + j % 2
+  const int w = warp % 4, gid = lane / 4, tig = lane % 4;
+  const int m0 = mb * BM + wg * 64 + w * 16 + gid, n0 = nb * BN + 2 * tig;
+  _Pragma("unroll") for (int j = 0; j < NACC; ++j) {
+    const int m = m0 + 8 * ((j >> 1) & 1), n = n0 + 8 * (j >> 2) + (j & 1);
+    if (m < M && n < N) GEMM_STORE(bi, gi, m, n, (ACC)d[j]);
+  }
+}

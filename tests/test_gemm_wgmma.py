@@ -1,0 +1,114 @@
+"""The 16-bit GEMM on Hopper's wgmma (dlprim/kernels/gemm_wgmma.cl; on by default on sm_90, PYTORCH_OCL_WGMMA=0
+keeps the mma.sync kernels) against float64 CPU references.
+
+The path exists only on sm_90 devices (NVIDIA Hopper through NVIDIA's OpenCL, the kernel's sm_90a instructions
+put in by editing the built PTX: dlprim/src/ptx_sm90a.h); elsewhere these tests are skipped, and they run with
+PYTORCH_OCL_MMA_TEST=native on the GPU. Each call checks that the wgmma kernel ran (the profiler's launch
+names). Shapes: whole tiles, tails in M, N and K (zero padding in the packed operands), transposed operands
+(the packing reads any strides), batches, addmm's beta * bias and alpha, a column-major output, the linear
+layer's forward and backward.
+"""
+import os
+
+import pytest
+import torch
+
+import pytorch_ocl
+
+DEV = "ocl:0"
+NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
+EPS = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+
+
+def _sm90():
+    try:
+        return "sm_90" in torch.ocl.matrix_engine(0)["description"]
+    except Exception:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not (NATIVE and _sm90()), reason="wgmma needs an sm_90 device (native run)")
+
+
+@pytest.fixture(autouse=True)
+def _wgmma(monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA", "1")
+
+
+def launches(fn):
+    with pytorch_ocl.profiler.profile() as prof:
+        out = fn()
+        torch.ocl.synchronize()
+    return out, [r[0] for r in prof.records]
+
+
+def check(out, ref, absref, dtype, K):
+    """ocl's result within the fp32-accumulation bound of the 16-bit output: rounding of C plus K fp32 adds."""
+    out = out.detach().cpu().double()
+    bound = EPS[dtype] * ref.abs() + 2.0**-22 * K * absref + 1e-6
+    err = (out - ref).abs()
+    assert bool((err <= bound).all()), f"max error {err.max().item():.3e}, bound at it {bound.flatten()[err.argmax()].item():.3e}"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("M,N,K", [(256, 256, 64), (200, 136, 40), (64, 300, 1000), (130, 70, 17)])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn"])
+def test_mm(dtype, M, N, K, layout):
+    g = torch.Generator().manual_seed(M * 7 + N + K)
+    a = torch.randn(M, K, generator=g).to(dtype) if layout[0] == "n" else torch.randn(K, M, generator=g).to(dtype).t()
+    b = torch.randn(K, N, generator=g).to(dtype) if layout[1] == "n" else torch.randn(N, K, generator=g).to(dtype).t()
+    out, names = launches(lambda: a.to(DEV) @ b.to(DEV))  # .to keeps the transposed strides
+    assert "gemm_wgmma" in names, names
+    ref = a.double() @ b.double()
+    check(out, ref, a.double().abs() @ b.double().abs(), dtype, K)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_bmm_and_addmm(dtype):
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(3, 130, 96, generator=g).to(dtype)
+    b = torch.randn(3, 96, 200, generator=g).to(dtype)
+    out, names = launches(lambda: torch.bmm(a.to(DEV), b.to(DEV)))
+    assert "gemm_wgmma" in names, names
+    check(out, a.double() @ b.double(), a.double().abs() @ b.double().abs(), dtype, 96)
+    x = torch.randn(150, 80, generator=g).to(dtype)
+    w = torch.randn(80, 140, generator=g).to(dtype)
+    bias = torch.randn(140, generator=g).to(dtype)
+    out, names = launches(lambda: torch.addmm(bias.to(DEV), x.to(DEV), w.to(DEV), beta=0.5, alpha=2.0))
+    assert "gemm_wgmma" in names, names
+    ref = 0.5 * bias.double() + 2.0 * (x.double() @ w.double())
+    check(out, ref, 0.5 * bias.double().abs() + 2.0 * (x.double().abs() @ w.double().abs()), dtype, 80)
+
+
+def test_linear_forward_backward():
+    g = torch.Generator().manual_seed(2)
+    lin = torch.nn.Linear(192, 160).to(torch.bfloat16)
+    x = torch.randn(4, 70, 192, generator=g).to(torch.bfloat16)
+    lin_d = torch.nn.Linear(192, 160).to(torch.bfloat16).to(DEV)
+    lin_d.load_state_dict(lin.state_dict())
+    xd = x.to(DEV).requires_grad_()
+    xc = x.double().requires_grad_()
+    (out, names) = launches(lambda: lin_d(xd))
+    assert "gemm_wgmma" in names, names
+    ref = torch.nn.functional.linear(xc, lin.weight.double(), lin.bias.double())
+    check(out, ref.detach(), (xc.abs() @ lin.weight.double().abs().t()).detach() + lin.bias.double().abs(), torch.bfloat16, 192)
+    gout = torch.randn(4, 70, 160, generator=g).to(torch.bfloat16)
+    (gx, gw), names = launches(lambda: torch.autograd.grad(out, (xd, lin_d.weight), gout.to(DEV)))
+    assert names.count("gemm_wgmma") >= 2, names
+    rgx, rgw = torch.autograd.grad(ref, (xc, ), gout.double())[0], gout.double().reshape(-1, 160).t() @ xc.detach().reshape(-1, 192)
+    check(gx, rgx, gout.double().abs() @ lin.weight.double().abs(), torch.bfloat16, 160)
+    check(gw, rgw, gout.double().abs().reshape(-1, 160).t() @ xc.detach().abs().reshape(-1, 192), torch.bfloat16, 280)
+
+
+@pytest.mark.parametrize("var,value", [("PYTORCH_OCL_WGMMA", None), ("PYTORCH_OCL_WGMMA", "0"),
+                                       ("PYTORCH_OCL_MMA", "0"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 128x128x32 w2x2 async3")])
+def test_switches(monkeypatch, var, value):
+    """On by default; off with PYTORCH_OCL_WGMMA=0, the matrix engine off, or a forced tile config."""
+    if value is None:
+        monkeypatch.delenv(var)
+    else:
+        monkeypatch.setenv(var, value)
+    a = torch.randn(256, 256).to(torch.bfloat16).to(DEV)
+    _, names = launches(lambda: a @ a)
+    assert ("gemm_wgmma" in names) == (value is None), names
+    assert ("wgmma" in pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=torch.bfloat16)) == (value is None)

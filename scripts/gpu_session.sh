@@ -62,6 +62,7 @@
 #   bash scripts/gpu_session.sh sweep36       # attention backward layouts (warps, tiles, head-dim split, register caps) with ptxas counts
 #   bash scripts/gpu_session.sh check36       # mma attention + RNN tests natively, LSTM / GRU LM steps and SDPA vs CUDA
 #   bash scripts/gpu_session.sh wgmma36       # the wgmma GEMM (PYTORCH_OCL_WGMMA=1): native tests, bf16 / fp16 vs cuBLAS
+#   bash scripts/gpu_session.sh final36       # wgmma default on: GEMM / autocast tests natively, GPT-2 bf16 autocast step vs CUDA
 #   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -566,6 +567,12 @@ case "${1:-validate}" in
     done
     run gemm_mma_bfloat16 60 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 4096,bert" \
       --out "$out/gemm_mma_bfloat16.md"
+    ;;
+  final36)  # wgmma on by default for 16-bit products: the GEMM / autocast tests natively, GPT-2's bf16 autocast step vs CUDA
+    export PYTORCH_OCL_MMA_TEST=native
+    run native_gemm 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_gemm_wgmma.py \
+      tests/test_gemm_mma.py tests/test_gemm.py tests/test_env_lock.py tests/test_autocast.py
+    run gpt2_bf16 150 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --ref cuda --top 12
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

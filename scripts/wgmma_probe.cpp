@@ -26,7 +26,7 @@
 //   local memory at 48 KiB per work-group, which bounds stages x tile.
 // Packing A and B is one more pass over them (about 30 us at 4096^3 against the product's 285 us).
 //
-//   g++ -O1 -o /tmp/wgmma_probe scripts/wgmma_probe.cpp -lOpenCL && /tmp/wgmma_probe   [--source: print the kernels]
+//   g++ -O1 -o /tmp/wgmma_probe scripts/wgmma_probe.cpp -lOpenCL && /tmp/wgmma_probe   [--source: the probe kernels]
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
@@ -435,12 +435,6 @@ static unsigned short to_bf16(float x) {
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--source")) {  // the OpenCL C text, e.g. for clang -target nvptx64-nvidia-nvcl
     std::printf("%s", source().c_str());
-    return 0;
-  }
-  if (argc > 5 && !std::strcmp(argv[1], "--gemm-source")) {  // WGS BN BK STAGES [WAIT1 [WS]]: a GEMM's text
-    const GemmCfg g{std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]),
-                    argc > 6 ? std::atoi(argv[6]) : 0, argc > 7 ? std::atoi(argv[7]) : 0};
-    std::printf("%s", g.ws ? gemm_ws_source(g).c_str() : gemm_source(g).c_str());
     return 0;
   }
   cl_platform_id plat;

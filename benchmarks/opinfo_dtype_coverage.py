@@ -10,10 +10,11 @@ where the CPU raises, ocl must raise; --grad: input gradients too where the op a
 support autograd). Ops run in a worker process: a crash (signal) is counted as a failure of
 that op and the worker restarts after it, so one crash does not end the run.
 
-float16 / bfloat16 (forward): a sample that fails only as `Tensor-likes are not close` is run once
+float16 / bfloat16: a sample that fails only as `Tensor-likes are not close` is run once
 more against a float64 reference (tests/float64_reference.py); when ocl's error is finite and no more
 than the CPU's own, it is counted apart, as passing against float64, with both errors (in units of torch's
-default tolerance for the dtype) in the report; it stays out of the plain pass count.
+default tolerance for the dtype) in the report; it stays out of the plain pass count. With --grad the
+input gradients are a second group, judged the same way where they differ from the CPU's.
 """
 import argparse
 import json
@@ -68,8 +69,8 @@ def worker(dtype_name, start, samples, grad, names):
                     passed += 1
                 except Exception as e:  # noqa: BLE001 - collected and reported
                     errs = None
-                    if "not close" in str(e) and not with_grad and dtype in (torch.float16, torch.bfloat16):
-                        errs = float64_errors(op, sample, dtype)
+                    if "not close" in str(e) and dtype in (torch.float16, torch.bfloat16):
+                        errs = float64_errors(op, sample, dtype, with_grad)
                     note = "" if errs is None else f" (vs float64: ocl {errs[0]:.3g}, CPU {errs[1]:.3g} x tol)"
                     if errs is not None and errs[0] <= errs[1] and errs[0] != float("inf"):
                         by_float64.append(f"sample {i}{note}")

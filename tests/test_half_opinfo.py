@@ -109,3 +109,20 @@ def test_conv_transpose_bias_rounds_once(dtype):
         b = -fn(x.to(dtype).float(), w.to(dtype).float(), None).mean(dim=[0] + list(range(2, len(xs))))
         e_ocl, e_cpu = _errors(fn, dtype, x, w, b)
         assert e_ocl <= max(e_cpu, 0.5), (e_ocl, e_cpu)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_unfold_backward_sums_in_float32(dtype):
+    """The gradient of overlapping unfold windows sums in float32 and rounds once (was: rounded after each
+    chunk of windows): exactly the float32 sum rounded, so no further from float64 than the CPU's;
+    non-contiguous gradients and a step that leaves gaps too."""
+    torch.manual_seed(0)
+    ub = torch.ops.aten.unfold_backward
+    for sizes, dim, size, step, gshape in (((5, 5, 5, 5), 2, 3, 1, (5, 5, 3, 5, 3)), ((4, 9), -1, 3, 2, (4, 4, 3)),
+                                           ((6, 7), 0, 4, 1, (3, 7, 4))):
+        g = torch.randn(gshape).to(dtype)
+        for gg in (g, g.transpose(0, 1).contiguous().transpose(0, 1)):
+            out = ub(gg.to("ocl"), sizes, dim, size, step).cpu()
+            torch.testing.assert_close(out, ub(gg.float(), sizes, dim, size, step).to(dtype), rtol=0, atol=0)
+            ref = ub(gg.double(), sizes, dim, size, step)
+            assert tolerance_units(out, ref, dtype) <= tolerance_units(ub(gg, sizes, dim, size, step), ref, dtype)

@@ -238,3 +238,22 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def test_reductions_of_broadcast_inputs():
+    """Expanded (stride-0) inputs reduced over each dim: with a broadcast kept dim innermost, the CPU column
+    kernel took the offsets 0 0 3 3 for a unit-stride run from their end points alone (the (2, 2)
+    cosine_similarity of (1, 2, 3) and (2, 1, 3) inputs, op_db's sample 6, came out wrong)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(1, 2, 3), torch.randn(2, 1, 3)
+    inputs = [*torch.broadcast_tensors(x, y), torch.randn(3, 1, 6).expand(3, 5, 6), torch.randn(1, 4).expand(300, 4),
+              torch.randn(7, 1).expand(7, 130)]
+    fns = [lambda t, d: t.sum(d), lambda t, d: t.mean(d), lambda t, d: t.var(d), lambda t, d: t.amax(d),
+           lambda t, d: t.prod(d), lambda t, d: t.logsumexp(d), lambda t, d: t.argmax(d),
+           lambda t, d: torch.linalg.vector_norm(t, 2, d)]
+    for t in inputs:
+        for d in range(t.dim()):
+            for fn in fns:
+                torch.testing.assert_close(fn(t.to("ocl"), d).cpu(), fn(t, d), rtol=1e-5, atol=1e-5)
+    cos = torch.nn.functional.cosine_similarity
+    torch.testing.assert_close(cos(x.to("ocl"), y.to("ocl"), dim=-1).cpu(), cos(x, y, dim=-1))

@@ -1,13 +1,11 @@
 // Group norm (native_group_norm / native_group_norm_backward). A group of one sample is a
 // contiguous row of C/G * HxW elements, so the row kernels of layer norm (without affine)
-// do the normalization and the input gradient; the per-channel affine and the parameter
-// gradients are native elementwise ops and sums.
+// do the statistics, the normalization and the input gradient; batch norm's apply kernel the
+// per-channel affine; the parameter gradients are native elementwise ops and sums.
 #include "LayerUtils.h"
 #include "core/Errors.h"
 #include "core/Trace.h"
 
-#include <ATen/ops/add.h>
-#include <ATen/ops/addcmul.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
@@ -57,13 +55,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
                                                    layer_buf(y), {}, {}, layer_buf(mean), layer_buf(rstd)));
     note_enqueued(current_queue(dev));
   }
-  if (w.defined() || b.defined()) {
-    at::Tensor y3 = y.view({N, C, HxW});
-    at::Tensor w3 = w.defined() ? w.view({1, C, 1}) : at::Tensor();
-    at::Tensor b3 = b.defined() ? b.view({1, C, 1}) : at::Tensor();
-    if (w3.defined() && b3.defined()) y = at::addcmul(b3, y3, w3).view(x.sizes());
-    else if (w3.defined()) y = at::mul(y3, w3).view(x.sizes());
-    else y = at::add(y3, b3).view(x.sizes());
+  if ((w.defined() || b.defined()) && rows > 0 && n > 0) {
+    // The affine step from x again, in the accumulate type and rounded once, as CUDA's group norm does:
+    // scaling the already rounded 16-bit y doubled the CPU's error against float64. Batch norm's apply
+    // kernel does it with one "channel" per (sample, channel) row of HxW elements, the group's statistics
+    // and the channel's weight and bias repeated over those rows (N * C values each; contiguous copies: with
+    // N * group == 1, reshape would give a stride-0 view the kernel cannot read).
+    auto acc = acc_type(x.scalar_type());
+    auto per_row = [&](const at::Tensor& stat) {
+      return stat.view({N, group, 1}).expand({N, group, C / group}).contiguous().view({N * C});
+    };
+    auto per_channel = [&](const at::Tensor& p) {
+      return p.defined() ? p.to(acc).view({1, C}).expand({N, C}).contiguous().view({N * C}) : at::Tensor();
+    };
+    at::Tensor m = per_row(mean), r = per_row(rstd), wr = per_channel(w), br = per_channel(b);
+    int dev = x.device().index();
+    dlprim::BatchNormShape s{1, static_cast<uint64_t>(N * C), static_cast<uint64_t>(HxW)};
+    OCL_DLPRIM_CALL(op, dlprim::batch_norm_apply(context(dev), current_queue(dev), t, s, layer_buf(x), layer_buf(y),
+                                                 layer_buf(m), layer_buf(r), false, eps, layer_buf(wr),
+                                                 layer_buf(br)));
+    note_enqueued(current_queue(dev));
   }
   return {y, mean.view({N, group}).to(x.scalar_type()), rstd.view({N, group}).to(x.scalar_type())};
 }

@@ -228,8 +228,11 @@ __kernel void red_cols(ulong n_out, ulong R, ulong Ri, long si, ulong chunks, ul
     op_init(&blk[k]);
   }
   uint c1 = 0, c2 = 0;
-  // Outputs in one run of the innermost kept dim with unit stride: plain indexing.
-  int unit = nb > 1 && ib[nb - 1] - ib[0] == nb - 1;
+  // Outputs in one run of the innermost kept dim with unit stride: plain indexing. Every offset is
+  // checked: with a broadcast (stride-0) kept dim the end points alone can look like a run (offsets
+  // 0 0 3 3 from kept strides 3 and 0).
+  int unit = nb > 1;
+  for (int k = 1; k < nb && unit; ++k) unit = ib[k] == ib[0] + k;
   ulong start = c * chunk_len, end = min(R, start + chunk_len);
   ulong jo = Ri ? start / Ri : 0, ji = start - jo * Ri;
   long ooff = outer_offset(jo, rrank, rsz, rin);

@@ -25,7 +25,6 @@
 //   of cuBLAS; 2 or 3 stages in flight 439 / 346, 128 x 256 or 256 x 128 tiles 178-331). NVIDIA's OpenCL caps
 //   local memory at 48 KiB per work-group, which bounds stages x tile.
 // Packing A and B is one more pass over them (about 30 us at 4096^3 against the product's 285 us).
-//
 //   g++ -O1 -o /tmp/wgmma_probe scripts/wgmma_probe.cpp -lOpenCL && /tmp/wgmma_probe   [--source: the probe kernels]
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>

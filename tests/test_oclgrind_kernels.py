@@ -217,6 +217,16 @@ def test_gemm_split_k(config, monkeypatch):
           atol=1e-3)
 
 
+def test_gemm_wgmma_emulated(monkeypatch):
+    # The 16-bit GEMM on Hopper's wgmma (gemm_wgmma.cl) in its emulation: the packing (tails in M, N and K), one
+    # stage copied and read through the descriptors' offsets, the epilogue with a bias. One work-group.
+    monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA", "1")
+    bf = torch.bfloat16
+    check(lambda c, a, b: torch.addmm(c, a, b, beta=0.5), rand(65, dtype=bf), rand(70, 12, dtype=bf),
+          rand(12, 65, dtype=bf), atol=2e-2, rtol=2e-2, backward=False)
+
+
 def test_gemm_small_and_dot_paths():
     check(lambda a, b: a @ b, rand(5, 7, grad=True), rand(7, 3, grad=True))  # small
     check(lambda a, b: a @ b, rand(3, 200), rand(200, 2))  # dot (min(M, N) <= 4, long K)

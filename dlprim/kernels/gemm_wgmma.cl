@@ -14,6 +14,10 @@
 // Work-group: WGS consumer warpgroups and one producer warp. Stage s has two mbarriers: full[s] (the producer's
 // arrival expecting the stage's bytes, completed by the copies) and empty[s] (one arrival per consumer warp once
 // its products on the stage are done); no work-group barrier in the main loop.
+// WG_EMULATE (devices without wgmma: CI on PoCL, Oclgrind; PYTORCH_OCL_MMA=emulate with PYTORCH_OCL_WGMMA=1): the
+// same packing, tiles and epilogue; every work-item copies each stage between two barriers, and each product is
+// computed by the work-item owning each accumulator from the stage's bytes read as the descriptors describe them
+// (start, LBO, SBO), so the layout the packing writes and the descriptors read is checked everywhere.
 
 #define BM (64 * WGS)
 #define SBO (BK / 8 * 128)
@@ -50,6 +54,19 @@ __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long
       (uint4)(w[0], w[1], w[2], w[3]);
 }
 
+#if WG_EMULATE
+// Element (r, k) of the core-matrix tile that a descriptor (start, LBO, SBO) names, as float.
+inline float wg_elem(__local const uchar* start, int lbo, int sbo, int r, int k) {
+  __local const uchar* p = start + (r / 8) * sbo + (k / 8) * lbo + (r % 8) * 16 + (k % 8) * 2;
+#if WG_BF16
+  return dl_bf16_to_float(*(__local const ushort*)p);
+#else
+  return vload_half(0, (__local const half*)p);
+#endif
+}
+#endif
+
+#if !WG_EMULATE
 inline uint wg_saddr(__local const void* p) { return (uint)(ulong)p; }
 
 // A matrix descriptor without swizzling: start address, LBO, SBO (16-byte units), layout type 0.
@@ -62,6 +79,7 @@ inline void wg_wait(__local ulong* bar, uint parity) {
   asm volatile("{\n.reg .pred P1;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n@P1 bra DONE_%=;\n"
                "bra WAIT_%=;\nDONE_%=:\n}\n" :: "r"(wg_saddr(bar)), "r"(parity) : "memory");
 }
+#endif
 
 // C = act(alpha A B + beta D) over (N / BN, M / BM, entries) work-groups of NTH work-items; PA / PB: the packed
 // operands (uint4 offsets pa_off / pb_off), nk K stages.
@@ -69,10 +87,38 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
     __global const uint4* PA, ulong pa_off, __global const uint4* PB, ulong pb_off, int M, int N, int nk, int nrb_a,
     int nrb_b, int groups, GEMM_OUT_ARGS) {
   __local uchar smem[STAGES * STAGE_BYTES] __attribute__((aligned(1024)));
-  __local ulong full[STAGES], empty[STAGES];
   const int t = get_local_id(0), warp = t / 32, lane = t % 32;
   const int mb = get_group_id(1), nb = get_group_id(0);
   const long z = get_group_id(2), bi = z / groups, gi = z - bi * groups;
+  float d[NACC];
+  _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[i] = 0;
+#if WG_EMULATE
+  {
+    const int w = warp % 4, gid = lane / 4, tig = lane % 4, wg = warp / 4;
+    __global const uint4* a = PA + pa_off + ((ulong)z * nrb_a + mb) * nk * (TILE_A / 16);
+    __global const uint4* b = PB + pb_off + ((ulong)z * nrb_b + nb) * nk * (TILE_B / 16);
+    for (int i = 0; i < nk; ++i) {
+      barrier(CLK_LOCAL_MEM_FENCE);  // the previous stage's products are done
+      for (int u = t; u < STAGE_BYTES / 16; u += NTH)
+        ((__local uint4*)smem)[u] = u < TILE_A / 16 ? a[(ulong)i * (TILE_A / 16) + u] : b[(ulong)i * (TILE_B / 16) + u - TILE_A / 16];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (warp < 4 * WGS)
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          __local const uchar* sa = smem + wg * 8 * SBO + kk * 256;  // the descriptors' starts, LBO 128, SBO
+          __local const uchar* sb = smem + TILE_A + kk * 256;
+          for (int j = 0; j < NACC; ++j) {
+            const int r = w * 16 + gid + 8 * ((j >> 1) & 1), n = 8 * (j >> 2) + 2 * tig + (j & 1);
+            float acc = d[j];
+            for (int k = 0; k < 16; ++k) acc += wg_elem(sa, 128, SBO, r, k) * wg_elem(sb, 128, SBO, n, k);
+            d[j] = acc;
+          }
+        }
+    }
+    if (warp == 4 * WGS) return;
+  }
+  const int wg = warp / 4;
+#else
+  __local ulong full[STAGES], empty[STAGES];
   if (t == 0) {
     _Pragma("unroll") for (int s = 0; s < STAGES; ++s) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(wg_saddr(full + s)) : "memory");
@@ -101,8 +147,6 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
     return;  // no barrier follows
   }
   const int wg = warp / 4;
-  float d[NACC];
-  _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[i] = 0;
   for (int i = 0; i < nk; ++i) {
     const int s = i % STAGES;
     wg_wait(full + s, (i / STAGES) & 1);
@@ -122,6 +166,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
       asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(wg_saddr(empty + (i - 1) % STAGES)) : "memory");
   }
   asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned 0;" : WG_ACC_OPS :: "memory");
+#endif
   // accumulator j of lane (gid, tig) of warp w: row 16 w + gid (+ 8 for j % 4 >= 2), column 8 (j / 4) + 2 tig + j % 2
   const int w = warp % 4, gid = lane / 4, tig = lane % 4;
   const int m0 = mb * BM + wg * 64 + w * 16 + gid, n0 = nb * BN + 2 * tig;

@@ -1,10 +1,12 @@
 // 16-bit GEMM on Hopper's wgmma (kernels/gemm_wgmma.cl): when it runs, its program text, its workspace (the packed
 // operands) and its launches. On for bfloat16 / float16 products on sm_90 devices (PYTORCH_OCL_WGMMA=0 keeps the
 // mma.sync kernels): H200, bf16 against cuBLAS 0.49 geomean over 6 shapes (mma.sync 0.33), 4096^3 0.53 with the
-// packing; checked natively by tests/test_gemm_wgmma.py. Devices without sm_90 never see it.
+// packing; checked natively by tests/test_gemm_wgmma.py, which CI runs on PoCL with the kernel's emulation
+// (PYTORCH_OCL_MMA=emulate PYTORCH_OCL_WGMMA=1). Devices without sm_90 never see it otherwise.
 #include "gemm_wgmma.h"
 
 #include "gemm_internal.h"
+#include "ptx_sm90a.h"
 
 #include <dlprim/embedded.h>
 #include <dlprim/env.h>
@@ -45,7 +47,12 @@ Sizes sizes_of(const Gemm& g) {
   return s;
 }
 
-std::string program_text(DType dtype, DType c_dtype) {
+bool emulated() {
+  const char* mma = env_value("PYTORCH_OCL_MMA");
+  return mma && !std::strcmp(mma, "emulate");
+}
+
+std::string program_text(DType dtype, DType c_dtype, bool emulate) {
   const int nacc = kBn / 2;
   std::ostringstream regs, ops;
   for (int i = 0; i < nacc; ++i) {
@@ -53,7 +60,8 @@ std::string program_text(DType dtype, DType c_dtype) {
     ops << (i ? ", " : "") << "\"+f\"(d[" << i << "])";
   }
   std::ostringstream s;
-  s << gemm_program_head(dtype, c_dtype) << "#define WGS " << kWgs << "\n#define BN " << kBn << "\n#define BK " << kBk
+  s << gemm_program_head(dtype, c_dtype) << (emulate ? "" : kSm90aProgram) << "#define WG_EMULATE " << emulate
+    << "\n#define WG_BF16 " << (dtype == DType::BF16) << "\n#define WGS " << kWgs << "\n#define BN " << kBn << "\n#define BK " << kBk
     << "\n#define STAGES " << kStages << "\n#define NACC " << nacc << "\n#define WG_BN_STR \"" << kBn
     << "\"\n#define WG_KIND \"" << (dtype == DType::BF16 ? "bf16" : "f16") << "\"\n#define WG_ACC_REGS \""
     << regs.str() << "\"\n#define WG_ACC_OPS " << ops.str() << "\n#define WG_DA \"%" << nacc << "\"\n#define WG_DB \"%"
@@ -63,10 +71,11 @@ std::string program_text(DType dtype, DType c_dtype) {
 }
 
 LockedKernel& kernel(const Context& ctx, DType dtype, DType c_dtype, const char* name) {
-  LockedKernel& slot =
-      kernel_slot(ctx, std::string("gemm_wgmma|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) + "|" + name);
+  const bool emulate = emulated();
+  LockedKernel& slot = kernel_slot(ctx, std::string("gemm_wgmma|") + dtype_name(dtype) + ">" + dtype_name(c_dtype) +
+                                            (emulate ? "|emulated|" : "|") + name);
   std::lock_guard<std::mutex> lock(slot.m);
-  if (!slot.k) slot.k = create_kernel(ctx.program(program_text(dtype, c_dtype)), name);
+  if (!slot.k) slot.k = create_kernel(ctx.program(program_text(dtype, c_dtype, emulate)), name);
   return slot;
 }
 
@@ -100,16 +109,19 @@ bool sm90(const Context& ctx) {
 bool wgmma_wanted(const Context& ctx, const Gemm& g) {
   const char* env = env_value("PYTORCH_OCL_WGMMA");
   if (env && std::strcmp(env, "0") == 0) return false;
-  // the matrix engine off or emulated (no emulation of wgmma), or a tile config forced: the tiled kernels
+  // the matrix engine off, or a tile config forced: the tiled kernels. Emulated engine (PYTORCH_OCL_MMA=emulate):
+  // the emulated wgmma kernel only when asked for by name (PYTORCH_OCL_WGMMA=1), on any device
   const char* mma = env_value("PYTORCH_OCL_MMA");
-  if (mma && (!std::strcmp(mma, "0") || !std::strcmp(mma, "emulate"))) return false;
+  if (mma && !std::strcmp(mma, "0")) return false;
   if (const char* cfg = env_value("PYTORCH_OCL_GEMM_CONFIG")) if (*cfg) return false;
+  const bool emulate = emulated();
+  if (emulate && !(env && std::strcmp(env, "1") == 0)) return false;
   if (g.dtype != DType::BF16 && g.dtype != DType::F16) return false;
   if (g.k_outer != 1 || g.alpha == 0 || g.M < 64 || g.N < 64 || g.K < 16) return false;
   if (gemm_zcount(g) > 65535 || (g.M + kBm - 1) / kBm > 65535) return false;
   const int64_t int_max = 0x7fffffff;
   if (g.M > int_max || g.N > int_max || g.K > int_max) return false;
-  return sm90(ctx);
+  return emulate || sm90(ctx);
 }
 
 uint64_t wgmma_workspace_bytes(const Gemm& g) {

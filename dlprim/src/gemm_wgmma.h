@@ -1,6 +1,7 @@
 // The GEMM path on Hopper's wgmma (gemm_wgmma.cpp, kernels/gemm_wgmma.cl): 16-bit operands packed into the
 // instruction's tile layout, then one kernel with bulk copies and mbarriers. On for 16-bit products on sm_90
-// devices; PYTORCH_OCL_WGMMA=0, PYTORCH_OCL_MMA=0 / emulate or a forced PYTORCH_OCL_GEMM_CONFIG turn it off.
+// devices; PYTORCH_OCL_WGMMA=0, PYTORCH_OCL_MMA=0 / emulate or a forced PYTORCH_OCL_GEMM_CONFIG turn it off;
+// PYTORCH_OCL_MMA=emulate with PYTORCH_OCL_WGMMA=1 runs its emulation on any device (tests).
 #pragma once
 #include <dlprim/gemm.h>
 

@@ -34,8 +34,6 @@
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
 #   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
-#   bash scripts/gpu_session.sh final30       # mask-block attention natively, linalg / fft vs CUDA (short), mask timings
-#   bash scripts/gpu_session.sh check30       # GPU-only checks of this session's changes, transformer.py --models --compile
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_bf16     # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, gradients in bf16 (compress hook) and fp32
 #   bash scripts/gpu_session.sh ddp2_pieces   # (2-GPU kind) GPT-2 DDP on 2 GPUs with shm pieces of 4 MiB, 1 MiB, 256 KiB
@@ -44,16 +42,7 @@
 #   bash scripts/gpu_session.sh ddp2_shm_trace # (2-GPU kind) shm all_reduce per stage, 1 vs 3 slot sets, host-only probe, copies
 #   bash scripts/gpu_session.sh lstm          # fused / GEMM + cell LSTM step tests, LSTM LM step per path vs CUDA
 #   bash scripts/gpu_session.sh linalg_fft    # issue 17: fft.py (VkFFT vs cuFFT) and linalg.py (vs cuSOLVER), CPU too
-#   bash scripts/gpu_session.sh start32       # linalg / mma attention / transformers model tests natively, LU-Cholesky-QR profile on chip vs off
-#   bash scripts/gpu_session.sh final33       # LU / QR launch cuts, fused optimizers, one-pass attention natively; vs cuSOLVER / CUDA
-#   bash scripts/gpu_session.sh early34       # foreach AdamW with / without vector items, decode host cost, GPT-2 by kernel
-#   bash scripts/gpu_session.sh fast34        # optimizers' fast route tests + step vs CUDA, LSTM step by kernel, Cholesky profile
-#   bash scripts/gpu_session.sh slots34       # foreach launches of up to 32 items natively, optimizer step + foreach host time vs CUDA
-#   bash scripts/gpu_session.sh merge34       # this session's merges natively, launch cost by argument count, optimizer step
-#   bash scripts/gpu_session.sh final34       # Cholesky block kernel + multi-tensor aliasing natively, Cholesky profiles, optimizer step
-#   bash scripts/gpu_session.sh recheck34     # final34's native tests one file after another (failure names)
 #   bash scripts/gpu_session.sh mask_blocks   # attention mask block flags: native attention tests, masked SDPA, BERT
-#   bash scripts/gpu_session.sh start35       # sparse / on-chip linalg tests natively (torch 2.11), LSTM LM step by kernel vs CUDA
 #   bash scripts/gpu_session.sh lstm35        # fused LSTM steps with K split over 1 / 2 / 4 slices: native tests, LM step vs CUDA
 #   bash scripts/gpu_session.sh prof35        # BERT / GPT-2 training steps by kernel vs CUDA, batch-1 decode host cost per token
 #   bash scripts/gpu_session.sh gru           # fused GRU steps: native GRU / LSTM tests, GRU LM step per K-slice count vs CUDA
@@ -63,7 +52,6 @@
 #   bash scripts/gpu_session.sh check36       # mma attention + RNN tests natively, LSTM / GRU LM steps and SDPA vs CUDA
 #   bash scripts/gpu_session.sh wgmma36       # the wgmma GEMM (PYTORCH_OCL_WGMMA=1): native tests, bf16 / fp16 vs cuBLAS
 #   bash scripts/gpu_session.sh final36       # wgmma default on: GEMM / autocast tests natively, GPT-2 bf16 autocast step vs CUDA
-#   bash scripts/gpu_session.sh attn33        # one-pass attention backward: native mma attention tests, SDPA fwd+bwd one-pass on / off, GPT-2 profile
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -237,16 +225,6 @@ case "${1:-validate}" in
     COLD_START_PROFILE=1 PYTORCH_OCL_TRACE_BUILDS=/tmp/cl_src run cold_profile 300 python3 benchmarks/cold_start.py --nets gpt2small
     run build_processes 200 python3 benchmarks/build_processes.py /tmp/cl_src --count 16 --procs 16
     ;;
-  fixes28)  # the async collectives' timing and ldl tests on the GPU, then transformer.py --models under bf16 autocast
-    run fixes 90 python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -k collectives tests/test_linalg_ldl.py
-    run transformer_bf16 370 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
-    ;;
-  final28)  # the fused LSTM (tests, step per path vs CUDA), then this session's GPU-only checks
-    run lstm_tests 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
-    run lstm_steps 150 python3 benchmarks/lstm_steps.py --ref cuda
-    run checks 120 python3 -m pytest -q -n 6 -p no:cacheprovider tests/test_complex_linalg.py tests/test_linalg_ldl.py \
-      tests/test_build_workers.py tests/test_parallel_builds.py
-    ;;
   lstm)  # the whole-layer LSTM's two step paths (PYTORCH_OCL_LSTM_FUSED) on the GPU, then the LM step per path
     run lstm_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_lstm_fused.py tests/test_rnn.py
     run lstm_steps 200 python3 benchmarks/lstm_steps.py --ref cuda
@@ -302,20 +280,6 @@ case "${1:-validate}" in
     # the three slowest generated reductions: their graph nodes and OpenCL source, from the FX graph cache
     grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3 |
       python3 scripts/inductor_kernel_source.py /tmp/torchinductor_$(whoami) > "$out/slow_kernels.log"
-    ;;
-  check30)  # this session's GPU-only checks (native atomics, environment lock, x-fast sizing), then the compiled models
-    run tests30 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_env_lock.py tests/test_gemm_mma.py \
-      tests/test_compile.py tests/test_compile_reduce_layout.py tests/test_speculative_builds.py
-    run transformer_compiled 330 python3 benchmarks/transformer.py --ref cuda --models --compile \
-      --out "$out/transformer_compiled.md"
-    ;;
-  final30)  # this session's last call (about 310 s after the build): the mask-block attention kernels natively
-    # (mma on the real instruction), linalg / fft against cuSOLVER / cuFFT with short budgets, mask timings
-    PYTORCH_OCL_MMA_TEST=native run mask_tests 100 python3 -m pytest -q -n 8 -p no:cacheprovider \
-      tests/test_attention_mma.py tests/test_attention_mask_blocks.py
-    run linalg 110 python3 benchmarks/linalg.py --ref cuda,cpu --seconds 30 --out "$out/linalg.md"
-    run fft 70 python3 benchmarks/fft.py --ref cuda,cpu --seconds 18 --out "$out/fft.md"
-    run masks_fp32 30 python3 benchmarks/attention_masks.py --dtype float32 --out "$out/masks_fp32.md"
     ;;
   tests_half)  # the test suite on the GPU in two calls: `tests_half 1` runs the first half of the files, `2` the rest
     files=$(ls tests/test_*.py | sort)
@@ -395,100 +359,6 @@ case "${1:-validate}" in
     run masks_fp32 30 python3 benchmarks/attention_masks.py --dtype float32 --out "$out/masks_fp32.md"
     run masks_bf16 30 python3 benchmarks/attention_masks.py --dtype bfloat16 --out "$out/masks_bf16.md"
     run prof_bert_compiled 110 python3 benchmarks/profile_model.py --net bert --compile --top 12
-    ;;
-  start32)  # linear-algebra, mma attention and transformers model tests natively (whole files), then LU /
-    # Cholesky / QR at 4096 by kernel with the on-chip panels (default) and without
-    PYTORCH_OCL_MMA_TEST=native run native_tests 330 python3 -m pytest -q -n 8 -p no:cacheprovider \
-      tests/test_linalg*.py tests/test_attention_mma.py tests/test_transformers_models.py
-    run prof_linalg 60 python3 benchmarks/profile_linalg.py --n 4096 --ops lu_factor,cholesky,qr --top 8
-    PYTORCH_OCL_LINALG_ON_CHIP=0 run prof_linalg_off 60 python3 benchmarks/profile_linalg.py --n 4096 \
-      --ops lu_factor,cholesky,qr --top 8
-    ;;
-  attn33)  # the one-pass attention backward (dq added by the dk/dv mma kernel, attention_mma_onepass.cl): the mma
-    # attention tests on the real instruction (one pass vs two, determinism), SDPA fwd+bwd with it on (1) and off (0)
-    # in float32 and bfloat16 with each attention kernel's time, then GPT-2 small's training step by kernel vs CUDA
-    PYTORCH_OCL_MMA_TEST=native run attn_mma_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_attention_mma.py
-    cases="8,12,1024,64,1;8,12,1024,64,0;4,16,4096,64,1"
-    run onepass_fp32 70 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0" --cases "$cases" \
-      --out "$out/onepass_fp32.md"
-    # bf16 also on 16-query tiles (8,16: no spilled words in scripts/ptx_registers.py's estimate, as the default 8,32)
-    run onepass_bf16 80 python3 benchmarks/attention_layouts.py --fwd "" --onepass "1;0;8,16" --dtype bfloat16 \
-      --cases "$cases" --out "$out/onepass_bf16.md"
-    run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
-    ;;
-  final33)  # this session's merges natively in one call: the LU / QR launch cuts, the fused optimizers, the
-    # one-pass attention backward (opt-in); then LU / Cholesky / QR vs cuSOLVER, one optimizer step vs CUDA, GPT-2's
-    # training step by kernel vs CUDA
-    PYTORCH_OCL_MMA_TEST=native run native_tests 200 python3 -m pytest -q -n 8 -p no:cacheprovider \
-      tests/test_linalg_step_launches.py tests/test_linalg_qr_panel.py tests/test_linalg_on_chip.py \
-      tests/test_linalg_lu_panel.py tests/test_linalg_blocked_qr.py tests/test_fused_optimizers.py \
-      tests/test_foreach_optim.py tests/test_attention_mma.py
-    run linalg33 80 python3 benchmarks/linalg.py --ref cuda --only lu_factor,cholesky,qr --out "$out/linalg33.md"
-    run optimizer_step 60 python3 benchmarks/optimizer_step.py --ref cuda
-    run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
-    ;;
-  early34)  # the foreach AdamW step with and without elementwise_multi's vector items (PYTORCH_OCL_MULTI_VEC),
-    # decode's host cost per token, per-op host time vs CUDA, GPT-2 small's training step by kernel vs CUDA
-    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
-    PYTORCH_OCL_MULTI_VEC=0 run optimizer_step_scalar 40 python3 benchmarks/optimizer_step.py --ref none
-    run decode_overhead 120 python3 benchmarks/decode_overhead.py --gpt2-small --tokens 16 --top 25
-    run op_host_time 50 python3 benchmarks/op_host_time.py --ref cuda
-    run prof_gpt2 110 python3 benchmarks/profile_model.py --net gpt2 --ref cuda --top 14
-    ;;
-  fast34)  # the foreach / fused optimizers' fast route natively (tests), one optimizer step vs CUDA (host and kernel
-    # time), the LSTM LM step by kernel vs CUDA, Cholesky 4096 by kernel
-    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_foreach_optim.py \
-      tests/test_fused_optimizers.py tests/test_optimizers.py
-    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
-    run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
-    run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
-    ;;
-  slots34)  # foreach launches of up to 32 items (the device's argument space) natively, then one optimizer step and
-    # per-op host time (foreach rows) vs CUDA, Cholesky 4096 by kernel (tril_ in the output's memory order)
-    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_foreach_optim.py \
-      tests/test_fused_optimizers.py tests/test_optimizers.py tests/test_factories.py
-    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
-    run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
-    run prof_chol 60 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
-    ;;
-  merge34)  # this session's merges natively (thread memos, fake quantization, int8 weight matmul, sparse, the
-    # multi-tensor struct arguments), launch cost by argument count, the optimizer step with 32 / 16 items per
-    # launch, per-op host time (foreach rows) vs CUDA
-    run native_tests 170 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_thread_memo.py \
-      tests/test_fake_quantize.py tests/test_fake_quantize_qparams.py tests/test_fake_quantize_learnable.py \
-      tests/test_weight_int8pack_mm.py tests/test_sparse.py tests/test_foreach_optim.py tests/test_fused_optimizers.py \
-      tests/test_gemm.py tests/test_attention.py
-    run launch_args 40 python3 benchmarks/launch_args.py --launches 2000
-    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
-    PYTORCH_OCL_MULTI_SLOTS=16 run optimizer_step16 40 python3 benchmarks/optimizer_step.py --ref none
-    run op_host_time 60 python3 benchmarks/op_host_time.py --ref cuda
-    ;;
-  final34)  # the merged Cholesky block kernel and the multi-tensor aliasing natively, Cholesky vs cuSOLVER and by
-    # kernel (two columns a barrier, one, wider outer steps), then the optimizer step and foreach host time vs CUDA
-    run native_tests 120 python3 -m pytest -q -n 8 -p no:cacheprovider tests/test_linalg_cholesky_block.py \
-      tests/test_linalg_on_chip.py tests/test_linalg.py tests/test_complex_linalg.py tests/test_foreach_optim.py \
-      tests/test_fused_optimizers.py
-    run linalg34 60 python3 benchmarks/linalg.py --ref cuda --only cholesky --out "$out/linalg34.md"
-    run prof_chol 50 python3 benchmarks/profile_linalg.py --n 4096 --ops cholesky --top 8
-    PYTORCH_OCL_CHOLESKY_PAIR=0 run prof_chol_single 50 python3 benchmarks/profile_linalg.py --n 4096 \
-      --ops cholesky --top 8
-    PYTORCH_OCL_CHOLESKY_PANEL=256 run prof_chol_panel256 50 python3 benchmarks/profile_linalg.py --n 4096 \
-      --ops cholesky --top 8
-    run optimizer_step 45 python3 benchmarks/optimizer_step.py --ref cuda
-    run op_host_time 50 python3 benchmarks/op_host_time.py --ref cuda
-    ;;
-  recheck34)  # final34's native tests one by one (its run lost the failures' names when the workers' teardown hung)
-    run native_serial 230 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short \
-      tests/test_linalg_cholesky_block.py tests/test_foreach_optim.py tests/test_fused_optimizers.py \
-      tests/test_linalg_on_chip.py
-    run native_chol 100 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short \
-      tests/test_linalg.py tests/test_complex_linalg.py -k "chol or cholesky"
-    ;;
-  start35)  # the sparse tests natively (their second half never ran against torch 2.11), the on-chip linalg tests
-    # one file after another, the LSTM LM step by kernel vs CUDA
-    run native_sparse 150 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rf --tb=short tests/test_sparse.py
-    run native_onchip 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_linalg_on_chip.py
-    run lstm_steps 100 python3 benchmarks/lstm_steps.py --ref cuda
     ;;
   lstm35)  # the fused LSTM step kernels with each step's K split over slices of the group (PYTORCH_OCL_RNN_KSPLIT):
     # the LSTM tests natively, then the LSTM LM step per slice count vs CUDA

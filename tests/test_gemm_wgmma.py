@@ -85,6 +85,26 @@ def test_bmm_and_addmm(dtype):
     check(out, ref, 0.5 * bias.double().abs() + 2.0 * (x.double().abs() @ w.double().abs()), dtype, 80)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_packing_reads(dtype):
+    """The packing's 16-byte reads (K contiguous, rows starting on 8 elements) and its element reads: views whose
+    offset or row stride is not a multiple of 8 elements, K tails inside the last 8, a batch stride of 0."""
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(140, 100, generator=g).to(dtype)
+    w = torch.randn(72, 90, generator=g).to(dtype)
+    for a, b in [(base[:, :40], w[:40, :]),           # offset 0, row stride 100: 16-byte reads of A
+                 (base[3:, 5:45], w[1:41, 2:70]),     # offsets 305 / 92: element reads
+                 (base[:, :37], w[:37, :])]:          # K = 37: the last chunk of each row by elements
+        out, names = launches(lambda: a.to(DEV) @ b.to(DEV))
+        assert "gemm_wgmma" in names, names
+        check(out, a.double() @ b.double(), a.double().abs() @ b.double().abs(), dtype, a.shape[1])
+    a = torch.randn(130, 48, generator=g).to(dtype)
+    b = torch.randn(2, 48, 66, generator=g).to(dtype)
+    out, names = launches(lambda: torch.matmul(a.to(DEV).expand(2, 130, 48), b.to(DEV)))  # A's batch stride 0
+    assert "gemm_wgmma" in names, names
+    check(out, a.double() @ b.double(), a.double().abs() @ b.double().abs(), dtype, 48)
+
+
 def test_linear_forward_backward():
     g = torch.Generator().manual_seed(2)
     lin = torch.nn.Linear(192, 160).to(torch.bfloat16)

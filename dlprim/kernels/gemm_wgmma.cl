@@ -27,9 +27,11 @@
 #define NTH (128 * WGS + 32)
 
 // Element (r, k) of a rows x K operand of entry z = bi * groups + gi at off + bi bs + gi gs + r rs + k cs, packed
-// as above into P (uint4 = 8 elements): one work-item per 8 packed elements.
+// as above into P (uint4 = 8 elements): one work-item per 8 packed elements. vec (host: cs == 1 and every start a
+// multiple of 8 elements): the 8 elements are read as one 16-byte unit where they lie inside the operand.
 __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long cs, long bs, long gs, int groups,
-                              int rows, int K, int nrb, int nk, int br, __global uint4* P, ulong p_off, ulong total) {
+                              int rows, int K, int nrb, int nk, int br, __global uint4* P, ulong p_off, ulong total,
+                              int vec) {
   const ulong i = get_global_id(0);
   if (i >= total) return;
   ulong t = i;
@@ -43,6 +45,11 @@ __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long
   const long z = (long)(t / nrb), bi = z / groups, gi = z - bi * groups;
   const int row = rb * br + r, k0 = ks * BK + c * 8;
   const long base = (long)off + bi * bs + gi * gs + (long)row * rs;
+  const ulong dst = p_off + (((ulong)z * nrb + rb) * nk + ks) * (ulong)(br * BK / 8) + (r / 8) * BK + c * 8 + (r % 8);
+  if (vec && row < rows && k0 + 8 <= K) {
+    P[dst] = *(__global const uint4*)(X + base + k0);
+    return;
+  }
   uint w[4];
   _Pragma("unroll") for (int e = 0; e < 4; ++e) {
     const int ka = k0 + 2 * e, kb = ka + 1;
@@ -50,8 +57,7 @@ __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long
     const uint hi = row < rows && kb < K ? X[base + (long)kb * cs] : 0;
     w[e] = lo | (hi << 16);
   }
-  P[p_off + (((ulong)z * nrb + rb) * nk + ks) * (ulong)(br * BK / 8) + (r / 8) * BK + c * 8 + (r % 8)] =
-      (uint4)(w[0], w[1], w[2], w[3]);
+  P[dst] = (uint4)(w[0], w[1], w[2], w[3]);
 }
 
 #if WG_EMULATE

@@ -90,7 +90,10 @@ void pack(const Context& ctx, cl_command_queue q, const Gemm& g, const GemmMatri
   a.add(m.mem).add<cl_ulong>(m.offset).add<cl_long>(rs).add<cl_long>(cs).add<cl_long>(m.batch_stride);
   a.add<cl_long>(m.group_stride).add<cl_int>(static_cast<int>(g.groups)).add<cl_int>(static_cast<int>(rows));
   a.add<cl_int>(static_cast<int>(g.K)).add<cl_int>(static_cast<int>(nrb)).add<cl_int>(static_cast<int>(nk));
-  a.add<cl_int>(br).add(ws).add<cl_ulong>(ws_off / 16).add<cl_ulong>(total);
+  // 16-byte reads where K is contiguous and every row / entry starts on 8 elements (nn.Linear's input and weight)
+  const bool vec = cs == 1 && m.offset % 8 == 0 && (rows == 1 || rs % 8 == 0) && m.batch_stride % 8 == 0 &&
+                   m.group_stride % 8 == 0;
+  a.add<cl_int>(br).add(ws).add<cl_ulong>(ws_off / 16).add<cl_ulong>(total).add<cl_int>(vec ? 1 : 0);
   launch_1d(q, slot.k, total, ctx.work_group_size(256));
 }
 

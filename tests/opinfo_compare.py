@@ -48,13 +48,19 @@ def tensor_leaves(obj):
     return out
 
 
+def transposed_matrices(t):
+    """A non-contiguous copy of `t` with its values (the last two dims stored transposed); arguments that are not
+    matrices as they are. For `sample.transform`."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2:
+        return t
+    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
+
+
 def transposed_copy(t):
     """A non-contiguous copy of complex matrix `t` with its values (the last two dims stored
     transposed; `.to` keeps those strides, where it would make a gapped tensor contiguous); other
     arguments as they are. For `sample.transform`."""
-    if not isinstance(t, torch.Tensor) or t.dim() < 2 or not t.is_complex():
-        return t
-    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
+    return transposed_matrices(t) if isinstance(t, torch.Tensor) and t.is_complex() else t
 
 
 def _tensors(tree):
@@ -203,12 +209,16 @@ def opinfos_named(names):
     return [o for db in dbs for o in db if o.name in names]
 
 
-def opinfo_params(names, dtypes):
-    """pytest parameters (op, dtype) for the OpInfo entries named in `names`, in each of `dtypes` the CPU supports."""
+def opinfo_params(names, dtypes, variants=None):
+    """pytest parameters (op, dtype) for the OpInfo entries named in `names`, in each of `dtypes` the CPU supports;
+    `variants` (op name -> variant_test_names) keeps only those variants of the ops it names."""
     import pytest
 
+    variants = variants or {}
     return [pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}")
-            for op in opinfos_named(set(names)) for dt in dtypes if dt in op.supported_dtypes("cpu")]
+            for op in opinfos_named(set(names))
+            if op.name not in variants or op.variant_test_name in variants[op.name]
+            for dt in dtypes if dt in op.supported_dtypes("cpu")]
 
 
 # The CPU rounds alpha to float16/bfloat16 in its vectorised loops but not in their scalar tails,

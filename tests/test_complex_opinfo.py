@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import opinfos_named, sample_failures  # noqa: E402
+from opinfo_compare import opinfos_named, sample_failures, transposed_matrices  # noqa: E402
 
 FP64 = torch.ocl.get_device_properties(0).fp64
 DTYPES = [torch.complex64] + ([torch.complex128] if FP64 else [])
@@ -66,18 +66,11 @@ def _cases():
     return out
 
 
-def _transposed(t):
-    """A non-contiguous copy of `t` with its values (the last two dims stored transposed)."""
-    if not isinstance(t, torch.Tensor) or t.dim() < 2:
-        return t
-    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
-
-
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_complex_opinfo(op, dtype):
     grad = dtype == torch.complex64 and op.name in GRAD_OPS and op.supports_autograd
     failures = sample_failures(op, dtype, grad, MAX_SAMPLES, {torch.complex64: dict(rtol=2e-5, atol=2e-5)},
-                               transform=_transposed)
+                               transform=transposed_matrices)
     assert not failures, "\n".join(failures)
 
 

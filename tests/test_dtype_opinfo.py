@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
-from opinfo_compare import opinfos_named, sample_failures  # noqa: E402
+from opinfo_compare import opinfo_params, sample_failures, transposed_matrices  # noqa: E402
 
 # op names -> the dtypes they are checked in (each op and dtype is a program build, ~1 s on PoCL)
 CASES = {
@@ -34,27 +34,12 @@ MAX_SAMPLES = 2
 
 
 def _cases():
-    out = []
-    for names, dtypes in CASES.items():
-        for op in opinfos_named(set(names.split())):
-            if op.name in VARIANTS and op.variant_test_name not in VARIANTS[op.name]:
-                continue
-            for dt in dtypes:
-                if dt in op.supported_dtypes("cpu"):
-                    out.append(pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}"))
-    return out
-
-
-def _transposed(t):
-    """A non-contiguous copy of `t` with its values (the last two dims stored transposed)."""
-    if not isinstance(t, torch.Tensor) or t.dim() < 2:
-        return t
-    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
+    return [p for names, dtypes in CASES.items() for p in opinfo_params(names.split(), dtypes, VARIANTS)]
 
 
 @pytest.mark.parametrize("op,dtype", _cases())
 def test_dtype_opinfo(op, dtype):
-    failures = sample_failures(op, dtype, False, MAX_SAMPLES, None, transform=_transposed)
+    failures = sample_failures(op, dtype, False, MAX_SAMPLES, None, transform=transposed_matrices)
     assert not failures, "\n".join(failures)
 
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import pytorch_ocl  # noqa: E402,F401
 from float64_reference import float64_errors, tolerance_units  # noqa: E402
-from opinfo_compare import _check_sample, opinfos_named  # noqa: E402
+from opinfo_compare import _check_sample, opinfo_params, transposed_matrices  # noqa: E402
 
 # The ops docs/opinfo_float16.md and opinfo_bfloat16.md list as passing against float64.
 OPS = ("addbmm addr matrix_exp native_batch_norm _native_batch_norm_legit _batch_norm_with_update "
@@ -28,32 +28,14 @@ CPU_CONTIGUOUS_ONLY = {"native_group_norm"}
 MAX_SAMPLES = 4
 
 
-def _cases():
-    out = []
-    for op in opinfos_named(set(OPS)):
-        if op.name in VARIANTS and op.variant_test_name not in VARIANTS[op.name]:
-            continue
-        for dt in (torch.float16, torch.bfloat16):
-            if dt in op.supported_dtypes("cpu"):
-                out.append(pytest.param(op, dt, id=f"{op.name}.{op.variant_test_name}-{dt}"))
-    return out
-
-
-def _transposed(t):
-    """A non-contiguous copy of `t` with its values (the last two dims stored transposed)."""
-    if not isinstance(t, torch.Tensor) or t.dim() < 2:
-        return t
-    return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
-
-
-@pytest.mark.parametrize("op,dtype", _cases())
+@pytest.mark.parametrize("op,dtype", opinfo_params(OPS, (torch.float16, torch.bfloat16), VARIANTS))
 def test_no_worse_than_cpu_against_float64(op, dtype):
     failures = []
     for i, sample in enumerate(op.sample_inputs("cpu", dtype)):
         if i >= MAX_SAMPLES:
             break
         for variant in ("as given",) + (() if op.name in CPU_CONTIGUOUS_ONLY else ("non-contiguous",)):
-            s = sample if variant == "as given" else sample.transform(_transposed)
+            s = sample if variant == "as given" else sample.transform(transposed_matrices)
             try:
                 torch.manual_seed(0)
                 _check_sample(op, s, True, False)

@@ -2,6 +2,7 @@
 check of the recurrent step paths a heuristic picks (fused or GEMM + cell, K-slices per group)."""
 import torch
 import torch.nn as nn
+from torch.testing import assert_close
 
 
 def train_lm(rnn_cls, device, hidden=20, steps=3):
@@ -21,3 +22,14 @@ def train_lm(rnn_cls, device, hidden=20, steps=3):
         nn.functional.cross_entropy(logits.reshape(-1, 30), data[:, 1:].reshape(-1)).backward()
         opt.step()
     return [p.detach().cpu() for p in params]
+
+
+def assert_lm_steps_match(rnn_cls, fused_var, hidden, ks, monkeypatch, device="ocl:0"):
+    """train_lm on `device` ends in the CPU's weights on both step paths (`fused_var` = 1 and 0) with
+    PYTORCH_OCL_RNN_KSPLIT=ks ("" the default)."""
+    monkeypatch.setenv("PYTORCH_OCL_RNN_KSPLIT", ks)
+    ref = train_lm(rnn_cls, "cpu", hidden)
+    for fused in ("1", "0"):
+        monkeypatch.setenv(fused_var, fused)
+        for a, b in zip(train_lm(rnn_cls, device, hidden), ref):
+            assert_close(a, b, rtol=1e-4, atol=1e-5)

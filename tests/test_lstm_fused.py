@@ -15,7 +15,7 @@ import torch.nn as nn
 from torch.testing import assert_close
 
 import pytorch_ocl
-from rnn_lm_steps import train_lm
+from rnn_lm_steps import assert_lm_steps_match
 
 OCL = torch.device("ocl:0")
 TOL = {torch.float32: dict(rtol=3e-5, atol=3e-5), torch.float64: dict(rtol=1e-10, atol=1e-10)}
@@ -189,12 +189,7 @@ def test_random_tuning_draws_both_paths(monkeypatch):
 def test_language_model_steps_match(hidden, ks, monkeypatch):
     """Three SGD steps of a small LSTM language model end in the CPU's weights on either path; hidden 100 with
     K split over 4 slices forced (the GPUs' default there)."""
-    monkeypatch.setenv("PYTORCH_OCL_RNN_KSPLIT", ks)
-    ref = train_lm(nn.LSTM, "cpu", hidden)
-    for fused in ("1", "0"):
-        monkeypatch.setenv("PYTORCH_OCL_LSTM_FUSED", fused)
-        for a, b in zip(train_lm(nn.LSTM, OCL, hidden), ref):
-            assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert_lm_steps_match(nn.LSTM, "PYTORCH_OCL_LSTM_FUSED", hidden, ks, monkeypatch, OCL)
 
 
 @pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "gemm_cell"])

@@ -53,15 +53,26 @@ static std::string build_log(cl_program p, cl_device_id d) {
   return log;
 }
 
-// The kernels. desc(): a wgmma matrix descriptor without swizzling: start address, the two core-matrix byte
-// strides (leading / stride dimension, in 16-byte units) and layout type 0 in bits 62-63.
-static std::string source() {
-  std::string s = R"CL(
-inline ulong desc(__local const void* p, uint lbo, uint sbo) {
+// A wgmma matrix descriptor without swizzling: start address, the two core-matrix byte strides (leading / stride
+// dimension, in 16-byte units) and layout type 0 in bits 62-63 (every kernel below).
+static const char* kDescText = R"CL(inline ulong desc(__local const void* p, uint lbo, uint sbo) {
   const uint addr = (uint)(ulong)p;
   return (ulong)((addr >> 4) & 0x3FFF) | ((ulong)((lbo >> 4) & 0x3FFF) << 16) | ((ulong)((sbo >> 4) & 0x3FFF) << 32);
 }
-#define KEEP(x) asm volatile("" : "+f"(x) :: "memory")
+)CL";
+
+// The asm operand lists of n accumulators d[0 .. n): "%0, %1, ..." and "\"+f\"(d[0]), ...".
+static void acc_operands(int n, std::string* regs, std::string* ops) {
+  for (int i = 0; i < n; ++i) {
+    *regs += (i ? ", %" : "%") + std::to_string(i);
+    *ops += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
+  }
+}
+
+// The probe kernels: one m64n8k16 product (`one`) and the throughput loop (`tput`).
+static std::string source() {
+  std::string s = R"CL(
+)CL" + std::string(kDescText) + R"CL(#define KEEP(x) asm volatile("" : "+f"(x) :: "memory")
 
 // D (64 x 8) = A (64 x 16, row-major) B^T (B: 8 x 16, row-major); both staged as 8 x 8 core matrices of 128
 // contiguous bytes: element (r, k) at (r / 8) rs + (k / 8) ks + (r % 8) 16 + (k % 8) 2 bytes.
@@ -96,10 +107,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void one(__global cons
   // Throughput: each warpgroup chains `iters` m64n128k16 products on one accumulator (64 floats a thread),
   // operands from local memory (contents irrelevant), a commit every 4 products.
   std::string regs, ops;
-  for (int i = 0; i < 64; ++i) {
-    regs += (i ? ", %" : "%") + std::to_string(i);
-    ops += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
-  }
+  acc_operands(64, &regs, &ops);
   s += R"CL(
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void tput(__global float* out, int iters, int ptx_loop) {
   __local ushort As[2 * 64 * 16] __attribute__((aligned(256)));
@@ -149,24 +157,32 @@ struct GemmCfg {
   int noload = 0;                      // the synchronous kernel without its main-loop copies (a wrong result): its bound
   int packed = 0;  // A and B packed by the host so that each stage's tile is contiguous in its smem layout
 };
+// A GEMM stage's products in the buffer `buf` (both GEMM kernels): the fence, BK / 16 m64nBNk16 products of the
+// warpgroup's rows, the commit.
+static std::string wgmma_stage(const GemmCfg& g, const std::string& regs, const std::string& ops) {
+  const std::string A = std::to_string(g.bn / 2), B = std::to_string(g.bn / 2 + 1);
+  return R"CL(    asm volatile("// @SM90A@ wgmma.fence.sync.aligned;" : )CL" + ops + R"CL( :: "memory");
+    _Pragma("unroll") for (int kk = 0; kk < BK / 16; ++kk) {
+      const ulong da = desc(buf + wg * 8 * SBO + kk * 256, 128, SBO), db = desc(buf + TILE_A + kk * 256, 128, SBO);
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                   "// @SM90A@ wgmma.mma_async.sync.aligned.m64n)CL" + std::to_string(g.bn) + R"CL(k16.f32.bf16.bf16 {)CL" + regs +
+       "}, %" + A + ", %" + B + R"CL(, p, 1, 1, 0, 0;\n}\n"
+                   : )CL" + ops + R"CL( : "l"(da), "l"(db) : "memory");
+    }
+    asm volatile("// @SM90A@ wgmma.commit_group.sync.aligned;" ::: "memory");
+)CL";
+}
+
 static std::string gemm_source(const GemmCfg& g) {
   const int nacc = g.bn / 2;  // accumulators per thread: 64 x BN over 128 threads
   std::string regs, ops;
-  for (int i = 0; i < nacc; ++i) {
-    regs += (i ? ", %" : "%") + std::to_string(i);
-    ops += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
-  }
-  const std::string A = std::to_string(nacc), B = std::to_string(nacc + 1);
+  acc_operands(nacc, &regs, &ops);
   std::string s = "#define WGS " + std::to_string(g.wgs) + "\n#define BN " + std::to_string(g.bn) + "\n#define BK " +
                   std::to_string(g.bk) + "\n#define STAGES " + std::to_string(g.stages) + "\n#define WAIT1 " +
                   std::to_string(g.wait1) + "\n#define NACC " + std::to_string(nacc) + "\n#define NOLOAD " +
                   std::to_string(g.noload) + "\n#define PACKED " + std::to_string(g.packed) + "\n";
   s += R"CL(
-inline ulong desc(__local const void* p, uint lbo, uint sbo) {
-  const uint addr = (uint)(ulong)p;
-  return (ulong)((addr >> 4) & 0x3FFF) | ((ulong)((lbo >> 4) & 0x3FFF) << 16) | ((ulong)((sbo >> 4) & 0x3FFF) << 32);
-}
-#define BM (64 * WGS)
+)CL" + std::string(kDescText) + R"CL(#define BM (64 * WGS)
 #define NTH (128 * WGS)
 #define SBO (BK / 8 * 128)
 #define TILE_A (BM * BK * 2)
@@ -214,16 +230,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm(__global con
     asm volatile("cp.async.commit_group;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __local uchar* buf = smem + (i % STAGES) * STAGE_BYTES;
-    asm volatile("// @SM90A@ wgmma.fence.sync.aligned;" : )CL" + ops + R"CL( :: "memory");
-    _Pragma("unroll") for (int kk = 0; kk < BK / 16; ++kk) {
-      const ulong da = desc(buf + wg * 8 * SBO + kk * 256, 128, SBO), db = desc(buf + TILE_A + kk * 256, 128, SBO);
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                   "// @SM90A@ wgmma.mma_async.sync.aligned.m64n)CL" + std::to_string(g.bn) + R"CL(k16.f32.bf16.bf16 {)CL" + regs +
-       "}, %" + A + ", %" + B + R"CL(, p, 1, 1, 0, 0;\n}\n"
-                   : )CL" + ops + R"CL( : "l"(da), "l"(db) : "memory");
-    }
-    asm volatile("// @SM90A@ wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned )CL" + std::to_string(g.wait1) + R"CL(;" : )CL" + ops + R"CL( :: "memory");
+)CL" + wgmma_stage(g, regs, ops) + R"CL(    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned )CL" + std::to_string(g.wait1) + R"CL(;" : )CL" + ops + R"CL( :: "memory");
   }
   asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned 0;" : )CL" + ops + R"CL( :: "memory");
   const int w = (t % 128) / 32, lane = t % 32, gid = lane / 4, tig = lane % 4;
@@ -244,21 +251,13 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm(__global con
 static std::string gemm_ws_source(const GemmCfg& g) {
   const int nacc = g.bn / 2;
   std::string regs, ops;
-  for (int i = 0; i < nacc; ++i) {
-    regs += (i ? ", %" : "%") + std::to_string(i);
-    ops += (i ? ", \"+f\"(d[" : "\"+f\"(d[") + std::to_string(i) + "])";
-  }
-  const std::string A = std::to_string(nacc), B = std::to_string(nacc + 1);
+  acc_operands(nacc, &regs, &ops);
   std::string s = "#define WGS " + std::to_string(g.wgs) + "\n#define BN " + std::to_string(g.bn) + "\n#define BK " +
                   std::to_string(g.bk) + "\n#define STAGES " + std::to_string(g.stages) + "\n#define NACC " +
                   std::to_string(nacc) + "\n#define PACKED " + std::to_string(g.packed) + "\n#define INFL " +
                   std::to_string(std::max(g.wait1, 1)) + "\n";
   s += R"CL(
-inline ulong desc(__local const void* p, uint lbo, uint sbo) {
-  const uint addr = (uint)(ulong)p;
-  return (ulong)((addr >> 4) & 0x3FFF) | ((ulong)((lbo >> 4) & 0x3FFF) << 16) | ((ulong)((sbo >> 4) & 0x3FFF) << 32);
-}
-#define BM (64 * WGS)
+)CL" + std::string(kDescText) + R"CL(#define BM (64 * WGS)
 #define NTH (128 * WGS + 32)
 #define SBO (BK / 8 * 128)
 #define TILE_A (BM * BK * 2)
@@ -332,16 +331,7 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm(__global con
     mbar_wait(full + s, (i / STAGES) & 1);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __local uchar* buf = smem + s * STAGE_BYTES;
-    asm volatile("// @SM90A@ wgmma.fence.sync.aligned;" : )CL" + ops + R"CL( :: "memory");
-    _Pragma("unroll") for (int kk = 0; kk < BK / 16; ++kk) {
-      const ulong da = desc(buf + wg * 8 * SBO + kk * 256, 128, SBO), db = desc(buf + TILE_A + kk * 256, 128, SBO);
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                   "// @SM90A@ wgmma.mma_async.sync.aligned.m64n)CL" + std::to_string(g.bn) + R"CL(k16.f32.bf16.bf16 {)CL" + regs +
-       "}, %" + A + ", %" + B + R"CL(, p, 1, 1, 0, 0;\n}\n"
-                   : )CL" + ops + R"CL( : "l"(da), "l"(db) : "memory");
-    }
-    asm volatile("// @SM90A@ wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned )CL" + std::to_string(std::max(g.wait1, 1)) + R"CL(;" : )CL" + ops + R"CL( :: "memory");
+)CL" + wgmma_stage(g, regs, ops) + R"CL(    asm volatile("// @SM90A@ wgmma.wait_group.sync.aligned )CL" + std::to_string(std::max(g.wait1, 1)) + R"CL(;" : )CL" + ops + R"CL( :: "memory");
     if (i >= INFL && lane == 0)  // the products of INFL stages back are done: that buffer may be refilled
       asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(saddr(empty + (i - INFL) % STAGES)) : "memory");
   }

@@ -8,7 +8,7 @@ the same packing, tiles, descriptor offsets and epilogue, each product computed 
 name), with K cut to 96 at most (the emulation is slow). Each call checks that the wgmma kernel ran (the profiler's
 launch names). Shapes: whole tiles, tails in M, N and K (zero padding in the packed operands), transposed operands
 (the packing reads any strides), batches, addmm's beta * bias and alpha, a column-major output, the linear
-layer's forward and backward.
+layer's forward and backward, and three SGD steps of a small MLP under bfloat16 autocast against the CPU's.
 """
 import os
 
@@ -138,3 +138,32 @@ def test_switches(monkeypatch, var, value):
     _, names = launches(lambda: a @ a)
     assert ("gemm_wgmma" in names) == (value is None), names
     assert ("wgmma" in pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=torch.bfloat16)) == (value is None)
+
+
+def test_mlp_training_steps_match_cpu():
+    """The whole-network check: three SGD steps of a small MLP under bfloat16 autocast (float32 weights, every
+    product on the wgmma kernel: forward, input and weight gradients) move the weights as the CPU's autocast does
+    (the updates compared, relative to their size, and the losses)."""
+    def train(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(96, 130), torch.nn.GELU(), torch.nn.Linear(130, 64)).to(device)
+        start = [p.detach().cpu().clone() for p in model.parameters()]
+        opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        g = torch.Generator().manual_seed(5)
+        x, y = torch.randn(70, 96, generator=g).to(device), torch.randn(70, 64, generator=g).to(device)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+                loss = torch.nn.functional.mse_loss(model(x).float(), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().cpu() - s for p, s in zip(model.parameters(), start)]
+
+    ref_losses, ref = train("cpu")
+    (losses, got), names = launches(lambda: train(DEV))
+    assert names.count("gemm_wgmma") >= 6, names
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), rtol=5e-3, atol=0)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=0, atol=0.02 * b.abs().max().item())

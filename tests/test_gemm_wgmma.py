@@ -83,6 +83,10 @@ def test_bmm_and_addmm(dtype):
     assert "gemm_wgmma" in names, names
     ref = 0.5 * bias.double() + 2.0 * (x.double() @ w.double())
     check(out, ref, 0.5 * bias.double().abs() + 2.0 * (x.double().abs() @ w.double().abs()), dtype, 80)
+    c = torch.empty(140, 150, dtype=dtype, device=DEV).t()  # a column-major output (the plan swaps A and B)
+    _, names = launches(lambda: torch.mm(x.to(DEV), w.to(DEV), out=c))
+    assert "gemm_wgmma" in names and c.stride() == (1, 150), (names, c.stride())
+    check(c, x.double() @ w.double(), x.double().abs() @ w.double().abs(), dtype, 80)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -13,7 +13,6 @@
 #include <dlprim/matrix_engine.h>
 
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -97,14 +96,9 @@ void pack(const Context& ctx, cl_command_queue q, const Gemm& g, const GemmMatri
   launch_1d(q, slot.k, total, ctx.work_group_size(256));
 }
 
-bool sm90(const Context& ctx) {
-  static std::mutex m;
-  static std::map<cl_context, bool> known;
-  std::lock_guard<std::mutex> lock(m);
-  auto it = known.find(ctx.context());
-  if (it != known.end()) return it->second;
+bool sm90(const Context& ctx) {  // matrix_engine() probes once per context and remembers
   const MatrixEngine& e = matrix_engine(ctx);
-  return known[ctx.context()] = e.kind == "nvidia-mma" && e.cc_major == 9 && e.bf16 && e.fp16;
+  return e.kind == "nvidia-mma" && e.cc_major == 9 && e.bf16 && e.fp16;
 }
 
 } // namespace

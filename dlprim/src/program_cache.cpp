@@ -88,14 +88,6 @@ uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
 
-std::string build_log(cl_program prog, cl_device_id dev) {
-  size_t n = 0;
-  clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-  std::string log(n, '\0');
-  if (n) clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, &log[0], nullptr);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  return log;
-}
 
 std::vector<unsigned char> program_binary(cl_program prog) {
   size_t size = 0;
@@ -168,12 +160,12 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
             source.size(), options.c_str(), where());
     dump_source(source, options);
     if (err == CL_SUCCESS) {  // e.g. ptxas's registers and spills with -cl-nv-verbose (PYTORCH_OCL_EXTRA_BUILD_OPTIONS)
-      const std::string log = build_log(prog, dev.id);
+      const std::string log = detail::program_build_log(prog, dev.id);
       if (log.find_first_not_of(" \n\t") != std::string::npos) fprintf(stderr, "%s\n", log.c_str());
     }
   }
   if (err != CL_SUCCESS) {
-    std::string log = build_log(prog, dev.id);
+    std::string log = detail::program_build_log(prog, dev.id);
     clReleaseProgram(prog);
     std::string head = source.substr(0, 2000);
     throw Error("OpenCL program build failed on '" + dev.name + "' (" + cl_error_name(err) +
@@ -393,6 +385,15 @@ bool speculative_builds(const DeviceInfo& dev) {
 }
 
 namespace detail {
+
+std::string program_build_log(cl_program prog, cl_device_id dev) {
+  size_t n = 0;
+  clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+  std::string log(n, '\0');
+  if (n) clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, &log[0], nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
 
 // Kernels created in background jobs and not launched yet. Launches look here only while the set is non-empty,
 // and only for the first kLaunchesWatched launches after a background kernel appeared: a speculation never used

@@ -2,6 +2,7 @@
 #include "ptx_sm90a.h"
 
 #include <dlprim/cl.h>
+#include <dlprim/program_cache.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -10,15 +11,6 @@
 namespace dlprim {
 namespace detail {
 
-namespace {
-std::string log_of(cl_program p, cl_device_id dev) {
-  size_t n = 0;
-  clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-  std::string log(n, '\0');
-  if (n) clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, n, &log[0], nullptr);
-  return log;
-}
-} // namespace
 
 cl_program retarget_sm90a(cl_context ctx, cl_device_id dev, cl_program built, const std::string& options) {
   size_t size = 0;
@@ -49,7 +41,7 @@ cl_program retarget_sm90a(cl_context ctx, cl_device_id dev, cl_program built, co
     throw Error("sm_90a program: clCreateProgramWithBinary failed (" + std::to_string(err) + ")");
   }
   if (clBuildProgram(p, 1, &dev, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
-    const std::string log = log_of(p, dev);
+    const std::string log = program_build_log(p, dev);
     clReleaseProgram(p);
     throw Error("sm_90a program: the edited PTX did not build:\n" + log);
   }

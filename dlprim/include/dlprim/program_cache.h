@@ -61,7 +61,11 @@ bool in_background_build();
 // not a CPU (whose cores a background build takes from the builds and kernels the step waits for).
 bool speculative_builds(const DeviceInfo& dev);
 
-namespace detail {  // CacheStats::background_used: create_kernel notes background kernels, launches claim them
+namespace detail {
+// The driver's build log of `prog` for `dev` (trailing newlines and NULs removed).
+std::string program_build_log(cl_program prog, cl_device_id dev);
+
+// CacheStats::background_used: create_kernel notes background kernels, launches claim them
 extern std::atomic<uint32_t> g_background_kernels;
 void note_background_kernel(cl_kernel k);
 void claim_background_kernel(cl_kernel k);

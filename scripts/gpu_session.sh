@@ -51,6 +51,8 @@
 #   bash scripts/gpu_session.sh sweep36       # attention backward layouts (warps, tiles, head-dim split, register caps) with ptxas counts
 #   bash scripts/gpu_session.sh check36       # mma attention + RNN tests natively, LSTM / GRU LM steps and SDPA vs CUDA
 #   bash scripts/gpu_session.sh wgmma36       # the wgmma GEMM (PYTORCH_OCL_WGMMA=1): native tests, bf16 / fp16 vs cuBLAS
+#   bash scripts/gpu_session.sh check37       # wgmma tests natively, bf16/fp16 vs cuBLAS, models under bf16 autocast
+#   bash scripts/gpu_session.sh wgmma37       # float32 on wgmma: native tests + networks, fp32/TF32 vs cuBLAS, fp32 models, BERT bf16
 #   bash scripts/gpu_session.sh final36       # wgmma default on: GEMM / autocast tests natively, GPT-2 bf16 autocast step vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -443,6 +445,33 @@ case "${1:-validate}" in
     run native_gemm 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_gemm_wgmma.py \
       tests/test_gemm_mma.py tests/test_gemm.py tests/test_env_lock.py tests/test_autocast.py
     run gpt2_bf16 150 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --ref cuda --top 12
+    ;;
+  check37)  # the wgmma GEMM's changes since its last native run (defines, packing's 16-byte reads, MLP test) and the
+    # 16-bit op tests natively; bf16 / fp16 vs cuBLAS; the models under bf16 autocast (GPT-2, BERT, peak memory), resnet50
+    export PYTORCH_OCL_MMA_TEST=native
+    run native_16bit 220 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_gemm_wgmma.py \
+      tests/test_gemm_mma.py tests/test_autocast.py tests/test_group_norm.py tests/test_half_opinfo.py
+    for m in bfloat16 float16; do
+      run "gemm_$m" 60 python3 benchmarks/gemm.py --ref cuda --dtype $m --only "square 1024,square 4096,bert" \
+        --out "$out/gemm_$m.md"
+    done
+    run transformer_bf16 300 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
+    run resnet50_bf16 120 python3 benchmarks/models.py --math bf16 --nets resnet50 --out "$out/resnet50_bf16.md"
+    ;;
+  wgmma37)  # float32 on wgmma (3xTF32 by default, TF32 at 'high'): native GEMM / conv / RNN tests and whole networks
+    # against the CPU, fp32 / TF32 GEMMs vs cuBLAS (mma.sync in the same run), the fp32 models vs CUDA, BERT bf16 by kernel
+    export PYTORCH_OCL_MMA_TEST=native
+    run native_fp32 300 python3 -m pytest -q -n 10 -p no:cacheprovider -rf --tb=short tests/test_gemm_wgmma.py \
+      tests/test_gemm.py tests/test_conv.py tests/test_rnn.py tests/test_lstm_fused.py tests/test_validate_network.py \
+      tests/test_random_tuning.py tests/test_mnist_smoke.py
+    for m in exact tf32; do
+      run "gemm_$m" 70 python3 benchmarks/gemm.py --ref cuda --math $m --only "square 1024,square 4096,bert" \
+        --out "$out/gemm_$m.md"
+    done
+    PYTORCH_OCL_WGMMA=0 run gemm_exact_mma 50 python3 benchmarks/gemm.py --ref cuda --only "square 4096,bert mlp" \
+      --out "$out/gemm_exact_mma.md"
+    run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
+    run bert_bf16 100 python3 benchmarks/profile_model.py --net bert --amp bf16 --ref cuda --top 15
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

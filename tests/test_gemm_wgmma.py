@@ -1,5 +1,6 @@
-"""The 16-bit GEMM on Hopper's wgmma (dlprim/kernels/gemm_wgmma.cl; on by default on sm_90, PYTORCH_OCL_WGMMA=0
-keeps the mma.sync kernels) against float64 CPU references.
+"""The GEMM on Hopper's wgmma (dlprim/kernels/gemm_wgmma.cl; on by default on sm_90, PYTORCH_OCL_WGMMA=0
+keeps the mma.sync kernels) against float64 CPU references: 16-bit operands, and float32 ones as TF32 ('high'
+matmul precision) or 3xTF32 (the default 'highest': within the fp32 bound, non-finite values as fp32 sums).
 
 The path exists on sm_90 devices (NVIDIA Hopper through NVIDIA's OpenCL, the kernel's sm_90a instructions put in
 by editing the built PTX: dlprim/src/ptx_sm90a.h), where PYTORCH_OCL_MMA_TEST=native runs these tests on the real
@@ -8,8 +9,10 @@ the same packing, tiles, descriptor offsets and epilogue, each product computed 
 name), with K cut to 96 at most (the emulation is slow). Each call checks that the wgmma kernel ran (the profiler's
 launch names). Shapes: whole tiles, tails in M, N and K (zero padding in the packed operands), transposed operands
 (the packing reads any strides), batches, addmm's beta * bias and alpha, a column-major output, the linear
-layer's forward and backward, and three SGD steps of a small MLP under bfloat16 autocast against the CPU's.
+layer's forward and backward, and three SGD steps of a small MLP under bfloat16 autocast (and in float32 on
+3xTF32) against the CPU's.
 """
+import math
 import os
 
 import pytest
@@ -35,8 +38,11 @@ REAL = NATIVE and _sm90()
 @pytest.fixture(autouse=True)
 def _wgmma(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_WGMMA", "1")
+    monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
     if not REAL:
         monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
+    yield
+    torch.set_float32_matmul_precision("highest")
 
 
 def launches(fn):
@@ -129,6 +135,96 @@ def test_linear_forward_backward():
     check(gw, rgw, gout.double().abs().reshape(-1, 160).t() @ xc.detach().abs().reshape(-1, 192), torch.bfloat16, 280)
 
 
+def check32(out, a, b, kind, ref=None):
+    """float32 products: the fp32 bound of tests/test_gemm_mma.py (3xTF32), plus TF32's operand rounding."""
+    ref = a.double() @ b.double() if ref is None else ref
+    mag = a.double().abs() @ b.double().abs()
+    tol = 8 * 2.0**-24 * math.sqrt(max(a.shape[-1], 1)) * mag + 2 * 2.0**-24 * ref.abs() + 1e-300
+    if kind == "tf32":
+        tol = tol + 2 * 2.0**-11 * mag
+    err = (out.detach().cpu().double() - ref).abs()
+    assert bool((err <= tol).all()), f"max error {err.max().item():.3e}, ratio {(err / tol).max().item():.2f}"
+
+
+def use32(kind):
+    torch.set_float32_matmul_precision("high" if kind == "tf32" else "highest")
+
+
+@pytest.mark.parametrize("kind", ["tf32", "3xtf32"])
+@pytest.mark.parametrize("M,N,K", [(256, 128, 64), (200, 136, 40), (130, 70, 17)])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn"])
+def test_mm_float32(kind, M, N, K, layout):
+    """TF32 / 3xTF32: the plan names the kind, the packing's vector and element reads, tails in M, N and K."""
+    use32(kind)
+    assert f"wgmma {kind} " in pytorch_ocl.ops.gemm_plan(M, N, K), pytorch_ocl.ops.gemm_plan(M, N, K)
+    g = torch.Generator().manual_seed(M + N * 3 + K)
+    a = torch.randn(M, K, generator=g) if layout[0] == "n" else torch.randn(K, M, generator=g).t()
+    b = torch.randn(K, N, generator=g) if layout[1] == "n" else torch.randn(N, K, generator=g).t()
+    out, names = launches(lambda: a.to(DEV) @ b.to(DEV))
+    assert "gemm_wgmma" in names, names
+    check32(out, a, b, kind)
+
+
+def test_float32_epilogue_batches_offsets():
+    """3xTF32 through addmm's beta / alpha, bmm, a view starting at an odd element (vector reads at any offset)."""
+    g = torch.Generator().manual_seed(4)
+    x, w, bias = torch.randn(150, 80, generator=g), torch.randn(80, 140, generator=g), torch.randn(140, generator=g)
+    out, names = launches(lambda: torch.addmm(bias.to(DEV), x.to(DEV), w.to(DEV), beta=0.5, alpha=2.0))
+    assert "gemm_wgmma" in names, names
+    check32(out / 2, x, w, "3xtf32", (0.5 * bias.double() + 2.0 * (x.double() @ w.double())) / 2)
+    a, b = torch.randn(3, 70, 48, generator=g), torch.randn(3, 90, 48, generator=g).transpose(1, 2)
+    out, names = launches(lambda: torch.bmm(a.to(DEV), b.to(DEV)))
+    assert "gemm_wgmma" in names, names
+    check32(out, a, b, "3xtf32")
+    base = torch.randn(1 + 132 * 64, generator=g)
+    c = torch.randn(64, 136, generator=g)
+    out, names = launches(lambda: base.to(DEV)[1:].view(132, 64) @ c.to(DEV))
+    assert "gemm_wgmma" in names, names
+    check32(out, base[1:].view(132, 64), c, "3xtf32")
+
+
+def test_tf32_rounds_and_3xtf32_does_not():
+    """Low mantissa bits: TF32 rounds them to nearest (1 + 2^-11 + 2^-20 -> 1 + 2^-10), 3xTF32 keeps them."""
+    a = torch.full((128, 64), 1 + 2.0**-11 + 2.0**-20)
+    b = torch.eye(64)
+    use32("tf32")
+    out, names = launches(lambda: (a.to(DEV) @ b.to(DEV)).cpu())
+    assert "gemm_wgmma" in names and (out == 1 + 2.0**-10).all(), (names, out[0, :4])
+    use32("3xtf32")
+    out, names = launches(lambda: (a.to(DEV) @ b.to(DEV)).cpu())
+    assert "gemm_wgmma" in names and (out == a).all(), (names, out[0, :4])
+
+
+def test_3xtf32_non_finite_inputs_like_fp32():
+    """inf, NaN and values near FLT_MAX mark their row blocks; those work-groups sum in plain fp32, so inf * x stays
+    inf (not inf * 0 = NaN in a cross term) and 3.4e38 * 1 is exact; the other blocks stay on the products."""
+    use32("3xtf32")
+    g = torch.Generator().manual_seed(6)
+    a, b = torch.randn(300, 40, generator=g), torch.randn(40, 200, generator=g)
+    b[3] = 0  # row 3 of B: inf * 0 = NaN in every column of the rows holding inf in column 3
+    a[0, 3] = float("inf")
+    a[1, 5] = float("-inf")
+    a[2, 7] = float("nan")
+    a[4, :] = 0
+    a[4, 9] = 3.4e38  # rounds past FLT_MAX in tf32
+    b[:, 1] = 0
+    b[9, 1] = 1.0
+    b[11, 150] = float("inf")  # a marked block of B (columns 128..199)
+    out, names = launches(lambda: (a.to(DEV) @ b.to(DEV)).cpu())
+    assert "gemm_wgmma" in names, names
+    ref = a @ b
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+    assert torch.equal(torch.isinf(out), torch.isinf(ref))
+    assert torch.equal(out[torch.isinf(ref)], ref[torch.isinf(ref)])
+    assert out[4, 1] == ref[4, 1]
+    fin = torch.isfinite(ref)
+    fin[4] = False  # sums near FLT_MAX: no finite magnitude bound
+    an = a.nan_to_num(0, 0, 0)
+    mag = an.double().abs() @ b.nan_to_num(0, 0, 0).double().abs()
+    tol = 8 * 2.0**-24 * math.sqrt(40) * mag + 2 * 2.0**-24 * ref.double().abs()
+    assert ((out.double() - ref.double()).abs() <= tol)[fin].all()
+
+
 @pytest.mark.parametrize("var,value", [("PYTORCH_OCL_WGMMA", None), ("PYTORCH_OCL_WGMMA", "0"),
                                        ("PYTORCH_OCL_MMA", "0"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 128x128x32 w2x2 async3")])
 @pytest.mark.skipif(not REAL, reason="the defaults of an sm_90 device")
@@ -171,3 +267,26 @@ def test_mlp_training_steps_match_cpu():
     torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), rtol=5e-3, atol=0)
     for a, b in zip(got, ref):
         torch.testing.assert_close(a, b, rtol=0, atol=0.02 * b.abs().max().item())
+
+
+def test_mlp_float32_training_steps_match_cpu():
+    """Three SGD steps of a float32 MLP at the default precision: every product (forward, both gradients) on the
+    3xTF32 wgmma kernel, the weights' updates as the CPU's to fp32 accuracy."""
+    def train(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(96, 130), torch.nn.Tanh(), torch.nn.Linear(130, 64)).to(device)
+        start = [p.detach().cpu().clone() for p in model.parameters()]
+        opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        g = torch.Generator().manual_seed(5)
+        x, y = torch.randn(70, 96, generator=g).to(device), torch.randn(70, 64, generator=g).to(device)
+        for _ in range(3):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        return [p.detach().cpu() - s for p, s in zip(model.parameters(), start)]
+
+    ref = train("cpu")
+    got, names = launches(lambda: train(DEV))
+    assert names.count("gemm_wgmma") >= 6, names
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-4 * b.abs().max().item())

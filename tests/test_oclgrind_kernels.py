@@ -227,6 +227,17 @@ def test_gemm_wgmma_emulated(monkeypatch):
           rand(12, 65, dtype=bf), atol=2e-2, rtol=2e-2, backward=False)
 
 
+def test_gemm_wgmma_3xtf32_emulated(monkeypatch):
+    # float32 on the wgmma kernel's emulation as 3xTF32: the three packed parts per K stage, the row-block marks,
+    # and (an infinity in A) the marked work-group's plain fp32 sums. One work-group each.
+    monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA", "1")
+    a = rand(70, 12)
+    check(lambda c, a, b: torch.addmm(c, a, b, beta=0.5), rand(65), a, rand(12, 65), backward=False)
+    a[0, 3] = float("inf")
+    check(lambda a, b: a @ b, a, rand(12, 65), backward=False)
+
+
 def test_gemm_small_and_dot_paths():
     check(lambda a, b: a @ b, rand(5, 7, grad=True), rand(7, 3, grad=True))  # small
     check(lambda a, b: a @ b, rand(3, 200), rand(200, 2))  # dot (min(M, N) <= 4, long K)

@@ -483,7 +483,7 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   const Gemm& g = p.g;
   if (detail::wgmma_wanted(ctx, g)) {
     p.path = Path::Wgmma;
-    p.wgmma_bytes = detail::wgmma_workspace_bytes(g);
+    p.wgmma_bytes = detail::wgmma_workspace_bytes(ctx, g);
     return p;
   }
   DType acc = compute_dtype(g.dtype);
@@ -557,7 +557,7 @@ std::string gemm_plan_description(const Context& ctx, const Gemm& g) {
     case Path::Empty: return "empty";
     case Path::Small: return std::string("small ") + (p.small_nfast ? "n-fast" : "m-fast");
     case Path::Dot: return p.dot_local ? "dot local=" + std::to_string(p.dot_local) : std::string("dot per-item");
-    case Path::Wgmma: return detail::wgmma_description();
+    case Path::Wgmma: return detail::wgmma_description(ctx, p.g);
     case Path::Tiled: {
       Vec4 v = vec4_operands(p.cfg, p.g, p.a_kc, p.lda, p.b_nc, p.ldb);
       return "tiled " + p.cfg.str() + (p.cfg.mma ? " " + p.mma.str() : std::string()) + " splits=" + std::to_string(p.split.splits) + (p.idx64 ? " idx64" : "") +

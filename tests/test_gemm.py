@@ -99,7 +99,8 @@ def test_split_k_path():
     assert_product(out, 0.5 * bias.double() + 2.0 * (a.double() @ b.double()), a, b, torch.float32, alpha=2.0)
 
 
-def test_plans():
+def test_plans(monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA", "0")  # sm_90 takes this float32 product to wgmma (test_gemm_wgmma.py)
     assert pytorch_ocl.ops.gemm_plan(512, 1, 512).startswith("dot")
     assert pytorch_ocl.ops.gemm_plan(512, 1, 512, trans_a=True).startswith("small")
     assert pytorch_ocl.ops.gemm_plan(3, 5, 7).startswith("small")
@@ -436,7 +437,8 @@ def test_autotune_persists(tmp_path):
         torch.testing.assert_close(c, a.cpu() @ b.cpu(), atol=1e-4, rtol=1e-5)
         print(pytorch_ocl.ops.autotune_stats(), pytorch_ocl.ops.autotune_decisions())
     """
-    env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "PYTORCH_OCL_AUTOTUNE": "1"}
+    # (the tiled kernel's tuning: sm_90 runs this float32 product on wgmma, which has no tunings)
+    env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "PYTORCH_OCL_AUTOTUNE": "1", "PYTORCH_OCL_WGMMA": "0"}
     first = run_python(code, env=env, timeout=300).stdout
     # The tuning class names the dtype (and the matrix-engine kind where the device has one) and layouts.
     assert "'timed': 1" in first and "gemm|float32|" in first and "|kn|" in first, first

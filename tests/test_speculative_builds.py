@@ -49,7 +49,8 @@ def run(run_py, tmp_path, code, **env):
     base = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
             "PYTORCH_OCL_BUILD_PROCESSES": "2", "PYTORCH_OCL_BUILD_THREADS": "2", "PYTORCH_OCL_SPECULATIVE_BUILDS": "1",
             "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": None,
-            "PYTORCH_OCL_TUNE_DEFERRED": "0"}  # tunings on the call (test_tune_deferred.py: deferred ones)
+            "PYTORCH_OCL_TUNE_DEFERRED": "0",  # tunings on the call (test_tune_deferred.py: deferred ones)
+            "PYTORCH_OCL_WGMMA": "0"}  # the tiled kernels' tunings (sm_90 runs float32 products on wgmma, untuned)
     return json.loads(run_py(code, env={**base, **env}).stdout.strip().splitlines()[-1])
 
 

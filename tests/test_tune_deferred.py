@@ -76,7 +76,8 @@ print(json.dumps(out))
 def run(run_py, cache, code, **env):
     base = {"PYTORCH_OCL_CACHE_DIR": str(cache / "ocl"), "POCL_CACHE_DIR": str(cache / "pocl"),
             "PYTORCH_OCL_BUILD_PROCESSES": "2", "PYTORCH_OCL_BUILD_THREADS": "2", "PYTORCH_OCL_TUNE_DEFERRED": "1",
-            "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": None}
+            "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": None,
+            "PYTORCH_OCL_WGMMA": "0"}  # the tiled kernels' tunings (sm_90 runs float32 products on wgmma, untuned)
     return json.loads(run_py(code, env={**base, **env}, timeout=240).stdout.strip().splitlines()[-1])
 
 

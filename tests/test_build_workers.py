@@ -32,7 +32,8 @@ print(json.dumps(dict(err=err, kids=[k for k in kids if 'ocl_build' in k], **pyt
 def run_gemm(run_py, tmp_path, **env):
     base = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
             "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None,  # ordinary tuning, on the call
-            "PYTORCH_OCL_TUNE_DEFERRED": "0"}
+            "PYTORCH_OCL_TUNE_DEFERRED": "0",
+            "PYTORCH_OCL_WGMMA": "0"}  # the tiled kernel's tuning (sm_90 runs float32 products on wgmma, untuned)
     import json
     return json.loads(run_py(GEMM, env={**base, **env}).stdout.strip().splitlines()[-1])
 

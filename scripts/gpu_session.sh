@@ -53,6 +53,8 @@
 #   bash scripts/gpu_session.sh wgmma36       # the wgmma GEMM (PYTORCH_OCL_WGMMA=1): native tests, bf16 / fp16 vs cuBLAS
 #   bash scripts/gpu_session.sh check37       # wgmma tests natively, bf16/fp16 vs cuBLAS, models under bf16 autocast
 #   bash scripts/gpu_session.sh wgmma37       # float32 on wgmma: native tests + networks, fp32/TF32 vs cuBLAS, fp32 models, BERT bf16
+#   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
+#   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
 #   bash scripts/gpu_session.sh final36       # wgmma default on: GEMM / autocast tests natively, GPT-2 bf16 autocast step vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -472,6 +474,22 @@ case "${1:-validate}" in
       --out "$out/gemm_exact_mma.md"
     run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
     run bert_bf16 100 python3 benchmarks/profile_model.py --net bert --amp bf16 --ref cuda --top 15
+    ;;
+  native37)  # the float32 wgmma default natively: GEMM / tuning / whole-network / example tests, the custom conv example
+    # timed alone (it timed out under a loaded suite), fp32 (3xTF32) and TF32 GEMMs vs cuBLAS on every gemm.py shape
+    export PYTORCH_OCL_MMA_TEST=native
+    run native 230 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short tests/test_gemm_wgmma.py \
+      tests/test_gemm.py tests/test_build_workers.py tests/test_validate_network.py tests/test_random_tuning.py \
+      tests/test_mnist_smoke.py tests/test_tune_deferred.py tests/test_speculative_builds.py \
+      tests/test_parallel_builds.py tests/test_examples.py
+    run custom_conv 150 bash -c "time python3 examples/custom_conv2d.py --quick --device ocl:0"
+    run gemm_exact 80 python3 benchmarks/gemm.py --ref cuda --math exact --out "$out/gemm_exact.md"
+    run gemm_tf32 80 python3 benchmarks/gemm.py --ref cuda --math tf32 --out "$out/gemm_tf32.md"
+    ;;
+  final37)  # float32 CNNs vs CUDA (TF32 off) with the wgmma GEMMs, torch.linalg vs cuSOLVER, the models under bf16
+    run models 200 python3 benchmarks/models.py --nets resnet50,mobilenet_v2,efficientnet_b0,vgg16 --out "$out/models.md"
+    run linalg 90 python3 benchmarks/linalg.py --ref cuda --seconds 25 --out "$out/linalg.md"
+    run transformer_bf16 200 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

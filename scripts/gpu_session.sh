@@ -486,10 +486,13 @@ case "${1:-validate}" in
     run gemm_exact 80 python3 benchmarks/gemm.py --ref cuda --math exact --out "$out/gemm_exact.md"
     run gemm_tf32 80 python3 benchmarks/gemm.py --ref cuda --math tf32 --out "$out/gemm_tf32.md"
     ;;
-  final37)  # float32 CNNs vs CUDA (TF32 off) with the wgmma GEMMs, torch.linalg vs cuSOLVER, the models under bf16
+  final37)  # wgmma's size rule natively (tests, the shapes it sends back to the tiled kernels), float32 CNNs vs CUDA
+    # (TF32 off) with the wgmma GEMMs, torch.linalg vs cuSOLVER
+    PYTORCH_OCL_MMA_TEST=native run native 60 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short \
+      tests/test_gemm_wgmma.py
+    run gemm_rule 50 python3 benchmarks/gemm.py --ref cuda --only "square 1024,square 2048,attn" --out "$out/gemm_rule.md"
     run models 200 python3 benchmarks/models.py --nets resnet50,mobilenet_v2,efficientnet_b0,vgg16 --out "$out/models.md"
     run linalg 90 python3 benchmarks/linalg.py --ref cuda --seconds 25 --out "$out/linalg.md"
-    run transformer_bf16 200 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -239,8 +239,10 @@ def test_switches(monkeypatch, var, value):
     _, names = launches(lambda: a @ a)
     assert ("gemm_wgmma" in names) == (value is None), names
     assert ("wgmma" in pytorch_ocl.ops.gemm_plan(2048, 2048, 256, dtype=torch.bfloat16)) == (value is None)
-    # by default, fewer output tiles than compute units stay on the tiled kernels (which split K)
+    # by default, fewer output tiles than compute units, or a side under 128, stay on the tiled kernels
     assert "wgmma" not in pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=torch.bfloat16)
+    assert "wgmma" not in pytorch_ocl.ops.gemm_plan(4096, 64, 512, dtype=torch.bfloat16)
+    assert "wgmma" not in pytorch_ocl.ops.gemm_plan(2048, 2048, 64, dtype=torch.bfloat16)
 
 
 def test_mlp_training_steps_match_cpu():

@@ -161,11 +161,13 @@ bool wgmma_wanted(const Context& ctx, const Gemm& g) {
   const int64_t int_max = 0x7fffffff;
   if (g.M > int_max || g.N > int_max || g.K > int_max) return false;
   if (g.dtype == DType::F32 && wgmma_workspace_bytes(ctx, g) > kMaxFloatWorkspace) return false;
-  // Fewer 128 x 128 tiles than compute units leave units idle, where the tiled kernels split K (H200, 1024^3:
-  // 3xTF32 0.74 of cuBLAS fp32 here against 0.93, bf16 0.52 against 0.58); PYTORCH_OCL_WGMMA=1 takes them anyway.
+  // Where the tiled kernels are faster (H200, against cuBLAS fp32): fewer 128 x 128 tiles than compute units leave
+  // units idle while those split K (1024^3, 3xTF32: 0.74 here, 0.93 there; bf16 0.52 against 0.58); M or N under
+  // 128 half-fill a tile, and K under 128 leaves the packing most of the time (attention-sized batches
+  // 96 x (512x64x512) / (512x512x64): 0.37 / 0.77 here, 1.10 / 1.18 there). PYTORCH_OCL_WGMMA=1 takes them anyway.
   const bool forced = env && std::strcmp(env, "1") == 0;
   const uint64_t tiles = static_cast<uint64_t>(gemm_zcount(g)) * ((g.M + kBm - 1) / kBm) * ((g.N + kBn - 1) / kBn);
-  if (!forced && tiles < ctx.info().compute_units) return false;
+  if (!forced && (tiles < ctx.info().compute_units || g.M < 128 || g.N < 128 || g.K < 128)) return false;
   return emulate || sm90(ctx);
 }
 

@@ -50,12 +50,10 @@
 #   bash scripts/gpu_session.sh rnn35         # LSTM and GRU LM steps (fused, default K-slices) vs CUDA, each twice
 #   bash scripts/gpu_session.sh sweep36       # attention backward layouts (warps, tiles, head-dim split, register caps) with ptxas counts
 #   bash scripts/gpu_session.sh check36       # mma attention + RNN tests natively, LSTM / GRU LM steps and SDPA vs CUDA
-#   bash scripts/gpu_session.sh wgmma36       # the wgmma GEMM (PYTORCH_OCL_WGMMA=1): native tests, bf16 / fp16 vs cuBLAS
 #   bash scripts/gpu_session.sh check37       # wgmma tests natively, bf16/fp16 vs cuBLAS, models under bf16 autocast
 #   bash scripts/gpu_session.sh wgmma37       # float32 on wgmma: native tests + networks, fp32/TF32 vs cuBLAS, fp32 models, BERT bf16
 #   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
-#   bash scripts/gpu_session.sh final36       # wgmma default on: GEMM / autocast tests natively, GPT-2 bf16 autocast step vs CUDA
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -430,24 +428,6 @@ case "${1:-validate}" in
     run gru_steps 70 python3 benchmarks/lstm_steps.py --cell gru --ref cuda --fused-only
     run sdpa 200 python3 benchmarks/transformer.py --ref cuda --out "$out/sdpa.md"
     ;;
-  wgmma36)  # the 16-bit GEMM on Hopper's wgmma (PYTORCH_OCL_WGMMA=1): native tests, then bf16 / fp16 vs cuBLAS with it
-    # and without (the mma.sync kernel)
-    run matrix_engine 30 python3 -c "import torch; print(torch.ocl.matrix_engine())"
-    PYTORCH_OCL_MMA_TEST=native run wgmma_tests 150 python3 -m pytest -q -p no:cacheprovider -rf --tb=short -x \
-      tests/test_gemm_wgmma.py
-    for m in bfloat16 float16; do
-      PYTORCH_OCL_WGMMA=1 run "gemm_wgmma_$m" 60 python3 benchmarks/gemm.py --ref cuda --dtype $m \
-        --only "square 1024,square 4096,bert" --out "$out/gemm_wgmma_$m.md"
-    done
-    run gemm_mma_bfloat16 60 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 4096,bert" \
-      --out "$out/gemm_mma_bfloat16.md"
-    ;;
-  final36)  # wgmma on by default for 16-bit products: the GEMM / autocast tests natively, GPT-2's bf16 autocast step vs CUDA
-    export PYTORCH_OCL_MMA_TEST=native
-    run native_gemm 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_gemm_wgmma.py \
-      tests/test_gemm_mma.py tests/test_gemm.py tests/test_env_lock.py tests/test_autocast.py
-    run gpt2_bf16 150 python3 benchmarks/profile_model.py --net gpt2 --amp bf16 --ref cuda --top 12
-    ;;
   check37)  # the wgmma GEMM's changes since its last native run (defines, packing's 16-byte reads, MLP test) and the
     # 16-bit op tests natively; bf16 / fp16 vs cuBLAS; the models under bf16 autocast (GPT-2, BERT, peak memory), resnet50
     export PYTORCH_OCL_MMA_TEST=native
@@ -486,13 +466,16 @@ case "${1:-validate}" in
     run gemm_exact 80 python3 benchmarks/gemm.py --ref cuda --math exact --out "$out/gemm_exact.md"
     run gemm_tf32 80 python3 benchmarks/gemm.py --ref cuda --math tf32 --out "$out/gemm_tf32.md"
     ;;
-  final37)  # wgmma's size rule natively (tests, the shapes it sends back to the tiled kernels), float32 CNNs vs CUDA
-    # (TF32 off) with the wgmma GEMMs, torch.linalg vs cuSOLVER
-    PYTORCH_OCL_MMA_TEST=native run native 60 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short \
-      tests/test_gemm_wgmma.py
+  final37)  # wgmma's size rule natively (tests, the shapes it sends back to the tiled kernels), the build-thread tests,
+    # float32 CNNs vs CUDA (TF32 off) with the wgmma GEMMs, torch.linalg vs cuSOLVER; 8 files come back
+    PYTORCH_OCL_MMA_TEST=native run native 90 python3 -m pytest -q -n 6 -p no:cacheprovider -rf --tb=short \
+      tests/test_gemm_wgmma.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_exit_threads.py
     run gemm_rule 50 python3 benchmarks/gemm.py --ref cuda --only "square 1024,square 2048,attn" --out "$out/gemm_rule.md"
+    run gemm_rule_bf16 30 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 1024,square 2048" \
+      --out "$out/gemm_rule_bf16.md"
     run models 200 python3 benchmarks/models.py --nets resnet50,mobilenet_v2,efficientnet_b0,vgg16 --out "$out/models.md"
     run linalg 90 python3 benchmarks/linalg.py --ref cuda --seconds 25 --out "$out/linalg.md"
+    rm -f "$out"/gemm_rule*.png "$out"/gemm_rule*.log "$out"/build.log
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

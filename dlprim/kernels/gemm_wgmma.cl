@@ -12,11 +12,12 @@
 // Operands are packed first (gemm_wgmma_pack): each (row block, K stage) tile of A (BM x BK) and of B^T (BN x BK)
 // contiguous in the no-swizzle core-matrix layout wgmma reads (cores of 8 rows x 16 bytes; K-adjacent cores 128
 // bytes apart, the descriptor's LBO; 8-row groups 2 cores apart, its SBO), zeros past M, N and K.
-// 3xTF32 (WG_PARTS 3): K stage ks of the float32 operands becomes the packed stages 3 ks, 3 ks + 1, 3 ks + 2,
-// holding (big, big, small) tf32 parts of A and (big, small, big) of B, so that the plain TF32 product over three
-// times the stages sums big*big + big*small + small*big (fp32 accuracy, as gemm_mma.cl's 3xtf32). A value the
-// split cannot carry (inf, NaN, |x| >= MMA_SPLIT_MAX) is packed as (x, x, 0) and marks its row block in `flags`;
-// work-groups reading a marked block sum big + small in plain fp32 instead (inf * x stays inf, not inf * 0). Then one
+// 3xTF32 (WG_PARTS 3): K stage ks of the float32 operands is packed as two tiles, 2 ks (the big tf32 parts) and
+// 2 ks + 1 (the small ones), and the product runs three stages per ks, reading A's (big, big, small) and B's (big,
+// small, big) tiles (WG_TILE_A / WG_TILE_B), so that the plain TF32 product sums big*big + big*small + small*big
+// (fp32 accuracy, as gemm_mma.cl's 3xtf32). A value the split cannot carry (inf, NaN, |x| >= MMA_SPLIT_MAX) is
+// packed as (x, 0) and marks its row block in `flags`; work-groups reading a marked block sum big + small in plain
+// fp32 instead (inf * x stays inf, not inf * 0). Then one
 // bulk copy (cp.async.bulk) moves a tile into local memory: from row-major operands, 16-byte copies of 32-byte
 // row slabs starved the products (H200: 219 against 482 TFLOP/s at 4096^3, scripts/wgmma_probe.cpp).
 // Work-group: WGS consumer warpgroups and one producer warp. Stage s has two mbarriers: full[s] (the producer's
@@ -34,6 +35,16 @@
 #define TILE_B (BN * ROW_BYTES)
 #define STAGE_BYTES (TILE_A + TILE_B)
 #define NTH (128 * WGS + 32)
+#if WG_PARTS == 3
+#define PACKED_PARTS 2
+// the packed tile of product stage i: stage i / 3's big tile, or its small one (A's third, B's second product)
+#define WG_TILE_A(i) ((i) / 3 * 2 + ((i) % 3 == 2))
+#define WG_TILE_B(i) ((i) / 3 * 2 + ((i) % 3 == 1))
+#else
+#define PACKED_PARTS 1
+#define WG_TILE_A(i) (i)
+#define WG_TILE_B(i) (i)
+#endif
 #if WG_TF32
 #define BK 8
 #define UNIT_ELEMS 4
@@ -45,15 +56,15 @@
 // Element (r, k) of a rows x K operand of entry z = bi * groups + gi at off + bi bs + gi gs + r rs + k cs, packed
 // as above into P (uint4 = 16 bytes): one work-item per packed 16-byte unit (per three for 3xTF32). vec (host: cs
 // == 1, and for 16-bit operands every start a multiple of 8 elements): the unit is read as one vector where it lies
-// inside the operand. is_b: B's part order (3xTF32); flags + flag_off: its row blocks' marks.
+// inside the operand. flags + flag_off (3xTF32): its row blocks' marks.
 #if WG_TF32
 __kernel void gemm_wgmma_pack(__global const float* X, ulong off, long rs, long cs, long bs, long gs, int groups,
                               int rows, int K, int nrb, int nk, int br, __global uint4* P, ulong p_off, ulong total,
-                              int vec, int is_b, __global int* flags, ulong flag_off) {
+                              int vec, __global int* flags, ulong flag_off) {
 #else
 __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long cs, long bs, long gs, int groups,
                               int rows, int K, int nrb, int nk, int br, __global uint4* P, ulong p_off, ulong total,
-                              int vec, int is_b, __global int* flags, ulong flag_off) {
+                              int vec, __global int* flags, ulong flag_off) {
 #endif
   const ulong i = get_global_id(0);
   if (i >= total) return;
@@ -69,7 +80,7 @@ __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long
   const int row = rb * br + r, k0 = ks * BK + c * UNIT_ELEMS;
   const long base = (long)off + bi * bs + gi * gs + (long)row * rs;
   // unit c of row r in packed stage s of this row block
-#define PACKED(s) (p_off + (((ulong)z * nrb + rb) * (nk * WG_PARTS) + (s)) * (ulong)(br * ROW_BYTES / 16) + \
+#define PACKED(s) (p_off + (((ulong)z * nrb + rb) * (nk * PACKED_PARTS) + (s)) * (ulong)(br * ROW_BYTES / 16) + \
                    (r / 8) * (ROW_BYTES / 16 * 8) + c * 8 + (r % 8))
 #if WG_TF32
   float4 x;
@@ -98,10 +109,8 @@ __kernel void gemm_wgmma_pack(__global const ushort* X, ulong off, long rs, long
       bad = true;
     }
   }
-  const uint4 bu = (uint4)(big[0], big[1], big[2], big[3]), su = (uint4)(small[0], small[1], small[2], small[3]);
-  P[PACKED(3 * ks)] = bu;
-  P[PACKED(3 * ks + 1)] = is_b ? su : bu;
-  P[PACKED(3 * ks + 2)] = is_b ? bu : su;
+  P[PACKED(2 * ks)] = (uint4)(big[0], big[1], big[2], big[3]);
+  P[PACKED(2 * ks + 1)] = (uint4)(small[0], small[1], small[2], small[3]);
   if (bad) flags[flag_off + (ulong)z * nrb + rb] = 1;
 #endif
 #else
@@ -151,17 +160,17 @@ inline void wg_wait(__local ulong* bar, uint parity) {
 #endif
 
 #if WG_PARTS == 3
-// 3xTF32 on a marked row block: element (r, k) of stage-triple ks as big + small (the value itself where the split
-// could not carry it), from the packed tile sequence t (stages 3 ks + 0 / sp: big / small).
-inline float wg_plain(__global const float* t, int tile_units, int ks, int sp, int r, int k) {
+// 3xTF32 on a marked row block: element (r, k) of K stage ks as big + small (the value itself where the split could
+// not carry it), from the packed tiles t (2 ks: big, 2 ks + 1: small).
+inline float wg_plain(__global const float* t, int tile_units, int ks, int r, int k) {
   const ulong u = (ulong)(r / 8) * (ROW_BYTES / 16 * 8) + (k / 4) * 8 + (r % 8);
-  return t[((ulong)(3 * ks) * tile_units + u) * 4 + k % 4] + t[((ulong)(3 * ks + sp) * tile_units + u) * 4 + k % 4];
+  return t[((ulong)(2 * ks) * tile_units + u) * 4 + k % 4] + t[((ulong)(2 * ks + 1) * tile_units + u) * 4 + k % 4];
 }
 #endif
 
 // C = act(alpha A B + beta D) over (N / BN, M / BM, entries) work-groups of NTH work-items; PA / PB: the packed
-// operands (uint4 offsets pa_off / pb_off), nk packed K stages; flags (3xTF32): the row blocks' marks of A at
-// fa_off, of B at fb_off.
+// operands (uint4 offsets pa_off / pb_off), nk product stages (3xTF32: 3 per K stage, over 2 packed tiles); flags
+// (3xTF32): the row blocks' marks of A at fa_off, of B at fb_off.
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
     __global const uint4* PA, ulong pa_off, __global const uint4* PB, ulong pb_off, int M, int N, int nk, int nrb_a,
     int nrb_b, int groups, __global const int* flags, ulong fa_off, ulong fb_off, GEMM_OUT_ARGS) {
@@ -173,8 +182,9 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
   const int mb = get_group_id(1), nb = get_group_id(0);
   const long z = get_group_id(2), bi = z / groups, gi = z - bi * groups;
   const int wg = warp / 4, w = warp % 4, gid = lane / 4, tig = lane % 4;
-  __global const uint4* a = PA + pa_off + ((ulong)z * nrb_a + mb) * nk * (TILE_A / 16);
-  __global const uint4* b = PB + pb_off + ((ulong)z * nrb_b + nb) * nk * (TILE_B / 16);
+  const int ntiles = nk / WG_PARTS * PACKED_PARTS;  // packed tiles of a row block
+  __global const uint4* a = PA + pa_off + ((ulong)z * nrb_a + mb) * ntiles * (TILE_A / 16);
+  __global const uint4* b = PB + pb_off + ((ulong)z * nrb_b + nb) * ntiles * (TILE_B / 16);
   // accumulator j of lane (gid, tig) of warp w: row 16 w + gid (+ 8 for j % 4 >= 2), column 8 (j / 4) + 2 tig + j % 2
   const int m0 = mb * BM + wg * 64 + w * 16 + gid, n0 = nb * BN + 2 * tig;
 #if WG_PARTS == 3
@@ -186,8 +196,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
       float acc = 0;
       for (int ks = 0; ks < nk / 3; ++ks)
         for (int k = 0; k < BK; ++k)
-          acc += wg_plain((__global const float*)a, TILE_A / 16, ks, 2, r, k) *
-                 wg_plain((__global const float*)b, TILE_B / 16, ks, 1, n, k);
+          acc += wg_plain((__global const float*)a, TILE_A / 16, ks, r, k) *
+                 wg_plain((__global const float*)b, TILE_B / 16, ks, n, k);
       GEMM_STORE(bi, gi, mb * BM + r, nb * BN + n, (ACC)acc);
     }
     return;
@@ -200,7 +210,8 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
     for (int i = 0; i < nk; ++i) {
       barrier(CLK_LOCAL_MEM_FENCE);  // the previous stage's products are done
       for (int u = t; u < STAGE_BYTES / 16; u += NTH)
-        ((__local uint4*)smem)[u] = u < TILE_A / 16 ? a[(ulong)i * (TILE_A / 16) + u] : b[(ulong)i * (TILE_B / 16) + u - TILE_A / 16];
+        ((__local uint4*)smem)[u] = u < TILE_A / 16 ? a[(ulong)WG_TILE_A(i) * (TILE_A / 16) + u]
+                                                    : b[(ulong)WG_TILE_B(i) * (TILE_B / 16) + u - TILE_A / 16];
       barrier(CLK_LOCAL_MEM_FENCE);
       if (warp < 4 * WGS) {
         __local const uchar* sa = smem + wg * 8 * SBO;  // the descriptors' starts, LBO 128, SBO
@@ -231,10 +242,10 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void gemm_wgmma(
           asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(wg_saddr(full + s)),
                        "r"(STAGE_BYTES) : "memory");
           asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                       :: "r"(wg_saddr(buf)), "l"((ulong)(a + (ulong)i * (TILE_A / 16))), "r"(TILE_A),
+                       :: "r"(wg_saddr(buf)), "l"((ulong)(a + (ulong)WG_TILE_A(i) * (TILE_A / 16))), "r"(TILE_A),
                        "r"(wg_saddr(full + s)) : "memory");
           asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                       :: "r"(wg_saddr(buf + TILE_A)), "l"((ulong)(b + (ulong)i * (TILE_B / 16))), "r"(TILE_B),
+                       :: "r"(wg_saddr(buf + TILE_A)), "l"((ulong)(b + (ulong)WG_TILE_B(i) * (TILE_B / 16))), "r"(TILE_B),
                        "r"(wg_saddr(full + s)) : "memory");
         }
       }

@@ -31,8 +31,8 @@ namespace {
 constexpr int kWgs = 2, kBn = 128, kStages = 5, kRowBytes = 32;
 constexpr int kBm = 64 * kWgs;
 constexpr uint64_t kTileA = uint64_t(kBm) * kRowBytes, kTileB = uint64_t(kBn) * kRowBytes;
-// float32 products pack 3 (3xTF32) or 1 tf32 copies of their operands: past this workspace the mma.sync kernels,
-// which pack nothing, run them.
+// float32 products pack their operands as tf32 (TF32: 1x their size) or as big + small tf32 parts (3xTF32: 2x): past
+// this workspace the mma.sync kernels, which pack nothing, run them.
 constexpr uint64_t kMaxFloatWorkspace = 512ull << 20;
 
 uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
@@ -56,24 +56,25 @@ bool kind_of(const Context& ctx, const Gemm& g, Kind* out) {
   return true;
 }
 
-int parts_of(Kind k) { return k == Kind::Tf32x3 ? 3 : 1; }
+int parts_of(Kind k) { return k == Kind::Tf32x3 ? 3 : 1; }         // product stages per K stage
+int packed_parts_of(Kind k) { return k == Kind::Tf32x3 ? 2 : 1; }  // packed tiles per K stage (big, small)
 int bk_of(Kind k) { return k == Kind::Tf32 || k == Kind::Tf32x3 ? kRowBytes / 4 : kRowBytes / 2; }
 
 struct Sizes {
-  int64_t nk, nrb_a, nrb_b, zc;  // nk: K stages of the operands (packed: nk * parts)
+  int64_t nk, nrb_a, nrb_b, zc;  // nk: K stages of the operands (packed: nk * packed parts tiles)
   uint64_t a_bytes, b_bytes, flag_bytes;
 };
 
 Sizes sizes_of(const Gemm& g, Kind kind) {
   Sizes s;
-  const int parts = parts_of(kind);
+  const int parts = packed_parts_of(kind);
   s.nk = (g.K + bk_of(kind) - 1) / bk_of(kind);
   s.nrb_a = (g.M + kBm - 1) / kBm;
   s.nrb_b = (g.N + kBn - 1) / kBn;
   s.zc = gemm_zcount(g);
   s.a_bytes = align256(static_cast<uint64_t>(s.zc) * s.nrb_a * s.nk * parts * kTileA);
   s.b_bytes = align256(static_cast<uint64_t>(s.zc) * s.nrb_b * s.nk * parts * kTileB);
-  s.flag_bytes = parts == 3 ? align256(static_cast<uint64_t>(s.zc) * (s.nrb_a + s.nrb_b) * 4) : 0;
+  s.flag_bytes = parts_of(kind) == 3 ? align256(static_cast<uint64_t>(s.zc) * (s.nrb_a + s.nrb_b) * 4) : 0;
   return s;
 }
 
@@ -119,8 +120,7 @@ LockedKernel& kernel(const Context& ctx, DType dtype, DType c_dtype, Kind kind, 
 // Packs the rows x K operand with element (r, k) at m.offset + r rs + k cs (batch / group strides of m) into
 // ws from ws_off; 3xTF32 marks its row blocks at flag_off (bytes) of ws.
 void pack(const Context& ctx, cl_command_queue q, const Gemm& g, Kind kind, const GemmMatrix& m, int64_t rows,
-          int64_t rs, int64_t cs, int64_t nrb, int br, int64_t nk, cl_mem ws, uint64_t ws_off, bool is_b,
-          uint64_t flag_off) {
+          int64_t rs, int64_t cs, int64_t nrb, int br, int64_t nk, cl_mem ws, uint64_t ws_off, uint64_t flag_off) {
   LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, "gemm_wgmma_pack");
   std::lock_guard<std::mutex> lock(slot.m);
   const uint64_t total = static_cast<uint64_t>(gemm_zcount(g)) * nrb * nk * br * (kRowBytes / 16);
@@ -133,7 +133,7 @@ void pack(const Context& ctx, cl_command_queue q, const Gemm& g, Kind kind, cons
   const bool vec = cs == 1 && (g.dtype == DType::F32 || (m.offset % 8 == 0 && (rows == 1 || rs % 8 == 0) &&
                                                           m.batch_stride % 8 == 0 && m.group_stride % 8 == 0));
   a.add<cl_int>(br).add(ws).add<cl_ulong>(ws_off / 16).add<cl_ulong>(total).add<cl_int>(vec ? 1 : 0);
-  a.add<cl_int>(is_b ? 1 : 0).add(ws).add<cl_ulong>(flag_off / 4);
+  a.add(ws).add<cl_ulong>(flag_off / 4);
   launch_1d(q, slot.k, total, ctx.work_group_size(256));
 }
 
@@ -196,9 +196,8 @@ void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_me
     enqueue_fill_buffer(q, ws, &zero, sizeof(zero), fa_off, s.flag_bytes);
   }
   // A: M x K as is; B (K x N) as B^T, N x K
-  pack(ctx, q, g, kind, g.a, g.M, g.a.row_stride, g.a.col_stride, s.nrb_a, kBm, s.nk, ws, ws_off, false, fa_off);
-  pack(ctx, q, g, kind, g.b, g.N, g.b.col_stride, g.b.row_stride, s.nrb_b, kBn, s.nk, ws, ws_off + s.a_bytes, true,
-       fb_off);
+  pack(ctx, q, g, kind, g.a, g.M, g.a.row_stride, g.a.col_stride, s.nrb_a, kBm, s.nk, ws, ws_off, fa_off);
+  pack(ctx, q, g, kind, g.b, g.N, g.b.col_stride, g.b.row_stride, s.nrb_b, kBn, s.nk, ws, ws_off + s.a_bytes, fb_off);
   LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, "gemm_wgmma");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);

@@ -467,15 +467,16 @@ case "${1:-validate}" in
     run gemm_tf32 80 python3 benchmarks/gemm.py --ref cuda --math tf32 --out "$out/gemm_tf32.md"
     ;;
   final37)  # wgmma's size rule natively (tests, the shapes it sends back to the tiled kernels), the build-thread tests,
-    # float32 CNNs vs CUDA (TF32 off) with the wgmma GEMMs, torch.linalg vs cuSOLVER; 8 files come back
-    PYTORCH_OCL_MMA_TEST=native run native 90 python3 -m pytest -q -n 6 -p no:cacheprovider -rf --tb=short \
+    # 3 CNNs vs CUDA TF32 off and with torch's defaults (TF32 convolutions), torch.linalg vs cuSOLVER; 8 files come back
+    PYTORCH_OCL_MMA_TEST=native run native 80 python3 -m pytest -q -n 6 -p no:cacheprovider -rf --tb=short \
       tests/test_gemm_wgmma.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_exit_threads.py
-    run gemm_rule 50 python3 benchmarks/gemm.py --ref cuda --only "square 1024,square 2048,attn" --out "$out/gemm_rule.md"
-    run gemm_rule_bf16 30 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 1024,square 2048" \
-      --out "$out/gemm_rule_bf16.md"
-    run models 200 python3 benchmarks/models.py --nets resnet50,mobilenet_v2,efficientnet_b0,vgg16 --out "$out/models.md"
-    run linalg 90 python3 benchmarks/linalg.py --ref cuda --seconds 25 --out "$out/linalg.md"
-    rm -f "$out"/gemm_rule*.png "$out"/gemm_rule*.log "$out"/build.log
+    run gemm_rule 45 python3 benchmarks/gemm.py --ref cuda --only "square 1024,square 2048,square 4096,attn" \
+      --out "$out/gemm_rule.md"
+    run models 150 python3 benchmarks/models.py --nets resnet50,mobilenet_v2,vgg16 --out "$out/models.md"
+    run models_default 150 python3 benchmarks/models.py --math default --nets resnet50,mobilenet_v2,vgg16 \
+      --out "$out/models_default.md"
+    run linalg 75 python3 benchmarks/linalg.py --ref cuda --seconds 20 --out "$out/linalg.md"
+    rm -f "$out"/*.png "$out"/gemm_rule.log "$out"/models*.log "$out"/build.log
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -225,6 +225,27 @@ def test_3xtf32_non_finite_inputs_like_fp32():
     assert ((out.double() - ref.double()).abs() <= tol)[fin].all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kernel", [1, 3])
+def test_grouped_convolution_products(dtype, kernel):
+    """Convolutions' GEMMs (1x1: the input read in place; 3x3: im2col columns) with 2 groups and a batch of 2, forward
+    and the input gradient, on the wgmma kernel: the packing's group and batch strides against the CPU in float64."""
+    g = torch.Generator().manual_seed(kernel)
+    x = torch.randn(2, 64, 9, 9, generator=g).to(dtype)
+    w = torch.randn(128, 32, kernel, kernel, generator=g).to(dtype)
+    xd = x.to(DEV).requires_grad_()
+    out, names = launches(lambda: torch.nn.functional.conv2d(xd, w.to(DEV), padding=kernel // 2, groups=2))
+    assert "gemm_wgmma" in names, names
+    xc = x.double().requires_grad_()
+    ref = torch.nn.functional.conv2d(xc, w.double(), padding=kernel // 2, groups=2)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=0.1)
+    torch.testing.assert_close(out.detach().cpu().double(), ref.detach(), **tol)
+    gout = torch.randn(ref.shape, generator=g).to(dtype)
+    (gx,), names = launches(lambda: torch.autograd.grad(out, (xd,), gout.to(DEV)))
+    (rgx,) = torch.autograd.grad(ref, (xc,), gout.double())
+    torch.testing.assert_close(gx.cpu().double(), rgx, **tol)
+
+
 @pytest.mark.parametrize("var,value", [("PYTORCH_OCL_WGMMA", None), ("PYTORCH_OCL_WGMMA", "0"),
                                        ("PYTORCH_OCL_MMA", "0"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 128x128x32 w2x2 async3")])
 @pytest.mark.skipif(not REAL, reason="the defaults of an sm_90 device")

@@ -8,6 +8,9 @@ waits for the device threads first (csrc/python/AutogradExit.cpp). The race need
 at a time. Without that wait (the hook unregistered in the child) 4 of 48 children aborted, in 2 of 3 batches of
 this test's 16; with it 0 of 48. A loop of a similar script with one core kept busy: 36 of 300 before, 0 of 300 after.
 
+That wait gives up after TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT (torch's limit for its own wait on these threads): a
+backward pass stuck in a daemon thread at exit must not make the exit hang (without the limit it hung).
+
 The program cache's background threads (speculative builds, binary writer) and build processes must not stop a
 clean exit either: a child exits with speculative builds queued on a cold kernel cache (atexit waits for them; a
 smoke test: it passed too, 4 of 4, with that wait removed, as Python's finalization outlasts these small builds).
@@ -34,6 +37,24 @@ y = torch.softmax(x @ x.t(), dim=1).sum()
 """
 
 
+# A backward pass that never ends, run by a daemon thread: the ocl device thread stays inside a hook.
+STUCK_BACKWARD_THEN_EXIT = """
+import threading, torch, pytorch_ocl
+started, never = threading.Event(), threading.Event()
+def hook(grad):
+    started.set()
+    never.wait()
+    return grad
+def backward_forever():
+    x = torch.randn(4, device="ocl", requires_grad=True)
+    y = x * 2
+    y.register_hook(hook)
+    y.sum().backward()
+threading.Thread(target=backward_forever, daemon=True).start()
+started.wait()
+"""
+
+
 def run_children(code, rounds, parallel, env):
     """Runs `code` rounds x parallel times, `parallel` processes at a time; returns their stderr texts."""
     errs = []
@@ -51,6 +72,15 @@ def run_children(code, rounds, parallel, env):
 def test_exit_right_after_backward():
     env = _base_env()
     run_children(BACKWARD_THEN_EXIT, rounds=4, parallel=4, env=lambda r: env)
+
+
+def test_exit_with_a_backward_pass_stuck_in_another_thread():
+    # The wait for the device threads at exit gives up after torch's own limit for them (here 0.5 s): no hang.
+    env = _base_env({"TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT": "0.5"})
+    child = subprocess.run([sys.executable, "-c", STUCK_BACKWARD_THEN_EXIT], env=env, cwd=REPO, capture_output=True,
+                           text=True, timeout=60)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "still busy at exit" in child.stderr, child.stderr[-3000:]
 
 
 def test_exit_with_background_builds_queued(tmp_path):

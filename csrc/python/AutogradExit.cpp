@@ -13,18 +13,25 @@
 // gets one more autograd task, a no-op node fed a zero-size gradient. A device thread takes tasks one at a time
 // and drops the previous task's references before taking the next one, so once it has run this one it is done
 // with every earlier pass. The task is sent from a fresh C++ thread, whose thread-local state holds no Python
-// objects: releasing this task's own GraphTask never needs the GIL, whenever the device thread gets to it.
+// objects: releasing this task's own GraphTask never needs the GIL, whenever the device thread gets to it. The wait
+// is bounded (wait_limit_s): a device thread still busy with a pass run by another thread is left to itself.
 #include "python/Bindings.h"
 
 #include "core/Device.h"
 
 #include <ATen/ATen.h>
+#include <dlprim/env.h>
 #include <torch/csrc/autograd/edge.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -65,22 +72,55 @@ void pass_through_autograd_thread(int device) {
                                                          /*accumulate_grad=*/true, /*outputs=*/{});
 }
 
+// How long to wait: TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT, the limit torch's engine puts on its own wait for these
+// threads when it shuts down (seconds, default 10; 0: no wait). A thread still inside a backward pass (one run by a
+// daemon thread, stuck in a hook) must not turn the exit into a hang.
+double wait_limit_s() {
+  const char* v = dlprim::env_value("TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT");
+  return v && *v ? std::atof(v) : 10.0;
+}
+
 void finish_autograd_threads() {
   if (in_bad_fork()) return;  // a forked child: no OpenCL, and no autograd device threads of its own
-  std::exception_ptr error;
+  const double limit = wait_limit_s();
+  if (!(limit > 0)) return;
+  struct Done {  // shared with the thread, which outlives this call when the wait runs out
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto state = std::make_shared<Done>();
+  bool finished = false;
   {
     py::gil_scoped_release no_gil;  // the device threads take the GIL to drop earlier passes' Python objects
-    std::thread t([&error] {
+    std::thread t([state] {
+      std::exception_ptr error;
       try {
         for (int d = 0; d < device_count(); ++d)
           if (has_context(d)) pass_through_autograd_thread(d);  // a device never used ran no backward pass
       } catch (...) {
         error = std::current_exception();
       }
+      std::lock_guard<std::mutex> lock(state->m);
+      state->error = error;
+      state->done = true;
+      state->cv.notify_all();
     });
-    t.join();
+    std::unique_lock<std::mutex> lock(state->m);
+    finished = state->cv.wait_for(lock, std::chrono::duration<double>(limit), [&] { return state->done; });
+    lock.unlock();
+    if (finished) {
+      t.join();
+    } else {
+      t.detach();  // left blocked in the engine, as the device thread it waits for is; of ours it holds `state` only
+      std::fprintf(stderr,
+                   "pytorch_ocl: an autograd ocl device thread is still busy at exit (a backward pass running in "
+                   "another thread?); not waiting for it beyond TORCH_AUTOGRAD_SHUTDOWN_WAIT_LIMIT=%g s\n",
+                   limit);
+    }
   }
-  if (error) std::rethrow_exception(error);
+  if (finished && state->error) std::rethrow_exception(state->error);
 }
 
 } // namespace

@@ -6,4 +6,5 @@ namespace pytorch_ocl {
 void bind_user_kernels(pybind11::module& m);
 void bind_profiler(pybind11::module& m);
 void bind_graphs(pybind11::module& m);
+void bind_autograd_exit(pybind11::module& m);
 } // namespace pytorch_ocl

@@ -86,6 +86,9 @@ def program_cache_stats():
 
 # Binaries of programs built are stored by a background thread: let it finish before the process ends.
 atexit.register(_C.flush_program_cache)
+# The autograd engine's ocl threads drop a finished backward pass's Python objects a moment after the caller
+# returns: let them be done before the interpreter is finalized (taking the GIL then aborts the process).
+atexit.register(_C.finish_autograd_threads)
 _env.install()  # os.putenv / os.unsetenv under dlprim's environment lock, before any background build
 
 

@@ -469,7 +469,7 @@ case "${1:-validate}" in
   final37)  # wgmma's size rule natively (tests, the shapes it sends back to the tiled kernels), the build-thread tests,
     # 3 CNNs vs CUDA TF32 off and with torch's defaults (TF32 convolutions), torch.linalg vs cuSOLVER; 8 files come back
     PYTORCH_OCL_MMA_TEST=native run native 80 python3 -m pytest -q -n 6 -p no:cacheprovider -rf --tb=short \
-      tests/test_gemm_wgmma.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_exit_threads.py
+      tests/test_gemm_wgmma.py tests/test_build_workers.py tests/test_parallel_builds.py tests/test_exit.py
     run gemm_rule 45 python3 benchmarks/gemm.py --ref cuda --only "square 1024,square 2048,square 4096,attn" \
       --out "$out/gemm_rule.md"
     run models 150 python3 benchmarks/models.py --nets resnet50,mobilenet_v2,vgg16 --out "$out/models.md"

@@ -53,6 +53,7 @@
 #   bash scripts/gpu_session.sh check37       # wgmma tests natively, bf16/fp16 vs cuBLAS, models under bf16 autocast
 #   bash scripts/gpu_session.sh wgmma37       # float32 on wgmma: native tests + networks, fp32/TF32 vs cuBLAS, fp32 models, BERT bf16
 #   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
+#   bash scripts/gpu_session.sh exit37        # test_exit / build tests natively, bf16 size rule vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -477,6 +478,12 @@ case "${1:-validate}" in
       --out "$out/models_default.md"
     run linalg 75 python3 benchmarks/linalg.py --ref cuda --seconds 20 --out "$out/linalg.md"
     rm -f "$out"/*.png "$out"/gemm_rule.log "$out"/models*.log "$out"/build.log
+    ;;
+  exit37)  # the exit barrier (tests/test_exit.py) and the build tests natively, bf16's size rule vs cuBLAS
+    run native 100 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_exit.py \
+      tests/test_parallel_builds.py tests/test_build_workers.py
+    run gemm_rule_bf16 40 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 1024,square 2048,attn" \
+      --out "$out/gemm_rule_bf16.md"
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

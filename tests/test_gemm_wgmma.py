@@ -246,6 +246,36 @@ def test_grouped_convolution_products(dtype, kernel):
     torch.testing.assert_close(gx.cpu().double(), rgx, **tol)
 
 
+@pytest.mark.parametrize("tile", ["64,7", "256,3"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_tile_layouts(tile, dtype, monkeypatch):
+    """PYTORCH_OCL_WGMMA_TILE's other layouts (64 or 256 columns, the stages that fit): tails in M, N and K, a
+    transposed operand, both packings (16-bit; float32 as 3xTF32)."""
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA_TILE", tile)
+    bn, stages = tile.split(",")
+    plan = pytorch_ocl.ops.gemm_plan(200, 300, 70, dtype=dtype)
+    assert f"x{bn}x" in plan and f"stages={stages}" in plan, plan
+    g = torch.Generator().manual_seed(int(bn))
+    a = torch.randn(200, 70, generator=g).to(dtype)
+    b = torch.randn(300, 70, generator=g).to(dtype).t()
+    out, names = launches(lambda: a.to(DEV) @ b.to(DEV))
+    assert "gemm_wgmma" in names, names
+    if dtype == torch.float32:
+        check32(out, a, b, "3xtf32")
+    else:
+        check(out, a.double() @ b.double(), a.double().abs() @ b.double().abs(), dtype, 70)
+
+
+@pytest.mark.parametrize("tile", ["100,3", "256,4", "128", "128,1"])
+def test_tile_setting_errors(tile, monkeypatch):
+    """A layout the kernel cannot take (columns other than 64 / 128 / 256, buffers over 46 KiB, one stage) is an
+    error naming the setting."""
+    monkeypatch.setenv("PYTORCH_OCL_WGMMA_TILE", tile)
+    a = torch.randn(128, 64).to(torch.bfloat16).to(DEV)
+    with pytest.raises(RuntimeError, match="PYTORCH_OCL_WGMMA_TILE"):
+        (a @ a.t()).cpu()
+
+
 @pytest.mark.parametrize("var,value", [("PYTORCH_OCL_WGMMA", None), ("PYTORCH_OCL_WGMMA", "0"),
                                        ("PYTORCH_OCL_MMA", "0"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 128x128x32 w2x2 async3")])
 @pytest.mark.skipif(not REAL, reason="the defaults of an sm_90 device")

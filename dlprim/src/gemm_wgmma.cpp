@@ -15,6 +15,7 @@
 #include <dlprim/env.h>
 #include <dlprim/matrix_engine.h>
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -28,9 +29,31 @@ namespace {
 // The layout timed fastest on an H200 (scripts/wgmma_probe.cpp, bf16 4096^3: 482 TFLOP/s): 2 consumer
 // warpgroups on 128 x 128 tiles, K stages of one instruction (32 bytes of each row), 5 of them (40 KiB of the
 // 48 KiB of local memory).
-constexpr int kWgs = 2, kBn = 128, kStages = 5, kRowBytes = 32;
+constexpr int kWgs = 2, kRowBytes = 32;
 constexpr int kBm = 64 * kWgs;
-constexpr uint64_t kTileA = uint64_t(kBm) * kRowBytes, kTileB = uint64_t(kBn) * kRowBytes;
+constexpr uint64_t kTileA = uint64_t(kBm) * kRowBytes;
+
+// The tile's columns and K stages: 128 and 5 unless PYTORCH_OCL_WGMMA_TILE=BN,STAGES asks for others (layout
+// experiments: BN of 64, 128 or 256, the stages' buffers within 46 KiB, leaving room for the mbarriers).
+struct Tile {
+  int bn = 128, stages = 5;
+  uint64_t tile_b() const { return uint64_t(bn) * kRowBytes; }
+};
+
+Tile tile() {
+  Tile t;
+  const char* e = env_value("PYTORCH_OCL_WGMMA_TILE");
+  if (!e || !*e) return t;
+  int bn = 0, stages = 0;
+  char extra = 0;
+  if (std::sscanf(e, "%d,%d%c", &bn, &stages, &extra) != 2 || (bn != 64 && bn != 128 && bn != 256) || stages < 2 ||
+      static_cast<uint64_t>(stages) * (kBm + bn) * kRowBytes > 46 * 1024)
+    throw Error(std::string("PYTORCH_OCL_WGMMA_TILE: expected BN,STAGES with BN 64, 128 or 256 and STAGES >= 2 whose "
+                            "buffers (STAGES x (128 + BN) x 32 bytes) fit 46 KiB, got '") + e + "'");
+  t.bn = bn;
+  t.stages = stages;
+  return t;
+}
 // float32 products pack their operands as tf32 (TF32: 1x their size) or as big + small tf32 parts (3xTF32: 2x): past
 // this workspace the mma.sync kernels, which pack nothing, run them.
 constexpr uint64_t kMaxFloatWorkspace = 512ull << 20;
@@ -65,15 +88,15 @@ struct Sizes {
   uint64_t a_bytes, b_bytes, flag_bytes;
 };
 
-Sizes sizes_of(const Gemm& g, Kind kind) {
+Sizes sizes_of(const Gemm& g, Kind kind, const Tile& tl) {
   Sizes s;
   const int parts = packed_parts_of(kind);
   s.nk = (g.K + bk_of(kind) - 1) / bk_of(kind);
   s.nrb_a = (g.M + kBm - 1) / kBm;
-  s.nrb_b = (g.N + kBn - 1) / kBn;
+  s.nrb_b = (g.N + tl.bn - 1) / tl.bn;
   s.zc = gemm_zcount(g);
   s.a_bytes = align256(static_cast<uint64_t>(s.zc) * s.nrb_a * s.nk * parts * kTileA);
-  s.b_bytes = align256(static_cast<uint64_t>(s.zc) * s.nrb_b * s.nk * parts * kTileB);
+  s.b_bytes = align256(static_cast<uint64_t>(s.zc) * s.nrb_b * s.nk * parts * tl.tile_b());
   s.flag_bytes = parts_of(kind) == 3 ? align256(static_cast<uint64_t>(s.zc) * (s.nrb_a + s.nrb_b) * 4) : 0;
   return s;
 }
@@ -83,8 +106,8 @@ bool emulated() {
   return mma && !std::strcmp(mma, "emulate");
 }
 
-std::string program_text(DType dtype, DType c_dtype, Kind kind, bool emulate) {
-  const int nacc = kBn / 2;
+std::string program_text(DType dtype, DType c_dtype, Kind kind, const Tile& tl, bool emulate) {
+  const int nacc = tl.bn / 2;
   std::ostringstream regs, ops;
   for (int i = 0; i < nacc; ++i) {
     regs << (i ? ", %" : "%") << i;
@@ -96,8 +119,8 @@ std::string program_text(DType dtype, DType c_dtype, Kind kind, bool emulate) {
   std::ostringstream s;
   s << gemm_program_head(dtype, c_dtype) << (emulate ? "" : kSm90aProgram) << "#define WG_EMULATE " << emulate
     << "\n#define WG_BF16 " << (kind == Kind::Bf16) << "\n#define WG_TF32 " << tf32 << "\n#define WG_PARTS "
-    << parts_of(kind) << "\n#define WGS " << kWgs << "\n#define BN " << kBn << "\n#define STAGES " << kStages
-    << "\n#define NACC " << nacc << "\n#define WG_BN_STR \"" << kBn << "\"\n#define WG_SHAPE \"" << shape
+    << parts_of(kind) << "\n#define WGS " << kWgs << "\n#define BN " << tl.bn << "\n#define STAGES " << tl.stages
+    << "\n#define NACC " << nacc << "\n#define WG_BN_STR \"" << tl.bn << "\"\n#define WG_SHAPE \"" << shape
     << "\"\n#define WG_IMM \"" << (tf32 ? ", 1, 1" : ", 1, 1, 0, 0") << "\"\n#define WG_ACC_REGS \"" << regs.str()
     << "\"\n#define WG_ACC_OPS " << ops.str() << "\n#define WG_DA \"%" << nacc << "\"\n#define WG_DB \"%" << nacc + 1
     << "\"\n";
@@ -108,20 +131,22 @@ std::string program_text(DType dtype, DType c_dtype, Kind kind, bool emulate) {
   return s.str();
 }
 
-LockedKernel& kernel(const Context& ctx, DType dtype, DType c_dtype, Kind kind, const char* name) {
+LockedKernel& kernel(const Context& ctx, DType dtype, DType c_dtype, Kind kind, const Tile& tl, const char* name) {
   const bool emulate = emulated();
-  LockedKernel& slot = kernel_slot(ctx, std::string("gemm_wgmma|") + kind_name(kind) + "|" + dtype_name(dtype) + ">" +
+  LockedKernel& slot = kernel_slot(ctx, std::string("gemm_wgmma|") + kind_name(kind) + "|" + std::to_string(tl.bn) +
+                                            "," + std::to_string(tl.stages) + "|" + dtype_name(dtype) + ">" +
                                             dtype_name(c_dtype) + (emulate ? "|emulated|" : "|") + name);
   std::lock_guard<std::mutex> lock(slot.m);
-  if (!slot.k) slot.k = create_kernel(ctx.program(program_text(dtype, c_dtype, kind, emulate)), name);
+  if (!slot.k) slot.k = create_kernel(ctx.program(program_text(dtype, c_dtype, kind, tl, emulate)), name);
   return slot;
 }
 
 // Packs the rows x K operand with element (r, k) at m.offset + r rs + k cs (batch / group strides of m) into
 // ws from ws_off; 3xTF32 marks its row blocks at flag_off (bytes) of ws.
-void pack(const Context& ctx, cl_command_queue q, const Gemm& g, Kind kind, const GemmMatrix& m, int64_t rows,
-          int64_t rs, int64_t cs, int64_t nrb, int br, int64_t nk, cl_mem ws, uint64_t ws_off, uint64_t flag_off) {
-  LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, "gemm_wgmma_pack");
+void pack(const Context& ctx, cl_command_queue q, const Gemm& g, Kind kind, const Tile& tl, const GemmMatrix& m,
+          int64_t rows, int64_t rs, int64_t cs, int64_t nrb, int br, int64_t nk, cl_mem ws, uint64_t ws_off,
+          uint64_t flag_off) {
+  LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, tl, "gemm_wgmma_pack");
   std::lock_guard<std::mutex> lock(slot.m);
   const uint64_t total = static_cast<uint64_t>(gemm_zcount(g)) * nrb * nk * br * (kRowBytes / 16);
   KernelArgs a(slot.k);
@@ -160,45 +185,49 @@ bool wgmma_wanted(const Context& ctx, const Gemm& g) {
   if (gemm_zcount(g) > 65535 || (g.M + kBm - 1) / kBm > 65535) return false;
   const int64_t int_max = 0x7fffffff;
   if (g.M > int_max || g.N > int_max || g.K > int_max) return false;
+  if (!emulate && !sm90(ctx)) return false;
   if (g.dtype == DType::F32 && wgmma_workspace_bytes(ctx, g) > kMaxFloatWorkspace) return false;
   // Where the tiled kernels are faster (H200, against cuBLAS fp32): fewer 128 x 128 tiles than compute units leave
   // units idle while those split K (1024^3, 3xTF32: 0.74 here, 0.93 there; bf16 0.52 against 0.58); M or N under
   // 128 half-fill a tile, and K under 128 leaves the packing most of the time (attention-sized batches
   // 96 x (512x64x512) / (512x512x64): 0.37 / 0.77 here, 1.10 / 1.18 there). PYTORCH_OCL_WGMMA=1 takes them anyway.
   const bool forced = env && std::strcmp(env, "1") == 0;
-  const uint64_t tiles = static_cast<uint64_t>(gemm_zcount(g)) * ((g.M + kBm - 1) / kBm) * ((g.N + kBn - 1) / kBn);
-  if (!forced && (tiles < ctx.info().compute_units || g.M < 128 || g.N < 128 || g.K < 128)) return false;
-  return emulate || sm90(ctx);
+  const int bn = tile().bn;
+  const uint64_t tiles = static_cast<uint64_t>(gemm_zcount(g)) * ((g.M + kBm - 1) / kBm) * ((g.N + bn - 1) / bn);
+  return forced || (tiles >= ctx.info().compute_units && g.M >= 128 && g.N >= 128 && g.K >= 128);
 }
 
 uint64_t wgmma_workspace_bytes(const Context& ctx, const Gemm& g) {
   Kind kind;
   if (!kind_of(ctx, g, &kind)) return 0;
-  const Sizes s = sizes_of(g, kind);
+  const Sizes s = sizes_of(g, kind, tile());
   return s.a_bytes + s.b_bytes + s.flag_bytes;
 }
 
 std::string wgmma_description(const Context& ctx, const Gemm& g) {
   Kind kind = Kind::Bf16;
   kind_of(ctx, g, &kind);
-  return std::string("wgmma ") + kind_name(kind) + " " + std::to_string(kBm) + "x" + std::to_string(kBn) + "x" +
-         std::to_string(bk_of(kind)) + " stages=" + std::to_string(kStages);
+  const Tile tl = tile();
+  return std::string("wgmma ") + kind_name(kind) + " " + std::to_string(kBm) + "x" + std::to_string(tl.bn) + "x" +
+         std::to_string(bk_of(kind)) + " stages=" + std::to_string(tl.stages);
 }
 
 void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_mem ws, uint64_t ws_off) {
   if (ws_off % 16) throw Error("gemm (wgmma): the workspace offset must be a multiple of 16 bytes");
   Kind kind;
   if (!kind_of(ctx, g, &kind)) throw Error("gemm (wgmma): no wgmma kind for this product");
-  const Sizes s = sizes_of(g, kind);
+  const Tile tl = tile();
+  const Sizes s = sizes_of(g, kind, tl);
   const uint64_t fa_off = ws_off + s.a_bytes + s.b_bytes, fb_off = fa_off + 4 * s.zc * s.nrb_a;
   if (s.flag_bytes) {  // the packs mark row blocks the 3xTF32 split cannot carry
     const cl_int zero = 0;
     enqueue_fill_buffer(q, ws, &zero, sizeof(zero), fa_off, s.flag_bytes);
   }
   // A: M x K as is; B (K x N) as B^T, N x K
-  pack(ctx, q, g, kind, g.a, g.M, g.a.row_stride, g.a.col_stride, s.nrb_a, kBm, s.nk, ws, ws_off, fa_off);
-  pack(ctx, q, g, kind, g.b, g.N, g.b.col_stride, g.b.row_stride, s.nrb_b, kBn, s.nk, ws, ws_off + s.a_bytes, fb_off);
-  LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, "gemm_wgmma");
+  pack(ctx, q, g, kind, tl, g.a, g.M, g.a.row_stride, g.a.col_stride, s.nrb_a, kBm, s.nk, ws, ws_off, fa_off);
+  pack(ctx, q, g, kind, tl, g.b, g.N, g.b.col_stride, g.b.row_stride, s.nrb_b, tl.bn, s.nk, ws, ws_off + s.a_bytes,
+       fb_off);
+  LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, tl, "gemm_wgmma");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);
   a.add(ws).add<cl_ulong>(ws_off / 16).add(ws).add<cl_ulong>((ws_off + s.a_bytes) / 16);

@@ -176,6 +176,33 @@ def test_tf32_rounds_and_3xtf32_does_not(monkeypatch):
     check(x.to(DEV) @ y.to(DEV), x, y, torch.float32, "3xtf32")
 
 
+def plant_non_finite(a, b):
+    """inf, -inf and NaN in rows 0-2 of A over a zero row of B (inf * 0 = NaN in every column), and 3.4e38 (past
+    FLT_MAX once rounded to tf32) alone in row 4 of A, met by a single 1.0 in column 1 of B. In place."""
+    b[3] = 0
+    a[0, 3] = float("inf")
+    a[1, 5] = float("-inf")
+    a[2, 7] = float("nan")
+    a[4, :] = 0
+    a[4, 9] = 3.4e38
+    b[:, 1] = 0
+    b[9, 1] = 1.0
+
+
+def assert_non_finite_like_fp32(out, a, b):
+    """out = a @ b of plant_non_finite's operands as the CPU's fp32 product has it: the same NaN pattern and
+    infinities, 3.4e38 * 1 exactly, the finite entries within the fp32 bound."""
+    ref = a @ b
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+    assert torch.equal(torch.isinf(out), torch.isinf(ref))
+    assert torch.equal(out[torch.isinf(ref)], ref[torch.isinf(ref)])
+    assert out[4, 1] == ref[4, 1]  # 3.4e38 * 1 exactly
+    fin = torch.isfinite(ref)
+    fin[4] = False  # row 4 sums near FLT_MAX: no finite magnitude bound to compare against
+    tol = bound(a.nan_to_num(0, 0, 0), b.nan_to_num(0, 0, 0), ref.nan_to_num(0, 0, 0), torch.float32, "3xtf32")
+    assert ((out - ref).abs() <= tol)[fin].all()
+
+
 @pytest.mark.parametrize("config", [None, "mma 64x64x16 w2x2 local2"])
 def test_3xtf32_non_finite_inputs_like_fp32(config, monkeypatch):
     """inf, NaN and values near FLT_MAX: 3xTF32's split must not turn inf * x into NaN (inf * 0 in a cross
@@ -186,25 +213,9 @@ def test_3xtf32_non_finite_inputs_like_fp32(config, monkeypatch):
     torch.set_float32_matmul_precision("highest")
     for m, n, k in [(70, 45, 37), (32, 32, 2048)]:
         a, b = torch.randn(m, k), torch.randn(k, n)
-        b[3] = 0  # row 3 of B: inf * 0 = NaN in every column
-        a[0, 3] = float("inf")
-        a[1, 5] = float("-inf")
-        a[2, 7] = float("nan")
-        a[4, :] = 0
-        a[4, 9] = 3.4e38  # rounds past FLT_MAX in tf32
-        b[:, 1] = 0
-        b[9, 1] = 1.0
+        plant_non_finite(a, b)
         assert "3xtf32" in pytorch_ocl.ops.gemm_plan(m, n, k)
-        out = (a.to(DEV) @ b.to(DEV)).cpu()
-        ref = a @ b
-        assert torch.equal(torch.isnan(out), torch.isnan(ref))
-        assert torch.equal(torch.isinf(out), torch.isinf(ref))
-        assert torch.equal(out[torch.isinf(ref)], ref[torch.isinf(ref)])
-        assert out[4, 1] == ref[4, 1]  # 3.4e38 * 1 exactly
-        fin = torch.isfinite(ref)
-        fin[4] = False  # row 4 sums near FLT_MAX: no finite magnitude bound to compare against
-        tol = bound(a.nan_to_num(0, 0, 0), b, ref.nan_to_num(0, 0, 0), torch.float32, "3xtf32")
-        assert ((out - ref).abs() <= tol)[fin].all()
+        assert_non_finite_like_fp32((a.to(DEV) @ b.to(DEV)).cpu(), a, b)
 
 
 @pytest.mark.parametrize("kind", ["bf16", "tf32"])

@@ -12,13 +12,13 @@ launch names). Shapes: whole tiles, tails in M, N and K (zero padding in the pac
 layer's forward and backward, and three SGD steps of a small MLP under bfloat16 autocast (and in float32 on
 3xTF32) against the CPU's.
 """
-import math
 import os
 
 import pytest
 import torch
 
 import pytorch_ocl
+from test_gemm_mma import assert_non_finite_like_fp32, bound, plant_non_finite
 
 DEV = "ocl:0"
 NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
@@ -138,10 +138,7 @@ def test_linear_forward_backward():
 def check32(out, a, b, kind, ref=None):
     """float32 products: the fp32 bound of tests/test_gemm_mma.py (3xTF32), plus TF32's operand rounding."""
     ref = a.double() @ b.double() if ref is None else ref
-    mag = a.double().abs() @ b.double().abs()
-    tol = 8 * 2.0**-24 * math.sqrt(max(a.shape[-1], 1)) * mag + 2 * 2.0**-24 * ref.abs() + 1e-300
-    if kind == "tf32":
-        tol = tol + 2 * 2.0**-11 * mag
+    tol = bound(a, b, ref, torch.float32, kind)
     err = (out.detach().cpu().double() - ref).abs()
     assert bool((err <= tol).all()), f"max error {err.max().item():.3e}, ratio {(err / tol).max().item():.2f}"
 
@@ -201,28 +198,11 @@ def test_3xtf32_non_finite_inputs_like_fp32():
     use32("3xtf32")
     g = torch.Generator().manual_seed(6)
     a, b = torch.randn(300, 40, generator=g), torch.randn(40, 200, generator=g)
-    b[3] = 0  # row 3 of B: inf * 0 = NaN in every column of the rows holding inf in column 3
-    a[0, 3] = float("inf")
-    a[1, 5] = float("-inf")
-    a[2, 7] = float("nan")
-    a[4, :] = 0
-    a[4, 9] = 3.4e38  # rounds past FLT_MAX in tf32
-    b[:, 1] = 0
-    b[9, 1] = 1.0
+    plant_non_finite(a, b)
     b[11, 150] = float("inf")  # a marked block of B (columns 128..199)
     out, names = launches(lambda: (a.to(DEV) @ b.to(DEV)).cpu())
     assert "gemm_wgmma" in names, names
-    ref = a @ b
-    assert torch.equal(torch.isnan(out), torch.isnan(ref))
-    assert torch.equal(torch.isinf(out), torch.isinf(ref))
-    assert torch.equal(out[torch.isinf(ref)], ref[torch.isinf(ref)])
-    assert out[4, 1] == ref[4, 1]
-    fin = torch.isfinite(ref)
-    fin[4] = False  # sums near FLT_MAX: no finite magnitude bound
-    an = a.nan_to_num(0, 0, 0)
-    mag = an.double().abs() @ b.nan_to_num(0, 0, 0).double().abs()
-    tol = 8 * 2.0**-24 * math.sqrt(40) * mag + 2 * 2.0**-24 * ref.double().abs()
-    assert ((out.double() - ref.double()).abs() <= tol)[fin].all()
+    assert_non_finite_like_fp32(out, a, b)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -296,29 +276,32 @@ def test_switches(monkeypatch, var, value):
     assert "wgmma" not in pytorch_ocl.ops.gemm_plan(2048, 2048, 64, dtype=torch.bfloat16)
 
 
+def mlp_steps(device, activation, amp_dtype=None):
+    """Three SGD steps of a small MLP (96 -> 130 -> 64, float32 weights, fixed data; under torch.autocast in
+    `amp_dtype` if given): the losses and each parameter's update."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(96, 130), activation, torch.nn.Linear(130, 64)).to(device)
+    start = [p.detach().cpu().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.randn(70, 96, generator=g).to(device), torch.randn(70, 64, generator=g).to(device)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        with torch.autocast(torch.device(device).type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            loss = torch.nn.functional.mse_loss(model(x).float(), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu() - s for p, s in zip(model.parameters(), start)]
+
+
 def test_mlp_training_steps_match_cpu():
     """The whole-network check: three SGD steps of a small MLP under bfloat16 autocast (float32 weights, every
     product on the wgmma kernel: forward, input and weight gradients) move the weights as the CPU's autocast does
     (the updates compared, relative to their size, and the losses)."""
-    def train(device):
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(96, 130), torch.nn.GELU(), torch.nn.Linear(130, 64)).to(device)
-        start = [p.detach().cpu().clone() for p in model.parameters()]
-        opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-        g = torch.Generator().manual_seed(5)
-        x, y = torch.randn(70, 96, generator=g).to(device), torch.randn(70, 64, generator=g).to(device)
-        losses = []
-        for _ in range(3):
-            opt.zero_grad()
-            with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
-                loss = torch.nn.functional.mse_loss(model(x).float(), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        return losses, [p.detach().cpu() - s for p, s in zip(model.parameters(), start)]
-
-    ref_losses, ref = train("cpu")
-    (losses, got), names = launches(lambda: train(DEV))
+    ref_losses, ref = mlp_steps("cpu", torch.nn.GELU(), torch.bfloat16)
+    (losses, got), names = launches(lambda: mlp_steps(DEV, torch.nn.GELU(), torch.bfloat16))
     assert names.count("gemm_wgmma") >= 6, names
     torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), rtol=5e-3, atol=0)
     for a, b in zip(got, ref):
@@ -328,21 +311,8 @@ def test_mlp_training_steps_match_cpu():
 def test_mlp_float32_training_steps_match_cpu():
     """Three SGD steps of a float32 MLP at the default precision: every product (forward, both gradients) on the
     3xTF32 wgmma kernel, the weights' updates as the CPU's to fp32 accuracy."""
-    def train(device):
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(96, 130), torch.nn.Tanh(), torch.nn.Linear(130, 64)).to(device)
-        start = [p.detach().cpu().clone() for p in model.parameters()]
-        opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-        g = torch.Generator().manual_seed(5)
-        x, y = torch.randn(70, 96, generator=g).to(device), torch.randn(70, 64, generator=g).to(device)
-        for _ in range(3):
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(x), y).backward()
-            opt.step()
-        return [p.detach().cpu() - s for p, s in zip(model.parameters(), start)]
-
-    ref = train("cpu")
-    got, names = launches(lambda: train(DEV))
+    _, ref = mlp_steps("cpu", torch.nn.Tanh())
+    (_, got), names = launches(lambda: mlp_steps(DEV, torch.nn.Tanh()))
     assert names.count("gemm_wgmma") >= 6, names
     for a, b in zip(got, ref):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-4 * b.abs().max().item())

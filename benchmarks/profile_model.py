@@ -1,7 +1,7 @@
 """Where a network's training step spends device time: kernels on ocl (OpenCL event profiling) and,
 with --ref cuda, CUDA kernels from torch.profiler in a child process that does not load ocl.
 
-    python3 benchmarks/profile_model.py --net mobilenet_v2 [--batch 32] [--ref cuda] [--top 25] [--infer]
+    python3 benchmarks/profile_model.py --net mobilenet_v2 [--batch 32] [--ref cuda] [--top 25] [--infer] [--math default]
     python3 benchmarks/profile_model.py --net gpt2|bert [--amp bf16] [--compile] [--quick] [--ref cuda]
 
 Prints the top kernels by total device time for one training step (forward, cross-entropy,
@@ -136,9 +136,15 @@ def report_host(step, device, top):
         print(f"  {e.self_cpu_time_total / 1e3:8.3f} ms  {e.count:5d}x  {e.key[:110]}")
 
 
-def profile_cuda(args):
+def set_math(args):
+    """The same float32 switches on both devices: TF32 off (--math fp32) or torch's defaults (--math default:
+    convolutions in TF32 on cuDNN and on ocl's matrix engine, matmul in float32)."""
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = args.math == "default"
+
+
+def profile_cuda(args):
+    set_math(args)
     torch.backends.cudnn.benchmark = True
     step = make_step(args.net, "cuda", args.batch, args.infer, args)
     step()
@@ -152,7 +158,7 @@ def profile_cuda(args):
         if us and e.device_type == torch.autograd.DeviceType.CUDA:
             rows.append((e.key, e.count, us))
     rows.sort(key=lambda r: -r[2])
-    report("cuda TF32 off", wall, rows, args.top)
+    report("cuda TF32 off" if args.math == "fp32" else "cuda default (TF32 convolutions)", wall, rows, args.top)
 
 
 def report(label, wall, rows, top):
@@ -167,7 +173,9 @@ def main():
     parser.add_argument("--net", default="mobilenet_v2")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--device", default="ocl:0")
-    parser.add_argument("--ref", default=None, help="cuda: also profile CUDA PyTorch (TF32 off)")
+    parser.add_argument("--ref", default=None, help="cuda: also profile CUDA PyTorch (same --math)")
+    parser.add_argument("--math", default="fp32", choices=["fp32", "default"],
+                        help="fp32: TF32 off on both devices; default: torch's defaults (TF32 convolutions)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--infer", action="store_true", help="profile eval-mode inference instead of a training step")
     parser.add_argument("--amp", choices=["bf16", "fp16"], help="gpt2/bert: forward under torch.autocast")
@@ -178,11 +186,12 @@ def main():
     if args.child_cuda:
         return profile_cuda(args)
     common.import_backend()
+    set_math(args)
     profile_ocl(args)
     if args.ref == "cuda":
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         cmd = [sys.executable, os.path.abspath(__file__), "--child-cuda", "--net", args.net, "--batch",
-               str(args.batch), "--top", str(args.top)] + (["--infer"] if args.infer else [])
+               str(args.batch), "--top", str(args.top), "--math", args.math] + (["--infer"] if args.infer else [])
         cmd += (["--amp", args.amp] if args.amp else []) + ["--compile"] * args.compile + ["--quick"] * args.quick
         sys.stdout.flush()
         subprocess.run(cmd, env=env, check=False)

@@ -479,11 +479,19 @@ case "${1:-validate}" in
     run linalg 75 python3 benchmarks/linalg.py --ref cuda --seconds 20 --out "$out/linalg.md"
     rm -f "$out"/*.png "$out"/gemm_rule.log "$out"/models*.log "$out"/build.log
     ;;
-  exit37)  # the exit barrier (tests/test_exit.py) and the build tests natively, bf16's size rule vs cuBLAS
+  exit37)  # the exit barrier (tests/test_exit.py) and the build tests natively, bf16's size rule vs cuBLAS, the wgmma
+    # tile layouts (TF32 / bf16 at 4096^3 and 8192^3), resnet50's step by kernel with TF32 convolutions on both devices
     run native 100 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_exit.py \
       tests/test_parallel_builds.py tests/test_build_workers.py
     run gemm_rule_bf16 40 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 1024,square 2048,attn" \
       --out "$out/gemm_rule_bf16.md"
+    for tile in 128,5 256,3 64,7; do  # the wgmma tile layouts (issue 16's TF32 >= 0.7, bf16 >= 0.6 at 4096^3)
+      PYTORCH_OCL_WGMMA_TILE=$tile run "tile_tf32_$tile" 40 python3 benchmarks/gemm.py --ref cuda --math tf32 \
+        --only "square 4096,square 8192"
+      PYTORCH_OCL_WGMMA_TILE=$tile run "tile_bf16_$tile" 40 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 \
+        --only "square 4096,square 8192"
+    done
+    run resnet50_tf32 100 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

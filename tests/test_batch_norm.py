@@ -62,35 +62,65 @@ def test_batch_norm_single_value_per_channel_is_an_error():
         F.batch_norm(torch.randn(1, 3, device="ocl"), None, None, training=True)
 
 
+HARD_DATA = r"""
+def hard_data(shape):
+    # A large mean, and each channel's very first value an outlier: one-read statistics that shift by
+    # a sample or subtract large sums lose the other values' low bits here.
+    x = torch.randn(shape).add(1000)
+    x.view(shape[0], shape[1], -1)[0, :, 0] = 1e5
+    return x
+"""
+
 SPLIT_SCRIPT = r"""
 import torch, torch.nn.functional as F
 torch.manual_seed(0)
-# Few channels over many positions: under the GPU mapping the per-channel sums run in slices
-# (uneven last slice, slices ending mid-image), merged in a second kernel.
-for shape in [(32, 3, 64, 64), (4, 2, 100, 101), (3, 1, 9000)]:
-    for dt in (torch.float32, torch.float64, torch.float16):
-        x = torch.randn(shape).mul(3).add(5).to(dt)
-        w, b = torch.randn(shape[1]), torch.randn(shape[1])
-        xr = x.double().clone().requires_grad_()
-        wr, br = w.double().requires_grad_(), b.double().requires_grad_()
-        rm, rv = torch.zeros(shape[1], dtype=torch.float64), torch.ones(shape[1], dtype=torch.float64)
-        y = F.batch_norm(xr, rm, rv, wr, br, training=True, momentum=0.3)
-        g = torch.randn_like(y)
-        y.backward(g)
-        xd = x.to("ocl").requires_grad_()
-        rmd, rvd = torch.zeros(shape[1], dtype=dt, device="ocl"), torch.ones(shape[1], dtype=dt, device="ocl")
-        # Weights in the compute type take the weight gradient from the reduction's launch; float16
-        # ones the separate product.
-        wd, bd = w.to("ocl", dt).requires_grad_(), b.to("ocl", dt).requires_grad_()
-        yd = F.batch_norm(xd, rmd, rvd, wd, bd, training=True, momentum=0.3)
-        yd.backward(g.to("ocl", dt))
-        tol = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2e-2}[dt]
-        for name, got, ref in (("y", yd, y), ("dx", xd.grad, xr.grad), ("running_mean", rmd, rm), ("running_var", rvd, rv),
-                               ("dw", wd.grad, wr.grad), ("db", bd.grad, br.grad)):
-            err = ((got.cpu().double() - ref.detach()).abs().max() / ref.detach().abs().max()).item()
-            assert err <= tol, (shape, dt, name, err)
+""" + HARD_DATA + r"""
+# Few channels over many positions: under the GPU mapping the per-channel sums run in slices over
+# images and positions (uneven last slices, position chunks ending mid-image), merged in a second
+# kernel; small planes put several images in one work-group (7x7), one-value planes one per item.
+cases = [(shape, dt, lambda s: torch.randn(s).mul(3).add(5))
+         for shape in [(32, 3, 64, 64), (4, 2, 100, 101), (3, 1, 9000), (256, 2, 7, 7), (1, 2, 300, 300),
+                       (20000, 2)]
+         for dt in (torch.float32, torch.float64, torch.float16)]
+cases += [(shape, torch.float32, hard_data) for shape in [(32, 3, 64, 64), (256, 2, 7, 7), (1, 2, 300, 300)]]
+for shape, dt, make in cases:
+    x = make(shape).to(dt)
+    w, b = torch.randn(shape[1]), torch.randn(shape[1])
+    xr = x.double().clone().requires_grad_()
+    wr, br = w.double().requires_grad_(), b.double().requires_grad_()
+    rm, rv = torch.zeros(shape[1], dtype=torch.float64), torch.ones(shape[1], dtype=torch.float64)
+    y = F.batch_norm(xr, rm, rv, wr, br, training=True, momentum=0.3)
+    g = torch.randn_like(y)
+    y.backward(g)
+    xd = x.to("ocl").requires_grad_()
+    rmd, rvd = torch.zeros(shape[1], dtype=dt, device="ocl"), torch.ones(shape[1], dtype=dt, device="ocl")
+    # Weights in the compute type take the weight gradient from the reduction's launch; float16
+    # ones the separate product.
+    wd, bd = w.to("ocl", dt).requires_grad_(), b.to("ocl", dt).requires_grad_()
+    yd = F.batch_norm(xd, rmd, rvd, wd, bd, training=True, momentum=0.3)
+    yd.backward(g.to("ocl", dt))
+    tol = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2e-2}[dt]
+    for name, got, ref in (("y", yd, y), ("dx", xd.grad, xr.grad), ("running_mean", rmd, rm), ("running_var", rvd, rv),
+                           ("dw", wd.grad, wr.grad), ("db", bd.grad, br.grad)):
+        err = ((got.cpu().double() - ref.detach()).abs().max() / ref.detach().abs().max()).item()
+        assert err <= tol, (shape, dt, name, err)
 print("ok")
 """
+
+
+def test_batch_norm_hard_data_one_group_per_channel():
+    """The statistics of data with a large mean and an outlier first value, unsliced (CPU mapping), vs float64."""
+    ns = {"torch": torch}
+    exec(HARD_DATA, ns)
+    for shape in [(4, 3, 50, 50), (64, 2, 7, 7), (3000, 2)]:
+        x = ns["hard_data"](shape)
+        rm, rv = torch.zeros(shape[1], dtype=torch.float64), torch.ones(shape[1], dtype=torch.float64)
+        ref = F.batch_norm(x.double(), rm, rv, training=True, momentum=1.0)
+        rmd, rvd = torch.zeros(shape[1], device="ocl"), torch.ones(shape[1], device="ocl")
+        y = F.batch_norm(x.to("ocl"), rmd, rvd, training=True, momentum=1.0)
+        for got, want in ((y, ref), (rmd, rm), (rvd, rv)):
+            err = ((got.cpu().double() - want).abs().max() / want.abs().max()).item()
+            assert err <= 2e-5, (shape, err)
 
 
 def test_batch_norm_split_channel_sums():

@@ -40,27 +40,73 @@ void add_stats_outputs(KernelArgs& a, DType t, double eps, double momentum, cons
   a.add<cl_int>(run_mean.mem != nullptr);
 }
 
-// How the per-channel sums are cut: `slices` runs of `chunk` positions per channel. One
-// work-group per channel leaves most of a GPU idle when there are few channels over many
-// positions (resnet's 64-channel layers at 112x112: 64 groups streaming 400k values each at
-// batch 32); slices of at least 16 values per work item fix that. CPU devices: no slices.
+// How the per-channel sums are cut: `slices` work-groups per channel, each over a chunk of the
+// images and a chunk of the positions (the kernel's DL_BN_GEOMETRY). One work-group per channel
+// leaves most of a GPU idle when there are few channels over many positions (resnet's 64-channel
+// layers at 112x112: 64 groups streaming 400k values each at batch 32); slices of at least 16
+// values per work item fix that. CPU devices: no slices.
 struct Slices {
-  uint64_t slices = 1, chunk = 0;
+  uint64_t slices = 1, n_chunk = 0, i_chunk = 0, i_slices = 1, l0 = 1;
 };
+
+uint64_t pow2_at_least(uint64_t v, uint64_t cap) {
+  uint64_t p = 1;
+  while (p < v && p < cap) p *= 2;
+  return p;
+}
 
 Slices slices_of(const Context& ctx, BatchNormShape s) {
   Slices r;
+  uint64_t L = group_size(ctx);
+  r.n_chunk = s.N;
+  r.i_chunk = s.HW;
   uint64_t M = s.N * s.HW;
-  r.chunk = M;
-  if (cpu_mapping(ctx) || s.C == 0 || M == 0) return r;
   uint64_t wanted = 8ull * std::max<uint32_t>(ctx.info().compute_units, 1);
-  if (s.C >= wanted) return r;
-  uint64_t by_work = M / (group_size(ctx) * 16);
-  uint64_t n = std::min<uint64_t>({(wanted + s.C - 1) / s.C, by_work, 256});
-  if (n <= 1) return r;
-  r.chunk = (M + n - 1) / n;
-  r.slices = (M + r.chunk - 1) / r.chunk;  // every slice non-empty
+  if (!cpu_mapping(ctx) && s.C > 0 && M > 0 && s.C < wanted) {
+    uint64_t n = std::min<uint64_t>({(wanted + s.C - 1) / s.C, M / (L * 16), 256});
+    if (n > 1) {
+      uint64_t ps = std::min<uint64_t>(n, s.N);
+      r.n_chunk = (s.N + ps - 1) / ps;
+      ps = (s.N + r.n_chunk - 1) / r.n_chunk;
+      uint64_t hs = std::min<uint64_t>((n + ps - 1) / ps, std::max<uint64_t>(1, r.n_chunk * s.HW / (L * 16)));
+      r.i_chunk = (s.HW + hs - 1) / hs;
+      r.i_slices = (s.HW + r.i_chunk - 1) / r.i_chunk;  // every slice non-empty
+      r.slices = ps * r.i_slices;
+    }
+  }
+  r.l0 = pow2_at_least(std::min(s.HW, r.i_chunk), L);
   return r;
+}
+
+void add_geometry(KernelArgs& a, BatchNormShape s, const Slices& sl) {
+  a.add<cl_ulong>(s.N).add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(sl.n_chunk).add<cl_ulong>(sl.i_chunk);
+  a.add<cl_ulong>(sl.i_slices).add<cl_ulong>(sl.l0);
+}
+
+// The elementwise passes' 2-D range: groups of l0 positions x L / l0 planes, each group over
+// `chunk` positions of its planes; planes are cut into chunks only when there are too few
+// groups otherwise (a batch of one large image).
+struct PlaneLaunch {
+  size_t global[2], local[2];
+  uint64_t chunk;
+};
+
+PlaneLaunch plane_launch(const Context& ctx, BatchNormShape s) {
+  uint64_t L = group_size(ctx), planes = s.N * s.C;
+  uint64_t l0 = pow2_at_least(s.HW, L), l1 = L / l0;
+  uint64_t groups = (planes + l1 - 1) / l1, split = 1;
+  uint64_t wanted = 8ull * std::max<uint32_t>(ctx.info().compute_units, 1);
+  if (!cpu_mapping(ctx) && groups < wanted)
+    split = std::max<uint64_t>(1, std::min<uint64_t>((wanted + groups - 1) / groups, s.HW / (l0 * 4)));
+  PlaneLaunch p;
+  p.chunk = (s.HW + split - 1) / split;
+  p.chunk = (p.chunk + l0 - 1) / l0 * l0;
+  split = (s.HW + p.chunk - 1) / p.chunk;
+  p.global[0] = l0 * split;
+  p.global[1] = groups * l1;
+  p.local[0] = l0;
+  p.local[1] = l1;
+  return p;
 }
 
 } // namespace
@@ -75,21 +121,24 @@ void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNorm
                       Buffer ws) {
   if (s.C == 0) return;
   Slices sl = slices_of(ctx, s);
+  size_t L = group_size(ctx);
+  size_t moments_local = 3 * L * dtype_size(compute_dtype(t));  // dl_bn_moments' (count, mean, m2) per item
   if (sl.slices > 1) {
     if (!ws.mem) throw Error("batch_norm_stats: missing workspace (batch_norm_workspace_bytes)");
-    size_t L = group_size(ctx);
     {
       TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats_part");
       std::lock_guard<std::mutex> lock(*k.mutex);
       KernelArgs a(k.kernel);
-      a.add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
-      a.add<cl_ulong>(sl.chunk).add(ws.mem).add<cl_ulong>(ws.offset).add_local(L * dtype_size(compute_dtype(t)));
+      a.add(x.mem).add<cl_ulong>(x.offset);
+      add_geometry(a, s, sl);
+      a.add(ws.mem).add<cl_ulong>(ws.offset).add_local(moments_local);
       launch_1d(q, k.kernel, sl.slices * s.C * L, L, "batch_norm_stats");
     }
     TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats_finish");
     std::lock_guard<std::mutex> lock(*k.mutex);
     KernelArgs a(k.kernel);
-    a.add(ws.mem).add<cl_ulong>(ws.offset).add<cl_ulong>(s.N * s.HW).add<cl_ulong>(s.C).add<cl_ulong>(sl.chunk);
+    a.add(ws.mem).add<cl_ulong>(ws.offset);
+    add_geometry(a, s, sl);
     a.add<cl_ulong>(sl.slices);
     add_stats_outputs(a, t, eps, momentum, save_mean, save_invstd, run_mean, run_var);
     launch_1d(q, k.kernel, s.C, ctx.work_group_size(256), "batch_norm_stats");
@@ -97,23 +146,23 @@ void batch_norm_stats(const Context& ctx, cl_command_queue q, DType t, BatchNorm
   }
   TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_stats");
   std::lock_guard<std::mutex> lock(*k.mutex);
-  size_t L = group_size(ctx);
   KernelArgs a(k.kernel);
-  a.add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
+  a.add(x.mem).add<cl_ulong>(x.offset);
+  add_geometry(a, s, sl);
   add_stats_outputs(a, t, eps, momentum, save_mean, save_invstd, run_mean, run_var);
-  a.add_local(L * dtype_size(compute_dtype(t)));
+  a.add_local(moments_local);
   launch_1d(q, k.kernel, s.C * L, L, "batch_norm_stats");
 }
 
 void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer x, Buffer y,
                       Buffer mean, Buffer invstd, bool invstd_is_var, double eps, Buffer w, Buffer b) {
-  uint64_t total = s.N * s.C * s.HW;
-  if (total == 0) return;
+  if (s.N * s.C * s.HW == 0) return;
+  PlaneLaunch p = plane_launch(ctx, s);
   TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_apply");
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs a(k.kernel);
-  a.add(x.mem).add<cl_ulong>(x.offset).add(y.mem).add<cl_ulong>(y.offset).add<cl_ulong>(total);
-  a.add<cl_ulong>(s.C).add<cl_ulong>(s.HW);
+  a.add(x.mem).add<cl_ulong>(x.offset).add(y.mem).add<cl_ulong>(y.offset).add<cl_ulong>(s.N * s.C);
+  a.add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(p.chunk);
   add_buf(a, mean, mean);
   add_buf(a, invstd, mean);
   a.add<cl_int>(invstd_is_var);
@@ -121,7 +170,7 @@ void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNorm
   add_buf(a, w, mean);
   add_buf(a, b, mean);
   a.add<cl_int>(w.mem != nullptr).add<cl_int>(b.mem != nullptr);
-  launch_1d(q, k.kernel, total, ctx.work_group_size(256), "batch_norm");
+  launch_nd(q, k.kernel, 2, p.global, p.local, "batch_norm");
 }
 
 // The trailing arguments of bn_bwd_reduce and bn_bwd_reduce_finish (DL_BN_BWD_SUMS_ARGS).
@@ -138,15 +187,15 @@ void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t,
   if (s.C == 0) return;
   if (grad_w.mem && !invstd.mem) throw Error("batch_norm_backward_reduce: the weight gradient needs invstd");
   Slices sl = slices_of(ctx, s);
+  size_t L = group_size(ctx);
   if (sl.slices > 1) {
     if (!ws.mem) throw Error("batch_norm_backward_reduce: missing workspace (batch_norm_workspace_bytes)");
-    size_t L = group_size(ctx);
     {
       TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_reduce_part");
       std::lock_guard<std::mutex> lock(*k.mutex);
       KernelArgs a(k.kernel);
-      a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C);
-      a.add<cl_ulong>(s.HW).add<cl_ulong>(sl.chunk);
+      a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset);
+      add_geometry(a, s, sl);
       add_buf(a, mean, mean);
       a.add(ws.mem).add<cl_ulong>(ws.offset).add_local(L * dtype_size(compute_dtype(t)));
       launch_1d(q, k.kernel, sl.slices * s.C * L, L, "batch_norm_backward_reduce");
@@ -161,10 +210,9 @@ void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t,
   }
   TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_reduce");
   std::lock_guard<std::mutex> lock(*k.mutex);
-  size_t L = group_size(ctx);
   KernelArgs a(k.kernel);
-  a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add<cl_ulong>(s.N).add<cl_ulong>(s.C);
-  a.add<cl_ulong>(s.HW);
+  a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset);
+  add_geometry(a, s, sl);
   add_buf(a, mean, mean);
   a.add_local(L * dtype_size(compute_dtype(t)));
   add_bwd_sums(a, sum_g, sum_gx, invstd, grad_w);
@@ -174,13 +222,13 @@ void batch_norm_backward_reduce(const Context& ctx, cl_command_queue q, DType t,
 void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, BatchNormShape s, Buffer g, Buffer x,
                                Buffer mean, Buffer invstd, Buffer w, Buffer sum_g, Buffer sum_gx, bool training,
                                Buffer gx) {
-  uint64_t total = s.N * s.C * s.HW;
-  if (total == 0) return;
+  if (s.N * s.C * s.HW == 0) return;
+  PlaneLaunch p = plane_launch(ctx, s);
   TypedKernel k = typed_kernel(ctx, "batch_norm", t, "bn_bwd_apply");
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs a(k.kernel);
   a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add(gx.mem).add<cl_ulong>(gx.offset);
-  a.add<cl_ulong>(total).add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(s.N * s.HW);
+  a.add<cl_ulong>(s.N * s.C).add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(p.chunk).add<cl_ulong>(s.N * s.HW);
   add_buf(a, mean, mean);
   add_buf(a, invstd, mean);
   add_buf(a, w, mean);
@@ -188,7 +236,7 @@ void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, 
   add_buf(a, sum_g, mean);
   add_buf(a, sum_gx, mean);
   a.add<cl_int>(training);
-  launch_1d(q, k.kernel, total, ctx.work_group_size(256), "batch_norm_backward");
+  launch_nd(q, k.kernel, 2, p.global, p.local, "batch_norm_backward");
 }
 
 } // namespace dlprim

@@ -1,14 +1,14 @@
 """Convolution layers of common networks on `ocl` against a reference device, in the same process.
 
     python3 benchmarks/conv.py [--device ocl:0] [--ref cuda|cpu] [--nets resnet18,resnet50,mobilenet_v2,vgg16]
-                               [--batches 32,1] [--quick] [--out results/conv.md]
+                               [--batches 32,1] [--math fp32|default] [--quick] [--out results/conv.md]
 
 Every distinct conv layer (input channels, output channels, kernel, stride, padding, groups,
 input size at 224x224) of the networks, forward (`F.conv2d`) and backward
 (`aten.convolution_backward` for the input and weight gradients, as autograd calls it), in
 milliseconds (median) and the ratio ref time / ocl time (> 1: ocl faster). Per network, batch
 and direction the geometric mean of the ratios summarises. A cuda reference runs cuDNN with
-TF32 off and cudnn.benchmark on (it autotunes too). No torchvision needed: the layer lists
+TF32 off (--math default: TF32 convolutions on both devices) and cudnn.benchmark on (it autotunes too). No torchvision needed: the layer lists
 are generated from the architectures below.
 """
 import argparse
@@ -161,13 +161,17 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", default="32,1")
     parser.add_argument("--quick", action="store_true", help="resnet18 at batch 1 and 2: a CI smoke run")
     parser.add_argument("--max-seconds", type=float, default=10.0, help="time a layer once when slower than this")
+    parser.add_argument("--math", default="fp32", choices=["fp32", "default"],
+                        help="fp32: TF32 off on both devices; default: torch's default, TF32 convolutions (cuDNN's "
+                             "and ocl's matrix engine)")
     parser.add_argument("--out", default="results/conv.md")
     args = parser.parse_args(argv)
     if not torch.ocl.is_available():
         print(f"no OpenCL device: {pytorch_ocl._C.enumeration_error()}")
         return 1
+    # One switch for both devices: ocl's convolutions read torch.backends.cudnn.allow_tf32 too.
+    torch.backends.cudnn.allow_tf32 = args.math == "default"
     if torch.device(args.ref).type == "cuda":
-        torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = True
     nets = ["resnet18"] if args.quick else args.nets.split(",")
     batches = [1, 2] if args.quick else [int(b) for b in args.batches.split(",")]
@@ -203,8 +207,10 @@ def main(argv=None) -> int:
     preamble = [
         f"ocl: {common.device_description(args.device)}",
         f"ref: {common.device_description(args.ref)}"
-        + (" (cuDNN, TF32 off, benchmark mode)" if torch.device(args.ref).type == "cuda" else ""),
-        f"torch {torch.__version__}, float32{', --quick' if args.quick else ''}, "
+        + ((" (cuDNN, TF32 off, benchmark mode)" if args.math == "fp32" else " (cuDNN, TF32, benchmark mode)")
+           if torch.device(args.ref).type == "cuda" else ""),
+        f"torch {torch.__version__}, float32{' (TF32 convolutions on both)' if args.math == 'default' else ''}"
+        f"{', --quick' if args.quick else ''}, "
         f"PYTORCH_OCL_AUTOTUNE={os.environ.get('PYTORCH_OCL_AUTOTUNE', '1')}",
         "",
         summary.replace("\n", "  \n"),

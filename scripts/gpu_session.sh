@@ -55,6 +55,7 @@
 #   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
 #   bash scripts/gpu_session.sh exit37        # test_exit / build tests natively, bf16 size rule vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
+#   bash scripts/gpu_session.sh check38       # batch norm natively + vs CUDA, resnet50 TF32 by kernel / conv layer, 3 CNNs
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -492,6 +493,18 @@ case "${1:-validate}" in
         --only "square 4096,square 8192"
     done
     run resnet50_tf32 100 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
+    ;;
+  check38)  # batch norm's one-read statistics natively (tests, layers.py vs CUDA), resnet50's step by kernel and its
+    # convolution layers per path with TF32 convolutions on both devices, resnet50 / vgg16 / mobilenet_v2 vs CUDA defaults
+    run native_bn 120 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_batch_norm.py \
+      tests/test_batch_norm_update.py tests/test_group_norm.py tests/test_validate_network.py
+    run layers 60 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
+    run resnet50_tf32 90 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
+    run conv_tf32 200 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 \
+      --out "$out/conv_tf32.md"
+    run models_default 150 python3 benchmarks/models.py --math default --nets resnet50,mobilenet_v2,vgg16 \
+      --out "$out/models_default.md"
+    rm -f "$out"/*.png "$out"/build.log "$out"/layers.log "$out"/conv_tf32.log "$out"/models_default.log
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -56,6 +56,7 @@
 #   bash scripts/gpu_session.sh exit37        # test_exit / build tests natively, bf16 size rule vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
 #   bash scripts/gpu_session.sh check38       # batch norm natively + vs CUDA, resnet50 TF32 by kernel / conv layer, 3 CNNs
+#   bash scripts/gpu_session.sh exp38         # resnet50 TF32 convolutions with every product on the tiled kernels
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -505,6 +506,15 @@ case "${1:-validate}" in
     run models_default 150 python3 benchmarks/models.py --math default --nets resnet50,mobilenet_v2,vgg16 \
       --out "$out/models_default.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/layers.log "$out"/conv_tf32.log "$out"/models_default.log
+    ;;
+  exp38)  # resnet50 with TF32 convolutions, every product on the tiled mma.sync kernels (PYTORCH_OCL_WGMMA=0): the
+    # whole network and its conv layers per path against CUDA defaults (compare with check38's wgmma default)
+    PYTORCH_OCL_WGMMA=0 run models_nowg 90 python3 benchmarks/models.py --math default --nets resnet50 \
+      --out "$out/models_nowg.md"
+    PYTORCH_OCL_WGMMA=0 run conv_nowg 200 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 \
+      --batches 32 --out "$out/conv_nowg.md"
+    PYTORCH_OCL_WGMMA=0 run resnet50_nowg 90 python3 benchmarks/profile_model.py --net resnet50 --math default --top 25
+    rm -f "$out"/*.png "$out"/build.log "$out"/models_nowg.log "$out"/conv_nowg.log
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -156,10 +156,11 @@ def test_backward(case):
 
 
 # PYTORCH_OCL_ATTN_MMA_BWD (the backward passes' layouts; attention_mma.cpp): the head-dim split over warp pairs
-# forced at head dims up to 64, other warp counts and tiles, over several tiles and work-groups.
+# forced at head dims up to 64, other warp counts and tiles, over several tiles and work-groups. Each layout fits
+# 48 KiB of local memory with the emulation's register copies (NVIDIA's cap: a larger one runs the FMA kernel there).
 @pytest.mark.parametrize("layout,case", [
     ("dkdv=4,16,split+dq=4,16,split", ("3xtf32", 1, 2, 1, 45, 70, 64, 48, True, False)),
-    ("dkdv=8,32,split+dq=8,32", ("3xtf32", 1, 1, 1, 70, 45, 40, 64, False, True)),
+    ("dkdv=8,16,split+dq=8,32", ("3xtf32", 1, 1, 1, 70, 45, 40, 64, False, True)),
     ("dq=2,16,split+dkdv=2,32", (torch.bfloat16, 1, 2, 2, 50, 38, 64, 64, False, False)),
 ], ids=lambda x: x if isinstance(x, str) else "-".join(str(y).replace("torch.", "") for y in x))
 def test_backward_env_layouts(monkeypatch, layout, case):

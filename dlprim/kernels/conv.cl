@@ -13,10 +13,20 @@ __kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong
   ulong id = get_global_id(0);
   if (id >= total) return;
   const int npix = OH * OW, khw = KH * KW, kg = Cg * khw;
-  const int n = (int)(id % (ulong)npix);
-  ulong t = id / (ulong)npix;
-  const int k = (int)(t % (ulong)kg);
-  const int z = (int)(t / (ulong)kg), b = z / groups, g = z - b * groups;
+  int n, k, z;
+  if (total <= 0xffffffffUL) {  // 32-bit division where the index fits: this kernel is bound by its index arithmetic
+    uint u = (uint)id;
+    n = (int)(u % (uint)npix);
+    u /= (uint)npix;
+    k = (int)(u % (uint)kg);
+    z = (int)(u / (uint)kg);
+  } else {
+    n = (int)(id % (ulong)npix);
+    ulong t = id / (ulong)npix;
+    k = (int)(t % (ulong)kg);
+    z = (int)(t / (ulong)kg);
+  }
+  const int b = z / groups, g = z - b * groups;
   const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
   const int oh = n / OW, ow = n - oh * OW;
   const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
@@ -56,29 +66,56 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, 
                           ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
   ulong id = get_global_id(0);
   if (id >= total) return;
-  const int iw = (int)(id % (ulong)W);
-  ulong t = id / (ulong)W;
-  const int ih = (int)(t % (ulong)H);
-  t /= (ulong)H;
   const int C = Cg * groups;
-  const int c = (int)(t % (ulong)C), b = (int)(t / (ulong)C);
+  int iw, ih, c, b;
+  if (total <= 0xffffffffUL) {  // 32-bit division where the index fits (as conv_im2col)
+    uint u = (uint)id;
+    iw = (int)(u % (uint)W);
+    u /= (uint)W;
+    ih = (int)(u % (uint)H);
+    u /= (uint)H;
+    c = (int)(u % (uint)C);
+    b = (int)(u / (uint)C);
+  } else {
+    iw = (int)(id % (ulong)W);
+    ulong t = id / (ulong)W;
+    ih = (int)(t % (ulong)H);
+    t /= (ulong)H;
+    c = (int)(t % (ulong)C);
+    b = (int)(t / (ulong)C);
+  }
   const int g = c / Cg, ci = c - g * Cg;
   const int npix = OH * OW, kg = Cg * KH * KW;
   __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
   ACC acc = 0;
-  for (int kh = 0; kh < KH; ++kh) {
-    const int th = ih + pad_h - kh * dil_h;
-    if (th < 0) break;
-    if (th % stride_h) continue;
-    const int oh = th / stride_h;
-    if (oh >= OH) continue;
-    for (int kw = 0; kw < KW; ++kw) {
-      const int tw = iw + pad_w - kw * dil_w;
-      if (tw < 0) break;
-      if (tw % stride_w) continue;
-      const int ow = tw / stride_w;
-      if (ow >= OW) continue;
-      acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+  if (dil_h == 1 && dil_w == 1) {
+    // The taps that read (ih, iw) directly: kh = (ih + pad_h) mod stride_h, then every stride_h-th, the output
+    // row one lower each time (no division per tap); the same order of additions as the general loop below.
+    const int th = ih + pad_h, tw = iw + pad_w;
+    const int kh0 = th % stride_h, kw0 = tw % stride_w;
+    const int ow0 = (tw - kw0) / stride_w;
+    for (int kh = kh0, oh = (th - kh0) / stride_h; kh < KH && oh >= 0; kh += stride_h, --oh) {
+      if (oh >= OH) continue;
+      for (int kw = kw0, ow = ow0; kw < KW && ow >= 0; kw += stride_w, --ow) {
+        if (ow >= OW) continue;
+        acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+      }
+    }
+  } else {
+    for (int kh = 0; kh < KH; ++kh) {
+      const int th = ih + pad_h - kh * dil_h;
+      if (th < 0) break;
+      if (th % stride_h) continue;
+      const int oh = th / stride_h;
+      if (oh >= OH) continue;
+      for (int kw = 0; kw < KW; ++kw) {
+        const int tw = iw + pad_w - kw * dil_w;
+        if (tw < 0) break;
+        if (tw % stride_w) continue;
+        const int ow = tw / stride_w;
+        if (ow >= OW) continue;
+        acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+      }
     }
   }
   STORE_T(DX, (long)dx_off + b * dx_sn + (long)c * dx_sc + ih * dx_sh + iw * dx_sw, acc);

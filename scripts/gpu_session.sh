@@ -57,6 +57,7 @@
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
 #   bash scripts/gpu_session.sh check38       # batch norm natively + vs CUDA, resnet50 TF32 by kernel / conv layer, 3 CNNs
 #   bash scripts/gpu_session.sh exp38         # resnet50 TF32 convolutions with every product on the tiled kernels
+#   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -515,6 +516,15 @@ case "${1:-validate}" in
       --batches 32 --out "$out/conv_nowg.md"
     PYTORCH_OCL_WGMMA=0 run resnet50_nowg 90 python3 benchmarks/profile_model.py --net resnet50 --math default --top 25
     rm -f "$out"/*.png "$out"/build.log "$out"/models_nowg.log "$out"/conv_nowg.log
+    ;;
+  final38)  # this session's kernels natively (batch norm, im2col / col2im, the attention layout test) plus the files
+    # tests_half 1 did not reach; the 8 CNNs vs CUDA defaults (TF32 convolutions); resnet50 with TF32 off
+    run native 130 python3 -m pytest -q -n 14 -p no:cacheprovider -rf --tb=short tests/test_conv.py tests/test_conv3d.py \
+      tests/test_patches.py tests/test_batch_norm.py tests/test_attention_mma.py tests/test_half_opinfo.py \
+      tests/test_histc.py tests/test_histogram.py tests/test_index_check.py
+    run models_default 250 python3 benchmarks/models.py --math default --out "$out/models_default.md"
+    run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
+    rm -f "$out"/*.png "$out"/build.log "$out"/models_default.log "$out"/models_fp32.log
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -58,6 +58,7 @@
 #   bash scripts/gpu_session.sh check38       # batch norm natively + vs CUDA, resnet50 TF32 by kernel / conv layer, 3 CNNs
 #   bash scripts/gpu_session.sh exp38         # resnet50 TF32 convolutions with every product on the tiled kernels
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
+#   bash scripts/gpu_session.sh bn38          # batch norm natively + layers vs CUDA, resnet50 fp32 / defaults
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -525,6 +526,14 @@ case "${1:-validate}" in
     run models_default 250 python3 benchmarks/models.py --math default --out "$out/models_default.md"
     run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/models_default.log "$out"/models_fp32.log
+    ;;
+  bn38)  # batch norm's plane batching natively, its layers vs CUDA, resnet50 vs CUDA with TF32 off and with defaults
+    run native 60 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_batch_norm.py \
+      tests/test_group_norm.py tests/test_batch_norm_update.py
+    run layers 45 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
+    run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
+    run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
+    rm -f "$out"/*.png "$out"/build.log "$out"/layers.log "$out"/models_*.log
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

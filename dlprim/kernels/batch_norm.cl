@@ -140,34 +140,29 @@ __kernel void bn_stats_finish(__global const DL_ACC* part, ulong part_off, DL_BN
 }
 
 // The elementwise passes run on a 2-D range: dimension 1 is the (image, channel) plane, so the
-// channel is one division per plane; dimension 0 covers the plane's positions, `chunk` per group.
-// A group's L / l0 rows take `per_item` runs of adjacent planes each (small planes: a 7x7 plane is
-// 49 values, too little work for a group of its own).
-#define DL_BN_PLANES_BEGIN                                                                           \
-  ulong i0 = get_group_id(0) * chunk, i1 = min(HW, i0 + chunk);                                      \
-  for (ulong pp = 0; pp < per_item; ++pp) {                                                          \
-    ulong plane = (get_group_id(1) * per_item + pp) * get_local_size(1) + get_local_id(1);           \
-    if (plane >= planes) break;                                                                      \
-    ulong c = plane % C;
-#define DL_BN_POSITIONS(...)                                                                         \
-    for (ulong i = i0 + get_local_id(0); i < i1; i += get_local_size(0)) {                           \
-      ulong e = plane * HW + i;                                                                      \
-      __VA_ARGS__                                                                                    \
-    }
-#define DL_BN_PLANES_END }
+// channel is one division per item; dimension 0 covers the plane's positions, `chunk` per group.
+#define DL_BN_PLANE_LOOP(body)                                                      \
+  ulong plane = get_global_id(1);                                                   \
+  if (plane >= planes) return;                                                      \
+  ulong c = plane % C;                                                              \
+  ulong i0 = get_group_id(0) * chunk, i1 = min(HW, i0 + chunk);                     \
+  for (ulong i = i0 + get_local_id(0); i < i1; i += get_local_size(0)) {            \
+    ulong e = plane * HW + i;                                                       \
+    body                                                                            \
+  }
 
 // y = (x - mean) * invstd * w + b; with from_var, `invstd` holds the running variance.
 __kernel void bn_apply(__global const DL_T* x, ulong x_off, __global DL_T* y, ulong y_off, ulong planes, ulong C,
-                       ulong HW, ulong chunk, ulong per_item, __global const DL_ACC* mean, ulong m_off,
-                       __global const DL_ACC* invstd, ulong i_off, int from_var, DL_ACC eps, __global const DL_ACC* w,
-                       ulong w_off, __global const DL_ACC* b, ulong b_off, int has_w, int has_b) {
+                       ulong HW, ulong chunk, __global const DL_ACC* mean, ulong m_off, __global const DL_ACC* invstd,
+                       ulong i_off, int from_var, DL_ACC eps, __global const DL_ACC* w, ulong w_off,
+                       __global const DL_ACC* b, ulong b_off, int has_w, int has_b) {
   mean += m_off; invstd += i_off; w += w_off; b += b_off;
-  DL_BN_PLANES_BEGIN
-    DL_ACC is = from_var ? rsqrt(invstd[c] + eps) : invstd[c];
-    // (x - mean) * scale, not x * scale + a folded shift: a channel with a large mean keeps its low bits.
-    DL_ACC m = mean[c], scale = has_w ? is * w[c] : is, shift = has_b ? b[c] : (DL_ACC)0;
-    DL_BN_POSITIONS(DL_STORE(y, y_off + e, (DL_LOAD(x, x_off + e) - m) * scale + shift);)
-  DL_BN_PLANES_END
+  ulong pl = get_global_id(1);
+  ulong ch = pl < planes ? pl % C : 0;
+  DL_ACC is = from_var ? rsqrt(invstd[ch] + eps) : invstd[ch];
+  // (x - mean) * scale, not x * scale + a folded shift: a channel with a large mean keeps its low bits.
+  DL_ACC m = mean[ch], scale = has_w ? is * w[ch] : is, shift = has_b ? b[ch] : (DL_ACC)0;
+  DL_BN_PLANE_LOOP(DL_STORE(y, y_off + e, (DL_LOAD(x, x_off + e) - m) * scale + shift);)
 }
 
 // Per channel: sum(g) and sum(g * (x - mean)).
@@ -231,19 +226,18 @@ __kernel void bn_bwd_reduce_finish(__global const DL_ACC* part, ulong part_off, 
 // Training: gx = w * invstd * (g - sum_g / M - (x - mean) * invstd^2 * sum_gx / M);
 // evaluation (statistics are constants): gx = g * w * invstd.
 __kernel void bn_bwd_apply(__global const DL_T* g, ulong g_off, __global const DL_T* x, ulong x_off,
-                           __global DL_T* gx, ulong gx_off, ulong planes, ulong C, ulong HW, ulong chunk,
-                           ulong per_item, ulong M, __global const DL_ACC* mean, ulong m_off,
-                           __global const DL_ACC* invstd, ulong i_off, __global const DL_ACC* w, ulong w_off, int has_w,
-                           __global const DL_ACC* sum_g, ulong sg_off, __global const DL_ACC* sum_gx, ulong sgx_off,
-                           int training) {
+                           __global DL_T* gx, ulong gx_off, ulong planes, ulong C, ulong HW, ulong chunk, ulong M,
+                           __global const DL_ACC* mean, ulong m_off, __global const DL_ACC* invstd, ulong i_off,
+                           __global const DL_ACC* w, ulong w_off, int has_w, __global const DL_ACC* sum_g, ulong sg_off,
+                           __global const DL_ACC* sum_gx, ulong sgx_off, int training) {
   mean += m_off; invstd += i_off; w += w_off; sum_g += sg_off; sum_gx += sgx_off;
-  DL_BN_PLANES_BEGIN
-    DL_ACC is = invstd[c], scale = (has_w ? w[c] : (DL_ACC)1) * is;
-    DL_ACC mg = sum_g[c] / (DL_ACC)M, m = mean[c], k = is * is * sum_gx[c] / (DL_ACC)M;
-    if (training) {
-      DL_BN_POSITIONS(DL_STORE(gx, gx_off + e, scale * (DL_LOAD(g, g_off + e) - mg - (DL_LOAD(x, x_off + e) - m) * k));)
-    } else {
-      DL_BN_POSITIONS(DL_STORE(gx, gx_off + e, DL_LOAD(g, g_off + e) * scale);)
-    }
-  DL_BN_PLANES_END
+  ulong pl = get_global_id(1);
+  ulong ch = pl < planes ? pl % C : 0;
+  DL_ACC is = invstd[ch], scale = (has_w ? w[ch] : (DL_ACC)1) * is;
+  DL_ACC mg = sum_g[ch] / (DL_ACC)M, m = mean[ch], k = is * is * sum_gx[ch] / (DL_ACC)M;
+  if (training) {
+    DL_BN_PLANE_LOOP(DL_STORE(gx, gx_off + e, scale * (DL_LOAD(g, g_off + e) - mg - (DL_LOAD(x, x_off + e) - m) * k));)
+  } else {
+    DL_BN_PLANE_LOOP(DL_STORE(gx, gx_off + e, DL_LOAD(g, g_off + e) * scale);)
+  }
 }

@@ -85,28 +85,25 @@ void add_geometry(KernelArgs& a, BatchNormShape s, const Slices& sl) {
 
 // The elementwise passes' 2-D range: groups of l0 positions x L / l0 planes, each group over
 // `chunk` positions of its planes; planes are cut into chunks only when there are too few
-// groups otherwise (a batch of one large image), and a group's rows take `per_item` planes each
-// when there are many more groups than the device runs at once (small planes).
+// groups otherwise (a batch of one large image).
 struct PlaneLaunch {
   size_t global[2], local[2];
-  uint64_t chunk, per_item;
+  uint64_t chunk;
 };
 
 PlaneLaunch plane_launch(const Context& ctx, BatchNormShape s) {
   uint64_t L = group_size(ctx), planes = s.N * s.C;
   uint64_t l0 = pow2_at_least(s.HW, L), l1 = L / l0;
-  uint64_t groups = (planes + l1 - 1) / l1, split = 1, per_item = 1;
+  uint64_t groups = (planes + l1 - 1) / l1, split = 1;
   uint64_t wanted = 8ull * std::max<uint32_t>(ctx.info().compute_units, 1);
   if (!cpu_mapping(ctx) && groups < wanted)
     split = std::max<uint64_t>(1, std::min<uint64_t>((wanted + groups - 1) / groups, s.HW / (l0 * 4)));
-  if (groups >= 2 * wanted) per_item = std::min<uint64_t>(8, groups / wanted);
   PlaneLaunch p;
   p.chunk = (s.HW + split - 1) / split;
   p.chunk = (p.chunk + l0 - 1) / l0 * l0;
   split = (s.HW + p.chunk - 1) / p.chunk;
-  p.per_item = per_item;
   p.global[0] = l0 * split;
-  p.global[1] = (planes + l1 * per_item - 1) / (l1 * per_item) * l1;
+  p.global[1] = groups * l1;
   p.local[0] = l0;
   p.local[1] = l1;
   return p;
@@ -165,7 +162,7 @@ void batch_norm_apply(const Context& ctx, cl_command_queue q, DType t, BatchNorm
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs a(k.kernel);
   a.add(x.mem).add<cl_ulong>(x.offset).add(y.mem).add<cl_ulong>(y.offset).add<cl_ulong>(s.N * s.C);
-  a.add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(p.chunk).add<cl_ulong>(p.per_item);
+  a.add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(p.chunk);
   add_buf(a, mean, mean);
   add_buf(a, invstd, mean);
   a.add<cl_int>(invstd_is_var);
@@ -231,8 +228,7 @@ void batch_norm_backward_input(const Context& ctx, cl_command_queue q, DType t, 
   std::lock_guard<std::mutex> lock(*k.mutex);
   KernelArgs a(k.kernel);
   a.add(g.mem).add<cl_ulong>(g.offset).add(x.mem).add<cl_ulong>(x.offset).add(gx.mem).add<cl_ulong>(gx.offset);
-  a.add<cl_ulong>(s.N * s.C).add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(p.chunk).add<cl_ulong>(p.per_item);
-  a.add<cl_ulong>(s.N * s.HW);
+  a.add<cl_ulong>(s.N * s.C).add<cl_ulong>(s.C).add<cl_ulong>(s.HW).add<cl_ulong>(p.chunk).add<cl_ulong>(s.N * s.HW);
   add_buf(a, mean, mean);
   add_buf(a, invstd, mean);
   add_buf(a, w, mean);

@@ -527,7 +527,7 @@ case "${1:-validate}" in
     run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/models_default.log "$out"/models_fp32.log
     ;;
-  bn38)  # batch norm's plane batching natively, its layers vs CUDA, resnet50 vs CUDA with TF32 off and with defaults
+  bn38)  # batch norm natively, its layers vs CUDA, resnet50 vs CUDA with TF32 off and with defaults
     run native 60 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_batch_norm.py \
       tests/test_group_norm.py tests/test_batch_norm_update.py
     run layers 45 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"

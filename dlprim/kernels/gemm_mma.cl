@@ -247,7 +247,9 @@ inline uint4 mma_stage_checked(uint4 u, bool *split_bad) {
     dst = vload4(0, w_);                           \
   } while (0)
 #define A_RAW_J(v, j) A_RAW(A_POS_R(v) + A_STEP_R(j), A_POS_K(v) + A_STEP_K(j))
+#ifndef B_RAW_J  // a variant may gather a unit's elements itself (conv_implicit.cl: per-column pixels)
 #define B_RAW_J(v, j) B_RAW(B_POS_K(v) + B_STEP_K(j), B_POS_C(v) + B_STEP_C(j))
+#endif
 #define A_LOCAL_UNIT(buf, v) (*(__local uint4 *)((buf) + AS_IDX(A_POS_R(v), A_POS_K(v))))
 #define B_LOCAL_UNIT(buf, v) (*(__local uint4 *)((buf) + BS_IDX(B_POS_K(v), B_POS_C(v))))
 

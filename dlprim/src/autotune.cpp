@@ -299,7 +299,7 @@ uint64_t plan_stamp() {
     h *= 1099511628211ull;
   };
   for (const char* name : {"PYTORCH_OCL_AUTOTUNE", "PYTORCH_OCL_GEMM_CONFIG", "PYTORCH_OCL_CONV_IMPLICIT",
-                           "PYTORCH_OCL_CONV_WINOGRAD", "PYTORCH_OCL_TUNE"}) {
+                           "PYTORCH_OCL_CONV_IMPLICIT_MMA", "PYTORCH_OCL_CONV_WINOGRAD", "PYTORCH_OCL_TUNE"}) {
     if (const char* v = env_value(name))
       for (; *v; ++v) mix(static_cast<unsigned char>(*v));
     else

@@ -51,12 +51,25 @@ cl_mem patch_table(const Context& ctx, const ConvShape& s, const ConvTensor& x) 
   return m;
 }
 
-LockedKernel& implicit_kernel(const Context& ctx, DType dtype, const TileConfig& cfg) {
-  LockedKernel& slot = kernel_slot(ctx, std::string("conv_implicit|") + dtype_name(dtype) + "|" + cfg.str());
+// The matrix-engine variant (gemm_mma.cl with conv_implicit.cl's hooks) is opt-in until it is timed and
+// checked on a device with the instruction: PYTORCH_OCL_CONV_IMPLICIT_MMA=1 adds its configs to the tuning.
+bool implicit_mma_enabled() {
+  const char* e = env_value("PYTORCH_OCL_CONV_IMPLICIT_MMA");
+  return e && std::string(e) == "1";
+}
+
+LockedKernel& implicit_kernel(const Context& ctx, DType dtype, const TileConfig& cfg, Fp32Math math) {
+  const MmaChoice m = cfg.mma ? mma_choice(ctx, dtype, math) : MmaChoice();
+  if (cfg.mma && !m) throw Error("conv2d: tile config " + cfg.str() + " needs a matrix engine this device lacks");
+  LockedKernel& slot =
+      kernel_slot(ctx, std::string("conv_implicit|") + dtype_name(dtype) + "|" + cfg.str() + "|" + m.str());
   std::lock_guard<std::mutex> lock(slot.m);
   if (!slot.k) {
-    std::string text = gemm_program_head(dtype) + tile_defines(cfg, dtype, true, true, "conv_implicit_fwd") +
-                       kernel_source("conv_implicit") + kernel_source("gemm_tiled");
+    std::string text = cfg.mma ? gemm_program_head(dtype) + mma_defines(cfg, m, "conv_implicit_fwd") +
+                                     kernel_source("conv_implicit") + kernel_source("mma_common") +
+                                     kernel_source("gemm_mma")
+                               : gemm_program_head(dtype) + tile_defines(cfg, dtype, true, true, "conv_implicit_fwd") +
+                                     kernel_source("conv_implicit") + kernel_source("gemm_tiled");
     cl_kernel k = create_kernel(ctx.program(text), "conv_implicit_fwd");
     if (kernel_max_work_group(ctx, k) < static_cast<size_t>(cfg.threads())) {
       clReleaseKernel(k);
@@ -67,7 +80,14 @@ LockedKernel& implicit_kernel(const Context& ctx, DType dtype, const TileConfig&
   return slot;
 }
 
-bool implicit_fits(const TileConfig& c) { return c.local && c.threads() % c.bn == 0; }
+// Tiled configs: local memory, whole rows of work-items per tile column (one pixel per work-item).
+// Matrix-engine configs: registers staging (no cp.async: the patches are gathered element by element),
+// and a work-group size that is a multiple of BN / unit, so each work-item stages fixed columns.
+bool implicit_fits(const Context& ctx, const TileConfig& c, DType dtype, Fp32Math math) {
+  if (!c.mma) return c.local && c.threads() % c.bn == 0 && tile_config_fits(ctx, c, compute_dtype(dtype));
+  const MmaChoice m = implicit_mma_enabled() ? mma_choice(ctx, dtype, math) : MmaChoice();
+  return m && !c.async && c.threads() % (c.bn / mma_unit_elements(m)) == 0 && mma_config_fits(ctx, c, m);
+}
 
 SplitPlan split_of(const Context& ctx, const ConvShape& s, DType dtype, const TileConfig& cfg) {
   return plan_splits(ctx, cfg, s.K / s.groups, s.OH * s.OW, s.C / s.groups * s.KH * s.KW, 1, s.N * s.groups,
@@ -96,7 +116,7 @@ Gemm output_gemm(const ConvShape& s, DType dtype, const ConvBuffer& bias, const 
 void run_implicit(const Context& ctx, cl_command_queue q, const TileConfig& cfg, const SplitPlan& split,
                   const ConvShape& s, DType dtype, const ConvTensor& x, const ConvBuffer& w, const ConvBuffer& bias,
                   const ConvTensor& y, cl_mem ws, uint64_t ws_offset, std::vector<cl_event>* events) {
-  LockedKernel& slot = implicit_kernel(ctx, dtype, cfg);
+  LockedKernel& slot = implicit_kernel(ctx, dtype, cfg, s.fp32_math);
   cl_mem tab = patch_table(ctx, s, x);
   Gemm g = output_gemm(s, dtype, bias, y);
   int64_t Mg = g.M, Kg = g.K, Cg = s.C / s.groups, z = s.N * s.groups;
@@ -166,17 +186,20 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
   int64_t Mg = s.K / s.groups, npix = s.OH * s.OW, Kg = s.C / s.groups * s.KH * s.KW;
   TileConfig forced;
   const char* forced_env = env_value("PYTORCH_OCL_GEMM_CONFIG");
+  const bool with_mma = implicit && implicit_mma_enabled() && mma_choice(ctx, dtype, s.fp32_math);
   if (implicit) {
     TileConfig fallback = default_tile_config(ctx, acc, Mg, npix);
-    if (!implicit_fits(fallback)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};
+    if (!implicit_fits(ctx, fallback, dtype, s.fp32_math)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};
     if (tile_config_fits(ctx, fallback, acc)) chosen = fallback.str();
-    if (forced_env && TileConfig::parse(forced_env, &forced) && implicit_fits(forced) &&
-        tile_config_fits(ctx, forced, acc)) {
+    if (forced_env && TileConfig::parse(forced_env, &forced) && implicit_fits(ctx, forced, dtype, s.fp32_math)) {
       chosen = forced.str();
       wino = false;
     } else {
       for (const auto& c : tile_candidates(ctx, acc))
-        if (implicit_fits(c)) cands.push_back(c.str());
+        if (implicit_fits(ctx, c, dtype, s.fp32_math)) cands.push_back(c.str());
+      if (with_mma)
+        for (const auto& c : mma_candidates(ctx, mma_choice(ctx, dtype, s.fp32_math)))
+          if (implicit_fits(ctx, c, dtype, s.fp32_math)) cands.push_back(c.str());
     }
   }
   if (!cands.empty() || wino) {
@@ -202,16 +225,17 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
       std::ostringstream cls;
       cls << conv_arith_name(s, dtype) << "|M" << shape_bucket(Mg) << "|N" << shape_bucket(npix) << "|K" << shape_bucket(Kg)
           << "|k" << s.KH << "x" << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z"
-          << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp");
+          << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp") << (with_mma ? "|mma" : "");
       ConvScratch scratch(ctx, s, dtype);
       // Prepared in parallel: the implicit configs' kernels, im2col's and Winograd's programs (the GEMM of
       // im2col is tuned on its own when im2col is timed).
       const Context* c_ptr = &ctx;
-      auto prepare = [c_ptr, dtype](const std::string& c) {
+      const Fp32Math math = s.fp32_math;
+      auto prepare = [c_ptr, dtype, math](const std::string& c) {
         TileConfig cfg;
         if (c == kIm2col) im2col_prepare(*c_ptr, dtype);
         else if (c == kWinograd) winograd_prepare(*c_ptr, dtype);
-        else if (TileConfig::parse(c, &cfg)) implicit_kernel(*c_ptr, dtype, cfg);
+        else if (TileConfig::parse(c, &cfg)) implicit_kernel(*c_ptr, dtype, cfg, math);
       };
       // Deferred tuning (cold start): the default runs while the candidates build in the background.
       TuneDeferral defer;

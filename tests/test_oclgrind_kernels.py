@@ -238,6 +238,22 @@ def test_gemm_wgmma_3xtf32_emulated(monkeypatch):
     check(lambda a, b: a @ b, a, rand(12, 65), backward=False)
 
 
+def test_conv_implicit_mma_emulated(monkeypatch):
+    # The implicit-GEMM convolution on gemm_mma.cl's emulation: patch gathering per staged unit (stride 2,
+    # padding, partial tiles), TF32, then 3xTF32 with an infinity (the plain-fp32 recomputation's gathers).
+    for k, v in (("PYTORCH_OCL_MMA", "emulate"), ("PYTORCH_OCL_CONV_IMPLICIT", "1"), ("PYTORCH_OCL_CONV_WINOGRAD", "0"),
+                 ("PYTORCH_OCL_CONV_IMPLICIT_MMA", "1"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 32x32x16 w1x2 local2")):
+        monkeypatch.setenv(k, v)
+    x, w = rand(2, 6, 9, 8), rand(5, 6, 3, 3)
+    check(lambda x, w: F.conv2d(x, w, stride=2, padding=1), x, w, atol=1e-2, backward=False)
+    x[1, 2, 3, 4] = float("inf")
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        check(lambda x, w: F.conv2d(x, w.abs(), stride=2, padding=1), x, w, backward=False)
+    finally:
+        torch.backends.cudnn.allow_tf32 = True
+
+
 def test_gemm_small_and_dot_paths():
     check(lambda a, b: a @ b, rand(5, 7, grad=True), rand(7, 3, grad=True))  # small
     check(lambda a, b: a @ b, rand(3, 200), rand(200, 2))  # dot (min(M, N) <= 4, long K)

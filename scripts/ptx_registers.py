@@ -10,7 +10,8 @@ attention_mma_onepass.cl: warps, keys per tile, 0/1 register
 prefetch, default as attention_mma.cpp: 1 for head dims <= 64 except 3xtf32; backward heads over 64 split over
 warp pairs where attention_mma.cpp splits them), or a matrix-engine GEMM config
 "mma=KIND:BMxBNxBK:WMxWN:MODE[:AB]" (gemm_mma.cl; KIND tf32|3xtf32|bf16|fp16, MODE local|local2|asyncN, AB the
-operands' fast dims, default kn: A k-fast, B n-fast). Prints ptxas's register, stack and spill counts for
+operands' fast dims, default kn: A k-fast, B n-fast), or "convmma=KIND:BMxBNxBK:WMxWN:MODE" (the implicit-GEMM
+convolution forward on gemm_mma.cl, conv_implicit.cl's hooks). Prints ptxas's register, stack and spill counts for
 each (float32 attention without mask or dropout, 4-vector loads; GEMM with 16-byte staging, whole tiles).
 
 How: the program text is put together as dlprim/src/attention.cpp does, compiled to PTX by clang
@@ -61,8 +62,9 @@ uint OV atomic_inc(volatile __global uint *p) {
 MMA_KINDS = {"tf32": 1, "3xtf32": 2, "bf16": 3, "fp16": 4}
 
 
-def gemm_program(spec):
-    """gemm_mma.cl as dlprim/src/gemm.cpp puts it together (tiled_program + mma_defines)."""
+def gemm_program(spec, conv=False):
+    """gemm_mma.cl as dlprim/src/gemm.cpp puts it together (tiled_program + mma_defines); with `conv`, with
+    conv_implicit.cl's hooks as dlprim/src/conv_implicit.cpp does (the implicit-GEMM convolution forward)."""
     parts = spec.split(":")
     kind, tile, warps, mode = parts[:4]
     ab = parts[4] if len(parts) > 4 else "kn"
@@ -79,8 +81,13 @@ def gemm_program(spec):
             "VEC4_FULL": 1, "MMA_KIND": MMA_KINDS[kind], "MMA_EMULATE": 0, "MT": "ushort" if k16 else "float",
             "BM": bm, "BN": bn, "BK": bk, "WARPS_M": wm, "WARPS_N": wn, "LOCAL_BUFS": bufs,
             "MMA_ASYNC": int(mode.startswith("async")), "KERNEL_NAME": "gemm_tiled"}
+    if conv:
+        for k in ("A_KCONTIG", "B_NCONTIG", "IDX_T", "VEC4_A", "VEC4_B", "VEC4_FULL"):
+            del defs[k]
+        defs["KERNEL_NAME"] = "conv_implicit_fwd"
     text += "".join(f"#define {k} {v}\n" for k, v in defs.items())
-    return text + source("gemm") + source("mma_common") + source("gemm_mma"), "gemm_tiled"
+    hooks = source("conv_implicit") if conv else source("gemm")
+    return text + hooks + source("mma_common") + source("gemm_mma"), defs["KERNEL_NAME"]
 
 
 def attn_mma_program(spec, D, DV, bwd=""):
@@ -135,8 +142,8 @@ def source(name):
 
 def program(layout, D, DV):
     kind, _, spec = layout.partition("=")
-    if kind == "mma":
-        return gemm_program(spec)
+    if kind in ("mma", "convmma"):
+        return gemm_program(spec, kind == "convmma")
     if kind in ("qrleaf", "luleaf"):
         return linalg_leaf_program(kind, spec)
     if kind in ("attnmma", "attnmmadq", "attnmmadkdv", "attnmmaonepass"):
@@ -205,7 +212,7 @@ def main():
             out = subprocess.run(cmd, capture_output=True, text=True)
             log = out.stdout + out.stderr
             m = re.search(rf"Function properties for {kernel}\n(.*?)\n.*?Used (\d+) registers", log, re.S)
-            print(f"{layout:28s}" + ("" if layout.startswith("mma=") else f" D {args.d} DV {args.dv}") + ": " +
+            print(f"{layout:28s}" + ("" if "mma=" in layout and not layout.startswith("attn") else f" D {args.d} DV {args.dv}") + ": " +
                   (f"{m.group(2)} registers; {m.group(1).strip()}" if m else "no ptxas report\n" + log[-1500:]))
 
 

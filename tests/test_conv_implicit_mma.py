@@ -33,8 +33,12 @@ def _engine(monkeypatch):
         monkeypatch.delenv("PYTORCH_OCL_MMA", raising=False)
     else:
         monkeypatch.setenv("PYTORCH_OCL_MMA", "emulate")
-    yield
-    torch.backends.cudnn.allow_tf32 = True
+
+
+def tf32(on):
+    """torch.backends.cudnn.allow_tf32 (ocl's convolutions read it) for a block: the suite's conftest turns it off,
+    and once torch.testing's helpers disabled global flag changes only the context manager may set it."""
+    return torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=on)
 
 
 def forward_kernels(fn):
@@ -63,7 +67,11 @@ def test_forward_grid(config, math_kind, monkeypatch):
     """Strides, dilations, paddings, groups, 1x1 to 7x7 kernels, partial tiles in every dimension, channels-last
     input (gathered through its strides)."""
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
-    torch.backends.cudnn.allow_tf32 = math_kind == "tf32"
+    with tf32(math_kind == "tf32"):
+        forward_grid(config, math_kind)
+
+
+def forward_grid(config, math_kind):
     for i, case in enumerate(grid_cases()[:14]):
         p = params_of(case)
         if p["groups"] == p["cin"]:
@@ -92,11 +100,11 @@ def test_3xtf32_keeps_float32_bits_tf32_does_not(monkeypatch):
     w = torch.randn(8, 16, 3, 3)
     kw = dict(padding=1)
     ref = F.conv2d(x.double(), w.double(), **kw)
-    torch.backends.cudnn.allow_tf32 = False
-    exact = F.conv2d(x.to(DEV), w.to(DEV), **kw).cpu().double()
+    with tf32(False):
+        exact = F.conv2d(x.to(DEV), w.to(DEV), **kw).cpu().double()
     check("3xtf32", exact, x, w, torch.zeros(8), kw, torch.float32, False)
-    torch.backends.cudnn.allow_tf32 = True
-    rounded = F.conv2d(x.to(DEV), w.to(DEV), **kw).cpu().double()
+    with tf32(True):
+        rounded = F.conv2d(x.to(DEV), w.to(DEV), **kw).cpu().double()
     assert (rounded - ref).abs().max() > 10 * (exact - ref).abs().max()
 
 
@@ -104,14 +112,14 @@ def test_non_finite_inputs_like_float32(monkeypatch):
     """3xTF32 cannot split inf / NaN / huge values: the work-group recomputes in plain fp32 (B_AT's any-column
     gather), so inf and NaN land where float32 puts them."""
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", CONFIGS[0])
-    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(4)
     x = torch.randn(2, 8, 10, 11)
     x[0, 3, 4, 5] = float("inf")
     x[1, 2, 7, 1] = float("nan")
     w = torch.randn(6, 8, 3, 3).abs()
     kw = dict(stride=2, padding=1)
-    out = F.conv2d(x.to(DEV), w.to(DEV), **kw).cpu()
+    with tf32(False):
+        out = F.conv2d(x.to(DEV), w.to(DEV), **kw).cpu()
     ref = F.conv2d(x.double(), w.double(), **kw).float()
     assert torch.equal(torch.isnan(out), torch.isnan(ref)) and torch.equal(torch.isinf(out), torch.isinf(ref))
     finite = torch.isfinite(ref)

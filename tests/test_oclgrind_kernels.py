@@ -245,13 +245,11 @@ def test_conv_implicit_mma_emulated(monkeypatch):
                  ("PYTORCH_OCL_CONV_IMPLICIT_MMA", "1"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 32x32x16 w1x2 local2")):
         monkeypatch.setenv(k, v)
     x, w = rand(2, 6, 9, 8), rand(5, 6, 3, 3)
-    check(lambda x, w: F.conv2d(x, w, stride=2, padding=1), x, w, atol=1e-2, backward=False)
+    with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=True):
+        check(lambda x, w: F.conv2d(x, w, stride=2, padding=1), x, w, atol=1e-2, backward=False)
     x[1, 2, 3, 4] = float("inf")
-    torch.backends.cudnn.allow_tf32 = False
-    try:
+    with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False):
         check(lambda x, w: F.conv2d(x, w.abs(), stride=2, padding=1), x, w, backward=False)
-    finally:
-        torch.backends.cudnn.allow_tf32 = True
 
 
 def test_gemm_small_and_dot_paths():

@@ -53,11 +53,17 @@ inline void dl_bn_slice(ulong sl, DL_BN_GEOMETRY, ulong* n0, ulong* n1, ulong* i
 // Mean and sum of squared deviations of channel c over slice `sl`, in one read: each item runs
 // Welford's update over its values (no cancellation, whatever the data: a large mean or an outlier
 // costs no low bits), then the group merges the items' (count, mean, m2) pairwise (Chan et al.) in
-// a fixed order. The update's reciprocal is the hardware one for float (memory-bound anyway).
+// a fixed order. For float the update's reciprocal is the hardware one refined by a Newton step
+// (two FMAs instead of a division; native_recip's accuracy is the device's own, a Newton step
+// squares its relative error, so even a 12-bit one ends at float precision).
 #if DL_ACC_IS_DOUBLE
 #define DL_BN_RECIP(v) (1.0 / (v))
 #else
-#define DL_BN_RECIP(v) native_recip(v)
+inline float dl_bn_recip(float v) {
+  float r = native_recip(v);
+  return r * (2.0f - v * r);
+}
+#define DL_BN_RECIP(v) dl_bn_recip(v)
 #endif
 inline void dl_bn_moments(__global const DL_T* x, ulong x_off, ulong c, ulong sl, DL_BN_GEOMETRY, __local DL_ACC* tmp,
                           DL_ACC* count, DL_ACC* mean, DL_ACC* m2) {

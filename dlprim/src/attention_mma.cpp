@@ -273,7 +273,7 @@ AttnMmaKernel mma_kernel(const Context& ctx, const AttnShape& s, DType dtype, co
     if (!e->k)
       e->k = create_kernel(ctx.program(program_text(dtype, m, s.D, s.DV, l, s.has_mask, s.dropout > 0, vec, prefetch,
                                                     pass != Pass::Fwd, split, onepass),
-                                       benv.maxrreg && !m.emulate && ctx.info().vendor.find("NVIDIA") != std::string::npos
+                                       benv.maxrreg && !m.emulate && ctx.info().is_nvidia()
                                            ? "-cl-nv-maxrregcount=" + std::to_string(benv.maxrreg) : std::string()),
                            names[static_cast<int>(pass)]);
   }

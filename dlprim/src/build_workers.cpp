@@ -155,7 +155,7 @@ int build_processes(const DeviceInfo& dev) {
   if (const char* v = env_value("PYTORCH_OCL_BUILD_PROCESSES")) return std::max(0, std::min(std::atoi(v), 64));
   // Eight, not one per core: each worker holds a context on the device (on NVIDIA a CUDA context, a few
   // hundred MiB of device memory) while a tuning builds.
-  return dev.vendor.find("NVIDIA") != std::string::npos ? 8 : 0;
+  return dev.is_nvidia() ? 8 : 0;
 }
 
 WorkerScope::WorkerScope(const DeviceInfo& dev) : prev_(t_worker) { t_worker = new Worker(dev); }

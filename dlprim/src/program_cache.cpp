@@ -318,7 +318,7 @@ int build_threads() {
 }
 
 int build_threads(const DeviceInfo& dev) {
-  if (!env_value("PYTORCH_OCL_BUILD_THREADS") && dev.vendor.find("NVIDIA") != std::string::npos) return 1;
+  if (!env_value("PYTORCH_OCL_BUILD_THREADS") && dev.is_nvidia()) return 1;
   return build_threads();
 }
 

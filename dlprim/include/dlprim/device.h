@@ -25,6 +25,8 @@ struct DeviceInfo {
   bool correct_div_sqrt = false;
 
   bool has_extension(const std::string& ext) const;
+  // NVIDIA's OpenCL (its compiler options, build threading and PTX editing differ from everyone else's).
+  bool is_nvidia() const { return vendor.find("NVIDIA") != std::string::npos; }
   // Identifies the compiled-code compatibility domain (for the on-disk binary cache).
   std::string cache_identity() const;
 };

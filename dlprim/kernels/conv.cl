@@ -6,6 +6,21 @@
   int Cg, int H, int W, int KH, int KW, int OH, int OW, int stride_h, int stride_w, int pad_h, int pad_w, \
       int dil_h, int dil_w, int groups
 
+// One digit of a flat index in mixed radix: returns *t % r and leaves *t / r in *t, in 32-bit arithmetic
+// where the whole index range fits (`small`): im2col / col2im are bound by this arithmetic, and a 64-bit
+// division costs several 32-bit ones.
+inline int conv_digit(ulong *t, int r, bool small) {
+  if (small) {
+    const uint u = (uint)*t, q = u / (uint)r;
+    *t = q;
+    return (int)(u - q * (uint)r);
+  }
+  const ulong q = *t / (ulong)r;
+  const int d = (int)(*t - q * (ulong)r);
+  *t = q;
+  return d;
+}
+
 // Patches of `images` images: cols[((b * groups + g) * Kg + k) * OH * OW + oh * OW + ow]
 // = x[b, g * Cg + ci, oh * stride_h - pad_h + kh * dil_h, ow * stride_w - pad_w + kw * dil_w] (0 outside).
 __kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn, long x_sc,
@@ -13,19 +28,11 @@ __kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong
   ulong id = get_global_id(0);
   if (id >= total) return;
   const int npix = OH * OW, khw = KH * KW, kg = Cg * khw;
-  int n, k, z;
-  if (total <= 0xffffffffUL) {  // 32-bit division where the index fits: this kernel is bound by its index arithmetic
-    uint u = (uint)id;
-    n = (int)(u % (uint)npix);
-    u /= (uint)npix;
-    k = (int)(u % (uint)kg);
-    z = (int)(u / (uint)kg);
-  } else {
-    n = (int)(id % (ulong)npix);
-    ulong t = id / (ulong)npix;
-    k = (int)(t % (ulong)kg);
-    z = (int)(t / (ulong)kg);
-  }
+  const bool small = total <= 0xffffffffUL;
+  ulong t = id;
+  const int n = conv_digit(&t, npix, small);  // lowest digit first: one statement each, in order
+  const int k = conv_digit(&t, kg, small);
+  const int z = (int)t;
   const int b = z / groups, g = z - b * groups;
   const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
   const int oh = n / OW, ow = n - oh * OW;
@@ -67,23 +74,12 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, 
   ulong id = get_global_id(0);
   if (id >= total) return;
   const int C = Cg * groups;
-  int iw, ih, c, b;
-  if (total <= 0xffffffffUL) {  // 32-bit division where the index fits (as conv_im2col)
-    uint u = (uint)id;
-    iw = (int)(u % (uint)W);
-    u /= (uint)W;
-    ih = (int)(u % (uint)H);
-    u /= (uint)H;
-    c = (int)(u % (uint)C);
-    b = (int)(u / (uint)C);
-  } else {
-    iw = (int)(id % (ulong)W);
-    ulong t = id / (ulong)W;
-    ih = (int)(t % (ulong)H);
-    t /= (ulong)H;
-    c = (int)(t % (ulong)C);
-    b = (int)(t / (ulong)C);
-  }
+  const bool small = total <= 0xffffffffUL;
+  ulong t = id;
+  const int iw = conv_digit(&t, W, small);
+  const int ih = conv_digit(&t, H, small);
+  const int c = conv_digit(&t, C, small);
+  const int b = (int)t;
   const int g = c / Cg, ci = c - g * Cg;
   const int npix = OH * OW, kg = Cg * KH * KW;
   __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;

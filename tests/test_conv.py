@@ -225,24 +225,31 @@ IMPLICIT_CONFIGS = ["32x32x16 t8x8 v4x4 local", "128x128x16 t16x16 v4x4 local", 
                     "64x64x16 t16x16 v1x1 local", "128x128x8 t16x16 v4x4 local2"]
 
 
-@pytest.mark.parametrize("config", IMPLICIT_CONFIGS)
-def test_implicit_gemm_forward(config, monkeypatch):
-    monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT", "1")
-    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
-    for i, case in enumerate(grid_cases()[:12]):
+def implicit_forward_cases(count):
+    """The first `count` grid cases but depthwise ones (their own kernel) as (case, p, x, w, b, conv2d keywords, x on
+    the device: channels-last every other case)."""
+    for i, case in enumerate(grid_cases()[:count]):
         p = params_of(case)
         if p["groups"] == p["cin"]:
-            continue  # depthwise has its own kernel
+            continue
         torch.manual_seed(i)
         x = torch.randn(p["batch"], p["cin"], p["h"], p["w"])
         w = torch.randn(p["cout"], p["cin"] // p["groups"], p["kh"], p["kw"])
         b = torch.randn(p["cout"])
         kw = dict(stride=p["stride"], padding=p["pad"], dilation=p["dil"], groups=p["groups"])
-        ref = F.conv2d(x.double(), w.double(), b.double(), **kw)
-        mag = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), **kw)
         xd = x.to(DEV)
         if i % 2:
             xd = xd.contiguous(memory_format=torch.channels_last)
+        yield case, p, x, w, b, kw, xd
+
+
+@pytest.mark.parametrize("config", IMPLICIT_CONFIGS)
+def test_implicit_gemm_forward(config, monkeypatch):
+    monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT", "1")
+    monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", config)
+    for case, p, x, w, b, kw, xd in implicit_forward_cases(12):
+        ref = F.conv2d(x.double(), w.double(), b.double(), **kw)
+        mag = F.conv2d(x.double().abs(), w.double().abs(), b.double().abs(), **kw)
         out = F.conv2d(xd, w.to(DEV), b.to(DEV), **kw)
         check(f"output {case}", out, ref, mag, w[0].numel(), torch.float32)
     # Few output tiles and a long reduction: split-K partial sums.

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import pytorch_ocl
 
-from test_conv import EPS, grid_cases, params_of
+from test_conv import EPS, implicit_forward_cases
 
 DEV = "ocl:0"
 NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
@@ -72,18 +72,7 @@ def test_forward_grid(config, math_kind, monkeypatch):
 
 
 def forward_grid(config, math_kind):
-    for i, case in enumerate(grid_cases()[:14]):
-        p = params_of(case)
-        if p["groups"] == p["cin"]:
-            continue  # depthwise has its own kernel
-        torch.manual_seed(i)
-        x = torch.randn(p["batch"], p["cin"], p["h"], p["w"])
-        w = torch.randn(p["cout"], p["cin"] // p["groups"], p["kh"], p["kw"])
-        b = torch.randn(p["cout"])
-        kw = dict(stride=p["stride"], padding=p["pad"], dilation=p["dil"], groups=p["groups"])
-        xd = x.to(DEV)
-        if i % 2:
-            xd = xd.contiguous(memory_format=torch.channels_last)
+    for case, p, x, w, b, kw, xd in implicit_forward_cases(14):
         out, names = forward_kernels(lambda: F.conv2d(xd, w.to(DEV), b.to(DEV), **kw))
         assert "conv_implicit_fwd" in names, (case, names)
         algo = pytorch_ocl.ops.conv_algorithms(tuple(x.shape), tuple(w.shape), p["stride"], p["pad"], p["dil"],

@@ -81,12 +81,12 @@ LockedKernel& implicit_kernel(const Context& ctx, DType dtype, const TileConfig&
 }
 
 // Tiled configs: local memory, whole rows of work-items per tile column (one pixel per work-item).
-// Matrix-engine configs: registers staging (no cp.async: the patches are gathered element by element),
-// and a work-group size that is a multiple of BN / unit, so each work-item stages fixed columns.
-bool implicit_fits(const Context& ctx, const TileConfig& c, DType dtype, Fp32Math math) {
-  if (!c.mma) return c.local && c.threads() % c.bn == 0 && tile_config_fits(ctx, c, compute_dtype(dtype));
-  const MmaChoice m = implicit_mma_enabled() ? mma_choice(ctx, dtype, math) : MmaChoice();
-  return m && !c.async && c.threads() % (c.bn / mma_unit_elements(m)) == 0 && mma_config_fits(ctx, c, m);
+// Matrix-engine configs (only with `mma`, the engine the layer may use: none unless enabled):
+// registers staging (no cp.async: the patches are gathered element by element), and a work-group size
+// that is a multiple of BN / unit, so each work-item stages fixed columns.
+bool implicit_fits(const Context& ctx, const TileConfig& c, DType acc, MmaChoice mma) {
+  if (!c.mma) return c.local && c.threads() % c.bn == 0 && tile_config_fits(ctx, c, acc);
+  return mma && !c.async && c.threads() % (c.bn / mma_unit_elements(mma)) == 0 && mma_config_fits(ctx, c, mma);
 }
 
 SplitPlan split_of(const Context& ctx, const ConvShape& s, DType dtype, const TileConfig& cfg) {
@@ -186,20 +186,20 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
   int64_t Mg = s.K / s.groups, npix = s.OH * s.OW, Kg = s.C / s.groups * s.KH * s.KW;
   TileConfig forced;
   const char* forced_env = env_value("PYTORCH_OCL_GEMM_CONFIG");
-  const bool with_mma = implicit && implicit_mma_enabled() && mma_choice(ctx, dtype, s.fp32_math);
+  const MmaChoice mma = implicit && implicit_mma_enabled() ? mma_choice(ctx, dtype, s.fp32_math) : MmaChoice();
   if (implicit) {
     TileConfig fallback = default_tile_config(ctx, acc, Mg, npix);
-    if (!implicit_fits(ctx, fallback, dtype, s.fp32_math)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};
+    if (!implicit_fits(ctx, fallback, acc, mma)) fallback = {32, 32, 16, 8, 8, 4, 4, 1};
     if (tile_config_fits(ctx, fallback, acc)) chosen = fallback.str();
-    if (forced_env && TileConfig::parse(forced_env, &forced) && implicit_fits(ctx, forced, dtype, s.fp32_math)) {
+    if (forced_env && TileConfig::parse(forced_env, &forced) && implicit_fits(ctx, forced, acc, mma)) {
       chosen = forced.str();
       wino = false;
     } else {
       for (const auto& c : tile_candidates(ctx, acc))
-        if (implicit_fits(ctx, c, dtype, s.fp32_math)) cands.push_back(c.str());
-      if (with_mma)
-        for (const auto& c : mma_candidates(ctx, mma_choice(ctx, dtype, s.fp32_math)))
-          if (implicit_fits(ctx, c, dtype, s.fp32_math)) cands.push_back(c.str());
+        if (implicit_fits(ctx, c, acc, mma)) cands.push_back(c.str());
+      if (mma)
+        for (const auto& c : mma_candidates(ctx, mma))
+          if (implicit_fits(ctx, c, acc, mma)) cands.push_back(c.str());
     }
   }
   if (!cands.empty() || wino) {
@@ -225,7 +225,7 @@ static ImplicitPlan choose_implicit_plan(const Context& ctx, const ConvShape& s,
       std::ostringstream cls;
       cls << conv_arith_name(s, dtype) << "|M" << shape_bucket(Mg) << "|N" << shape_bucket(npix) << "|K" << shape_bucket(Kg)
           << "|k" << s.KH << "x" << s.KW << "|s" << (s.sh > 1 || s.sw > 1 ? 2 : 1) << "|Z"
-          << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp") << (with_mma ? "|mma" : "");
+          << batch_bucket(s.N * s.groups) << (wino ? "|w" : "") << (implicit ? "" : "|noimp") << (mma ? "|mma" : "");
       ConvScratch scratch(ctx, s, dtype);
       // Prepared in parallel: the implicit configs' kernels, im2col's and Winograd's programs (the GEMM of
       // im2col is tuned on its own when im2col is timed).

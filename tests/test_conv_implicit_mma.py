@@ -1,6 +1,6 @@
 """The implicit-GEMM convolution forward on the matrix engine (gemm_mma.cl with conv_implicit.cl's patch-gathering
-hooks; opt-in: PYTORCH_OCL_CONV_IMPLICIT_MMA=1) against float64 CPU references, in TF32 (torch's default for
-convolutions), 3xTF32 (TF32 off: float32 accuracy) and bfloat16.
+hooks; a tuning candidate by default, PYTORCH_OCL_CONV_IMPLICIT_MMA=0 leaves it out) against float64 CPU references,
+in TF32 (torch's default for convolutions), 3xTF32 (TF32 off: float32 accuracy) and bfloat16.
 
 On PoCL (CI) the fragments run through PYTORCH_OCL_MMA=emulate (test_gemm_mma.py says how); on an NVIDIA device
 the real instruction runs the same tests (PYTORCH_OCL_MMA_TEST=native).
@@ -26,7 +26,7 @@ CONFIGS = ["mma 64x64x16 w2x2 local2", "mma 32x32x16 w1x2 local2", "mma 128x64x1
 def _engine(monkeypatch):
     monkeypatch.setenv("PYTORCH_OCL_AUTOTUNE", "0")
     monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT", "1")
-    monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT_MMA", "1")
+    monkeypatch.delenv("PYTORCH_OCL_CONV_IMPLICIT_MMA", raising=False)  # a candidate by default
     monkeypatch.setenv("PYTORCH_OCL_CONV_WINOGRAD", "0")
     monkeypatch.delenv("PYTORCH_OCL_3XTF32", raising=False)
     if NATIVE:
@@ -127,7 +127,7 @@ def test_bfloat16(monkeypatch):
 
 
 def test_switch_off_keeps_the_fma_kernels(monkeypatch):
-    """Without PYTORCH_OCL_CONV_IMPLICIT_MMA=1 a forced matrix-engine config is not taken (the tiled default runs)."""
+    """With PYTORCH_OCL_CONV_IMPLICIT_MMA=0 a forced matrix-engine config is not taken (the tiled default runs)."""
     monkeypatch.setenv("PYTORCH_OCL_CONV_IMPLICIT_MMA", "0")
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", CONFIGS[0])
     algo = pytorch_ocl.ops.conv_algorithms((2, 8, 9, 9), (4, 8, 3, 3), 1, 1, 1, 1, device=DEV)["forward"]

@@ -148,6 +148,27 @@ def algorithms(layer, batch, device):
     return f"{a['forward']} / {a['backward_data']} / {a['backward_weight']}"
 
 
+def kernel_breakdown(layer, batch, device):
+    """The ocl kernels of one forward and one backward of the layer, by device time: 'name us, ...' per pass."""
+    from pytorch_ocl.profiler import profile
+
+    cin, cout, k, s, p, g, h = layer
+    x = torch.randn(batch, cin, h, h, device=device)
+    w = torch.randn(cout, cin // g, k, k, device=device)
+    gy = F.conv2d(x, w, None, s, p, 1, g)
+    out = []
+    for run in (lambda: F.conv2d(x, w, None, s, p, 1, g),
+                lambda: torch.ops.aten.convolution_backward(gy, x, w, None, [s, s], [p, p], [1, 1], False, [0, 0], g,
+                                                            [True, True, False])):
+        run()
+        torch.ocl.synchronize()
+        with profile() as prof:
+            run()
+            torch.ocl.synchronize()
+        out.append(", ".join(f"{r['kernel']} {r['total_us']:.0f}" for r in prof.summary()))
+    return out
+
+
 def geomean(values):
     values = [v for v in values if v]
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
@@ -164,6 +185,8 @@ def main(argv=None) -> int:
     parser.add_argument("--math", default="fp32", choices=["fp32", "default"],
                         help="fp32: TF32 off on both devices; default: torch's default, TF32 convolutions (cuDNN's "
                              "and ocl's matrix engine)")
+    parser.add_argument("--kernels", action="store_true",
+                        help="print each layer's ocl kernels (device us of one forward, one backward) to stderr")
     parser.add_argument("--out", default="results/conv.md")
     args = parser.parse_args(argv)
     if not torch.ocl.is_available():
@@ -192,11 +215,17 @@ def main(argv=None) -> int:
                 rows.append([net, batch, name, o_f * 1e3, r_f * 1e3, r_f / o_f, o_b * 1e3, r_b * 1e3, r_b / o_b,
                              gf / o_f / 1e9, 2 * gf / o_b / 1e9, algorithms(layer, batch, args.device)])
                 print(" | ".join(common.fmt(c) for c in rows[-1]), file=sys.stderr)
+                if args.kernels and args.device.startswith("ocl"):
+                    kf, kb = kernel_breakdown(layer, batch, args.device)
+                    print(f"  kernels fwd: {kf}\n  kernels bwd: {kb}", file=sys.stderr)
             gf_, gb_ = geomean(fr), geomean(br)
             summary_rows.append([net, batch, len(layers), gf_, gb_, geomean(fr + br)])
             labels += [f"{net} b{batch} fwd", f"{net} b{batch} bwd"]
             ratios += [gf_, gb_]
 
+    if args.kernels and args.device.startswith("ocl"):
+        for cls, choice in sorted(pytorch_ocl.ops.autotune_decisions().items()):
+            print(f"  tuned {cls}: {choice}", file=sys.stderr)
     header = ["net", "batch", "layer", "fwd ocl ms", "fwd ref ms", "fwd ref/ocl", "bwd ocl ms", "bwd ref ms",
               "bwd ref/ocl", "fwd ocl GFLOP/s", "bwd ocl GFLOP/s", "ocl algorithm fwd / bwd data / bwd weight"]
     summary_header = ["net", "batch", "layers", "fwd geomean ref/ocl", "bwd geomean ref/ocl", "fwd+bwd geomean"]

@@ -59,7 +59,8 @@
 #   bash scripts/gpu_session.sh exp38         # resnet50 TF32 convolutions with every product on the tiled kernels
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #   bash scripts/gpu_session.sh bn38          # batch norm natively + layers vs CUDA, resnet50 fp32 / defaults
-#   bash scripts/gpu_session.sh implicit_mma  # the implicit-GEMM convolution on mma.sync: native tests, resnet50 layers / net
+#   bash scripts/gpu_session.sh probe39       # resnet50 TF32 conv layers by ocl kernel + tuning decisions, wgmma on / off
+#   bash scripts/gpu_session.sh implicit_mma [2]  # implicit-GEMM convolution on mma.sync: native tests, resnet50 layers on (2: off, nets)
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -537,15 +538,28 @@ case "${1:-validate}" in
     rm -f "$out"/*.png "$out"/build.log "$out"/layers.log "$out"/models_*.log
     ;;
   implicit_mma)  # the implicit-GEMM convolution on mma.sync (opt-in PYTORCH_OCL_CONV_IMPLICIT_MMA=1): its tests on the real
-    # instruction, resnet50's conv layers and the network vs CUDA defaults (TF32 convolutions) and TF32 off, with it on
-    PYTORCH_OCL_MMA_TEST=native run native 120 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
-      tests/test_conv_implicit_mma.py tests/test_conv.py
-    export PYTORCH_OCL_CONV_IMPLICIT_MMA=1
-    run conv_tf32 200 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 \
-      --out "$out/conv_tf32.md"
-    run models_default 90 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
-    run models_fp32 90 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
-    rm -f "$out"/*.png "$out"/build.log "$out"/conv_tf32.log "$out"/models_*.log
+    # instruction, resnet50's conv layers and the network vs CUDA defaults (TF32 convolutions), with it on; part 2 (warm
+    # machine): the same layers with it off, and the network both ways
+    if [ "${2:-1}" = 1 ]; then
+      PYTORCH_OCL_MMA_TEST=native run native 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
+        tests/test_conv_implicit_mma.py tests/test_conv.py tests/test_attention_mma.py
+      PYTORCH_OCL_CONV_IMPLICIT_MMA=1 run conv_tf32_on 250 python3 benchmarks/conv.py --ref cuda --math default \
+        --nets resnet50 --batches 32 --out "$out/conv_tf32_on.md"
+    else
+      run conv_tf32_off 250 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 \
+        --out "$out/conv_tf32_off.md"
+      PYTORCH_OCL_CONV_IMPLICIT_MMA=1 run models_on 90 python3 benchmarks/models.py --math default --nets resnet50 \
+        --out "$out/models_on.md"
+      run models_off 90 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_off.md"
+    fi
+    rm -f "$out"/*.png "$out"/build.log "$out"/conv_tf32_*.log "$out"/models_*.log
+    ;;
+  probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off
+    run conv_kernels 260 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
+      --out "$out/conv_kernels.md"
+    PYTORCH_OCL_WGMMA=0 run conv_kernels_nowgmma 260 python3 benchmarks/conv.py --ref cuda --math default \
+      --nets resnet50 --batches 32 --kernels --out "$out/conv_kernels_nowgmma.md"
+    rm -f "$out"/*.png "$out"/build.log "$out"/*.md
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

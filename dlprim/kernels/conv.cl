@@ -4,14 +4,40 @@
 
 #define CONV_GEOMETRY                                                                                  \
   int Cg, int H, int W, int KH, int KW, int OH, int OW, int stride_h, int stride_w, int pad_h, int pad_w, \
-      int dil_h, int dil_w, int groups
+      int dil_h, int dil_w, int groups, uint16 div_m, uchar16 div_s
 
-// One digit of a flat index in mixed radix: returns *t % r and leaves *t / r in *t, in 32-bit arithmetic
-// where the whole index range fits (`small`): im2col / col2im are bound by this arithmetic, and a 64-bit
-// division costs several 32-bit ones.
-inline int conv_digit(ulong *t, int r, bool small) {
+// Division by the geometry's sizes in a few instructions instead of a 32-bit division's ~25 (im2col / col2im
+// were bound by their index arithmetic: 70-100 G elements/s on the H200, a fifth of its memory bandwidth).
+// Granlund & Montgomery, "Division by invariant integers using multiplication" (1994), fig. 4.1: for a divisor d,
+// l = ceil(log2 d) and m = floor(2^32 (2^l - d) / d) + 1 (the host's conv_divisors), every 32-bit u has
+// u / d = (t + ((u - t) >> s1)) >> s2 with t = mul_hi(u, m), s1 = min(l, 1), s2 = max(l - 1, 0); div_s packs
+// s1 | s2 << 1. The divisors' slots in div_m / div_s:
+#define DV_W 0
+#define DV_H 1
+#define DV_C 2
+#define DV_CG 3
+#define DV_SH 4
+#define DV_SW 5
+#define DV_OW 6
+#define DV_NPIX 7
+#define DV_KG 8
+#define DV_KHW 9
+#define DV_KW a
+#define DV_GROUPS b
+#define CONV_DIV(u, slot) CONV_DIV_(u, slot)
+#define CONV_DIV_(u, slot) conv_div((uint)(u), div_m.s##slot, div_s.s##slot)
+inline uint conv_div(uint u, uint m, uchar s) {
+  const uint t = mul_hi(u, m);
+  return (t + ((u - t) >> (s & 1))) >> (s >> 1);
+}
+
+// One digit of a flat index in mixed radix: returns *t % r and leaves *t / r in *t, by conv_div where the whole
+// index range fits 32 bits (`small`), else in 64-bit arithmetic.
+#define CONV_DIGIT(t, r, slot, small) conv_digit(t, r, div_m.s##slot, div_s.s##slot, small)
+#define CONV_DIGIT_(t, r, slot, small) CONV_DIGIT(t, r, slot, small)
+inline int conv_digit(ulong *t, int r, uint m, uchar s, bool small) {
   if (small) {
-    const uint u = (uint)*t, q = u / (uint)r;
+    const uint u = (uint)*t, q = conv_div(u, m, s);
     *t = q;
     return (int)(u - q * (uint)r);
   }
@@ -30,12 +56,12 @@ __kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong
   const int npix = OH * OW, khw = KH * KW, kg = Cg * khw;
   const bool small = total <= 0xffffffffUL;
   ulong t = id;
-  const int n = conv_digit(&t, npix, small);  // lowest digit first: one statement each, in order
-  const int k = conv_digit(&t, kg, small);
+  const int n = CONV_DIGIT_(&t, npix, DV_NPIX, small);  // lowest digit first: one statement each, in order
+  const int k = CONV_DIGIT_(&t, kg, DV_KG, small);
   const int z = (int)t;
-  const int b = z / groups, g = z - b * groups;
-  const int ci = k / khw, r = k - ci * khw, kh = r / KW, kw = r - kh * KW;
-  const int oh = n / OW, ow = n - oh * OW;
+  const int b = CONV_DIV(z, DV_GROUPS), g = z - b * groups;
+  const int ci = CONV_DIV(k, DV_KHW), r = k - ci * khw, kh = CONV_DIV(r, DV_KW), kw = r - kh * KW;
+  const int oh = CONV_DIV(n, DV_OW), ow = n - oh * OW;
   const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
   ACC v = 0;
   if ((uint)ih < (uint)H && (uint)iw < (uint)W)
@@ -76,11 +102,11 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, 
   const int C = Cg * groups;
   const bool small = total <= 0xffffffffUL;
   ulong t = id;
-  const int iw = conv_digit(&t, W, small);
-  const int ih = conv_digit(&t, H, small);
-  const int c = conv_digit(&t, C, small);
+  const int iw = CONV_DIGIT_(&t, W, DV_W, small);
+  const int ih = CONV_DIGIT_(&t, H, DV_H, small);
+  const int c = CONV_DIGIT_(&t, C, DV_C, small);
   const int b = (int)t;
-  const int g = c / Cg, ci = c - g * Cg;
+  const int g = CONV_DIV(c, DV_CG), ci = c - g * Cg;
   const int npix = OH * OW, kg = Cg * KH * KW;
   __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
   ACC acc = 0;
@@ -88,9 +114,9 @@ __kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, 
     // The taps that read (ih, iw) directly: kh = (ih + pad_h) mod stride_h, then every stride_h-th, the output
     // row one lower each time (no division per tap); the same order of additions as the general loop below.
     const int th = ih + pad_h, tw = iw + pad_w;
-    const int kh0 = th % stride_h, kw0 = tw % stride_w;
-    const int ow0 = (tw - kw0) / stride_w;
-    for (int kh = kh0, oh = (th - kh0) / stride_h; kh < KH && oh >= 0; kh += stride_h, --oh) {
+    const int oh0 = CONV_DIV(th, DV_SH), ow0 = CONV_DIV(tw, DV_SW);
+    const int kh0 = th - oh0 * stride_h, kw0 = tw - ow0 * stride_w;
+    for (int kh = kh0, oh = oh0; kh < KH && oh >= 0; kh += stride_h, --oh) {
       if (oh >= OH) continue;
       for (int kw = kw0, ow = ow0; kw < KW && ow >= 0; kw += stride_w, --ow) {
         if (ow >= OW) continue;

@@ -29,6 +29,19 @@ void add_geometry(KernelArgs& a, const ConvShape& s) {
   a.add<cl_int>(static_cast<int>(s.ph)).add<cl_int>(static_cast<int>(s.pw));
   a.add<cl_int>(static_cast<int>(s.dh)).add<cl_int>(static_cast<int>(s.dw));
   a.add<cl_int>(static_cast<int>(s.groups));
+  // conv.cl's conv_div constants, in its DV_* slots
+  cl_uint16 m{};
+  cl_uchar16 sh{};
+  const int64_t divisors[12] = {s.W, s.H, s.C, s.C / s.groups, s.sh, s.sw, s.OW, s.OH * s.OW,
+                                s.C / s.groups * s.KH * s.KW, s.KH * s.KW, s.KW, s.groups};
+  for (int i = 0; i < 12; ++i) {
+    const uint64_t d = static_cast<uint64_t>(std::max<int64_t>(1, std::min<int64_t>(divisors[i], 0x7fffffff)));
+    int l = 0;
+    while ((uint64_t(1) << l) < d) ++l;
+    m.s[i] = static_cast<cl_uint>((((uint64_t(1) << l) - d) << 32) / d + 1);
+    sh.s[i] = static_cast<cl_uchar>((l ? 1 : 0) | ((l ? l - 1 : 0) << 1));
+  }
+  a.add(m).add(sh);
 }
 
 void add_tensor(KernelArgs& a, const ConvTensor& t, int64_t batch_offset) {

@@ -260,8 +260,8 @@ def test_tile_setting_errors(tile, monkeypatch):
                                        ("PYTORCH_OCL_MMA", "0"), ("PYTORCH_OCL_GEMM_CONFIG", "mma 128x128x32 w2x2 async3")])
 @pytest.mark.skipif(not REAL, reason="the defaults of an sm_90 device")
 def test_switches(monkeypatch, var, value):
-    """On by default for products of at least as many tiles as compute units; off with PYTORCH_OCL_WGMMA=0, the
-    matrix engine off, or a forced tile config."""
+    """On by default for products large on every side (those between are timed against the tiled kernels:
+    test_gemm_engine_tuning.py); off with PYTORCH_OCL_WGMMA=0, the matrix engine off, or a forced tile config."""
     if value is None:
         monkeypatch.delenv(var)
     else:
@@ -269,7 +269,7 @@ def test_switches(monkeypatch, var, value):
     a = torch.randn(2048, 2048).to(torch.bfloat16).to(DEV)
     _, names = launches(lambda: a @ a)
     assert ("gemm_wgmma" in names) == (value is None), names
-    assert ("wgmma" in pytorch_ocl.ops.gemm_plan(2048, 2048, 256, dtype=torch.bfloat16)) == (value is None)
+    assert ("wgmma" in pytorch_ocl.ops.gemm_plan(2048, 2048, 1024, dtype=torch.bfloat16)) == (value is None)
     # by default, fewer output tiles than compute units, or a side under 128, stay on the tiled kernels
     assert "wgmma" not in pytorch_ocl.ops.gemm_plan(256, 256, 256, dtype=torch.bfloat16)
     assert "wgmma" not in pytorch_ocl.ops.gemm_plan(4096, 64, 512, dtype=torch.bfloat16)

@@ -267,14 +267,33 @@ public:
     setup();
     Gemm g = scratch_gemm(b_nc);
     detail::SplitPlan split = detail::plan_splits(ctx_, cfg, g.M, g.N, g.K, 1, rZ_, acc);
-    if (split.workspace_bytes > ws_bytes_) {
-      if (ws_) clReleaseMemObject(ws_);
-      ws_ = alloc(split.workspace_bytes);
-      ws_bytes_ = split.workspace_bytes;
-    }
+    workspace(split.workspace_bytes);
+    return best_of([&](std::vector<cl_event>* events) {
+      run_tiled(ctx_, q_, g, lda(), ldb(b_nc), cfg, split, slot, ws_, 0, events);
+    });
+  }
+
+  // The wgmma path (its packing included) on the same scratch problem, B in the real problem's layout.
+  void prepare_wgmma() const { detail::prepare_wgmma(ctx_, wgmma_gemm()); }
+  double time_wgmma() {
+    setup();
+    Gemm g = wgmma_gemm();
+    workspace(detail::wgmma_workspace_bytes(ctx_, g));
+    return best_of([&](std::vector<cl_event>* events) { detail::run_gemm_wgmma(ctx_, q_, g, ws_, 0, events); });
+  }
+
+  // Enqueues the tiled kernel (built for g's layouts) and, for split-K, the reduction.
+  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
+                        const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
+                        uint64_t ws_off, std::vector<cl_event>* events);
+
+private:
+  // The fastest of a warm-up and reps_ runs of `enqueue` (which appends its launches' events), microseconds.
+  template <class Enqueue>
+  double best_of(Enqueue&& enqueue) {
     auto run_once = [&]() {
       std::vector<cl_event> events;
-      run_tiled(ctx_, q_, g, lda(), ldb(b_nc), cfg, split, slot, ws_, 0, &events);
+      enqueue(&events);
       return events_elapsed_us(events);
     };
     double warm = run_once();
@@ -289,13 +308,17 @@ public:
     if (best_ < 0 || best < best_) best_ = best;
     return best;
   }
-
-  // Enqueues the tiled kernel (built for g's layouts) and, for split-K, the reduction.
-  static void run_tiled(const Context& ctx, cl_command_queue q, const Gemm& g, int64_t lda, int64_t ldb,
-                        const TileConfig& cfg, const detail::SplitPlan& split, detail::LockedKernel& slot, cl_mem ws,
-                        uint64_t ws_off, std::vector<cl_event>* events);
-
-private:
+  void workspace(uint64_t bytes) {
+    if (bytes <= ws_bytes_) return;
+    if (ws_) clReleaseMemObject(ws_);
+    ws_ = alloc(bytes);
+    ws_bytes_ = bytes;
+  }
+  Gemm wgmma_gemm() const {
+    Gemm g = scratch_gemm(p_.b_nc);
+    g.fp32_math = p_.g.fp32_math;
+    return g;
+  }
   cl_mem alloc(uint64_t bytes) {
     cl_int err = CL_SUCCESS;
     cl_mem m = clCreateBuffer(ctx_.context(), CL_MEM_READ_WRITE, std::max<uint64_t>(bytes, 16), nullptr, &err);
@@ -377,6 +400,7 @@ const std::string* intern(const std::string& s) {
 struct TileChoice {
   TileConfig cfg;
   const std::string* text = nullptr;
+  bool wgmma = false;  // the engine tuning (family "gemm_engine") took the wgmma path over cfg
 };
 
 // The shape class a tuning of `p` is keyed by, and its candidates (`fallback` among them).
@@ -446,8 +470,11 @@ void speculate_backward(const Context& ctx, const Plan& p, const std::string& cl
   });
 }
 
-// The tiled kernel's config for `p`: forced, tuned once per shape class, or the default.
-TileChoice choose_tile(const Context& ctx, const Plan& p) {
+// The tiled kernel's config for `p`: forced, tuned once per shape class, or the default; with `engine_tuned`
+// (wgmma_use said Tune), then whether the wgmma path beats that config (timed without deferral: two candidates whose
+// kernels are built by then or shared by every product of the kind; while a deferred tile tuning runs, the
+// tiled side is its fallback config).
+TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
   auto fits = [&](const TileConfig& c) {
     return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, compute_dtype(p.g.dtype));
   };
@@ -474,6 +501,20 @@ TileChoice choose_tile(const Context& ctx, const Plan& p) {
   TileChoice c;
   TileConfig::parse(chosen, &c.cfg);
   c.text = intern(c.cfg.str());
+  if (engine_tuned) {
+    if (autotune_mode() == TuneMode::Off) {
+      c.wgmma = true;  // the size rule alone, as before tuning decided
+    } else {
+      Plan tp = p;
+      tp.cfg = c.cfg;
+      TileTuner tuner(ctx, tp);
+      const std::string engine = autotune_select(
+          ctx, "gemm_engine", cls, {"wgmma", "tiled"}, "wgmma",
+          [&](const std::string& e) { return e == "wgmma" ? tuner.time_wgmma() : tuner.time_us(chosen); },
+          [&](const std::string& e) { e == "wgmma" ? tuner.prepare_wgmma() : tuner.prepare(chosen); }, nullptr);
+      c.wgmma = engine == "wgmma";
+    }
+  }
   return c;
 }
 
@@ -481,17 +522,23 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   Plan p = base_plan(ctx, in);
   if (p.path != Path::Tiled) return p;
   const Gemm& g = p.g;
-  if (detail::wgmma_wanted(ctx, g)) {
+  const detail::WgmmaUse wg = detail::wgmma_use(ctx, g);
+  if (wg == detail::WgmmaUse::Yes) {
     p.path = Path::Wgmma;
     p.wgmma_bytes = detail::wgmma_workspace_bytes(ctx, g);
     return p;
   }
   DType acc = compute_dtype(g.dtype);
   p.mma = detail::mma_choice(ctx, g.dtype, g.fp32_math);
-  static detail::PlanMemo<10, TileChoice> memo;
+  static detail::PlanMemo<11, TileChoice> memo;
   int64_t mma_key = static_cast<int64_t>(p.mma.kind) * 2 + (p.mma.emulate ? 1 : 0);
   auto with = [&](const TileChoice& t) {
     Plan q = p;
+    if (t.wgmma) {
+      q.path = Path::Wgmma;
+      q.wgmma_bytes = detail::wgmma_workspace_bytes(ctx, g);
+      return q;
+    }
     q.cfg = t.cfg;
     q.cfg_text = t.text;
     q.split = detail::plan_splits(ctx, q.cfg, g.M, g.N, g.K, g.k_outer, detail::gemm_zcount(g), acc);
@@ -503,11 +550,13 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
   };
   // A deferred tuning's decision replaces a remembered fallback only where the caller's workspace, sized
   // for the fallback's plan, still holds the new one (plan_memo.h).
+  const bool engine_tuned = wg == detail::WgmmaUse::Tune;
   TileChoice t = memo.get({detail::key_of(ctx), static_cast<int64_t>(g.dtype), p.a_kc, p.b_nc, g.M, g.N, g.K,
-                           g.k_outer, detail::gemm_zcount(g), mma_key},
-                          [&] { return choose_tile(ctx, p); },
+                           g.k_outer, detail::gemm_zcount(g), mma_key, engine_tuned},
+                          [&] { return choose_tile(ctx, p, engine_tuned); },
                           [&](const TileChoice& old, const TileChoice& now) {
-                            return old.text == now.text || with(now).workspace_bytes() <= with(old).workspace_bytes();
+                            return (old.text == now.text && old.wgmma == now.wgmma) ||
+                                   with(now).workspace_bytes() <= with(old).workspace_bytes();
                           });
   return with(t);
 }

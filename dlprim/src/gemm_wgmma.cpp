@@ -145,7 +145,7 @@ LockedKernel& kernel(const Context& ctx, DType dtype, DType c_dtype, Kind kind, 
 // ws from ws_off; 3xTF32 marks its row blocks at flag_off (bytes) of ws.
 void pack(const Context& ctx, cl_command_queue q, const Gemm& g, Kind kind, const Tile& tl, const GemmMatrix& m,
           int64_t rows, int64_t rs, int64_t cs, int64_t nrb, int br, int64_t nk, cl_mem ws, uint64_t ws_off,
-          uint64_t flag_off) {
+          uint64_t flag_off, std::vector<cl_event>* events) {
   LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, tl, "gemm_wgmma_pack");
   std::lock_guard<std::mutex> lock(slot.m);
   const uint64_t total = static_cast<uint64_t>(gemm_zcount(g)) * nrb * nk * br * (kRowBytes / 16);
@@ -159,7 +159,8 @@ void pack(const Context& ctx, cl_command_queue q, const Gemm& g, Kind kind, cons
                                                           m.batch_stride % 8 == 0 && m.group_stride % 8 == 0));
   a.add<cl_int>(br).add(ws).add<cl_ulong>(ws_off / 16).add<cl_ulong>(total).add<cl_int>(vec ? 1 : 0);
   a.add(ws).add<cl_ulong>(flag_off / 4);
-  launch_1d(q, slot.k, total, ctx.work_group_size(256));
+  const size_t local = ctx.work_group_size(256), global = static_cast<size_t>((total + local - 1) / local * local);
+  launch_nd_events(q, slot.k, 1, nullptr, &global, &local, events);
 }
 
 bool sm90(const Context& ctx) {  // matrix_engine() probes once per context and remembers
@@ -169,32 +170,40 @@ bool sm90(const Context& ctx) {  // matrix_engine() probes once per context and 
 
 } // namespace
 
-bool wgmma_wanted(const Context& ctx, const Gemm& g) {
+WgmmaUse wgmma_use(const Context& ctx, const Gemm& g) {
   Kind kind;
   const char* env = env_value("PYTORCH_OCL_WGMMA");
-  if (env && std::strcmp(env, "0") == 0) return false;
+  if (env && std::strcmp(env, "0") == 0) return WgmmaUse::No;
   // the matrix engine off, or a tile config forced: the tiled kernels. Emulated engine (PYTORCH_OCL_MMA=emulate):
-  // the emulated wgmma kernel only when asked for by name (PYTORCH_OCL_WGMMA=1), on any device
+  // the emulated wgmma kernel only when asked for by name (PYTORCH_OCL_WGMMA=1, or =tune for the tuned choice), on
+  // any device
   const char* mma = env_value("PYTORCH_OCL_MMA");
-  if (mma && !std::strcmp(mma, "0")) return false;
-  if (const char* cfg = env_value("PYTORCH_OCL_GEMM_CONFIG")) if (*cfg) return false;
+  if (mma && !std::strcmp(mma, "0")) return WgmmaUse::No;
+  if (const char* cfg = env_value("PYTORCH_OCL_GEMM_CONFIG")) if (*cfg) return WgmmaUse::No;
+  const bool forced = env && std::strcmp(env, "1") == 0, tune = env && std::strcmp(env, "tune") == 0;
   const bool emulate = emulated();
-  if (emulate && !(env && std::strcmp(env, "1") == 0)) return false;
-  if (!kind_of(ctx, g, &kind)) return false;
-  if (g.k_outer != 1 || g.alpha == 0 || g.M < 64 || g.N < 64 || g.K < 16) return false;
-  if (gemm_zcount(g) > 65535 || (g.M + kBm - 1) / kBm > 65535) return false;
+  if (emulate && !forced && !tune) return WgmmaUse::No;
+  if (!kind_of(ctx, g, &kind)) return WgmmaUse::No;
+  if (g.k_outer != 1 || g.alpha == 0 || g.M < 64 || g.N < 64 || g.K < 16) return WgmmaUse::No;
+  if (gemm_zcount(g) > 65535 || (g.M + kBm - 1) / kBm > 65535) return WgmmaUse::No;
   const int64_t int_max = 0x7fffffff;
-  if (g.M > int_max || g.N > int_max || g.K > int_max) return false;
-  if (!emulate && !sm90(ctx)) return false;
-  if (g.dtype == DType::F32 && wgmma_workspace_bytes(ctx, g) > kMaxFloatWorkspace) return false;
+  if (g.M > int_max || g.N > int_max || g.K > int_max) return WgmmaUse::No;
+  if (!emulate && !sm90(ctx)) return WgmmaUse::No;
+  if (g.dtype == DType::F32 && wgmma_workspace_bytes(ctx, g) > kMaxFloatWorkspace) return WgmmaUse::No;
+  if (forced) return WgmmaUse::Yes;
   // Where the tiled kernels are faster (H200, against cuBLAS fp32): fewer 128 x 128 tiles than compute units leave
   // units idle while those split K (1024^3, 3xTF32: 0.74 here, 0.93 there; bf16 0.52 against 0.58); M or N under
   // 128 half-fill a tile, and K under 128 leaves the packing most of the time (attention-sized batches
-  // 96 x (512x64x512) / (512x512x64): 0.37 / 0.77 here, 1.10 / 1.18 there). PYTORCH_OCL_WGMMA=1 takes them anyway.
-  const bool forced = env && std::strcmp(env, "1") == 0;
+  // 96 x (512x64x512) / (512x512x64): 0.37 / 0.77 here, 1.10 / 1.18 there).
   const int bn = tile().bn;
   const uint64_t tiles = static_cast<uint64_t>(gemm_zcount(g)) * ((g.M + kBm - 1) / kBm) * ((g.N + bn - 1) / bn);
-  return forced || (tiles >= ctx.info().compute_units && g.M >= 128 && g.N >= 128 && g.K >= 128);
+  if (tiles < ctx.info().compute_units || g.M < 128 || g.N < 128 || g.K < 128) return WgmmaUse::No;
+  // Large on every side: the engine (TF32 4096^3: 0.75 of cuBLAS against 0.34 on mma.sync). Between, the packing's
+  // extra pass over both operands can cost more than the engine gains: resnet50's convolutions under TF32 (1x1
+  // layers with 128-512 output channels, Winograd's 36 products of K = 128-512) ran 10-70% faster on the tiled
+  // mma.sync kernels, so such products are timed both ways.
+  if (g.M >= 1024 && g.N >= 1024 && g.K >= 1024) return WgmmaUse::Yes;
+  return WgmmaUse::Tune;
 }
 
 uint64_t wgmma_workspace_bytes(const Context& ctx, const Gemm& g) {
@@ -212,7 +221,15 @@ std::string wgmma_description(const Context& ctx, const Gemm& g) {
          std::to_string(bk_of(kind)) + " stages=" + std::to_string(tl.stages);
 }
 
-void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_mem ws, uint64_t ws_off) {
+void prepare_wgmma(const Context& ctx, const Gemm& g) {
+  Kind kind;
+  if (!kind_of(ctx, g, &kind)) return;
+  kernel(ctx, g.dtype, gemm_out_dtype(g), kind, tile(), "gemm_wgmma_pack");
+  kernel(ctx, g.dtype, gemm_out_dtype(g), kind, tile(), "gemm_wgmma");
+}
+
+void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_mem ws, uint64_t ws_off,
+                    std::vector<cl_event>* events) {
   if (ws_off % 16) throw Error("gemm (wgmma): the workspace offset must be a multiple of 16 bytes");
   Kind kind;
   if (!kind_of(ctx, g, &kind)) throw Error("gemm (wgmma): no wgmma kind for this product");
@@ -224,9 +241,9 @@ void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_me
     enqueue_fill_buffer(q, ws, &zero, sizeof(zero), fa_off, s.flag_bytes);
   }
   // A: M x K as is; B (K x N) as B^T, N x K
-  pack(ctx, q, g, kind, tl, g.a, g.M, g.a.row_stride, g.a.col_stride, s.nrb_a, kBm, s.nk, ws, ws_off, fa_off);
+  pack(ctx, q, g, kind, tl, g.a, g.M, g.a.row_stride, g.a.col_stride, s.nrb_a, kBm, s.nk, ws, ws_off, fa_off, events);
   pack(ctx, q, g, kind, tl, g.b, g.N, g.b.col_stride, g.b.row_stride, s.nrb_b, tl.bn, s.nk, ws, ws_off + s.a_bytes,
-       fb_off);
+       fb_off, events);
   LockedKernel& slot = kernel(ctx, g.dtype, gemm_out_dtype(g), kind, tl, "gemm_wgmma");
   std::lock_guard<std::mutex> lock(slot.m);
   KernelArgs a(slot.k);
@@ -239,7 +256,7 @@ void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_me
   const size_t nth = 128 * kWgs + 32;
   const size_t global[3] = {nth * static_cast<size_t>(s.nrb_b), static_cast<size_t>(s.nrb_a), static_cast<size_t>(s.zc)};
   const size_t local[3] = {nth, 1, 1};
-  launch_nd(q, slot.k, 3, global, local);
+  launch_nd_events(q, slot.k, 3, nullptr, global, local, events);
 }
 
 } // namespace detail

@@ -7,16 +7,24 @@
 #include <dlprim/gemm.h>
 
 #include <string>
+#include <vector>
 
 namespace dlprim {
 namespace detail {
 
-// Whether gemm() takes this path for `g` (normalised as gemm.cpp's plan: C unit-stride along n).
-bool wgmma_wanted(const Context& ctx, const Gemm& g);
+// Whether gemm() takes this path for `g` (normalised as gemm.cpp's plan: C unit-stride along n): No; Yes (forced by
+// PYTORCH_OCL_WGMMA=1, or a product large on every side); Tune: a product where the packing may cost more than the
+// engine gains (tuned against the tiled kernels, family "gemm_engine"; without tuning it takes wgmma).
+enum class WgmmaUse { No, Yes, Tune };
+WgmmaUse wgmma_use(const Context& ctx, const Gemm& g);
 // Workspace: the packed operands.
 uint64_t wgmma_workspace_bytes(const Context& ctx, const Gemm& g);
-// Packs A and B into `ws` from `ws_off` (a multiple of 16 bytes) and enqueues the product.
-void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_mem ws, uint64_t ws_off);
+// Packs A and B into `ws` from `ws_off` (a multiple of 16 bytes) and enqueues the product; with `events`, the
+// launches' events are appended (tuning times them).
+void run_gemm_wgmma(const Context& ctx, cl_command_queue q, const Gemm& g, cl_mem ws, uint64_t ws_off,
+                    std::vector<cl_event>* events = nullptr);
+// Builds the kernels run_gemm_wgmma takes for `g` (tuning prepares its candidates on build threads).
+void prepare_wgmma(const Context& ctx, const Gemm& g);
 // "wgmma KIND BMxBNxBK stages=S", for gemm_plan_description.
 std::string wgmma_description(const Context& ctx, const Gemm& g);
 

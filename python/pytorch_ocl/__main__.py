@@ -21,10 +21,11 @@ ENV_VARS = (
     ("PYTORCH_OCL_ATTN_MMA", "0: fused attention on the FMA kernels, not the matrix engine (default on); NW,BKT,PREFETCH: mma layout"),
     ("PYTORCH_OCL_ATTN_BWD_TILED", "0 (row kernels), 1 (default), BQ,BK,NTC or dq[=BQ,BK,NTC]+dkdv[=BQ,BK,NTC]: the attention backward on register tiles"),
     ("PYTORCH_OCL_ATTN_MMA_BWD", "dq=NW,BKT[,split][,rN]+dkdv=...: the matrix engine's attention backward layouts (experiments)"),
-    ("PYTORCH_OCL_WGMMA", "0: products on Hopper (sm_90) on mma.sync instead of wgmma (default on there for 16-bit and "
-                           "TF32/3xTF32 products of >= one tile per compute unit, M/N/K >= 128); 1: wgmma for every size"),
+    ("PYTORCH_OCL_WGMMA", "0: products on Hopper (sm_90) on mma.sync instead of wgmma (default there for 16-bit and "
+                           "TF32/3xTF32 products with M/N/K >= 1024; timed against mma.sync for those of >= one tile per "
+                           "compute unit, M/N/K >= 128); 1: wgmma for every size; tune: the timed choice, emulated too"),
     ("PYTORCH_OCL_WGMMA_TILE", "BN,STAGES: the wgmma kernel's tile columns (64/128/256) and K stages (default 128,5; experiments)"),
-    ("PYTORCH_OCL_CONV_IMPLICIT_MMA", "1: the implicit-GEMM convolution forward's matrix-engine configs join its tuning (opt-in)"),
+    ("PYTORCH_OCL_CONV_IMPLICIT_MMA", "0: the implicit-GEMM convolution forward's matrix-engine configs stay out of its tuning"),
     ("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1: the matrix engine's attention backward in one kernel (dq added in a fixed order by the dk/dv pass) where it applies (default 0: two passes, faster on an H200); NW,BKT: its layout"),
     ("PYTORCH_OCL_ATTN_MASK_BLOCKS", "0: fused attention reads the whole mask (no skipped all-masked tiles, no unread all-visible ones)"),
     ("PYTORCH_OCL_RNN", "steps: nn.LSTM/nn.GRU step by step instead of whole layers"),

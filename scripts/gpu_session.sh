@@ -59,7 +59,7 @@
 #   bash scripts/gpu_session.sh exp38         # resnet50 TF32 convolutions with every product on the tiled kernels
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #   bash scripts/gpu_session.sh bn38          # batch norm natively + layers vs CUDA, resnet50 fp32 / defaults
-#   bash scripts/gpu_session.sh check39       # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
+#   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
 #   bash scripts/gpu_session.sh probe39       # resnet50 TF32 conv layers by ocl kernel + tuning decisions, wgmma on / off
 #   bash scripts/gpu_session.sh implicit_mma [2]  # implicit-GEMM convolution on mma.sync: native tests, resnet50 layers on (2: off, nets)
 #
@@ -556,15 +556,19 @@ case "${1:-validate}" in
     rm -f "$out"/*.png "$out"/build.log "$out"/conv_tf32_*.log "$out"/models_*.log
     ;;
   check39)  # tuned wgmma-or-tiled choice and the multiply-shift im2col / col2im: native tests, resnet50's TF32 conv
-    # layers by kernel, resnet50 vs CUDA defaults and TF32 off, GPT-2 / BERT float32 steps (their GEMMs now timed)
-    PYTORCH_OCL_MMA_TEST=native run native 150 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short \
-      tests/test_gemm_engine_tuning.py tests/test_gemm_wgmma.py tests/test_gemm_mma.py tests/test_conv.py \
-      tests/test_conv3d.py tests/test_patches.py tests/test_conv_winograd.py tests/test_random_tuning.py
-    run conv_kernels 200 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
-      --out "$out/conv_kernels.md"
-    run models_default 80 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
-    run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
-    run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
+    # layers by kernel, resnet50 vs CUDA defaults; part 2 (warm): resnet50 TF32 off, GPT-2 / BERT float32 steps (their
+    # GEMMs now timed against the tiled kernels)
+    if [ "${2:-1}" = 1 ]; then
+      PYTORCH_OCL_MMA_TEST=native run native 130 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short \
+        tests/test_gemm_engine_tuning.py tests/test_gemm_wgmma.py tests/test_gemm_mma.py tests/test_conv.py \
+        tests/test_conv3d.py tests/test_patches.py tests/test_conv_winograd.py tests/test_random_tuning.py
+      run conv_kernels 180 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
+        --out "$out/conv_kernels.md"
+      run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
+    else
+      run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
+      run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
+    fi
     rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log "$out"/transformer_fp32.log
     ;;
   probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off

@@ -287,19 +287,23 @@ for shape, mult, k, stride, dil, pad, layout, dtype in [
     w = torch.randn(c * mult, 1, *k)
     b = torch.randn(c * mult)
     run_case(F.conv2d, x, w, b, dtype=dtype, layout=layout, stride=stride, padding=pad, dilation=dil, groups=c)
-# Dense and grouped strided convolutions: their weight gradient runs im2col's one-element-per-item
-# GPU kernel here (CPU devices use the one-row-per-item kernel in every other test).
-for shape, cout, k, stride, groups in [((2, 4, 13, 11), 6, 3, 2, 1), ((3, 6, 9, 10), 4, 5, 3, 2)]:
+# Dense and grouped strided convolutions: their weight gradient runs im2col's GPU kernel here (an output pixel
+# an item, channel chunks of a tap an item: CPU devices use the one-row-per-item kernel in every other test), and
+# col2im's (a position an item, several planes each). Channel counts of 17-70 a group split into chunks of 8-9,
+# the last one short or empty; 1x1 stride 2 (resnet's downsampling) and dilation.
+for shape, cout, k, stride, groups, dil in [((2, 4, 13, 11), 6, 3, 2, 1, 1), ((3, 6, 9, 10), 4, 5, 3, 2, 1),
+                                            ((2, 70, 9, 7), 8, 3, 2, 1, 1), ((1, 34, 8, 9), 6, 1, 2, 2, 1),
+                                            ((2, 81, 6, 6), 5, 3, 1, 1, 2), ((3, 17, 12, 5), 4, 2, 2, 1, 1)]:
     x = torch.randn(shape)
     w = torch.randn(cout, shape[1] // groups, k, k)
-    run_case(F.conv2d, x, w, torch.randn(cout), stride=stride, padding=1, groups=groups)
+    run_case(F.conv2d, x, w, torch.randn(cout), stride=stride, padding=min(1, k // 2), groups=groups, dilation=dil)
 print("ok")
 """
 
 
 def test_gpu_mapping_conv_paths():
     """Under the GPU mapping: the GPU depthwise kernels (NCHW and channels-last mappings, sliced weight
-    gradients incl. slices that end mid-image) and the element-wise im2col, against float64."""
+    gradients incl. slices that end mid-image) and the GPU im2col / col2im kernels, against float64."""
     import os
 
     from conftest import run_python

@@ -7,23 +7,20 @@
       int dil_h, int dil_w, int groups, uint16 div_m, uchar16 div_s
 
 // Division by the geometry's sizes in a few instructions instead of a 32-bit division's ~25 (im2col / col2im
-// were bound by their index arithmetic: 70-100 G elements/s on the H200, a fifth of its memory bandwidth).
+// with a division per index digit were bound by that arithmetic: 70-100 G elements/s on the H200).
 // Granlund & Montgomery, "Division by invariant integers using multiplication" (1994), fig. 4.1: for a divisor d,
 // l = ceil(log2 d) and m = floor(2^32 (2^l - d) / d) + 1 (the host's conv_divisors), every 32-bit u has
 // u / d = (t + ((u - t) >> s1)) >> s2 with t = mul_hi(u, m), s1 = min(l, 1), s2 = max(l - 1, 0); div_s packs
 // s1 | s2 << 1. The divisors' slots in div_m / div_s:
 #define DV_W 0
-#define DV_H 1
-#define DV_C 2
-#define DV_CG 3
-#define DV_SH 4
-#define DV_SW 5
-#define DV_OW 6
-#define DV_NPIX 7
-#define DV_KG 8
-#define DV_KHW 9
-#define DV_KW a
-#define DV_GROUPS b
+#define DV_C 1
+#define DV_CG 2
+#define DV_SH 3
+#define DV_SW 4
+#define DV_OW 5
+#define DV_KHW 6
+#define DV_KW 7
+#define DV_GROUPS 8
 #define CONV_DIV(u, slot) CONV_DIV_(u, slot)
 #define CONV_DIV_(u, slot) conv_div((uint)(u), div_m.s##slot, div_s.s##slot)
 inline uint conv_div(uint u, uint m, uchar s) {
@@ -31,42 +28,36 @@ inline uint conv_div(uint u, uint m, uchar s) {
   return (t + ((u - t) >> (s & 1))) >> (s >> 1);
 }
 
-// One digit of a flat index in mixed radix: returns *t % r and leaves *t / r in *t, by conv_div where the whole
-// index range fits 32 bits (`small`), else in 64-bit arithmetic.
-#define CONV_DIGIT(t, r, slot, small) conv_digit(t, r, div_m.s##slot, div_s.s##slot, small)
-#define CONV_DIGIT_(t, r, slot, small) CONV_DIGIT(t, r, slot, small)
-inline int conv_digit(ulong *t, int r, uint m, uchar s, bool small) {
-  if (small) {
-    const uint u = (uint)*t, q = conv_div(u, m, s);
-    *t = q;
-    return (int)(u - q * (uint)r);
-  }
-  const ulong q = *t / (ulong)r;
-  const int d = (int)(*t - q * (ulong)r);
-  *t = q;
-  return d;
-}
-
 // Patches of `images` images: cols[((b * groups + g) * Kg + k) * OH * OW + oh * OW + ow]
 // = x[b, g * Cg + ci, oh * stride_h - pad_h + kh * dil_h, ow * stride_w - pad_w + kw * dil_w] (0 outside).
-__kernel void conv_im2col(ulong total, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn, long x_sc,
-                          long x_sh, long x_sw, __global T *cols, ulong col_off) {
-  ulong id = get_global_id(0);
-  if (id >= total) return;
+// GPU mapping: dimension 0 is the output pixel n (stores coalesced along it), dimension 1 the rows
+// ((z * KH * KW + r) * chunks + chunk) with z = b * groups + g and r = kh * KW + kw, taken in steps of the
+// dimension's size; an item copies the channels of its chunk, stepping the input a channel and the patches
+// KH * KW rows at a time, so its index arithmetic is done once per chunk, not per element.
+__kernel void conv_im2col(int rows, int chunks, CONV_GEOMETRY, __global const T *X, ulong x_off, long x_sn,
+                          long x_sc, long x_sh, long x_sw, __global T *cols, ulong col_off) {
   const int npix = OH * OW, khw = KH * KW, kg = Cg * khw;
-  const bool small = total <= 0xffffffffUL;
-  ulong t = id;
-  const int n = CONV_DIGIT_(&t, npix, DV_NPIX, small);  // lowest digit first: one statement each, in order
-  const int k = CONV_DIGIT_(&t, kg, DV_KG, small);
-  const int z = (int)t;
-  const int b = CONV_DIV(z, DV_GROUPS), g = z - b * groups;
-  const int ci = CONV_DIV(k, DV_KHW), r = k - ci * khw, kh = CONV_DIV(r, DV_KW), kw = r - kh * KW;
+  const int n = get_global_id(0);
+  if (n >= npix) return;
   const int oh = CONV_DIV(n, DV_OW), ow = n - oh * OW;
-  const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
-  ACC v = 0;
-  if ((uint)ih < (uint)H && (uint)iw < (uint)W)
-    v = LOAD_T(X, (long)x_off + b * x_sn + (long)(g * Cg + ci) * x_sc + ih * x_sh + iw * x_sw);
-  STORE_T(cols, col_off + id, v);
+  const int per = (Cg + chunks - 1) / chunks;
+  for (int row = get_global_id(1); row < rows; row += get_global_size(1)) {
+    const int zr = row / chunks, chunk = row - zr * chunks;
+    const int z = CONV_DIV(zr, DV_KHW), r = zr - z * khw;
+    const int b = CONV_DIV(z, DV_GROUPS), g = z - b * groups;
+    const int kh = CONV_DIV(r, DV_KW), kw = r - kh * KW;
+    const int c0 = chunk * per, c1 = min(Cg, c0 + per);
+    const int ih = oh * stride_h - pad_h + kh * dil_h, iw = ow * stride_w - pad_w + kw * dil_w;
+    const bool in = (uint)ih < (uint)H && (uint)iw < (uint)W;
+    long src = (long)x_off + b * x_sn + (long)(g * Cg + c0) * x_sc + (long)ih * x_sh + (long)iw * x_sw;
+    ulong dst = col_off + ((ulong)z * kg + (ulong)c0 * khw + r) * (ulong)npix + n;
+    const ulong step = (ulong)khw * npix;
+    for (int ci = c0; ci < c1; ++ci, src += x_sc, dst += step) {
+      ACC v = 0;
+      if (in) v = LOAD_T(X, src);
+      STORE_T(cols, dst, v);
+    }
+  }
 }
 
 // The same patches, one work-item per output row of OW entries (CPU devices: the index
@@ -94,53 +85,52 @@ __kernel void conv_im2col_rows(ulong rows, CONV_GEOMETRY, __global const T *X, u
 }
 
 // The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it. The
-// patches hold unrounded sums, in the accumulation type.
-__kernel void conv_col2im(ulong total, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,
+// patches hold unrounded sums, in the accumulation type. Dimension 0 is the input position p = ih * W + iw (its
+// taps found once), dimension 1 the planes z = b * C + c, taken in steps of the dimension's size.
+__kernel void conv_col2im(int planes, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,
                           ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
-  ulong id = get_global_id(0);
-  if (id >= total) return;
-  const int C = Cg * groups;
-  const bool small = total <= 0xffffffffUL;
-  ulong t = id;
-  const int iw = CONV_DIGIT_(&t, W, DV_W, small);
-  const int ih = CONV_DIGIT_(&t, H, DV_H, small);
-  const int c = CONV_DIGIT_(&t, C, DV_C, small);
-  const int b = (int)t;
-  const int g = CONV_DIV(c, DV_CG), ci = c - g * Cg;
-  const int npix = OH * OW, kg = Cg * KH * KW;
-  __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * KH * KW) * npix;
-  ACC acc = 0;
-  if (dil_h == 1 && dil_w == 1) {
-    // The taps that read (ih, iw) directly: kh = (ih + pad_h) mod stride_h, then every stride_h-th, the output
-    // row one lower each time (no division per tap); the same order of additions as the general loop below.
-    const int th = ih + pad_h, tw = iw + pad_w;
-    const int oh0 = CONV_DIV(th, DV_SH), ow0 = CONV_DIV(tw, DV_SW);
-    const int kh0 = th - oh0 * stride_h, kw0 = tw - ow0 * stride_w;
-    for (int kh = kh0, oh = oh0; kh < KH && oh >= 0; kh += stride_h, --oh) {
-      if (oh >= OH) continue;
-      for (int kw = kw0, ow = ow0; kw < KW && ow >= 0; kw += stride_w, --ow) {
-        if (ow >= OW) continue;
-        acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+  const int p = get_global_id(0);
+  if (p >= H * W) return;
+  const int C = Cg * groups, npix = OH * OW, khw = KH * KW, kg = Cg * khw;
+  const int ih = CONV_DIV(p, DV_W), iw = p - ih * W;
+  // Dilation 1: the taps that read (ih, iw) directly: kh = (ih + pad_h) mod stride_h, then every stride_h-th, the
+  // output row one lower each time (no division per tap); the same order of additions as the general loop.
+  const int th = ih + pad_h, tw = iw + pad_w;
+  const int oh0 = CONV_DIV(th, DV_SH), ow0 = CONV_DIV(tw, DV_SW);
+  const int kh0 = th - oh0 * stride_h, kw0 = tw - ow0 * stride_w;
+  const long pos = (long)dx_off + (long)ih * dx_sh + (long)iw * dx_sw;
+  for (int z = get_global_id(1); z < planes; z += get_global_size(1)) {
+    const int b = CONV_DIV(z, DV_C), c = z - b * C;
+    const int g = CONV_DIV(c, DV_CG), ci = c - g * Cg;
+    __global const ACC *base = cols + col_off + ((ulong)(b * groups + g) * kg + (ulong)ci * khw) * npix;
+    ACC acc = 0;
+    if (dil_h == 1 && dil_w == 1) {
+      for (int kh = kh0, oh = oh0; kh < KH && oh >= 0; kh += stride_h, --oh) {
+        if (oh >= OH) continue;
+        for (int kw = kw0, ow = ow0; kw < KW && ow >= 0; kw += stride_w, --ow) {
+          if (ow >= OW) continue;
+          acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+        }
+      }
+    } else {
+      for (int kh = 0; kh < KH; ++kh) {
+        const int th = ih + pad_h - kh * dil_h;
+        if (th < 0) break;
+        if (th % stride_h) continue;
+        const int oh = th / stride_h;
+        if (oh >= OH) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+          const int tw = iw + pad_w - kw * dil_w;
+          if (tw < 0) break;
+          if (tw % stride_w) continue;
+          const int ow = tw / stride_w;
+          if (ow >= OW) continue;
+          acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
+        }
       }
     }
-  } else {
-    for (int kh = 0; kh < KH; ++kh) {
-      const int th = ih + pad_h - kh * dil_h;
-      if (th < 0) break;
-      if (th % stride_h) continue;
-      const int oh = th / stride_h;
-      if (oh >= OH) continue;
-      for (int kw = 0; kw < KW; ++kw) {
-        const int tw = iw + pad_w - kw * dil_w;
-        if (tw < 0) break;
-        if (tw % stride_w) continue;
-        const int ow = tw / stride_w;
-        if (ow >= OW) continue;
-        acc += base[(long)(kh * KW + kw) * npix + oh * OW + ow];
-      }
-    }
+    STORE_T(DX, pos + b * dx_sn + (long)c * dx_sc, acc);
   }
-  STORE_T(DX, (long)dx_off + b * dx_sn + (long)c * dx_sc + ih * dx_sh + iw * dx_sw, acc);
 }
 
 // Adds the weight-gradient slices of conv_depthwise.cl in slice order.

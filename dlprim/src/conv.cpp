@@ -32,9 +32,8 @@ void add_geometry(KernelArgs& a, const ConvShape& s) {
   // conv.cl's conv_div constants, in its DV_* slots
   cl_uint16 m{};
   cl_uchar16 sh{};
-  const int64_t divisors[12] = {s.W, s.H, s.C, s.C / s.groups, s.sh, s.sw, s.OW, s.OH * s.OW,
-                                s.C / s.groups * s.KH * s.KW, s.KH * s.KW, s.KW, s.groups};
-  for (int i = 0; i < 12; ++i) {
+  const int64_t divisors[9] = {s.W, s.C, s.C / s.groups, s.sh, s.sw, s.OW, s.KH * s.KW, s.KW, s.groups};
+  for (int i = 0; i < 9; ++i) {
     const uint64_t d = static_cast<uint64_t>(std::max<int64_t>(1, std::min<int64_t>(divisors[i], 0x7fffffff)));
     int l = 0;
     while ((uint64_t(1) << l) < d) ++l;
@@ -197,32 +196,59 @@ uint64_t gemm_pass_bytes(const Context& ctx, const ConvShape& s, uint64_t cols_b
   return align_up(cols_bytes) + ws;
 }
 
+// GPU mappings of conv.cl's im2col / col2im: dimension 0 over `inner` positions (a group's worth, or the
+// positions rounded up to a warp when fewer), dimension 1 over `outer` rows taken in steps, at most 65535 groups
+// (NVIDIA's limit on that dimension).
+void launch_2d(const Context& ctx, cl_command_queue q, cl_kernel k, int64_t inner, int64_t outer) {
+  const size_t wg = ctx.work_group_size(256);
+  size_t l0 = std::min<size_t>(wg, static_cast<size_t>((inner + 31) / 32 * 32));
+  size_t l1 = std::max<size_t>(1, wg / l0);
+  const size_t g0 = static_cast<size_t>((inner + l0 - 1) / l0) * l0;
+  const size_t groups1 = std::min<size_t>(65535, static_cast<size_t>((outer + l1 - 1) / l1));
+  const size_t global[2] = {g0, groups1 * l1}, local[2] = {l0, l1};
+  launch_nd(q, k, 2, global, local);
+}
+
 void launch_im2col(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, const ConvTensor& x,
                    int64_t b0, int64_t nb, cl_mem cols, uint64_t cols_off, const Cols& c) {
-  // GPUs: one element per work-item (coalesced stores); CPUs: one output row per work-item.
+  // GPUs: an output pixel per item along dimension 0 (coalesced stores), each item a chunk of channels of one
+  // (image, group, tap); CPUs: one output row per work-item.
   bool rows = cpu_mapping(ctx);
   detail::LockedKernel& k = conv_kernel(ctx, dtype, rows ? "conv_im2col_rows" : "conv_im2col");
   std::lock_guard<std::mutex> lock(k.m);
-  uint64_t total = static_cast<uint64_t>(nb) * c.per_image / (rows ? std::max<int64_t>(s.OW, 1) : 1);
   KernelArgs a(k.k);
-  a.add<cl_ulong>(total);
+  if (rows) {
+    uint64_t total = static_cast<uint64_t>(nb) * c.per_image / std::max<int64_t>(s.OW, 1);
+    a.add<cl_ulong>(total);
+    add_geometry(a, s);
+    add_tensor(a, x, b0);
+    a.add(cols).add<cl_ulong>(cols_off);
+    launch_1d(q, k.k, total, ctx.work_group_size(256));
+    return;
+  }
+  // Channel chunks: enough rows for 2^19 items of two rows each, at least 8 channels a row where there are.
+  const int64_t Cg = s.C / s.groups, taps = nb * s.groups * s.KH * s.KW;
+  const int64_t want = ((int64_t(1) << 20) + c.npix * taps - 1) / std::max<int64_t>(1, c.npix * taps);
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(want, Cg / 8));
+  a.add<cl_int>(static_cast<int>(taps * chunks)).add<cl_int>(static_cast<int>(chunks));
   add_geometry(a, s);
   add_tensor(a, x, b0);
   a.add(cols).add<cl_ulong>(cols_off);
-  launch_1d(q, k.k, total, ctx.work_group_size(256));
+  launch_2d(ctx, q, k.k, c.npix, (taps * chunks + 1) / 2);
 }
 
 void launch_col2im(const Context& ctx, cl_command_queue q, const ConvShape& s, DType dtype, cl_mem cols,
                    uint64_t cols_off, const ConvTensor& dx, int64_t b0, int64_t nb) {
   detail::LockedKernel& k = conv_kernel(ctx, dtype, "conv_col2im");
   std::lock_guard<std::mutex> lock(k.m);
-  uint64_t total = static_cast<uint64_t>(nb) * s.C * s.H * s.W;
+  const int64_t planes = nb * s.C;
   KernelArgs a(k.k);
-  a.add<cl_ulong>(total);
+  a.add<cl_int>(static_cast<int>(planes));
   add_geometry(a, s);
   a.add(cols).add<cl_ulong>(cols_off);
   add_tensor(a, dx, b0);
-  launch_1d(q, k.k, total, ctx.work_group_size(256));
+  // about 4 planes an item: the taps found once per position serve several planes
+  launch_2d(ctx, q, k.k, s.H * s.W, (planes + 3) / 4);
 }
 
 struct Workspace {

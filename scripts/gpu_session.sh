@@ -60,6 +60,7 @@
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #   bash scripts/gpu_session.sh bn38          # batch norm natively + layers vs CUDA, resnet50 fp32 / defaults
 #   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
+#   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
 #   bash scripts/gpu_session.sh probe39       # resnet50 TF32 conv layers by ocl kernel + tuning decisions, wgmma on / off
 #   bash scripts/gpu_session.sh implicit_mma [2]  # implicit-GEMM convolution on mma.sync: native tests, resnet50 layers on (2: off, nets)
 #
@@ -570,6 +571,14 @@ case "${1:-validate}" in
       run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
     fi
     rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log "$out"/transformer_fp32.log
+    ;;
+  final39)  # the 2-D im2col / col2im natively and timed: conv tests, resnet50's TF32 conv layers by kernel, the net
+    PYTORCH_OCL_MMA_TEST=native run native 60 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short \
+      tests/test_conv.py tests/test_conv3d.py tests/test_patches.py tests/test_conv_implicit_mma.py
+    run conv_kernels 170 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
+      --out "$out/conv_kernels.md"
+    run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
+    rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log
     ;;
   probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off
     run conv_kernels 260 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \

@@ -289,8 +289,8 @@ for shape, mult, k, stride, dil, pad, layout, dtype in [
     run_case(F.conv2d, x, w, b, dtype=dtype, layout=layout, stride=stride, padding=pad, dilation=dil, groups=c)
 # Dense and grouped strided convolutions: their weight gradient runs im2col's GPU kernel here (an output pixel
 # an item, channel chunks of a tap an item: CPU devices use the one-row-per-item kernel in every other test), and
-# col2im's (a position an item, several planes each). Channel counts of 17-70 a group split into chunks of 8-9,
-# the last one short or empty; 1x1 stride 2 (resnet's downsampling) and dilation.
+# col2im's (a position an item; four planes each where it has at most one tap: the 1x1 and 2x2 stride-2 cases).
+# Channel counts of 17-81 a group split into chunks of 8-9, the last one short or empty; dilation.
 for shape, cout, k, stride, groups, dil in [((2, 4, 13, 11), 6, 3, 2, 1, 1), ((3, 6, 9, 10), 4, 5, 3, 2, 1),
                                             ((2, 70, 9, 7), 8, 3, 2, 1, 1), ((1, 34, 8, 9), 6, 1, 2, 2, 1),
                                             ((2, 81, 6, 6), 5, 3, 1, 1, 2), ((3, 17, 12, 5), 4, 2, 2, 1, 1)]:

@@ -86,7 +86,8 @@ __kernel void conv_im2col_rows(ulong rows, CONV_GEOMETRY, __global const T *X, u
 
 // The adjoint of conv_im2col: dx[b, c, ih, iw] = sum of the patch entries that read it. The
 // patches hold unrounded sums, in the accumulation type. Dimension 0 is the input position p = ih * W + iw (its
-// taps found once), dimension 1 the planes z = b * C + c, taken in steps of the dimension's size.
+// taps found once), dimension 1 the planes z = b * C + c, taken in steps of the dimension's size (the host
+// gives an item one plane, or four where a position has at most one tap).
 __kernel void conv_col2im(int planes, CONV_GEOMETRY, __global const ACC *cols, ulong col_off, __global T *DX,
                           ulong dx_off, long dx_sn, long dx_sc, long dx_sh, long dx_sw) {
   const int p = get_global_id(0);

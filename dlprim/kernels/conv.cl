@@ -9,7 +9,7 @@
 // Division by the geometry's sizes in a few instructions instead of a 32-bit division's ~25 (im2col / col2im
 // with a division per index digit were bound by that arithmetic: 70-100 G elements/s on the H200).
 // Granlund & Montgomery, "Division by invariant integers using multiplication" (1994), fig. 4.1: for a divisor d,
-// l = ceil(log2 d) and m = floor(2^32 (2^l - d) / d) + 1 (the host's conv_divisors), every 32-bit u has
+// l = ceil(log2 d) and m = floor(2^32 (2^l - d) / d) + 1 (conv.cpp's add_geometry), every 32-bit u has
 // u / d = (t + ((u - t) >> s1)) >> s2 with t = mul_hi(u, m), s1 = min(l, 1), s2 = max(l - 1, 0); div_s packs
 // s1 | s2 << 1. The divisors' slots in div_m / div_s:
 #define DV_W 0

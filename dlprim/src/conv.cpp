@@ -200,6 +200,7 @@ uint64_t gemm_pass_bytes(const Context& ctx, const ConvShape& s, uint64_t cols_b
 // positions rounded up to a warp when fewer), dimension 1 over `outer` rows taken in steps, at most 65535 groups
 // (NVIDIA's limit on that dimension).
 void launch_2d(const Context& ctx, cl_command_queue q, cl_kernel k, int64_t inner, int64_t outer) {
+  if (inner <= 0 || outer <= 0) return;  // nothing to do (and a zero global size is an error before OpenCL 2.0)
   const size_t wg = ctx.work_group_size(256);
   size_t l0 = std::min<size_t>(wg, static_cast<size_t>((inner + 31) / 32 * 32));
   size_t l1 = std::max<size_t>(1, wg / l0);

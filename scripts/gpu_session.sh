@@ -55,14 +55,11 @@
 #   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
 #   bash scripts/gpu_session.sh exit37        # test_exit / build tests natively, bf16 size rule vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
-#   bash scripts/gpu_session.sh check38       # batch norm natively + vs CUDA, resnet50 TF32 by kernel / conv layer, 3 CNNs
-#   bash scripts/gpu_session.sh exp38         # resnet50 TF32 convolutions with every product on the tiled kernels
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
-#   bash scripts/gpu_session.sh bn38          # batch norm natively + layers vs CUDA, resnet50 fp32 / defaults
 #   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
 #   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
+#   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh probe39       # resnet50 TF32 conv layers by ocl kernel + tuning decisions, wgmma on / off
-#   bash scripts/gpu_session.sh implicit_mma [2]  # implicit-GEMM convolution on mma.sync: native tests, resnet50 layers on (2: off, nets)
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -501,27 +498,6 @@ case "${1:-validate}" in
     done
     run resnet50_tf32 100 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
     ;;
-  check38)  # batch norm's one-read statistics natively (tests, layers.py vs CUDA), resnet50's step by kernel and its
-    # convolution layers per path with TF32 convolutions on both devices, resnet50 / vgg16 / mobilenet_v2 vs CUDA defaults
-    run native_bn 120 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_batch_norm.py \
-      tests/test_batch_norm_update.py tests/test_group_norm.py tests/test_validate_network.py
-    run layers 60 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
-    run resnet50_tf32 90 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
-    run conv_tf32 200 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 \
-      --out "$out/conv_tf32.md"
-    run models_default 150 python3 benchmarks/models.py --math default --nets resnet50,mobilenet_v2,vgg16 \
-      --out "$out/models_default.md"
-    rm -f "$out"/*.png "$out"/build.log "$out"/layers.log "$out"/conv_tf32.log "$out"/models_default.log
-    ;;
-  exp38)  # resnet50 with TF32 convolutions, every product on the tiled mma.sync kernels (PYTORCH_OCL_WGMMA=0): the
-    # whole network and its conv layers per path against CUDA defaults (compare with check38's wgmma default)
-    PYTORCH_OCL_WGMMA=0 run models_nowg 90 python3 benchmarks/models.py --math default --nets resnet50 \
-      --out "$out/models_nowg.md"
-    PYTORCH_OCL_WGMMA=0 run conv_nowg 200 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 \
-      --batches 32 --out "$out/conv_nowg.md"
-    PYTORCH_OCL_WGMMA=0 run resnet50_nowg 90 python3 benchmarks/profile_model.py --net resnet50 --math default --top 25
-    rm -f "$out"/*.png "$out"/build.log "$out"/models_nowg.log "$out"/conv_nowg.log
-    ;;
   final38)  # this session's kernels natively (batch norm, im2col / col2im, the attention layout test) plus the files
     # tests_half 1 did not reach; the 8 CNNs vs CUDA defaults (TF32 convolutions); resnet50 with TF32 off
     run native 130 python3 -m pytest -q -n 14 -p no:cacheprovider -rf --tb=short tests/test_conv.py tests/test_conv3d.py \
@@ -530,31 +506,6 @@ case "${1:-validate}" in
     run models_default 250 python3 benchmarks/models.py --math default --out "$out/models_default.md"
     run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/models_default.log "$out"/models_fp32.log
-    ;;
-  bn38)  # batch norm natively, its layers vs CUDA, resnet50 vs CUDA with TF32 off and with defaults
-    run native 60 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/test_batch_norm.py \
-      tests/test_group_norm.py tests/test_batch_norm_update.py
-    run layers 45 python3 benchmarks/layers.py --ref cuda --out "$out/layers.md"
-    run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
-    run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
-    rm -f "$out"/*.png "$out"/build.log "$out"/layers.log "$out"/models_*.log
-    ;;
-  implicit_mma)  # the implicit-GEMM convolution on mma.sync (opt-in PYTORCH_OCL_CONV_IMPLICIT_MMA=1): its tests on the real
-    # instruction, resnet50's conv layers and the network vs CUDA defaults (TF32 convolutions), with it on; part 2 (warm
-    # machine): the same layers with it off, and the network both ways
-    if [ "${2:-1}" = 1 ]; then
-      PYTORCH_OCL_MMA_TEST=native run native 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
-        tests/test_conv_implicit_mma.py tests/test_conv.py tests/test_attention_mma.py
-      PYTORCH_OCL_CONV_IMPLICIT_MMA=1 run conv_tf32_on 250 python3 benchmarks/conv.py --ref cuda --math default \
-        --nets resnet50 --batches 32 --out "$out/conv_tf32_on.md"
-    else
-      run conv_tf32_off 250 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 \
-        --out "$out/conv_tf32_off.md"
-      PYTORCH_OCL_CONV_IMPLICIT_MMA=1 run models_on 90 python3 benchmarks/models.py --math default --nets resnet50 \
-        --out "$out/models_on.md"
-      run models_off 90 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_off.md"
-    fi
-    rm -f "$out"/*.png "$out"/build.log "$out"/conv_tf32_*.log "$out"/models_*.log
     ;;
   check39)  # tuned wgmma-or-tiled choice and the multiply-shift im2col / col2im: native tests, resnet50's TF32 conv
     # layers by kernel, resnet50 vs CUDA defaults; part 2 (warm): resnet50 TF32 off, GPT-2 / BERT float32 steps (their
@@ -579,6 +530,17 @@ case "${1:-validate}" in
       --out "$out/conv_kernels.md"
     run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log
+    ;;
+  cold40)  # fresh machine first: GPT-2 small's cold first step with the timed wgmma / tiled choice, then with the
+    # size rule alone (PYTORCH_OCL_WGMMA=rule), each with its own empty NVIDIA cache; then resnet50's TF32 layers
+    for w in timed rule; do
+      rm -rf /tmp/nvcache_$w
+      CUDA_CACHE_PATH=/tmp/nvcache_$w PYTORCH_OCL_WGMMA=$([ $w = rule ] && echo rule) \
+        run cold_$w 150 python3 benchmarks/cold_start.py --nets gpt2small
+    done
+    run conv_kernels 150 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
+      --out "$out/conv_kernels.md"
+    rm -f "$out"/*.png "$out"/build.log
     ;;
   probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off
     run conv_kernels 260 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \

@@ -72,9 +72,11 @@ def test_engine_timed_stored_and_loaded(tmp_path):
     assert again["stats"]["timed"] == 0 and again["stats"]["loaded"] >= 2, again
 
 
-def test_tuning_off_keeps_the_size_rule(tmp_path):
-    """Without tuning, products in the timed range take wgmma (the rule before this choice was tuned)."""
-    off = result(PRODUCTS, env_of(tmp_path, PYTORCH_OCL_AUTOTUNE="0"))
+@pytest.mark.parametrize("setting", [{"PYTORCH_OCL_AUTOTUNE": "0"}, {"PYTORCH_OCL_WGMMA": "rule"}])
+def test_size_rule_without_timing(tmp_path, setting):
+    """Without tuning, or with PYTORCH_OCL_WGMMA=rule, products in the timed range take wgmma untimed (the rule
+    before this choice was tuned)."""
+    off = result(PRODUCTS, env_of(tmp_path, **setting))
     assert off["engines"] == ["wgmma", "wgmma"] and off["decisions"] == {}, off
 
 

@@ -181,8 +181,9 @@ WgmmaUse wgmma_use(const Context& ctx, const Gemm& g) {
   if (mma && !std::strcmp(mma, "0")) return WgmmaUse::No;
   if (const char* cfg = env_value("PYTORCH_OCL_GEMM_CONFIG")) if (*cfg) return WgmmaUse::No;
   const bool forced = env && std::strcmp(env, "1") == 0, tune = env && std::strcmp(env, "tune") == 0;
+  const bool rule = env && std::strcmp(env, "rule") == 0;  // the size rule alone: no engine timing (cold start)
   const bool emulate = emulated();
-  if (emulate && !forced && !tune) return WgmmaUse::No;
+  if (emulate && !forced && !tune && !rule) return WgmmaUse::No;
   if (!kind_of(ctx, g, &kind)) return WgmmaUse::No;
   if (g.k_outer != 1 || g.alpha == 0 || g.M < 64 || g.N < 64 || g.K < 16) return WgmmaUse::No;
   if (gemm_zcount(g) > 65535 || (g.M + kBm - 1) / kBm > 65535) return WgmmaUse::No;
@@ -202,7 +203,7 @@ WgmmaUse wgmma_use(const Context& ctx, const Gemm& g) {
   // extra pass over both operands can cost more than the engine gains: resnet50's convolutions under TF32 (1x1
   // layers with 128-512 output channels, Winograd's 36 products of K = 128-512) ran 10-70% faster on the tiled
   // mma.sync kernels, so such products are timed both ways.
-  if (g.M >= 1024 && g.N >= 1024 && g.K >= 1024) return WgmmaUse::Yes;
+  if (rule || (g.M >= 1024 && g.N >= 1024 && g.K >= 1024)) return WgmmaUse::Yes;
   return WgmmaUse::Tune;
 }
 

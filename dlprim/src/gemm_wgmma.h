@@ -14,7 +14,8 @@ namespace detail {
 
 // Whether gemm() takes this path for `g` (normalised as gemm.cpp's plan: C unit-stride along n): No; Yes (forced by
 // PYTORCH_OCL_WGMMA=1, or a product large on every side); Tune: a product where the packing may cost more than the
-// engine gains (tuned against the tiled kernels, family "gemm_engine"; without tuning it takes wgmma).
+// engine gains (tuned against the tiled kernels, family "gemm_engine"; without tuning, or with
+// PYTORCH_OCL_WGMMA=rule, it takes wgmma).
 enum class WgmmaUse { No, Yes, Tune };
 WgmmaUse wgmma_use(const Context& ctx, const Gemm& g);
 // Workspace: the packed operands.

@@ -23,7 +23,8 @@ ENV_VARS = (
     ("PYTORCH_OCL_ATTN_MMA_BWD", "dq=NW,BKT[,split][,rN]+dkdv=...: the matrix engine's attention backward layouts (experiments)"),
     ("PYTORCH_OCL_WGMMA", "0: products on Hopper (sm_90) on mma.sync instead of wgmma (default there for 16-bit and "
                            "TF32/3xTF32 products with M/N/K >= 1024; timed against mma.sync for those of >= one tile per "
-                           "compute unit, M/N/K >= 128); 1: wgmma for every size; tune: the timed choice, emulated too"),
+                           "compute unit, M/N/K >= 128); 1: wgmma for every size; tune: the timed choice, emulated too; "
+                           "rule: that range on wgmma untimed"),
     ("PYTORCH_OCL_WGMMA_TILE", "BN,STAGES: the wgmma kernel's tile columns (64/128/256) and K stages (default 128,5; experiments)"),
     ("PYTORCH_OCL_CONV_IMPLICIT_MMA", "0: the implicit-GEMM convolution forward's matrix-engine configs stay out of its tuning"),
     ("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1: the matrix engine's attention backward in one kernel (dq added in a fixed order by the dk/dv pass) where it applies (default 0: two passes, faster on an H200); NW,BKT: its layout"),

@@ -437,7 +437,7 @@ def test_autotune_persists(tmp_path):
         torch.testing.assert_close(c, a.cpu() @ b.cpu(), atol=1e-4, rtol=1e-5)
         print(pytorch_ocl.ops.autotune_stats(), pytorch_ocl.ops.autotune_decisions())
     """
-    # (the tiled kernel's tuning: sm_90 runs this float32 product on wgmma, which has no tunings)
+    # (the tiled kernel's tuning alone: PYTORCH_OCL_WGMMA=0 keeps sm_90 from adding its engine decision)
     env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path), "PYTORCH_OCL_AUTOTUNE": "1", "PYTORCH_OCL_WGMMA": "0"}
     first = run_python(code, env=env, timeout=300).stdout
     # The tuning class names the dtype (and the matrix-engine kind where the device has one) and layouts.

@@ -545,7 +545,7 @@ case "${1:-validate}" in
     ;;
   attn128_fwd)  # issue 15's D128 float32 attention (0.75 / 0.68 of CUDA): forward layouts on the engine (warps, keys a
     # tile; 3xTF32's split Q fills 255 registers at 4 warps x 16 keys, ptx_registers.py), fwd and fwd+bwd, errors
-    run attn128_fwd 200 python3 benchmarks/attention_layouts.py --fwd "default" --mma "default;8,16,0;4,32,0;8,32,0;2,16,0" \
+    run attn128_fwd 200 python3 benchmarks/attention_layouts.py --fwd "" --mma "default;8,16,0;4,32,0;8,32,0;2,16,0" \
       --cases "8,12,2048,128,1;8,12,1024,128,0" --out "$out/attn128_fwd.md"
     ;;
   probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off

@@ -226,3 +226,32 @@ def test_relu_resnet_trains_like_cpu_with_the_tuner_on(monkeypatch):
     ref = train(net, data, "cpu", torch.float64)
     got = train(net, data, "ocl", torch.float64)
     assert update_error(ref, got, start) < 1e-8
+
+
+GPU_MAPPED_TRAINING = """
+import sys, torch
+sys.path.insert(0, TESTS)
+import test_random_tuning as t
+torch.manual_seed(0)
+net = t.SmoothResNet()
+data = t.batches((8, 3, 32, 32), 4, 4)
+start = torch.cat([p.detach().double().flatten() for p in net.parameters()])
+ref = t.train(net, data, "cpu", torch.float64)
+cpu = t.train(net, data, "cpu", torch.float32)
+got = t.train(net, data, "ocl", torch.float32)
+print("ERR", t.update_error(ref, cpu, start), t.update_error(ref, got, start))
+"""
+
+
+def test_network_on_the_gpu_patch_kernels():
+    """The branch-free ResNet trained 4 SGD steps on the GPU mappings of im2col and col2im (PYTORCH_OCL_GPU_MAPPING=1;
+    implicit GEMM and Winograd off, so every strided or 3x3 forward is im2col + GEMM, every input gradient GEMM +
+    col2im, every weight gradient im2col + GEMM: the kernels' channel chunks and planes per item inside a network)
+    stays within the CPU's float32 spread."""
+    from conftest import run_python
+
+    code = GPU_MAPPED_TRAINING.replace("TESTS", repr(os.path.dirname(os.path.abspath(__file__))))
+    out = run_python(code, env={"PYTORCH_OCL_GPU_MAPPING": "1", "PYTORCH_OCL_AUTOTUNE": "0", "PYTORCH_OCL_TUNE": None,
+                                "PYTORCH_OCL_CONV_IMPLICIT": "0", "PYTORCH_OCL_CONV_WINOGRAD": "0"}).stdout
+    cpu_err, ocl_err = (float(v) for v in out.split("ERR")[1].split())
+    assert ocl_err < max(3 * cpu_err, 1e-5), (ocl_err, cpu_err)

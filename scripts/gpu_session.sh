@@ -60,6 +60,7 @@
 #   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
+#   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
 #   bash scripts/gpu_session.sh probe39       # resnet50 TF32 conv layers by ocl kernel + tuning decisions, wgmma on / off
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
@@ -547,6 +548,14 @@ case "${1:-validate}" in
     # tile; 3xTF32's split Q fills 255 registers at 4 warps x 16 keys, ptx_registers.py), fwd and fwd+bwd, errors
     run attn128_fwd 200 python3 benchmarks/attention_layouts.py --fwd "" --mma "default;8,16,0;4,32,0;8,32,0;2,16,0" \
       --cases "8,12,2048,128,1;8,12,1024,128,0" --out "$out/attn128_fwd.md"
+    ;;
+  splits40)  # split-K aimed at 4 and 8 groups per compute unit (PYTORCH_OCL_SPLIT_WAVES; default 2): resnet50's TF32
+    # layers by kernel (their weight gradients are few-tile products over long K), decisions re-timed (force)
+    for w in 4 8; do
+      PYTORCH_OCL_SPLIT_WAVES=$w PYTORCH_OCL_AUTOTUNE=force run conv_waves$w 200 python3 benchmarks/conv.py --ref cuda \
+        --math default --nets resnet50 --batches 32 --kernels --out "$out/conv_waves$w.md"
+    done
+    rm -f "$out"/*.png "$out"/build.log
     ;;
   probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off
     run conv_kernels 260 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \

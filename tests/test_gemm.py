@@ -89,6 +89,24 @@ def test_mm_dtypes(dtype, M, N, K, ta, tb):
     assert_product(out, ref, a, b, dtype)
 
 
+def test_split_waves_setting():
+    """PYTORCH_OCL_SPLIT_WAVES aims split-K at more groups per compute unit: a one-tile product over a long K takes
+    more splits, and the product stays right."""
+    code = """
+        import torch, pytorch_ocl
+        a, b = torch.randn(20, 4000), torch.randn(4000, 30)
+        c = (a.to("ocl") @ b.to("ocl")).cpu()
+        torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-4)
+        print("PLAN", pytorch_ocl.ops.gemm_plan(20, 30, 4000))
+    """
+    env = {"PYTORCH_OCL_AUTOTUNE": "0", "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": "32x32x16 t8x8 v4x4 local"}
+    splits = []
+    for waves in (None, "8"):
+        out = run_python(code, env=dict(env, PYTORCH_OCL_SPLIT_WAVES=waves)).stdout
+        splits.append(int(out.split("splits=")[1].split()[0]))
+    assert splits[1] > splits[0] >= 1, splits
+
+
 def test_split_k_path():
     # One output tile and a long K: the tiled kernel splits K and reduces partial sums.
     plan = pytorch_ocl.ops.gemm_plan(20, 30, 700)

@@ -2,12 +2,14 @@
 #include "gemm_internal.h"
 
 #include <dlprim/autotune.h>
+#include <dlprim/env.h>
 #include <dlprim/int_math.h>
 
 #include <dlprim/embedded.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -199,7 +201,14 @@ SplitPlan plan_splits(const Context& ctx, const TileConfig& c, int64_t M, int64_
   uint64_t cu = std::max<uint32_t>(1, ctx.info().compute_units);
   // Enough groups to fill the device about twice (once on CPUs, where a group is a long loop);
   // each split keeps at least 8 steps so the partial sums stay cheap next to the products.
-  uint64_t target = ctx.info().is_cpu ? cu : 2 * cu;
+  // PYTORCH_OCL_SPLIT_WAVES=W (1-64, read once) aims at W groups per compute unit instead (experiments: on the H200
+  // a few-tile product such as resnet50's stem weight gradient gets one or two 4-warp groups an SM at 2).
+  static const int waves_env = [] {
+    const char* v = env_value("PYTORCH_OCL_SPLIT_WAVES");
+    const long w = v ? std::strtol(v, nullptr, 10) : 0;
+    return w >= 1 && w <= 64 ? static_cast<int>(w) : 0;
+  }();
+  uint64_t target = cu * static_cast<uint64_t>(waves_env ? waves_env : ctx.info().is_cpu ? 1 : 2);
   const uint64_t min_steps = 8;
   // CPU devices (no local staging): consecutive work-groups share a K x BN panel of B through
   // the cache (gemm_tiled.cl's grid order); a deep K makes that panel outgrow a core's L2, and

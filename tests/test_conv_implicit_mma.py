@@ -137,18 +137,10 @@ def test_switch_off_keeps_the_fma_kernels(monkeypatch):
 def test_network_trains_like_cpu_with_it_forced(monkeypatch):
     """Whole-network training with every convolution forward on the matrix-engine implicit kernel (3xTF32: TF32 off,
     as the suite runs): test_random_tuning's branch-free ResNet, its update against the CPU's float32 spread."""
-    from test_random_tuning import SmoothResNet, batches, train, update_error
+    from test_random_tuning import smooth_resnet_errors
 
     monkeypatch.setenv("PYTORCH_OCL_GEMM_CONFIG", "mma 32x32x16 w1x2 local2")
-    torch.manual_seed(0)
-    net = SmoothResNet()
-    data = batches((4, 3, 16, 16), 3, 4)
-    start = torch.cat([p.detach().double().flatten() for p in net.parameters()])
-    ref = train(net, data, "cpu", torch.float64)
-    cpu = train(net, data, "cpu", torch.float32)
-    with tf32(False):
-        got = train(net, data, "ocl", torch.float32)
+    cpu_err, ocl_err = smooth_resnet_errors((4, 3, 16, 16), 3, lambda: tf32(False))
     algo = pytorch_ocl.ops.conv_algorithms((4, 16, 8, 8), (32, 16, 3, 3), 2, 1, 1, 1, device=DEV)["forward"]
     assert algo.startswith("implicit mma"), algo
-    cpu_err, ocl_err = update_error(ref, cpu, start), update_error(ref, got, start)
     assert ocl_err < max(3 * cpu_err, 1e-5), (ocl_err, cpu_err)

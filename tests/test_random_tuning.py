@@ -15,6 +15,7 @@ of 12 data seeds. In float64 no branch flips, so any wrong path shows as an erro
 rounding. A float32 network without such branches (SiLU, average pooling) is checked against
 the CPU's own float32-vs-float64 spread.
 """
+import contextlib
 import copy
 import os
 import sys
@@ -132,6 +133,20 @@ def update_error(ref, other, start):
     return float((other - ref).norm() / (ref - start).norm())
 
 
+def smooth_resnet_errors(shape, steps, ocl_context=contextlib.nullcontext):
+    """SmoothResNet trained `steps` SGD steps on batches of `shape` in float32 on the CPU and on ocl (the latter
+    inside `ocl_context()`): each one's update error against the CPU's float64 run (cpu_err, ocl_err)."""
+    torch.manual_seed(0)
+    net = SmoothResNet()
+    data = batches(shape, steps, 4)
+    start = torch.cat([p.detach().double().flatten() for p in net.parameters()])
+    ref = train(net, data, "cpu", torch.float64)
+    cpu = train(net, data, "cpu", torch.float32)
+    with ocl_context():
+        got = train(net, data, "ocl", torch.float32)
+    return update_error(ref, cpu, start), update_error(ref, got, start)
+
+
 @pytest.fixture
 def random_tuning(monkeypatch):
     def use(seed):
@@ -202,14 +217,7 @@ def test_random_choices_repeat_for_a_seed(random_tuning):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_float32_network_without_branches_within_cpu_spread(seed, random_tuning):
     random_tuning(seed)
-    torch.manual_seed(0)
-    net = SmoothResNet()
-    data = batches((8, 3, 32, 32), 6, 4)
-    start = torch.cat([p.detach().double().flatten() for p in net.parameters()])
-    ref = train(net, data, "cpu", torch.float64)
-    cpu = train(net, data, "cpu", torch.float32)
-    got = train(net, data, "ocl", torch.float32)
-    cpu_err, ocl_err = update_error(ref, cpu, start), update_error(ref, got, start)
+    cpu_err, ocl_err = smooth_resnet_errors((8, 3, 32, 32), 6)
     # Winograd's transforms round about 5x more than a direct convolution; the spread stays of the CPU's order.
     assert ocl_err < max(3 * cpu_err, 1e-5), (ocl_err, cpu_err)
 
@@ -229,17 +237,10 @@ def test_relu_resnet_trains_like_cpu_with_the_tuner_on(monkeypatch):
 
 
 GPU_MAPPED_TRAINING = """
-import sys, torch
+import sys
 sys.path.insert(0, TESTS)
 import test_random_tuning as t
-torch.manual_seed(0)
-net = t.SmoothResNet()
-data = t.batches((8, 3, 32, 32), 4, 4)
-start = torch.cat([p.detach().double().flatten() for p in net.parameters()])
-ref = t.train(net, data, "cpu", torch.float64)
-cpu = t.train(net, data, "cpu", torch.float32)
-got = t.train(net, data, "ocl", torch.float32)
-print("ERR", t.update_error(ref, cpu, start), t.update_error(ref, got, start))
+print("ERR", *t.smooth_resnet_errors((8, 3, 32, 32), 4))
 """
 
 

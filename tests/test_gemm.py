@@ -92,12 +92,15 @@ def test_mm_dtypes(dtype, M, N, K, ta, tb):
 def test_split_waves_setting():
     """PYTORCH_OCL_SPLIT_WAVES aims split-K at more groups per compute unit: a one-tile product over a long K takes
     more splits, and the product stays right."""
+    # K long enough that 8 groups a compute unit stay within the split cap (8 steps of 16 a split) on any device:
+    # at 4000 a 132-SM GPU's default target already hit it (28 splits both ways).
     code = """
         import torch, pytorch_ocl
-        a, b = torch.randn(20, 4000), torch.randn(4000, 30)
+        k = 128 * 10 * torch.ocl.get_device_properties(0).multi_processor_count
+        a, b = torch.randn(20, k), torch.randn(k, 30)
         c = (a.to("ocl") @ b.to("ocl")).cpu()
         torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-4)
-        print("PLAN", pytorch_ocl.ops.gemm_plan(20, 30, 4000))
+        print("PLAN", pytorch_ocl.ops.gemm_plan(20, 30, k))
     """
     env = {"PYTORCH_OCL_AUTOTUNE": "0", "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_GEMM_CONFIG": "32x32x16 t8x8 v4x4 local"}
     splits = []

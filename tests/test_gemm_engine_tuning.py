@@ -5,7 +5,8 @@ faster on the tiled kernels than on wgmma, whose packing reads and writes both o
 
 On sm_90 (PYTORCH_OCL_MMA_TEST=native) the real kernels run; elsewhere the engines' emulations
 (PYTORCH_OCL_MMA=emulate, PYTORCH_OCL_WGMMA=tune asks for the tuned choice there as an sm_90 device makes it).
-Each child process has its own tuning cache. Checked: the decision is timed, stored and loaded; random tuning
+Each child process has its own tuning cache. The products' rows grow with the device's compute units (128 a pair
+of them): the timed range needs a 128 x 128 tile per unit (132 SMs on an H100 / H200: 8448 rows). Checked: the decision is timed, stored and loaded; random tuning
 draws each engine and both compute the product; a small network trains as on the CPU with its products on
 whichever engine each draw gives.
 """
@@ -22,11 +23,12 @@ NATIVE = os.environ.get("PYTORCH_OCL_MMA_TEST") == "native"
 
 PRODUCTS = """
     import json, torch, pytorch_ocl
+    ROWS = max(256, 128 * -(-torch.ocl.get_device_properties(0).multi_processor_count // 2))
     torch.set_float32_matmul_precision("high")  # float32 as TF32: the matrix engine's kinds
     g = torch.Generator().manual_seed(0)
     out = {"engines": []}
     for dtype in (torch.bfloat16, torch.float32):
-        a = torch.randn(256, 128, generator=g).to(dtype)
+        a = torch.randn(ROWS, 128, generator=g).to(dtype)
         b = torch.randn(128, 256, generator=g).to(dtype)
         a_, b_ = a.to("ocl"), b.to("ocl")
         (a_ @ b_).cpu()  # tunes first: the timing runs launch both engines' kernels
@@ -94,13 +96,14 @@ def test_random_tuning_draws_both_engines(tmp_path):
 
 TRAIN = """
     import json, torch, pytorch_ocl
+    ROWS = max(384, 128 * -(-torch.ocl.get_device_properties(0).multi_processor_count // 2))
     def steps(device):
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(160, 256), torch.nn.GELU(), torch.nn.Linear(256, 192)).to(device)
         start = [p.detach().cpu().clone() for p in model.parameters()]
         opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
         g = torch.Generator().manual_seed(5)
-        x, y = torch.randn(384, 160, generator=g).to(device), torch.randn(384, 192, generator=g).to(device)
+        x, y = torch.randn(ROWS, 160, generator=g).to(device), torch.randn(ROWS, 192, generator=g).to(device)
         for _ in range(3):
             opt.zero_grad()
             with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=AMP):
@@ -123,8 +126,8 @@ TRAIN = """
 @pytest.mark.parametrize("amp", [True, False])
 def test_network_trains_on_either_engine(tmp_path, amp):
     """Three SGD steps of an MLP under bfloat16 autocast, and in float32 at the default precision (3xTF32) (forward,
-    input and weight gradients: products of 128-384 a side) match the CPU's updates whichever engines the draws
-    give; across seeds both engines run inside training."""
+    input and weight gradients: products of 160-384 a side, more rows on large devices) match the CPU's updates
+    whichever engines the draws give; across seeds both engines run inside training."""
     seen = set()
     for seed in range(6):
         got = result(TRAIN.replace("AMP", str(amp)), env_of(tmp_path / str(seed), PYTORCH_OCL_TUNE=f"random:{seed}"))

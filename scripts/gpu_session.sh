@@ -58,10 +58,10 @@
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
 #   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
+#   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
-#   bash scripts/gpu_session.sh probe39       # resnet50 TF32 conv layers by ocl kernel + tuning decisions, wgmma on / off
 #
 # The machine goes cold 30 s after a call, so every call builds (about 100 s; scripts/gpu_build.sh).
 # Progress bars are stripped from the logs; each script prints its rows as they land, so a part cut
@@ -533,6 +533,16 @@ case "${1:-validate}" in
     run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log
     ;;
+  check40)  # fresh machine: the engine decided before tile tuning (wgmma beating the fallback tile config by 1.25x is
+    # taken untuned): native engine tests, GPT-2 small's cold first step, GPT-2 / BERT float32 steps vs CUDA
+    PYTORCH_OCL_MMA_TEST=native run native 70 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
+      tests/test_gemm_engine_tuning.py tests/test_gemm.py::test_split_waves_setting \
+      tests/test_conv.py::test_gpu_mapping_conv_paths
+    rm -rf /tmp/nvcache_first
+    CUDA_CACHE_PATH=/tmp/nvcache_first run cold_first 100 python3 benchmarks/cold_start.py --nets gpt2small
+    run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
+    rm -f "$out"/*.png "$out"/build.log "$out"/transformer_fp32.log
+    ;;
   cold40)  # fresh machine first: GPT-2 small's cold first step with the timed wgmma / tiled choice, then with the
     # size rule alone (PYTORCH_OCL_WGMMA=rule), each with its own empty NVIDIA cache; then resnet50's TF32 layers
     for w in timed rule; do
@@ -556,13 +566,6 @@ case "${1:-validate}" in
         --math default --nets resnet50 --batches 32 --kernels --out "$out/conv_waves$w.md"
     done
     rm -f "$out"/*.png "$out"/build.log
-    ;;
-  probe39)  # resnet50's conv layers under TF32 by ocl kernel and tuning decision: wgmma as chosen, then off
-    run conv_kernels 260 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
-      --out "$out/conv_kernels.md"
-    PYTORCH_OCL_WGMMA=0 run conv_kernels_nowgmma 260 python3 benchmarks/conv.py --ref cuda --math default \
-      --nets resnet50 --batches 32 --kernels --out "$out/conv_kernels_nowgmma.md"
-    rm -f "$out"/*.png "$out"/build.log "$out"/*.md
     ;;
   profile)  # at most 8 files come back from a call: one log per network
     for net in ${2:-convnext_small alexnet mobilenet_v2 efficientnet_b0}; do

@@ -74,6 +74,26 @@ def test_engine_timed_stored_and_loaded(tmp_path):
     assert again["stats"]["timed"] == 0 and again["stats"]["loaded"] >= 2, again
 
 
+@pytest.mark.parametrize("margin", ["0", "1e9"])
+def test_engine_before_tile_tuning(tmp_path, margin):
+    """wgmma beating the fallback tile config by the margin (default 1.25; PYTORCH_OCL_WGMMA_MARGIN=0: always) is
+    taken before the tile configs are tuned, so no tile decision is made, and a second process loads it untimed;
+    a margin nothing beats tunes the tiles first and then times the engines."""
+    first = result(PRODUCTS.replace("k.startswith(\"gemm_engine\")", "k.startswith(\"gemm\")"),
+                   env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN=margin))
+    engines = {k: v for k, v in first["decisions"].items() if k.startswith("gemm_engine")}
+    tiles = [k for k in first["decisions"] if k.startswith("gemm|") and "mma-" in k]
+    assert len(engines) == 2, first
+    if margin == "0":
+        assert set(engines.values()) == {"wgmma"} and first["engines"] == ["wgmma", "wgmma"], first
+        assert not tiles and first["stats"]["timed"] == 2, first
+    else:
+        assert len(tiles) == 2 and first["stats"]["timed"] == 4, first
+    again = result(PRODUCTS, env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN=margin))
+    assert again["engines"] == first["engines"] and again["stats"]["timed"] == 0, (first, again)
+    assert again["stats"]["loaded"] == (2 if margin == "0" else 4), again
+
+
 @pytest.mark.parametrize("setting", [{"PYTORCH_OCL_AUTOTUNE": "0"}, {"PYTORCH_OCL_WGMMA": "rule"}])
 def test_size_rule_without_timing(tmp_path, setting):
     """Without tuning, or with PYTORCH_OCL_WGMMA=rule, products in the timed range take wgmma untimed (the rule

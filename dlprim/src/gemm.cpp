@@ -73,14 +73,12 @@ GemmMatrix transposed(const GemmMatrix& m) {
   return t;
 }
 
-
 std::string class_bucket(int64_t v) {
   // log4 buckets: 1-16, 17-64, 65-256, 257-1024, 1025-4096, 4097+
   int b = 0;
   for (int64_t lim = 16; v > lim && b < 5; lim *= 4) ++b;
   return std::to_string(b);
 }
-
 
 void check_supported(const Context& ctx, const Gemm& g) {
   if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
@@ -405,10 +403,49 @@ void speculate_backward(const Context& ctx, const Plan& p, const std::string& cl
   });
 }
 
+// The wgmma engine decided before the tile configs are tuned (cold start): a class stored as wgmma, or where wgmma
+// beats the fallback tile config by more than tuning tiles has been seen to gain, takes wgmma untuned (H100: the tile
+// tunings of GPT-2 small's products, all in the timed range, cost 3.2 s of its first step, 24.6 s against 21.4 with
+// the size rule, for the same steady step). Random tuning draws the engine after the tile config (both drawn).
+bool wgmma_decided_first(const Context& ctx, const Plan& p, const std::string& cls, const std::string& fallback) {
+  // resnet50's 1x1 and Winograd products under TF32, where tiled won, ran 10-70% faster tuned than on wgmma;
+  // a tuned config is rarely more than a quarter faster than the fallback. PYTORCH_OCL_WGMMA_MARGIN (read once)
+  // sets it for tests: 0 takes wgmma first wherever it runs, a large value never.
+  static const double kMargin = [] {
+    const char* v = env_value("PYTORCH_OCL_WGMMA_MARGIN");
+    return v && *v ? std::max(0.0, std::strtod(v, nullptr)) : 1.25;
+  }();
+  const TuneMode mode = autotune_mode();
+  if (mode == TuneMode::Off || mode == TuneMode::Random) return false;
+  const std::vector<std::string> engines = {"wgmma", "tiled"};
+  std::string known;
+  if (autotune_known(ctx, "gemm_engine", cls, &known)) {
+    if (known != "wgmma") return false;
+    // taken as stored (counted as loaded), no timing
+    return autotune_select(ctx, "gemm_engine", cls, engines, "wgmma", [](const std::string&) { return -1.0; },
+                           nullptr, nullptr) == "wgmma";
+  }
+  Plan tp = p;
+  TileConfig::parse(fallback, &tp.cfg);
+  TileTuner tuner(ctx, tp);
+  parallel_builds(ctx.info(), 2, [&](size_t i) { i ? tuner.prepare(fallback) : tuner.prepare_wgmma(); });
+  double t_wgmma = -1, t_tiled = -1;
+  try {
+    t_wgmma = tuner.time_wgmma();
+    t_tiled = tuner.time_us(fallback);
+  } catch (const Error&) {
+    return false;  // the full tuning below skips what fails
+  }
+  if (!(t_wgmma > 0 && (t_tiled < 0 || t_wgmma * kMargin < t_tiled))) return false;
+  return autotune_select(ctx, "gemm_engine", cls, engines, "wgmma",  // stored: wgmma, tiled out by the margin
+                         [&](const std::string& e) { return e == "wgmma" ? t_wgmma : -1.0; }, nullptr,
+                         nullptr) == "wgmma";
+}
+
 // The tiled kernel's config for `p`: forced, tuned once per shape class, or the default; with `engine_tuned`
 // (wgmma_use said Tune), then whether the wgmma path beats that config (timed without deferral: two candidates whose
 // kernels are built by then or shared by every product of the kind; while a deferred tile tuning runs, the
-// tiled side is its fallback config).
+// tiled side is its fallback config) unless wgmma_decided_first took wgmma already.
 TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
   auto fits = [&](const TileConfig& c) {
     return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, compute_dtype(p.g.dtype));
@@ -417,6 +454,13 @@ TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
   // PYTORCH_OCL_GEMM_CONFIG forces a config of the kind the product runs as (an FMA one, or one starting
   // "mma" for the matrix engine); one of the other kind is ignored.
   const std::string cls = tile_class(p);
+  if (engine_tuned && !env_value("PYTORCH_OCL_GEMM_CONFIG") && wgmma_decided_first(ctx, p, cls, chosen)) {
+    TileChoice c;
+    TileConfig::parse(chosen, &c.cfg);
+    c.text = intern(c.cfg.str());
+    c.wgmma = true;
+    return c;  // nor speculated backward: a product on wgmma has backward ones most likely on it too
+  }
   speculate_backward(ctx, p, cls);
   if (const char* forced = env_value("PYTORCH_OCL_GEMM_CONFIG")) {
     TileConfig c;

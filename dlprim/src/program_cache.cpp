@@ -70,17 +70,28 @@ void dump_source(const std::string& source, const std::string& options) {
   }
 }
 
-std::string first_kernel_name(const std::string& source) {
-  size_t p = source.find("__kernel");
-  if (p == std::string::npos) p = source.find("kernel void");
-  if (p == std::string::npos) return "?";
-  size_t open = source.find('(', p);
-  if (open == std::string::npos) return "?";
-  size_t end = open;
-  while (end > p && source[end - 1] == ' ') --end;
-  size_t begin = end;
-  while (begin > p && (isalnum(static_cast<unsigned char>(source[begin - 1])) || source[begin - 1] == '_')) --begin;
-  return source.substr(begin, end - begin);
+// A program's name in traces: its last kernel and how many others it holds ("gemm_tiled +1"). The last,
+// since shared kernels come first (every tiled GEMM program opens with gemm_common.cl's gemm_split_reduce, which
+// named them all before).
+std::string program_label(const std::string& source) {
+  std::string last;
+  int count = 0;
+  for (size_t p = source.find("__kernel"); p != std::string::npos; p = source.find("__kernel", p + 8)) {
+    size_t v = source.find("void", p);  // past any __attribute__((...)) between __kernel and the return type
+    if (v == std::string::npos) break;
+    size_t begin = source.find_first_not_of(" \n\t", v + 4), end = begin;
+    while (end < source.size() && (isalnum(static_cast<unsigned char>(source[end])) || source[end] == '_')) ++end;
+    if (begin == std::string::npos || end == begin) continue;
+    last = source.substr(begin, end - begin);
+    size_t def = source.find("#define " + last + " ");  // a name given by a macro (the tiled GEMM's KERNEL_NAME)
+    if (def != std::string::npos) {
+      size_t vb = source.find_first_not_of(' ', def + 9 + last.size()), ve = source.find_first_of(" \n", vb);
+      if (vb != std::string::npos) last = source.substr(vb, ve == std::string::npos ? std::string::npos : ve - vb);
+    }
+    ++count;
+  }
+  if (count == 0) return "?";
+  return count > 1 ? last + " +" + std::to_string(count - 1) : last;
 }
 
 uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
@@ -130,7 +141,7 @@ cl_program from_worker(cl_context ctx, const DeviceInfo& dev, const std::string&
   count_build();
   if (trace_builds()) {
     fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s; in a build process%s)\n", ns * 1e-9,
-            first_kernel_name(source).c_str(), source.size(), options.c_str(), where());
+            program_label(source).c_str(), source.size(), options.c_str(), where());
     dump_source(source, options);
   }
   return prog;
@@ -156,7 +167,7 @@ cl_program from_source(cl_context ctx, const DeviceInfo& dev, const std::string&
   g_build_ns += ns;
   count_build();
   if (trace_builds()) {
-    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s%s)\n", ns * 1e-9, first_kernel_name(source).c_str(),
+    fprintf(stderr, "[pytorch_ocl build] %.3f s %s (%zu bytes; %s%s)\n", ns * 1e-9, program_label(source).c_str(),
             source.size(), options.c_str(), where());
     dump_source(source, options);
     if (err == CL_SUCCESS) {  // e.g. ptxas's registers and spills with -cl-nv-verbose (PYTORCH_OCL_EXTRA_BUILD_OPTIONS)

@@ -26,6 +26,8 @@ ENV_VARS = (
                            "compute unit, M/N/K >= 128); 1: wgmma for every size; tune: the timed choice, emulated too; "
                            "rule: that range on wgmma untimed"),
     ("PYTORCH_OCL_SPLIT_WAVES", "W (1-64): split-K aims at W work-groups per compute unit (default 2 on GPUs, 1 on CPUs; experiments)"),
+    ("PYTORCH_OCL_WGMMA_MARGIN", "X (default 1.25): wgmma taken untuned where it beats the fallback tile config X times "
+                                 "(timed range; 0: always; experiments)"),
     ("PYTORCH_OCL_WGMMA_TILE", "BN,STAGES: the wgmma kernel's tile columns (64/128/256) and K stages (default 128,5; experiments)"),
     ("PYTORCH_OCL_CONV_IMPLICIT_MMA", "0: the implicit-GEMM convolution forward's matrix-engine configs stay out of its tuning"),
     ("PYTORCH_OCL_ATTN_BWD_ONEPASS", "1: the matrix engine's attention backward in one kernel (dq added in a fixed order by the dk/dv pass) where it applies (default 0: two passes, faster on an H200); NW,BKT: its layout"),

@@ -156,3 +156,12 @@ def test_network_trains_on_either_engine(tmp_path, amp):
         if seen == {"wgmma", "tiled"} and seed >= 1:
             break
     assert seen == {"wgmma", "tiled"}, seen
+
+
+def test_network_trains_with_the_engine_decided_first(tmp_path):
+    """Tuning proper with wgmma taken before tile tuning wherever it runs (margin 0): the MLP's products in the
+    timed range run on wgmma from decisions made that way (test_engine_before_tile_tuning: no tile tuning), and
+    three SGD steps under bfloat16 autocast match the CPU's updates."""
+    got = result(TRAIN.replace("AMP", "True"), env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="0"))
+    assert got["decisions"] and set(got["decisions"].values()) == {"wgmma"}, got
+    assert got["wgmma"] > 0, got

@@ -14,7 +14,7 @@ no fallback) and are differentiable through their own backward kernels.
         stride, padding and dilation are ints or pairs. Same result as F.conv2d.
 
 The kernels are tuned per device on first use of a shape class (PYTORCH_OCL_AUTOTUNE=0
-turns tuning off; see the README). `gemm_plan(...)` tells which kernel a GEMM would run.
+turns tuning off; see docs/kernel_cache.md). `gemm_plan(...)` tells which kernel a GEMM would run.
 """
 import torch
 

@@ -37,38 +37,50 @@ torch.ocl.synchronize()
 
 MEASURE = """
 import json, sys, time, torch, pytorch_ocl
+
+def build(src, name, options):
+    # seconds of the build, and whether the program has the kernel (one under a false #if is compiled out: the
+    # program still built, so its time counts for the whole program; a kernel alone that is absent is left out)
+    t = time.perf_counter()
+    try:
+        pytorch_ocl.Kernel(src, name, options).build({device!r})
+        return time.perf_counter() - t, True
+    except RuntimeError as e:
+        if "CL_INVALID_KERNEL_NAME" not in str(e):
+            raise
+        return time.perf_counter() - t, False
+
 jobs = json.load(open(sys.argv[1]))
 # the compiler's one-time start-up goes to a trivial program, not to the first one measured
-pytorch_ocl.Kernel("__kernel void warm(__global float* x) {{ x[0] = 1; }}", "warm").build({device!r})
-out = []
+build("__kernel void warm(__global float* x) {{ x[0] = 1; }}", "warm", "")
 for job in jobs:
-    row = dict(label=job["label"], kernels=[k for k, _ in job["singles"]])
+    row = dict(label=job["label"], kernels=[], single=[])
     try:
-        t = time.perf_counter()
-        pytorch_ocl.Kernel(job["source"], job["name"], job["options"]).build({device!r})
-        row["whole"] = time.perf_counter() - t
-        row["single"] = []
+        row["whole"] = build(job["source"], job["name"], job["options"])[0]
         for name, src in job["singles"]:
-            t = time.perf_counter()
             # another option: a program whose text differs only in comments may be a driver cache hit (PoCL)
-            pytorch_ocl.Kernel(src, name, job["options"] + " -DBUILD_COST_ALONE").build({device!r})
-            row["single"].append(time.perf_counter() - t)
+            t, present = build(src, name, job["options"] + " -DBUILD_COST_ALONE")
+            if present:
+                row["kernels"].append(name)
+                row["single"].append(t)
     except RuntimeError as e:
         row["error"] = str(e).splitlines()[0][:120]
-    out.append(row)
     print(json.dumps(row), flush=True)
 """
 
 
 def kernel_spans(src):
     """(name, start, end) of every `__kernel` function: from the keyword to its closing brace. Names given by a
-    macro (`#define KERNEL_NAME gemm_tiled_...`) are resolved."""
+    macro (`#define KERNEL_NAME gemm_tiled_...`) are resolved; end None where a directive sits inside a signature."""
     spans = []
     for m in re.finditer(r"__kernel\b", src):
         v = src.find("void", m.end())
         name = re.match(r"\s*([A-Za-z_]\w*)", src[v + 4:]).group(1)
         d = re.search(r"#define\s+" + re.escape(name) + r"\s+(\w+)", src)
-        brace = src.find("{", src.find(")", v))
+        brace = src.find("{", v)
+        if 0 <= src.find("\n#", v) < brace:  # #if / #else inside the signature (gemm_tiled.cl): extent unknown
+            spans.append((d.group(1) if d else name, m.start(), None))
+            continue
         depth, i = 0, brace
         while i < len(src):
             depth += {"{": 1, "}": -1}.get(src[i], 0)
@@ -88,14 +100,15 @@ def jobs_from(dump_dir, limit):
         spans = kernel_spans(src)
         if not spans:
             continue
-        singles = []
-        for name, start, end in spans:
+        singles = []  # none for a one-kernel program, or one whose kernels' extents are not all known
+        splittable = len(spans) > 1 and all(end is not None for _, _, end in spans)
+        for name, start, end in spans if splittable else []:
             keep = src
             for other, s, e in reversed(spans):
                 if other != name:
                     keep = keep[:s] + keep[e:]
             singles.append((name, keep))
-        label = spans[-1][0] + (f" +{len(spans) - 1}" if len(spans) > 1 else "")
+        label = spans[-1][0] + (f" +{len(spans) - 1}" if len(spans) > 1 else "")  # program_label's name
         jobs.append(dict(label=label, name=spans[-1][0], source=src, options=options, singles=singles))
     return jobs[:limit]
 
@@ -136,20 +149,21 @@ def main():
             rows.append(json.loads(line))
         proc.wait()
     lines = [f"# Program builds of `{args.net}`'s training step, whole and kernel by kernel ({common.device_description(args.device)})",
-             "", "| program | kernels | whole s | each kernel alone s | fastest alone / whole |", "|---|---:|---:|---|---:|"]
+             "", "| program | kernels built alone | whole s | each kernel alone s | fastest alone / whole |", "|---|---:|---:|---|---:|"]
     fam = {}
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['label']} | {len(r['kernels'])} | error: {r['error']} | | |")
             continue
-        each = ", ".join(f"{k} {t:.3f}" for k, t in zip(r["kernels"], r["single"]))
-        lines.append(f"| {r['label']} | {len(r['kernels'])} | {r['whole']:.3f} | {each} | "
-                     f"{min(r['single']) / r['whole']:.2f} |")
+        single = r["single"] or [r["whole"]]  # not cut: the program is its own one kernel
+        each = ", ".join(f"{k} {t:.3f}" for k, t in zip(r["kernels"], r["single"])) or "(not cut)"
+        lines.append(f"| {r['label']} | {len(r['kernels']) or '-'} | {r['whole']:.3f} | {each} | "
+                     f"{min(single) / r['whole']:.2f} |")
         f = fam.setdefault(family(r["label"]), [0, 0.0, 0.0, 0.0])
         f[0] += 1
         f[1] += r["whole"]
-        f[2] += min(r["single"])
-        f[3] += max(r["single"])
+        f[2] += min(single)
+        f[3] += max(single)
     lines += ["", "| family | programs | whole s | fastest kernel alone s | slowest kernel alone s |", "|---|---:|---:|---:|---:|"]
     for name, (n, whole, lo, hi) in sorted(fam.items(), key=lambda kv: -kv[1][1]):
         lines.append(f"| {name} | {n} | {whole:.2f} | {lo:.2f} | {hi:.2f} |")

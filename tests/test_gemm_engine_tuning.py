@@ -166,3 +166,24 @@ def test_network_trains_with_the_engine_decided_first(tmp_path):
     got = result(TRAIN.replace("AMP", "True"), env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="0"))
     assert got["decisions"] and set(got["decisions"].values()) == {"wgmma"}, got
     assert got["wgmma"] > 0, got
+
+
+@pytest.mark.parametrize("name,value", [("PYTORCH_OCL_WGMMA_MARGIN", "fast"), ("PYTORCH_OCL_WGMMA_MARGIN", "-1"),
+                                        ("PYTORCH_OCL_SPLIT_WAVES", "0"), ("PYTORCH_OCL_SPLIT_WAVES", "4x")])
+def test_bad_settings_are_errors(tmp_path, name, value):
+    """A malformed margin or split-waves setting is an error naming it at the first product that reads it, not a
+    silent default."""
+    code = """
+        import torch, pytorch_ocl
+        torch.set_float32_matmul_precision("high")
+        rows = max(256, 128 * -(-torch.ocl.get_device_properties(0).multi_processor_count // 2))
+        try:
+            a = torch.randn(20 if SPLIT else rows, 512 if SPLIT else 128).to("ocl")
+            b = torch.randn(a.shape[1], 20 if SPLIT else 256).to("ocl")
+            print((a @ b).sum().item())
+            print("no error")
+        except RuntimeError as e:
+            print("ERROR", e)
+    """.replace("SPLIT", str(name.endswith("WAVES")))
+    out = run_python(code, env=env_of(tmp_path, **{name: value})).stdout
+    assert "ERROR" in out and name in out and repr(value) in out.replace('"', "'"), out

@@ -409,12 +409,6 @@ void speculate_backward(const Context& ctx, const Plan& p, const std::string& cl
 // this way; its remaining cost over the untimed rule (H200: 29.5-30.1 s against 26.8) is the LM head's tile tunings.
 // Random tuning draws the engine after the tile config (both drawn).
 bool wgmma_decided_first(const Context& ctx, const Plan& p, const std::string& cls, const std::string& fallback) {
-  // Tuned configs are rarely > 1/4 faster than the fallback. PYTORCH_OCL_WGMMA_MARGIN (read once) sets it for
-  // tests: 0 takes wgmma first wherever it runs, a large value never.
-  static const double kMargin = [] {
-    const char* v = env_value("PYTORCH_OCL_WGMMA_MARGIN");
-    return v && *v ? std::max(0.0, std::strtod(v, nullptr)) : 1.25;
-  }();
   const TuneMode mode = autotune_mode();
   if (mode == TuneMode::Off || mode == TuneMode::Random) return false;
   const std::vector<std::string> engines = {"wgmma", "tiled"};
@@ -436,7 +430,7 @@ bool wgmma_decided_first(const Context& ctx, const Plan& p, const std::string& c
   } catch (const Error&) {
     return false;  // the full tuning below skips what fails
   }
-  if (!(t_wgmma > 0 && (t_tiled < 0 || t_wgmma * kMargin < t_tiled))) return false;
+  if (!(t_wgmma > 0 && (t_tiled < 0 || t_wgmma * detail::wgmma_first_margin() < t_tiled))) return false;
   return autotune_select(ctx, "gemm_engine", cls, engines, "wgmma",  // stored: wgmma, tiled out by the margin
                          [&](const std::string& e) { return e == "wgmma" ? t_wgmma : -1.0; }, nullptr,
                          nullptr) == "wgmma";

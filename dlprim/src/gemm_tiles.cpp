@@ -205,8 +205,12 @@ SplitPlan plan_splits(const Context& ctx, const TileConfig& c, int64_t M, int64_
   // a few-tile product such as resnet50's stem weight gradient gets one or two 4-warp groups an SM at 2).
   static const int waves_env = [] {
     const char* v = env_value("PYTORCH_OCL_SPLIT_WAVES");
-    const long w = v ? std::strtol(v, nullptr, 10) : 0;
-    return w >= 1 && w <= 64 ? static_cast<int>(w) : 0;
+    if (!v || !*v) return 0;
+    char* end = nullptr;
+    const long w = std::strtol(v, &end, 10);
+    if (*end || w < 1 || w > 64)
+      throw Error(std::string("PYTORCH_OCL_SPLIT_WAVES: expected a whole number from 1 to 64, got '") + v + "'");
+    return static_cast<int>(w);
   }();
   uint64_t target = cu * static_cast<uint64_t>(waves_env ? waves_env : ctx.info().is_cpu ? 1 : 2);
   const uint64_t min_steps = 8;

@@ -16,6 +16,7 @@
 #include <dlprim/matrix_engine.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -205,6 +206,18 @@ WgmmaUse wgmma_use(const Context& ctx, const Gemm& g) {
   // mma.sync kernels, so such products are timed both ways.
   if (rule || (g.M >= 1024 && g.N >= 1024 && g.K >= 1024)) return WgmmaUse::Yes;
   return WgmmaUse::Tune;
+}
+
+double wgmma_first_margin() {
+  static const double margin = [] {
+    const char* v = env_value("PYTORCH_OCL_WGMMA_MARGIN");
+    if (!v || !*v) return 1.25;
+    char* end = nullptr;
+    const double m = std::strtod(v, &end);
+    if (*end || !(m >= 0)) throw Error(std::string("PYTORCH_OCL_WGMMA_MARGIN: expected a number >= 0, got '") + v + "'");
+    return m;
+  }();
+  return margin;
 }
 
 uint64_t wgmma_workspace_bytes(const Context& ctx, const Gemm& g) {

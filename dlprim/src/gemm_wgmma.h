@@ -18,6 +18,10 @@ namespace detail {
 // PYTORCH_OCL_WGMMA=rule, it takes wgmma).
 enum class WgmmaUse { No, Yes, Tune };
 WgmmaUse wgmma_use(const Context& ctx, const Gemm& g);
+// For Tune: wgmma is taken before the tile configs are tuned where it runs this many times faster than the fallback
+// tile config (gemm.cpp; 1.25: tuned configs are rarely > 1/4 faster than it). PYTORCH_OCL_WGMMA_MARGIN (read once;
+// tests: 0 takes wgmma first wherever it runs, a large value never); an Error for anything but a number >= 0.
+double wgmma_first_margin();
 // Workspace: the packed operands.
 uint64_t wgmma_workspace_bytes(const Context& ctx, const Gemm& g);
 // Packs A and B into `ws` from `ws_off` (a multiple of 16 bytes) and enqueues the product; with `events`, the

@@ -15,7 +15,8 @@ ran on the default config while their candidates built in the background; in par
 of the later steps). The first step's counts are also given alone ("step crit/bg"): builds of model setup excluded.
 Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
 2 layers, hidden 64, batch 2 x 64, when transformers imports), gpt2small (GPT-2 small, batch 8 x 1024).
-With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings; with
+With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings and its build seconds by
+kernel (in process or a tuning's, against in the background); with
 COLD_START_PROFILE=1 the first step runs under torch.profiler and its busiest ops are printed. "model setup s": making
 the model and moving it to the device; "first step s" is the step alone. PYTORCH_OCL_BUILD_THREADS sets the build
 threads of the runs (unset: the default).
@@ -123,6 +124,19 @@ def run(name, device, cache, threads):
               "the slowest:")
         for line in sorted(trace, key=seconds, reverse=True)[:25]:
             print("   ", line[:300])
+        # by the program's kernel (build traces name it): where a cold step's build seconds go; "in process or
+        # tuning" builds are on the step's path (a tuning's candidates build side by side in the build processes)
+        by_kernel = {}
+        for line in trace:
+            if line.startswith("[pytorch_ocl build]"):
+                kernel = line.split(" s ", 1)[1].split()[0]
+                row = by_kernel.setdefault(kernel, [0, 0.0, 0, 0.0])
+                bg = 2 if "in the background" in line else 0
+                row[bg] += 1
+                row[bg + 1] += seconds(line)
+        print("builds by kernel, in process or tuning (count, s) / in the background (count, s):")
+        for kernel, (n, s, nb, sb) in sorted(by_kernel.items(), key=lambda kv: -kv[1][1])[:20]:
+            print(f"    {kernel}: {n}, {s:.2f} s / {nb}, {sb:.2f} s")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

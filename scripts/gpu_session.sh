@@ -58,7 +58,7 @@
 #   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
 #   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
-#   bash scripts/gpu_session.sh build41       # fresh machine: program builds of GPT-2's step, whole and kernel by kernel
+#   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
@@ -544,8 +544,12 @@ case "${1:-validate}" in
     run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
     rm -f "$out"/*.png "$out"/build.log "$out"/transformer_fp32.log
     ;;
-  build41)  # fresh machine: what NVIDIA's compiler takes per program and per kernel of GPT-2's step (build_cost.py:
-    # would building only the used variant of a multi-kernel program shorten the cold step's critical path?)
+  build41)  # fresh machine: GPT-2 small's cold first step traced (build seconds by kernel, on the path and in the
+    # background), then what NVIDIA's compiler takes per program and per kernel of a GPT-2 step (build_cost.py: would
+    # building only the used variant of a multi-kernel program shorten the cold step's critical path?)
+    rm -rf /tmp/nvcache_41
+    CUDA_CACHE_PATH=/tmp/nvcache_41 PYTORCH_OCL_TRACE_BUILDS=1 run cold_traced 120 python3 benchmarks/cold_start.py \
+      --nets gpt2small
     run build_cost 200 python3 benchmarks/build_cost.py --net gpt2 --limit 45 --out "$out/build_cost.md"
     ;;
   cold40)  # fresh machine first: GPT-2 small's cold first step with the timed wgmma / tiled choice, then with the

@@ -30,9 +30,9 @@ struct DwVariant {
 // on an H200 4 beats 2 and 1 from 112 columns down to 7; on PoCL (2 cores) 8 beats 4 by 1.2-1.6x
 // (16 loses on the input gradient).
 int vw_for(const Context& ctx, int64_t width) {
-  if (const char* v = env_value("PYTORCH_OCL_DW_VW")) {
-    int n = std::atoi(v);
-    if (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) return n;
+  if (const long n = env_int("PYTORCH_OCL_DW_VW", 1, 16, 0)) {
+    if (n & (n - 1)) throw Error("PYTORCH_OCL_DW_VW: expected 1, 2, 4, 8 or 16, got " + std::to_string(n));
+    return static_cast<int>(n);
   }
   int vw = cpu_mapping(ctx) ? 8 : 4;
   while (vw > 1 && vw > width) vw /= 2;

@@ -143,8 +143,7 @@ int multi_slots(size_t param_bytes, DType compute, const std::vector<EwOperand>&
                 const std::vector<EwOperand>& ins) {
   const size_t fit = (std::max<size_t>(1024, param_bytes) - 128) / multi_item_bytes(compute, outs, ins);
   // PYTORCH_OCL_MULTI_SLOTS: a lower cap, for measuring launches of fewer items.
-  const char* cap_env = env_value("PYTORCH_OCL_MULTI_SLOTS");
-  const size_t cap = cap_env && std::atoi(cap_env) > 0 ? std::min(32, std::atoi(cap_env)) : 32;
+  const size_t cap = static_cast<size_t>(env_int("PYTORCH_OCL_MULTI_SLOTS", 1, 32, 32));
   return static_cast<int>(std::max<size_t>(1, std::min(cap, fit)));
 }
 

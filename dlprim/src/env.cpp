@@ -1,5 +1,6 @@
 // Locked environment access (env.h).
 #include <dlprim/env.h>
+#include <dlprim/cl.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -30,6 +31,17 @@ void env_set(const std::string& name, const std::string& value) {
 void env_unset(const std::string& name) {
   std::lock_guard<std::mutex> lock(env_mutex());
   unsetenv(name.c_str());
+}
+
+long env_int(const char* name, long lo, long hi, long fallback) {
+  const char* v = env_value(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end || n < lo || n > hi)
+    throw Error(std::string(name) + ": expected a whole number from " + std::to_string(lo) + " to " +
+                std::to_string(hi) + ", got '" + v + "'");
+  return n;
 }
 
 void with_env_lock(const std::function<void()>& fn) {

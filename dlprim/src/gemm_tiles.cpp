@@ -203,15 +203,7 @@ SplitPlan plan_splits(const Context& ctx, const TileConfig& c, int64_t M, int64_
   // each split keeps at least 8 steps so the partial sums stay cheap next to the products.
   // PYTORCH_OCL_SPLIT_WAVES=W (1-64, read once) aims at W groups per compute unit instead (experiments: on the H200
   // a few-tile product such as resnet50's stem weight gradient gets one or two 4-warp groups an SM at 2).
-  static const int waves_env = [] {
-    const char* v = env_value("PYTORCH_OCL_SPLIT_WAVES");
-    if (!v || !*v) return 0;
-    char* end = nullptr;
-    const long w = std::strtol(v, &end, 10);
-    if (*end || w < 1 || w > 64)
-      throw Error(std::string("PYTORCH_OCL_SPLIT_WAVES: expected a whole number from 1 to 64, got '") + v + "'");
-    return static_cast<int>(w);
-  }();
+  static const int waves_env = static_cast<int>(env_int("PYTORCH_OCL_SPLIT_WAVES", 1, 64, 0));
   uint64_t target = cu * static_cast<uint64_t>(waves_env ? waves_env : ctx.info().is_cpu ? 1 : 2);
   const uint64_t min_steps = 8;
   // CPU devices (no local staging): consecutive work-groups share a K x BN panel of B through

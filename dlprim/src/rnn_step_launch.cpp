@@ -24,10 +24,9 @@ size_t rnn_k_slices(const Context& ctx, DType t, int K, size_t tile, size_t vect
       break;
     ++fitting;
   }
-  const char* want = env_value("PYTORCH_OCL_RNN_KSPLIT");
+  const long n = env_int("PYTORCH_OCL_RNN_KSPLIT", 1, 1 << 20, 0);
   int pick = fitting - 1;
-  if (want && *want) {
-    const long n = std::strtol(want, nullptr, 10);
+  if (n) {
     pick = 0;
     while (pick + 1 < fitting && (2L << pick) <= n) ++pick;
   } else if (const int v = tune_variant(label + "|" + std::to_string(K), fitting); v >= 0) {

@@ -1,6 +1,6 @@
-"""Numeric PYTORCH_OCL_* settings read on an op's thread (dlprim's env_int): a malformed or out-of-range value is an
-error naming the setting, raised by the first op that reads it, never a silent default (test_gemm_engine_tuning.py
-covers PYTORCH_OCL_SPLIT_WAVES and PYTORCH_OCL_WGMMA_MARGIN)."""
+"""Numeric PYTORCH_OCL_* settings (dlprim's env_int): a malformed or out-of-range value is an error naming the
+setting, never a silent default: raised by the first op that reads it, or, for the settings build threads read, by
+the device's first use (test_gemm_engine_tuning.py covers PYTORCH_OCL_SPLIT_WAVES and PYTORCH_OCL_WGMMA_MARGIN)."""
 import pytest
 
 from conftest import run_python
@@ -22,6 +22,10 @@ OPS = {
         lstm = torch.nn.LSTM(8, 16).to("ocl")
         lstm(torch.randn(3, 2, 8, device="ocl"))[0].cpu()
     """,
+    # read on build threads: checked when the device's context is made
+    "PYTORCH_OCL_BUILD_THREADS": """
+        torch.ones(3, device="ocl").cpu()
+    """,
 }
 
 
@@ -42,3 +46,9 @@ def test_malformed_setting_is_an_error(name, value):
 def test_valid_setting_runs(name):
     out = run_python(script(name), env={name: "2", "PYTORCH_OCL_LSTM_FUSED": "1"}).stdout
     assert "no error" in out, out
+
+
+@pytest.mark.parametrize("value", ["many", "-2"])
+def test_malformed_build_processes_is_an_error(value):
+    out = run_python(script("PYTORCH_OCL_BUILD_THREADS"), env={"PYTORCH_OCL_BUILD_PROCESSES": value}).stdout
+    assert "ERROR" in out and "PYTORCH_OCL_BUILD_PROCESSES" in out and f"'{value}'" in out, out

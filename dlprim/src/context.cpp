@@ -11,6 +11,10 @@
 namespace dlprim {
 
 Context::Context(const DeviceInfo& info) : info_(info) {
+  // Settings read later on build threads, where an error would end the process, are checked here: a context is
+  // made on the thread of the first op that needs the device, which reports the Error.
+  env_int("PYTORCH_OCL_BUILD_THREADS", 1, 1024, 0);
+  env_int("PYTORCH_OCL_BUILD_PROCESSES", 0, 1024, 0);
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                    reinterpret_cast<cl_context_properties>(info.platform), 0};

@@ -33,7 +33,7 @@
 #   bash scripts/gpu_session.sh ddp2_more     # (2-GPU kind) resnet50 DDP per mode, gloo lanes, all_reduce vs NCCL
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
-#   bash scripts/gpu_session.sh tests_half N  # half N (1 or 2) of the test files on the GPU
+#   bash scripts/gpu_session.sh tests_half K [N]  # part K of N (default 2) of the test files on the GPU
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_bf16     # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, gradients in bf16 (compress hook) and fp32
 #   bash scripts/gpu_session.sh ddp2_pieces   # (2-GPU kind) GPT-2 DDP on 2 GPUs with shm pieces of 4 MiB, 1 MiB, 256 KiB
@@ -292,11 +292,13 @@ case "${1:-validate}" in
     grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3 |
       python3 scripts/inductor_kernel_source.py /tmp/torchinductor_$(whoami) > "$out/slow_kernels.log"
     ;;
-  tests_half)  # the test suite on the GPU in two calls: `tests_half 1` runs the first half of the files, `2` the rest
-    files=$(ls tests/test_*.py | sort)
-    n=$(echo "$files" | wc -l)
-    if [ "${2:-1}" = 1 ]; then part=$(echo "$files" | head -n $((n / 2))); else part=$(echo "$files" | tail -n +$((n / 2 + 1))); fi
-    run "tests_half${2:-1}" "${3:-470}" python3 -m pytest -q -n 14 -p no:cacheprovider $part
+  tests_half)  # the test suite on the GPU in parts: `tests_half K [N]` runs part K of N (default 2) of the test files,
+    # taken round-robin in name order (neighbouring files, often of one family, land in different parts), `-rf` lists
+    # the failures by name; N = 3 keeps each part inside one call (half 1 of 2 ran past 470 s at 8341ea9)
+    k=${2:-1}
+    nparts=${3:-2}
+    part=$(ls tests/test_*.py | sort | awk -v k="$k" -v n="$nparts" '(NR - 1) % n == k - 1')
+    run "tests_part${k}of${nparts}" 470 python3 -m pytest -q -n 14 -p no:cacheprovider -rf $part
     ;;
   ddp2_shm)  # (2-GPU kind) the shared-memory all-reduce between the 2 ranks (PYTORCH_OCL_DIST_SHM, default on):
     # GPT-2 small and resnet50 on one GPU, then on 2 GPUs overlapped (scaling in one call; the first run of each

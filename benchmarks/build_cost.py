@@ -167,13 +167,7 @@ def main():
     lines += ["", "| family | programs | whole s | fastest kernel alone s | slowest kernel alone s |", "|---|---:|---:|---:|---:|"]
     for name, (n, whole, lo, hi) in sorted(fam.items(), key=lambda kv: -kv[1][1]):
         lines.append(f"| {name} | {n} | {whole:.2f} | {lo:.2f} | {hi:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
-        print(f"wrote {args.out}")
+    common.emit("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -167,12 +167,7 @@ def main():
                                  f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} ({r['step_tuned']}) | "
                                  f"{r['deferred']} ({r['deferred_tuned']}) |")
                     print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    common.emit("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,15 @@ def markdown_table(header, rows) -> str:
     return "\n".join(lines)
 
 
+def emit(text: str, path=None) -> None:
+    """Prints a report and, where `path` is given, writes it there (creating its directory)."""
+    print(text)
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
 def write_markdown(path, title: str, preamble: list, header, rows, notes: list = ()) -> str:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     text = f"# {title}\n\n" + "".join(f"{line}  \n" for line in preamble)

@@ -297,11 +297,7 @@ def write_report(args, rows, refs):
                   "speedup | compile s (first iter) | cuda compiled infer ms | cuda compiled train ms | "
                   "cuda compiled / ocl compiled train |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + compiled_lines
-    text = "\n".join(lines) + "\n"
-    print(text)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    common.emit("\n".join(lines) + "\n", args.out)
     plot(args.out, rows, refs)
 
 

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+import common
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
@@ -141,12 +143,7 @@ def main(argv=None) -> int:
         name, p, fs, f64 = results[idx]
         if fs:
             lines.append(f"- `{name}` {p}/{p + len(fs) + len(f64)}: {fs[0]}")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
+    common.emit("\n".join(lines) + "\n", args.out)
     return 0
 
 

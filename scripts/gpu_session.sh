@@ -24,16 +24,14 @@
 #   bash scripts/gpu_session.sh attn128       # native mma attention tests, D128 fwd+bwd: engine / FMA / 4-warp split
 #   bash scripts/gpu_session.sh decode_bf16   # decode step vs CUDA (graphs.py --ref cuda), random tuning, bf16 CNNs
 #   bash scripts/gpu_session.sh transformer_bf16  # transformer.py --models --amp bf16 vs CUDA autocast
-#   bash scripts/gpu_session.sh recheck       # last GPU suite's failures first, then the whole suite
 #   bash scripts/gpu_session.sh coldprobe     # GPT-2 small's first step by op; do builds run in parallel processes?
-#   bash scripts/gpu_session.sh coldtrace     # GPT-2 small / resnet18 cold start with each build and tuning traced
 #   bash scripts/gpu_session.sh compiled      # torch.compile vs eager ocl vs CUDA compiled: GPT-2, BERT, resnet50
 #   bash scripts/gpu_session.sh profile_tf    # GPT-2 / BERT steps by kernel: eager, compiled, bf16 (vs CUDA)
 #   bash scripts/gpu_session.sh ddp2_scaling  # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs per communication mode, CUDA/NCCL
 #   bash scripts/gpu_session.sh ddp2_more     # (2-GPU kind) resnet50 DDP per mode, gloo lanes, all_reduce vs NCCL
 #   bash scripts/gpu_session.sh cold30        # fresh machine: GPT-2 small's first step, speculation on / off
 #   bash scripts/gpu_session.sh bert_kernels  # compiled BERT step by kernel, the slowest generated reductions' source
-#   bash scripts/gpu_session.sh tests_half K [N]  # part K of N (default 2) of the test files on the GPU
+#   bash scripts/gpu_session.sh tests_half K [N [S]]  # part K of N (default 2) of the test files, at most S s (470)
 #   bash scripts/gpu_session.sh ddp2_shm      # (2-GPU kind) GPT-2 / resnet50 DDP, 1 GPU then 2 over shared memory; all_reduce vs NCCL
 #   bash scripts/gpu_session.sh ddp2_bf16     # (2-GPU kind) GPT-2 DDP 1 -> 2 GPUs, gradients in bf16 (compress hook) and fp32
 #   bash scripts/gpu_session.sh ddp2_pieces   # (2-GPU kind) GPT-2 DDP on 2 GPUs with shm pieces of 4 MiB, 1 MiB, 256 KiB
@@ -55,11 +53,11 @@
 #   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
 #   bash scripts/gpu_session.sh exit37        # test_exit / build tests natively, bf16 size rule vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
-#   bash scripts/gpu_session.sh final38       # batch norm / im2col / col2im natively, the 8 CNNs vs CUDA defaults
 #   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
 #   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
 #   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
+#   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -221,16 +219,6 @@ case "${1:-validate}" in
   transformer_bf16)  # transformer.py --models under bfloat16 autocast on both devices (issue 16's GPT-2 target)
     run transformer_bf16 420 python3 benchmarks/transformer.py --ref cuda --models --amp bf16 --out "$out/transformer_bf16.md"
     ;;
-  recheck)  # the last GPU suite's failures (variant consistency, DDP GPT-2 ranks, stream queries), then the suite
-    PYTORCH_OCL_MMA_TEST=native run recheck 200 python3 -m pytest -q -n 6 -p no:cacheprovider \
-      tests/test_variant_consistency.py tests/test_guard_streams.py tests/test_distributed.py \
-      tests/test_attention_mma.py tests/test_gemm_mma.py tests/test_complex_opinfo.py
-    run tests 330 python3 -m pytest -q -n 14 -p no:cacheprovider tests
-    ;;
-  coldtrace)  # the first-step breakdown: GPT-2 small and resnet18 cold then warm, slowest builds and tunings listed
-    PYTORCH_OCL_TRACE_BUILDS=1 run cold_gpt2small 400 python3 benchmarks/cold_start.py --nets gpt2small,resnet18
-    run build_workers 60 python3 -m pytest -q -p no:cacheprovider tests/test_build_workers.py
-    ;;
   coldprobe)  # GPT-2 small's first step profiled by op (cold, warm), then its sources rebuilt in parallel processes
     rm -rf /tmp/cl_src && mkdir -p /tmp/cl_src
     COLD_START_PROFILE=1 PYTORCH_OCL_TRACE_BUILDS=/tmp/cl_src run cold_profile 300 python3 benchmarks/cold_start.py --nets gpt2small
@@ -292,13 +280,16 @@ case "${1:-validate}" in
     grep -oE "ocl_red_[0-9a-f]{12}" "$out/prof_bert_compiled.log" | awk '!seen[$0]++' | head -3 |
       python3 scripts/inductor_kernel_source.py /tmp/torchinductor_$(whoami) > "$out/slow_kernels.log"
     ;;
-  tests_half)  # the test suite on the GPU in parts: `tests_half K [N]` runs part K of N (default 2) of the test files,
+  tests_half)  # the test suite on the GPU in parts: `tests_half K [N [S]]` runs part K of N (default 2) of the test files
+    # for at most S seconds (default 470),
     # taken round-robin in name order (neighbouring files, often of one family, land in different parts), `-rf` lists
     # the failures by name; N = 3 keeps each part inside one call (half 1 of 2 ran past 470 s at 8341ea9)
     k=${2:-1}
     nparts=${3:-2}
-    part=$(ls tests/test_*.py | sort | awk -v k="$k" -v n="$nparts" '(NR - 1) % n == k - 1')
-    run "tests_part${k}of${nparts}" 470 python3 -m pytest -q -n 14 -p no:cacheprovider -rf $part
+    part=$(LC_ALL=C ls tests/test_*.py | LC_ALL=C sort | awk -v k="$k" -v n="$nparts" '(NR - 1) % n == k - 1')
+    # -v names each failure as it happens: a part cut by its limit loses pytest's closing summary
+    run "tests_part${k}of${nparts}" "${4:-470}" python3 -m pytest -v -n 14 -p no:cacheprovider -rf $part
+    grep -E "(FAILED|ERROR) tests/" "$out/tests_part${k}of${nparts}.log" | sed 's/^\[gw[0-9]*\] *\[ *[0-9]*%\] *//' | sort -u
     ;;
   ddp2_shm)  # (2-GPU kind) the shared-memory all-reduce between the 2 ranks (PYTORCH_OCL_DIST_SHM, default on):
     # GPT-2 small and resnet50 on one GPU, then on 2 GPUs overlapped (scaling in one call; the first run of each
@@ -503,15 +494,6 @@ case "${1:-validate}" in
     done
     run resnet50_tf32 100 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
     ;;
-  final38)  # this session's kernels natively (batch norm, im2col / col2im, the attention layout test) plus the files
-    # tests_half 1 did not reach; the 8 CNNs vs CUDA defaults (TF32 convolutions); resnet50 with TF32 off
-    run native 130 python3 -m pytest -q -n 14 -p no:cacheprovider -rf --tb=short tests/test_conv.py tests/test_conv3d.py \
-      tests/test_patches.py tests/test_batch_norm.py tests/test_attention_mma.py tests/test_half_opinfo.py \
-      tests/test_histc.py tests/test_histogram.py tests/test_index_check.py
-    run models_default 250 python3 benchmarks/models.py --math default --out "$out/models_default.md"
-    run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
-    rm -f "$out"/*.png "$out"/build.log "$out"/models_default.log "$out"/models_fp32.log
-    ;;
   check39)  # tuned wgmma-or-tiled choice and the multiply-shift im2col / col2im: native tests, resnet50's TF32 conv
     # layers by kernel, resnet50 vs CUDA defaults; part 2 (warm): resnet50 TF32 off, GPT-2 / BERT float32 steps (their
     # GEMMs now timed against the tiled kernels)
@@ -553,6 +535,17 @@ case "${1:-validate}" in
     CUDA_CACHE_PATH=/tmp/nvcache_41 PYTORCH_OCL_TRACE_BUILDS=1 run cold_traced 120 python3 benchmarks/cold_start.py \
       --nets gpt2small
     run build_cost 200 python3 benchmarks/build_cost.py --net gpt2 --limit 45 --out "$out/build_cost.md"
+    ;;
+  cold42)  # fresh machine first: GPT-2 small's cold first step with the tile tunings behind a timed wgmma engine
+    # deferred (default) and tuned on the spot (PYTORCH_OCL_TUNE_DEFERRED=0), each with its own empty NVIDIA cache;
+    # then the engine-tuning tests natively
+    for w in deferred spot; do
+      rm -rf /tmp/nvcache_$w
+      CUDA_CACHE_PATH=/tmp/nvcache_$w PYTORCH_OCL_TUNE_DEFERRED=$([ $w = spot ] && echo 0) \
+        run cold_$w 150 python3 benchmarks/cold_start.py --nets gpt2small
+    done
+    PYTORCH_OCL_MMA_TEST=native run engine_tests 150 python3 -m pytest -v -n 4 -p no:cacheprovider -rf \
+      tests/test_gemm_engine_tuning.py
     ;;
   cold40)  # fresh machine first: GPT-2 small's cold first step with the timed wgmma / tiled choice, then with the
     # size rule alone (PYTORCH_OCL_WGMMA=rule), each with its own empty NVIDIA cache; then resnet50's TF32 layers

@@ -95,6 +95,60 @@ def test_engine_before_tile_tuning(tmp_path, margin):
     assert again["stats"]["loaded"] == sum(1 if e == "wgmma" else 2 for e in engines.values()), (engines, again)
 
 
+DEFERRED = """
+    import json, torch, pytorch_ocl
+    from pytorch_ocl import ops
+    ROWS = max(256, 128 * -(-torch.ocl.get_device_properties(0).multi_processor_count // 2))
+    torch.set_float32_matmul_precision("high")
+    g = torch.Generator().manual_seed(0)
+    probs = []
+    for dtype in (torch.bfloat16, torch.float32):
+        a, b = torch.randn(ROWS, 128, generator=g).to(dtype), torch.randn(128, 256, generator=g).to(dtype)
+        probs.append((a, b, a.to("ocl"), b.to("ocl")))
+    def run_all():
+        engines = []
+        for a, b, a_, b_ in probs:
+            with pytorch_ocl.profiler.profile() as prof:
+                c = (a_ @ b_).cpu()
+            ref = a.double() @ b.double()
+            err = ((c.double() - ref).abs() / (a.double().abs() @ b.double().abs())).max().item()
+            assert err < 2.0**-7, (a.dtype, err)
+            names = [r[0] for r in prof.records]
+            engines.append("wgmma" if "gemm_wgmma" in names else "tiled" if "gemm_tiled" in names else str(names))
+        return engines
+    def decided():
+        d = ops.autotune_decisions()
+        return {"engine": {k: v for k, v in d.items() if k.startswith("gemm_engine")},
+                "tiles": sorted(k for k in d if k.startswith("gemm|") and "mma-" in k)}
+    out = {"first": run_all(), "first_stats": ops.autotune_stats(), "first_decided": decided()}
+    pytorch_ocl._C.flush_program_cache()  # the deferred tile candidates are built
+    out.update(tuned=run_all(), stats=ops.autotune_stats(), decided=decided(), again=run_all())
+    print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("deferred", [None, "0"])
+def test_tile_tuning_deferred_behind_the_engine(tmp_path, deferred):
+    """Cold start: a class in the timed range whose wgmma does not beat the fallback tile config by the margin
+    (here a margin nothing beats) runs the faster of the two while its tile candidates build in the background
+    (PYTORCH_OCL_TUNE_DEFERRED unset; "0" tunes them on the spot); nothing is stored until the tile configs are
+    timed at the first call after those builds, and then the engine is timed against the tuned config. Every call
+    computes the products right (the child checks them)."""
+    env = env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="1e9", PYTORCH_OCL_TUNE_DEFERRED=deferred,
+                 PYTORCH_OCL_BUILD_THREADS="2", PYTORCH_OCL_BUILD_PROCESSES="2")
+    got = result(DEFERRED, env)
+    first, decided = got["first_decided"], got["decided"]
+    assert len(decided["engine"]) == 2 and len(decided["tiles"]) == 2, got
+    if deferred is None:
+        assert got["first_stats"]["deferred"] == 2 and first == {"engine": {}, "tiles": []}, got
+        assert got["stats"]["deferred_tuned"] == 2 and got["stats"]["timed"] == 4, got
+    else:
+        assert got["first_stats"]["deferred"] == 0 and first == decided, got
+    # the decided engines are the ones that run next (the call that tunes also runs the timings' kernels)
+    for k, ran in zip(sorted(decided["engine"], key=lambda k: "float32" in k), got["again"]):
+        assert decided["engine"][k] == ran, got
+
+
 @pytest.mark.parametrize("setting", [{"PYTORCH_OCL_AUTOTUNE": "0"}, {"PYTORCH_OCL_WGMMA": "rule"}])
 def test_size_rule_without_timing(tmp_path, setting):
     """Without tuning, or with PYTORCH_OCL_WGMMA=rule, products in the timed range take wgmma untimed (the rule
@@ -166,6 +220,22 @@ def test_network_trains_with_the_engine_decided_first(tmp_path):
     got = result(TRAIN.replace("AMP", "True"), env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="0"))
     assert got["decisions"] and set(got["decisions"].values()) == {"wgmma"}, got
     assert got["wgmma"] > 0, got
+
+
+def test_network_trains_while_tile_tuning_is_deferred(tmp_path):
+    """The MLP's three SGD steps under bfloat16 autocast with its classes' tile tunings deferred behind the engine
+    (a margin nothing beats, PYTORCH_OCL_TUNE_DEFERRED unset): the first step runs each product on the faster of
+    wgmma and the fallback config, the tunings land before the second (the builds waited for), and the updates
+    match the CPU's."""
+    code = TRAIN.replace("AMP", "True").replace(
+        "        for _ in range(3):\n",
+        "        for i in range(3):\n            if i == 1 and device != 'cpu': pytorch_ocl._C.flush_program_cache()\n"
+    ).replace('"decisions": engines}', '"decisions": engines, "stats": pytorch_ocl.ops.autotune_stats()}')
+    assert "flush_program_cache" in code and '"stats"' in code
+    got = result(code, env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="1e9", PYTORCH_OCL_TUNE_DEFERRED=None,
+                              PYTORCH_OCL_BUILD_THREADS="2", PYTORCH_OCL_BUILD_PROCESSES="2"))
+    assert got["stats"]["deferred"] >= 1 and got["stats"]["deferred_tuned"] == got["stats"]["deferred"], got
+    assert got["decisions"], got
 
 
 @pytest.mark.parametrize("name,value", [("PYTORCH_OCL_WGMMA_MARGIN", "fast"), ("PYTORCH_OCL_WGMMA_MARGIN", "-1"),

@@ -1,4 +1,4 @@
-"""Deferred tuning (cold start, issue 21): with PYTORCH_OCL_TUNE_DEFERRED=1 (off by default) a GEMM shape class with no decision runs the default config while its candidates build in the
+"""Deferred tuning (cold start, issue 21): with PYTORCH_OCL_TUNE_DEFERRED=1 (by default only tile tunings behind a timed wgmma engine: test_gemm_engine_tuning.py) a GEMM shape class with no decision runs the default config while its candidates build in the
 background (autotune.cpp TuneDeferral); the first call after those builds times them on the calling thread and
 the decision lands in memory and on disk, and every problem of the class then runs it (plan memos made again).
 A convolution's forward choice is deferred the same way. Each case runs in a fresh process on an empty kernel cache with build processes on (PYTORCH_OCL_BUILD_PROCESSES=2,

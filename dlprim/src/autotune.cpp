@@ -152,7 +152,7 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     return chosen;
   }
   // Deferral: only tuning proper (mode On: not forced, not random), and only where a prepare can run later.
-  const bool may_defer = defer && defer->prepare && mode == TuneMode::On && tune_deferred(ctx.info());
+  const bool may_defer = defer && defer->prepare && mode == TuneMode::On && tune_deferred(ctx.info(), defer->when_unset);
   bool was_deferred = false;  // a deferred class: its decision lands now (a tuning that may not defer -- nested
   {                           // in another's timing -- tunes it on the spot, waiting for builds under way)
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -247,14 +247,17 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
 
 void set_tune_idle_hook(void (*hook)(const Context& ctx)) { g_idle_hook.store(hook); }
 
-bool tune_deferred(const DeviceInfo& dev) {
+bool tune_deferred(const DeviceInfo& dev, bool when_unset) {
   // build_threads() 1: build_in_background would drop the job
   if (in_background_build() || t_timing > 0 || build_threads() <= 1) return false;
-  // Off unless asked for: on the H100, GPT-2 small's cold first step took 26.8 s with it and 25.4 s without
-  // (the ~44 programs still built one at a time in the process bound it, not the tunings' candidates).
+  // Every class only when asked for: on the H100, GPT-2 small's cold first step took 26.8 s with it and 25.4 s
+  // without (the ~44 programs still built one at a time in the process bound it, not the tunings' candidates).
+  // Unset, the classes whose caller has a near-tuned answer meanwhile (`when_unset`): on the H200 the three
+  // tile tunings left in GPT-2 small's cold step (wgmma within the margin) took ~4 s each on its path.
   (void)dev;
   const char* v = env_value("PYTORCH_OCL_TUNE_DEFERRED");
-  return v && *v && std::strcmp(v, "0") != 0;
+  if (!v || !*v) return when_unset;
+  return std::strcmp(v, "0") != 0;
 }
 
 bool autotune_known(const Context& ctx, const std::string& family, const std::string& shape_class, std::string* chosen) {

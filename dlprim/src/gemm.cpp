@@ -14,10 +14,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace dlprim {
 
@@ -26,6 +28,10 @@ using detail::Vec4;
 using detail::tiled_kernel;
 using detail::vec4_operands;
 using detail::whole_tiles;
+using detail::check_supported;
+using detail::class_bucket;
+using detail::matrix_layout;
+using detail::transposed;
 
 namespace {
 
@@ -50,49 +56,6 @@ struct Plan {
     return path == Path::Tiled ? pack_space() + split.workspace_bytes : path == Path::Wgmma ? wgmma_bytes : 0;
   }
 };
-
-// Layout of a rows x cols operand: `inner_is_col` when the column index has unit stride
-// (row-major, ld = row stride), else the row index (column-major, ld = column stride).
-bool matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool* inner_is_col, int64_t* ld) {
-  if (cs == 1 || cols == 1) {
-    *inner_is_col = true;
-    *ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
-    return true;
-  }
-  if (rs == 1 || rows == 1) {
-    *inner_is_col = false;
-    *ld = cs;
-    return true;
-  }
-  return false;
-}
-
-GemmMatrix transposed(const GemmMatrix& m) {
-  GemmMatrix t = m;
-  std::swap(t.row_stride, t.col_stride);
-  return t;
-}
-
-std::string class_bucket(int64_t v) {
-  // log4 buckets: 1-16, 17-64, 65-256, 257-1024, 1025-4096, 4097+
-  int b = 0;
-  for (int64_t lim = 16; v > lim && b < 5; lim *= 4) ++b;
-  return std::to_string(b);
-}
-
-void check_supported(const Context& ctx, const Gemm& g) {
-  if (g.c_dtype_set && g.c_dtype != g.dtype && g.c_dtype != compute_dtype(g.dtype))
-    throw Error("gemm: C must have the dtype of A and B or their accumulation type");
-  if (g.dtype == DType::Bool)
-    throw Error("gemm: dtype bool is not supported");
-  if (g.dtype == DType::F64 && !ctx.info().fp64)
-    throw Error("gemm: device '" + ctx.info().name + "' does not support float64 (no cl_khr_fp64)");
-  const int64_t lim = 0x7fffffff;
-  if (g.M < 0 || g.N < 0 || g.K < 0 || g.batch < 0 || g.groups < 1 || g.k_outer < 0)
-    throw Error("gemm: negative size");
-  if (g.M > lim || g.N > lim || g.K > lim || detail::gemm_zcount(g) > lim || g.k_outer > lim)
-    throw Error("gemm: a dimension exceeds 2^31 - 1");
-}
 
 Plan base_plan(const Context& ctx, const Gemm& in) {
   check_supported(ctx, in);
@@ -406,40 +369,61 @@ void speculate_backward(const Context& ctx, const Plan& p, const std::string& cl
 // The wgmma engine decided before the tile configs are tuned (cold start): a class stored as wgmma, or where wgmma
 // beats the fallback tile config by more than tuning tiles has been seen to gain, takes wgmma untuned. GPT-2 small's
 // cold first step (all its products in the timed range): 21 classes timed when every one tuned its tiles first, 13
-// this way; its remaining cost over the untimed rule (H200: 29.5-30.1 s against 26.8) is the LM head's tile tunings.
-// Random tuning draws the engine after the tile config (both drawn).
-bool wgmma_decided_first(const Context& ctx, const Plan& p, const std::string& cls, const std::string& fallback) {
+// this way; its remaining cost over the untimed rule (H200: 29.5-30.1 s against 26.8) was the LM head's tile
+// tunings, which now build in the background (choose_tile). Random tuning draws the engine after the tile config.
+struct EngineFirst {
+  bool wgmma = false;                 // taken (stored as the class's engine)
+  double t_wgmma = -1, t_tiled = -1;  // what it compared, microseconds (-1: not timed)
+};
+EngineFirst wgmma_decided_first(const Context& ctx, const Plan& p, const std::string& cls, const std::string& fallback) {
+  EngineFirst r;
   const TuneMode mode = autotune_mode();
-  if (mode == TuneMode::Off || mode == TuneMode::Random) return false;
+  if (mode == TuneMode::Off || mode == TuneMode::Random) return r;
   const std::vector<std::string> engines = {"wgmma", "tiled"};
   std::string known;
   if (autotune_known(ctx, "gemm_engine", cls, &known)) {
-    if (known != "wgmma") return false;
+    if (known != "wgmma") return r;
     // taken as stored (counted as loaded), no timing
-    return autotune_select(ctx, "gemm_engine", cls, engines, "wgmma", [](const std::string&) { return -1.0; },
-                           nullptr, nullptr) == "wgmma";
+    r.wgmma = autotune_select(ctx, "gemm_engine", cls, engines, "wgmma", [](const std::string&) { return -1.0; },
+                              nullptr, nullptr) == "wgmma";
+    return r;
   }
-  Plan tp = p;
-  TileConfig::parse(fallback, &tp.cfg);
-  TileTuner tuner(ctx, tp);
-  parallel_builds(ctx.info(), 2, [&](size_t i) { i ? tuner.prepare(fallback) : tuner.prepare_wgmma(); });
-  double t_wgmma = -1, t_tiled = -1;
-  try {
-    t_wgmma = tuner.time_wgmma();
-    t_tiled = tuner.time_us(fallback);
-  } catch (const Error&) {
-    return false;  // the full tuning below skips what fails
+  // A class whose tile tuning is deferred comes back here each time a deferred tuning lands anywhere (plan memos
+  // made again): its first timings are kept rather than repeated.
+  static std::mutex m;
+  static std::map<std::pair<int64_t, std::string>, std::pair<double, double>> timed;
+  const auto key = std::make_pair(detail::key_of(ctx), cls);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    auto it = timed.find(key);
+    if (it != timed.end()) std::tie(r.t_wgmma, r.t_tiled) = it->second;
   }
-  if (!(t_wgmma > 0 && (t_tiled < 0 || t_wgmma * detail::wgmma_first_margin() < t_tiled))) return false;
-  return autotune_select(ctx, "gemm_engine", cls, engines, "wgmma",  // stored: wgmma, tiled out by the margin
-                         [&](const std::string& e) { return e == "wgmma" ? t_wgmma : -1.0; }, nullptr,
-                         nullptr) == "wgmma";
+  if (r.t_wgmma < 0 && r.t_tiled < 0) {
+    Plan tp = p;
+    TileConfig::parse(fallback, &tp.cfg);
+    TileTuner tuner(ctx, tp);
+    parallel_builds(ctx.info(), 2, [&](size_t i) { i ? tuner.prepare(fallback) : tuner.prepare_wgmma(); });
+    try {
+      r.t_wgmma = tuner.time_wgmma();
+      r.t_tiled = tuner.time_us(fallback);
+    } catch (const Error&) {
+      return EngineFirst{};  // the full tuning below skips what fails
+    }
+    std::lock_guard<std::mutex> lock(m);
+    timed[key] = {r.t_wgmma, r.t_tiled};
+  }
+  if (!(r.t_wgmma > 0 && (r.t_tiled < 0 || r.t_wgmma * detail::wgmma_first_margin() < r.t_tiled))) return r;
+  const double tw = r.t_wgmma;
+  r.wgmma = autotune_select(ctx, "gemm_engine", cls, engines, "wgmma",  // stored: wgmma, tiled out by the margin
+                            [&](const std::string& e) { return e == "wgmma" ? tw : -1.0; }, nullptr,
+                            nullptr) == "wgmma";
+  return r;
 }
 
 // The tiled kernel's config for `p`: forced, tuned once per shape class, or the default; with `engine_tuned`
 // (wgmma_use said Tune), then whether the wgmma path beats that config (timed without deferral: two candidates whose
-// kernels are built by then or shared by every product of the kind; while a deferred tile tuning runs, the
-// tiled side is its fallback config) unless wgmma_decided_first took wgmma already.
+// kernels are built by then or shared by every product of the kind) unless wgmma_decided_first took wgmma already;
+// while the class's tile tuning is deferred, the faster of wgmma and the fallback config, undecided.
 TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
   auto fits = [&](const TileConfig& c) {
     return p.mma ? detail::mma_config_fits(ctx, c, p.mma) : detail::tile_config_fits(ctx, c, compute_dtype(p.g.dtype));
@@ -448,7 +432,9 @@ TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
   // PYTORCH_OCL_GEMM_CONFIG forces a config of the kind the product runs as (an FMA one, or one starting
   // "mma" for the matrix engine); one of the other kind is ignored.
   const std::string cls = tile_class(p);
-  if (engine_tuned && !env_value("PYTORCH_OCL_GEMM_CONFIG") && wgmma_decided_first(ctx, p, cls, chosen)) {
+  EngineFirst first;
+  if (engine_tuned && !env_value("PYTORCH_OCL_GEMM_CONFIG")) first = wgmma_decided_first(ctx, p, cls, chosen);
+  if (first.wgmma) {
     TileChoice c;
     TileConfig::parse(chosen, &c.cfg);
     c.text = intern(c.cfg.str());
@@ -456,6 +442,7 @@ TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
     return c;  // nor speculated backward: a product on wgmma has backward ones most likely on it too
   }
   speculate_backward(ctx, p, cls);
+  bool tiles_deferred = false;
   if (const char* forced = env_value("PYTORCH_OCL_GEMM_CONFIG")) {
     TileConfig c;
     if (TileConfig::parse(forced, &c) && fits(c)) chosen = c.str();
@@ -465,11 +452,13 @@ TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
     // Deferred tuning (cold start): the background job builds the candidates from its own copy of the plan
     // (a TileTuner makes no buffers until it times); this call runs the fallback meanwhile.
     TuneDeferral defer;
+    defer.when_unset = engine_tuned;  // wgmma, timed above, serves meanwhile where it is the faster
     auto plan = std::make_shared<const Plan>(p);
     const Context* c_ptr = &ctx;
     defer.prepare = [c_ptr, plan](const std::string& c) { TileTuner(*c_ptr, *plan).prepare(c); };
     chosen = autotune_select(ctx, "gemm", cls, cands, chosen, [&](const std::string& c) { return tuner.time_us(c); },
                              [&](const std::string& c) { tuner.prepare(c); }, &defer);
+    tiles_deferred = defer.deferred;
   }
   TileChoice c;
   TileConfig::parse(chosen, &c.cfg);
@@ -477,6 +466,10 @@ TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
   if (engine_tuned) {
     if (autotune_mode() == TuneMode::Off) {
       c.wgmma = true;  // the size rule alone, as before tuning decided
+    } else if (tiles_deferred) {
+      // The tile configs wait for their builds: the faster of wgmma and the fallback config meanwhile, nothing
+      // stored; the engine is timed against the tuned config once the tile decision lands.
+      c.wgmma = first.t_wgmma > 0 && (first.t_tiled < 0 || first.t_wgmma < first.t_tiled);
     } else {
       Plan tp = p;
       tp.cfg = c.cfg;

@@ -106,6 +106,15 @@ void run_gemm_dot(const Context& ctx, cl_command_queue q, const Gemm& g, size_t 
 // Copies B n-contiguous into `ws` and points g.b at it (the CPU vector kernels' packed operand).
 void pack_gemm_b(const Context& ctx, cl_command_queue q, Gemm& g, cl_mem ws, uint64_t ws_off_bytes);
 
+// gemm_operands.cpp. Layout of a rows x cols operand: `inner_is_col` when the column index has unit stride
+// (row-major, ld = row stride), else the row index (column-major, ld = column stride); false: neither.
+bool matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool* inner_is_col, int64_t* ld);
+GemmMatrix transposed(const GemmMatrix& m);
+// A size's tuning bucket (log4: 1-16, 17-64, 65-256, 257-1024, 1025-4096, 4097+) as text.
+std::string class_bucket(int64_t v);
+// Errors for products no kernel takes (dtypes, negative or over-int sizes, float64 without cl_khr_fp64).
+void check_supported(const Context& ctx, const Gemm& g);
+
 // Work-group size limit of a built kernel (may be below the device's for register-heavy kernels).
 size_t kernel_max_work_group(const Context& ctx, cl_kernel k);
 

@@ -35,11 +35,16 @@ struct TuneDeferral {
   // Builds what timing candidate `c` needs, as autotune_select's `prepare` does, but owning copies of all it
   // reads: it runs in a background job after the call returned.
   std::function<void(const std::string&)> prepare;
+  // in: defer even where PYTORCH_OCL_TUNE_DEFERRED is unset (not where it is "0"): the caller has an answer
+  // nearly as good as a tuned one meanwhile (a GEMM class whose wgmma engine came within the margin of the
+  // fallback tile config runs the faster of the two while the tile candidates build).
+  bool when_unset = false;
   bool deferred = false;  // out: the answer is `fallback` because the class's tuning waits for its builds
 };
-// PYTORCH_OCL_TUNE_DEFERRED: "1" on, else off (it measured no faster on NVIDIA: autotune.cpp). Never while background jobs are off (build_threads() 1), nor in PYTORCH_OCL_TUNE=random,
-// PYTORCH_OCL_AUTOTUNE=force or =0 modes, nor on a background job's thread.
-bool tune_deferred(const DeviceInfo& dev);
+// PYTORCH_OCL_TUNE_DEFERRED: "1" every class, "0" none, unset the classes whose caller asks (`when_unset`; every
+// class measured no faster on NVIDIA: autotune.cpp). Never while background jobs are off (build_threads() 1), nor
+// in PYTORCH_OCL_TUNE=random, PYTORCH_OCL_AUTOTUNE=force or =0 modes, nor on a background job's thread.
+bool tune_deferred(const DeviceInfo& dev, bool when_unset = false);
 // Waits until `ctx`'s device has run the work queued so far (the torch layer sets it: every queue of the
 // device). A deferred tuning times right at a call, while the ops queued before it may still run; it calls
 // this first (not while a graph is being captured) so that its timings do not share the device with them.

@@ -287,9 +287,12 @@ case "${1:-validate}" in
     k=${2:-1}
     nparts=${3:-2}
     part=$(LC_ALL=C ls tests/test_*.py | LC_ALL=C sort | awk -v k="$k" -v n="$nparts" '(NR - 1) % n == k - 1')
-    # -v names each failure as it happens: a part cut by its limit loses pytest's closing summary
-    run "tests_part${k}of${nparts}" "${4:-470}" python3 -m pytest -v -n 14 -p no:cacheprovider -rf $part
+    # -v names each failure as it happens: a part cut by its limit loses pytest's closing summary; the slowest
+    # tests are listed from PYTORCH_OCL_TEST_TIMES (conftest.py), written as each one ends
+    PYTORCH_OCL_TEST_TIMES="$out/test_times_${k}of${nparts}.txt" run "tests_part${k}of${nparts}" "${4:-470}" \
+      python3 -m pytest -v -n 14 -p no:cacheprovider -rf $part
     grep -E "(FAILED|ERROR) tests/" "$out/tests_part${k}of${nparts}.log" | sed 's/^\[gw[0-9]*\] *\[ *[0-9]*%\] *//' | sort -u
+    echo "slowest:"; sort -rn "$out/test_times_${k}of${nparts}.txt" | head -25
     ;;
   ddp2_shm)  # (2-GPU kind) the shared-memory all-reduce between the 2 ranks (PYTORCH_OCL_DIST_SHM, default on):
     # GPT-2 small and resnet50 on one GPU, then on 2 GPUs overlapped (scaling in one call; the first run of each

@@ -147,3 +147,13 @@ def ocl():
 
 def to_ocl(t):
     return t.to("ocl:0")
+
+
+def pytest_runtest_logreport(report):
+    """PYTORCH_OCL_TEST_TIMES=FILE: each test's outcome and seconds appended as it finishes (by the process that
+    prints the results: xdist's workers report to it), so a run cut by a time limit still says which tests took
+    the time."""
+    path = os.environ.get("PYTORCH_OCL_TEST_TIMES")
+    if path and not os.environ.get("PYTEST_XDIST_WORKER") and (report.when == "call" or report.outcome != "passed"):
+        with open(path, "a") as f:
+            f.write(f"{report.duration:.2f} {report.when} {report.outcome} {report.nodeid}\n")

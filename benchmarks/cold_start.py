@@ -12,7 +12,10 @@ those in the background (speculative builds of programs needed soon; "used": of 
 the background, those an op then asked for), binaries loaded from disk (and their seconds), shape classes timed
 by the tuner (of them, in the first step), and deferred tunings (PYTORCH_OCL_TUNE_DEFERRED: shape classes that
 ran on the default config while their candidates built in the background; in parentheses those tuned by the end
-of the later steps). The first step's counts are also given alone ("step crit/bg"): builds of model setup excluded.
+of the later steps). The first step's counts are also given alone ("step crit/bg"): builds of model setup excluded; "step waited": the
+seconds the step's own thread waited for single programs (built, loaded or built meanwhile by another thread) and
+for tunings' candidates built side by side (its critical path in builds; the rest of the first step is running,
+tunings' timings and host work).
 Networks: resnet18 and gpt (pytorch_ocl._warmup_models: torch.nn only), gpt2 (transformers' GPT2LMHeadModel,
 2 layers, hidden 64, batch 2 x 64, when transformers imports), gpt2small (GPT-2 small, batch 8 x 1024).
 With PYTORCH_OCL_TRACE_BUILDS=1 each run also lists its slowest program builds and tunings and its build seconds by
@@ -92,7 +95,8 @@ def child(name, device):
     first = time.perf_counter() - t0
     after = pytorch_ocl.program_cache_stats()
     tune_after = pytorch_ocl.ops.autotune_stats()
-    step_counts = {f"step_{k}": after[k] - before[k] for k in ("critical_builds", "background_builds")}
+    step_counts = {f"step_{k}": after[k] - before[k] for k in ("critical_builds", "background_builds",
+                                                               "wait_program_seconds", "wait_parallel_seconds")}
     step_counts["step_tuned"] = tune_after.get("timed", 0) - tune_before.get("timed", 0)
     steady = statistics.median(common.time_it(step, device, 3, warmup=0))
     out = dict(first_s=first, setup_s=setup, steady_s=steady, **step_counts,
@@ -152,8 +156,9 @@ def main():
     if args.child:
         return child(args.child, args.device)
     lines = ["| network | build threads | run | model setup s | first step s | steady step s | first - steady s | builds | critical | background (used) "
-             "| step crit/bg | build s (all threads) | disk hits | load s | tuned (in step) | deferred (tuned later) |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| step crit/bg | step waited: programs / tunings' builds s | build s (all threads) | disk hits | load s "
+             "| tuned (in step) | deferred (tuned later) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     settings = args.threads.split(",") if args.threads else [os.environ.get("PYTORCH_OCL_BUILD_THREADS", "")]
     for name in args.nets.split(","):
         for threads in settings:  # alternated per network: a shared machine's load hits each setting alike
@@ -163,7 +168,9 @@ def main():
                     lines.append(f"| {name} | {threads or 'default'} | {label} | {r['setup_s']:.2f} | {r['first_s']:.2f} | {r['steady_s']:.3f} | "
                                  f"{r['first_s'] - r['steady_s']:.2f} | {r['builds']} | {r['critical_builds']} | "
                                  f"{r['background_builds']} ({r['background_used']}) | "
-                                 f"{r['step_critical_builds']}/{r['step_background_builds']} | {r['build_seconds']:.1f} | "
+                                 f"{r['step_critical_builds']}/{r['step_background_builds']} | "
+                                 f"{r['step_wait_program_seconds']:.2f} / {r['step_wait_parallel_seconds']:.2f} | "
+                                 f"{r['build_seconds']:.1f} | "
                                  f"{r['disk_hits']} | {r['load_seconds']:.2f} | {r['tuned']} ({r['step_tuned']}) | "
                                  f"{r['deferred']} ({r['deferred_tuned']}) |")
                     print(lines[-1], flush=True)

@@ -90,8 +90,12 @@ for m, n, k in [(96, 80, 72), (200, 130, 300)]:
     a, b = torch.randn(m, k), torch.randn(k, n)
     got = (a.to("ocl") @ b.to("ocl")).cpu()
     out["err"].append(float((got - a @ b).abs().max()))
+out["err"].append(float((torch.ones(8).to("ocl") * 3).sum()) - 24)  # an elementwise and a reduction program
 out["stats"] = pytorch_ocl.program_cache_stats()
 out["tune"] = pytorch_ocl.ops.autotune_stats()
+(torch.randn(96, 72).to("ocl") @ torch.randn(72, 80).to("ocl")).cpu()  # the same ops again: built and tuned
+float((torch.ones(8).to("ocl") * 3).sum())
+out["again"] = pytorch_ocl.program_cache_stats()
 print(json.dumps(out))
 """
 
@@ -104,6 +108,11 @@ def test_gemm_tuning_builds_candidates_in_parallel(run_py, tmp_path):
     assert max(r["err"]) < 1e-3, r
     assert r["tune"]["timed"] >= 2, r
     assert r["stats"]["builds"] >= 4, r  # every CPU candidate of a class built
+    # the op's thread waited for the candidates' builds side by side and for its own programs (elementwise,
+    # reduction), and nothing more once all are built
+    assert r["stats"]["wait_parallel_seconds"] > 0 and r["stats"]["wait_program_seconds"] > 0, r
+    for k in ("wait_parallel_seconds", "wait_program_seconds"):
+        assert r["again"][k] == r["stats"][k], r
 
 
 ATTN = """

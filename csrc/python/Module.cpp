@@ -209,6 +209,8 @@ PYBIND11_MODULE(_C, m) {
     d["build_seconds"] = s.build_seconds;
     d["load_seconds"] = s.load_seconds;
     d["binary_seconds"] = s.binary_seconds;
+    d["wait_program_seconds"] = s.wait_program_seconds;
+    d["wait_parallel_seconds"] = s.wait_parallel_seconds;
     return d;
   });
   m.def("build_threads", [] { return dlprim::build_threads(); });

@@ -49,6 +49,13 @@ std::atomic<uint64_t> g_critical{0}, g_background{0}, g_bg_used{0}, g_bg_waits{0
 
 // Set on the background builder's thread and on the parallel_builds threads it starts.
 thread_local bool t_background = false;
+// What the op's own thread waited for (the cold step's critical path): single programs (built, loaded, or built by
+// another thread meanwhile) and parallel_builds calls (a tuning's candidates). t_helper marks the threads a
+// parallel_builds call starts, t_parallel the calling thread inside one: neither counts a single program apart.
+std::atomic<uint64_t> g_wait_program_ns{0}, g_wait_parallel_ns{0};
+thread_local bool t_helper = false;
+thread_local int t_parallel = 0;
+bool on_op_thread() { return !t_background && !t_helper && t_parallel == 0; }
 
 void count_build() {
   ++g_builds;
@@ -273,6 +280,13 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
     slot = p.get();
   }
   if (cl_program ready = slot->prog.load(std::memory_order_acquire)) return ready;
+  struct Waited {  // the op's thread: from here to the return (the program built, loaded or waited for)
+    bool on = on_op_thread();
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~Waited() {
+      if (on) g_wait_program_ns += ns_since(t0);
+    }
+  } waited;
   std::unique_lock<std::mutex> lock(slot->m, std::try_to_lock);  // one build per program; others go on meanwhile
   if (!lock.owns_lock()) {
     lock.lock();  // being built by another thread (a background job, a tuning's build thread): waits for it
@@ -342,6 +356,12 @@ void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(s
   const bool background = t_background;
   if (background) threads = std::max<size_t>(1, threads / 2);
   std::atomic<size_t> next{0};
+  const bool op_thread = on_op_thread();
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Depth {
+    Depth() { ++t_parallel; }
+    ~Depth() { --t_parallel; }
+  } depth;
   auto work = [&] {
     t_background = background;
     std::unique_ptr<detail::WorkerScope> scope;  // the background thread's own worker serves it here too
@@ -357,13 +377,17 @@ void parallel_builds(const DeviceInfo& dev, size_t n, const std::function<void(s
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) {
     try {
-      pool.emplace_back(work);
+      pool.emplace_back([&] {
+        t_helper = true;
+        work();
+      });
     } catch (const std::system_error&) {
       break;  // no more threads: the ones running (and this one) take the rest
     }
   }
   work();
   for (auto& t : pool) t.join();
+  if (op_thread) g_wait_parallel_ns += ns_since(t0);
 }
 
 void build_in_background(const DeviceInfo& dev, std::function<void()> job) {
@@ -460,6 +484,8 @@ CacheStats cache_stats() {
   s.background_waits = g_bg_waits.load();
   s.load_seconds = g_load_ns.load() * 1e-9;
   s.binary_seconds = g_binary_ns.load() * 1e-9;
+  s.wait_program_seconds = g_wait_program_ns.load() * 1e-9;
+  s.wait_parallel_seconds = g_wait_parallel_ns.load() * 1e-9;
   return s;
 }
 std::string disk_cache_path() { return DiskCache::instance().path(); }

@@ -80,7 +80,10 @@ def program_cache_stats():
     binary_seconds: fetching built binaries for the disk cache, on a background thread). builds splits into
     critical_builds (on the thread of the op that needed the program, or its tuning's build threads) and
     background_builds (speculative builds of programs needed soon, build_in_background); background_used counts
-    background programs an op then asked for, background_waits the requests that waited for one still building."""
+    background programs an op then asked for, background_waits the requests that waited for one still building.
+    wait_program_seconds / wait_parallel_seconds: wall time an op's own thread waited for single programs (built,
+    loaded, or built meanwhile by another thread) / for a tuning's candidates built side by side: a cold step's
+    critical path in builds."""
     return dict(_C.program_cache_stats())
 
 

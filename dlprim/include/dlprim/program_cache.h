@@ -23,6 +23,10 @@ struct CacheStats {
   uint64_t critical_builds = 0, background_builds = 0;
   uint64_t background_used = 0;   // kernels created by background jobs that an op (or a tuning) then launched
   uint64_t background_waits = 0;  // requests that waited for a background build under way
+  // Wall seconds an op's own thread waited: for single programs (built there, loaded, or waited for while another
+  // thread built them) and in parallel_builds calls (a tuning's candidates, side by side). A cold step's critical
+  // path in builds; background jobs and the build threads a parallel_builds call starts are not counted.
+  double wait_program_seconds = 0, wait_parallel_seconds = 0;
 };
 
 // Returns the built program for (device, source, options). Compiles from source at most

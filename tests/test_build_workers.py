@@ -32,7 +32,7 @@ print(json.dumps(dict(err=err, kids=[k for k in kids if 'ocl_build' in k], **pyt
 def run_gemm(run_py, tmp_path, **env):
     base = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
             "PYTORCH_OCL_AUTOTUNE": None, "PYTORCH_OCL_TUNE": None,  # ordinary tuning, on the call
-            "PYTORCH_OCL_TUNE_DEFERRED": "0",
+            "PYTORCH_OCL_TUNE_DEFERRED": "0", "PYTORCH_OCL_BINARY_WORKER": "0",  # the tuning's workers alone
             "PYTORCH_OCL_WGMMA": "0"}  # the tiled kernel's tuning (sm_90 runs float32 products on wgmma, untuned)
     import json
     return json.loads(run_py(GEMM, env={**base, **env}).stdout.strip().splitlines()[-1])
@@ -75,7 +75,51 @@ def test_build_error_through_workers_keeps_the_build_log(run_py, tmp_path):
     print("GOOD", x.item(), pytorch_ocl.program_cache_stats()["worker_builds"])
     """
     out = run_py(code, env={"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
-                            "PYTORCH_OCL_BUILD_PROCESSES": "2"}).stdout
+                            "PYTORCH_OCL_BUILD_PROCESSES": "2", "PYTORCH_OCL_BINARY_WORKER": "0"}).stdout
     assert "1 of 2 kernels failed to build" in out and "broken" in out and "undeclared_name" in out, out
     assert "GOOD 1.0 1" in out, out  # the good one came from a worker
 
+
+
+# Programs of several families in one process: elementwise, a reduction, a random fill, then (after the background
+# queue is flushed, so that a dead worker is known by then) another elementwise program and a GEMM.
+BINARIES = """
+import json, torch, pytorch_ocl
+x = torch.linspace(-3, 3, 3072).reshape(64, 48)
+err = ((x.to('ocl') * 2 + 1).relu().sum(0).cpu() - (x * 2 + 1).relu().sum(0)).abs().max().item()
+torch.manual_seed(0); torch.rand(10, device='ocl')
+pytorch_ocl._C.flush_program_cache()
+err = max(err, (x.to('ocl').tanh().cpu() - x.tanh()).abs().max().item())
+err = max(err, ((x.to('ocl') @ x.T.to('ocl')).cpu() - x @ x.T).abs().max().item() / 100)
+pytorch_ocl._C.flush_program_cache()
+print(json.dumps(dict(err=err, **pytorch_ocl.program_cache_stats())))
+"""
+
+
+@pytest.mark.parametrize("setting", [None, "0", "dead"])
+def test_binaries_of_cpu_devices_from_a_worker(run_py, tmp_path, setting):
+    """CPU devices (PoCL) compile every kernel of a program to hand out its binary, which on the op's thread was
+    most of a cold step (a tiny GPT-2's 31.6 s waited 25.8 s for it): a build worker makes the binaries for the disk
+    cache in the background instead (PYTORCH_OCL_BINARY_WORKER unset; "0": fetched on the op's thread). A second
+    process then loads every program from the cache either way; a worker that dies ("dead": /bin/false) loses
+    the binaries queued by then, and later programs store theirs on the op's thread."""
+    import json
+    import torch
+
+    env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "ocl"), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
+           "PYTORCH_OCL_BUILD_THREADS": "2", "PYTORCH_OCL_BUILD_PROCESSES": "0", "PYTORCH_OCL_AUTOTUNE": "0",
+           "PYTORCH_OCL_BINARY_WORKER": "0" if setting == "0" else None,
+           "PYTORCH_OCL_BUILD_WORKER": "/bin/false" if setting == "dead" else None}
+    first, second = (json.loads(run_py(BINARIES, env=env).stdout.strip().splitlines()[-1]) for _ in range(2))
+    assert first["err"] < 1e-4 and second["err"] < 1e-4, (first, second)
+    assert first["builds"] >= 5, first
+    cpu = torch.ocl.get_device_properties(0).type == "cpu"
+    if setting is None:
+        assert first["worker_binaries"] == (first["builds"] if cpu else 0), first
+        assert second["builds"] == 0 and second["disk_hits"] == first["builds"], second
+    elif setting == "0":
+        assert first["worker_binaries"] == 0 and second["builds"] == 0, (first, second)
+    else:
+        assert first["worker_binaries"] == 0, first
+        # the programs queued before the flush lost their binaries (on GPUs none: fetched in the process)
+        assert (0 < second["builds"] < first["builds"]) if cpu else second["builds"] == 0, (first, second)

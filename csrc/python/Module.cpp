@@ -202,6 +202,7 @@ PYBIND11_MODULE(_C, m) {
     d["builds"] = s.builds;
     d["disk_hits"] = s.disk_hits;
     d["worker_builds"] = s.worker_builds;
+    d["worker_binaries"] = s.worker_binaries;
     d["critical_builds"] = s.critical_builds;
     d["background_builds"] = s.background_builds;
     d["background_used"] = s.background_used;

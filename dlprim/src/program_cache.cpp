@@ -53,6 +53,7 @@ thread_local bool t_background = false;
 // another thread meanwhile) and parallel_builds calls (a tuning's candidates). t_helper marks the threads a
 // parallel_builds call starts, t_parallel the calling thread inside one: neither counts a single program apart.
 std::atomic<uint64_t> g_wait_program_ns{0}, g_wait_parallel_ns{0};
+std::atomic<uint64_t> g_worker_binaries{0};  // binaries for the disk cache made by a build worker (binary_from_worker)
 thread_local bool t_helper = false;
 thread_local int t_parallel = 0;
 bool on_op_thread() { return !t_background && !t_helper && t_parallel == 0; }
@@ -260,6 +261,48 @@ TaskQueue& background_builder() {
   return *q;
 }
 
+// A background job, with a build worker process of the job thread's own where `remote` (kept while more jobs are
+// queued: they come in runs, one process start rather than one per job).
+void push_background(const DeviceInfo& dev, bool remote, std::function<void()> job) {
+  background_builder().push([remote, dev, job = std::move(job)] {
+    static thread_local std::unique_ptr<detail::WorkerScope> scope;
+    t_background = true;
+    if (remote && !scope) scope.reset(new detail::WorkerScope(dev));
+    try {
+      job();
+    } catch (...) {
+    }
+    if (scope && background_builder().idle_after_this()) scope.reset();
+  });
+}
+
+// PYTORCH_OCL_BINARY_WORKER (CPU devices; default on where a build worker and background jobs are): the program's
+// binary for the disk cache made by a build worker in the background. Unstored if the worker fails (the next
+// process builds the program again; later programs store theirs as before); the queue is flushed at exit.
+bool binary_from_worker(const DeviceInfo& dev, const std::string& source, const std::string& options,
+                        const std::string& disk_key, const std::string& identity) {
+  static const int env = [] {  // -1 unset
+    const char* v = env_value("PYTORCH_OCL_BINARY_WORKER");
+    return v && *v ? (std::string(v) == "0" ? 0 : 1) : -1;
+  }();
+  static std::atomic<bool> failed{false};  // a worker that would not build: binaries fetched here from then on
+  if (!dev.is_cpu || env == 0 || failed.load() || t_background || build_threads() <= 1 ||
+      !detail::worker_available(dev) || detail::wants_sm90a(source))
+    return false;
+  push_background(dev, true, [source, options, disk_key, identity] {
+    std::vector<unsigned char> bin;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!detail::remote_build(source, options, &bin) || bin.empty()) {
+      failed.store(true);
+      return;
+    }
+    g_binary_ns += ns_since(t0);
+    DiskCache::instance().store(disk_key, bin, identity);
+    ++g_worker_binaries;
+  });
+  return true;
+}
+
 } // namespace
 
 cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string& source,
@@ -315,16 +358,18 @@ cl_program get_program(cl_context ctx, const DeviceInfo& dev, const std::string&
       slot->error = e.what();
       throw;
     }
-    // The binary is fetched in the background on GPUs only: PoCL (the CPU devices) compiles the kernels
-    // while handing out the binary, and doing so while the program's kernels are launched on another
-    // thread trips PoCL's dlhandle-cache assertion (ref_count > 0 in pocl_release_dlhandle_cache).
+    // The binary is fetched in the background on GPUs. PoCL (the CPU devices) compiles every kernel of the
+    // program while handing out its binary, and doing so while the program's kernels are launched on another
+    // thread trips PoCL's dlhandle-cache assertion (ref_count > 0 in pocl_release_dlhandle_cache): there a
+    // build worker process builds the program again and hands out the binary (binary_from_worker), else the
+    // op's thread fetches it (a tiny GPT-2's cold first step on PoCL waited 25.8 s of 31.6 for that).
     if (disk.usable() && build_threads() > 1 && !dev.is_cpu) {
       clRetainProgram(prog);
       binary_writer().push([prog, disk_key, identity] {
         store_binary(prog, disk_key, identity);
         clReleaseProgram(prog);
       });
-    } else if (disk.usable()) {
+    } else if (disk.usable() && !binary_from_worker(dev, source, options, disk_key, identity)) {
       store_binary(prog, disk_key, identity);
     }
   }
@@ -396,17 +441,7 @@ void build_in_background(const DeviceInfo& dev, std::function<void()> job) {
   // builds the caller needs now: it goes to a helper process for the job's duration instead.
   // The worker outlives the job while more jobs are queued (speculative builds come in runs: one
   // process start, not one per job), and ends when the queue empties.
-  bool remote = detail::build_processes(dev) > 0;
-  background_builder().push([remote, dev, job = std::move(job)] {
-    static thread_local std::unique_ptr<detail::WorkerScope> scope;
-    t_background = true;
-    if (remote && !scope) scope.reset(new detail::WorkerScope(dev));
-    try {
-      job();
-    } catch (...) {
-    }
-    if (scope && background_builder().idle_after_this()) scope.reset();
-  });
+  push_background(dev, detail::build_processes(dev) > 0, std::move(job));
 }
 
 bool in_background_build() { return t_background; }
@@ -486,6 +521,7 @@ CacheStats cache_stats() {
   s.binary_seconds = g_binary_ns.load() * 1e-9;
   s.wait_program_seconds = g_wait_program_ns.load() * 1e-9;
   s.wait_parallel_seconds = g_wait_parallel_ns.load() * 1e-9;
+  s.worker_binaries = g_worker_binaries.load();
   return s;
 }
 std::string disk_cache_path() { return DiskCache::instance().path(); }

@@ -83,7 +83,8 @@ def program_cache_stats():
     background programs an op then asked for, background_waits the requests that waited for one still building.
     wait_program_seconds / wait_parallel_seconds: wall time an op's own thread waited for single programs (built,
     loaded, or built meanwhile by another thread) / for a tuning's candidates built side by side: a cold step's
-    critical path in builds."""
+    critical path in builds. worker_binaries: binaries stored in the disk cache that a build worker process made
+    (CPU devices: PYTORCH_OCL_BINARY_WORKER), also counted in worker_builds."""
     return dict(_C.program_cache_stats())
 
 

@@ -8,6 +8,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_CACHE_DIR", "kernel binary cache directory"),
     ("PYTORCH_OCL_BUILD_THREADS", "threads building programs at once (1: one at a time)"),
     ("PYTORCH_OCL_BUILD_PROCESSES", "helper processes building tuning candidates at once (default 8 on NVIDIA, 0 elsewhere)"),
+    ("PYTORCH_OCL_BINARY_WORKER", "1/0: CPU devices' disk-cache binaries made by a build worker in the background (default on)"),
     ("PYTORCH_OCL_SPECULATIVE_BUILDS", "1/0: background builds of the programs an op knows the step needs next (default: on GPUs)"),
     ("PYTORCH_OCL_TRACE_BUILDS", "1: a stderr line per program build and tuning; a directory: also the sources"),
     ("PYTORCH_OCL_DEVICES", "filter/order devices"),

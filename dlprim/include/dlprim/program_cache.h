@@ -13,7 +13,9 @@ namespace dlprim {
 struct CacheStats {
   uint64_t builds = 0;       // programs compiled from source in this process
   uint64_t disk_hits = 0;    // programs created from binaries stored on disk
-  uint64_t worker_builds = 0; // of `builds`, those compiled by helper processes (parallel_builds on NVIDIA)
+  uint64_t worker_builds = 0; // programs compiled by helper processes (parallel_builds on NVIDIA; the binaries
+                              // of CPU devices' programs for the disk cache, counted apart in worker_binaries)
+  uint64_t worker_binaries = 0;  // binaries stored in the disk cache that a helper process made (CPU devices)
   double build_seconds = 0;  // wall time inside those compiles (summed over threads)
   double load_seconds = 0;   // wall time creating programs from stored binaries
   double binary_seconds = 0; // wall time fetching built binaries for the disk cache (PoCL compiles its kernels

@@ -138,7 +138,7 @@ private:
     return true;
   }
 
-  const DeviceInfo& dev_;
+  const DeviceInfo dev_;  // a copy: a background job's scope outlives the job that made it (and its DeviceInfo)
   pid_t pid_ = -1;
   int fd_ = -1;
   bool failed_ = false;

@@ -52,8 +52,10 @@ struct Plan {
   uint64_t pack_bytes = 0;  // B repacked n-contiguous for the CPU vector kernels (0: not packed)
   uint64_t pack_space() const { return (pack_bytes + 255) / 256 * 256; }
   uint64_t wgmma_bytes = 0;  // Path::Wgmma: the packed operands
+  uint64_t reserve_bytes = 0;  // asked of callers beyond what the path uses (TileChoice::reserve_wgmma)
   uint64_t workspace_bytes() const {
-    return path == Path::Tiled ? pack_space() + split.workspace_bytes : path == Path::Wgmma ? wgmma_bytes : 0;
+    return std::max(reserve_bytes,
+                    path == Path::Tiled ? pack_space() + split.workspace_bytes : path == Path::Wgmma ? wgmma_bytes : 0);
   }
 };
 
@@ -297,6 +299,9 @@ struct TileChoice {
   TileConfig cfg;
   const std::string* text = nullptr;
   bool wgmma = false;  // the engine tuning (family "gemm_engine") took the wgmma path over cfg
+  // A tiled choice made while the class's tunings wait for their builds, which may land on wgmma: the caller's
+  // workspace is sized for wgmma already, so that the landed plan fits it (plan_memo.h keeps a plan that does not).
+  bool reserve_wgmma = false;
 };
 
 // The shape class a tuning of `p` is keyed by, and its candidates (`fallback` among them).
@@ -470,6 +475,7 @@ TileChoice choose_tile(const Context& ctx, const Plan& p, bool engine_tuned) {
       // The tile configs wait for their builds: the faster of wgmma and the fallback config meanwhile, nothing
       // stored; the engine is timed against the tuned config once the tile decision lands.
       c.wgmma = first.t_wgmma > 0 && (first.t_tiled < 0 || first.t_wgmma < first.t_tiled);
+      c.reserve_wgmma = !c.wgmma;
     } else {
       Plan tp = p;
       tp.cfg = c.cfg;
@@ -507,6 +513,7 @@ Plan make_plan(const Context& ctx, const Gemm& in) {
     }
     q.cfg = t.cfg;
     q.cfg_text = t.text;
+    if (t.reserve_wgmma) q.reserve_bytes = detail::wgmma_workspace_bytes(ctx, g);
     q.split = detail::plan_splits(ctx, q.cfg, g.M, g.N, g.K, g.k_outer, detail::gemm_zcount(g), acc);
     if (wants_packed_b(q.cfg, q.b_nc, g.M)) {
       uint64_t bytes = static_cast<uint64_t>(g.K) * g.N * g.k_outer * detail::gemm_zcount(g) * dtype_size(g.dtype);

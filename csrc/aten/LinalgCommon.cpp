@@ -177,11 +177,7 @@ void lu_kernel(const at::Tensor& a, const at::Tensor& pivots, const at::Tensor& 
 namespace {
 
 // PYTORCH_OCL_LINALG_ON_CHIP: 0 or 1, else -1 (unset).
-int on_chip_setting() {
-  const char* v = dlprim::env_value("PYTORCH_OCL_LINALG_ON_CHIP");  // under the environment lock
-  if (!v || !*v) return -1;
-  return std::string(v) == "0" ? 0 : 1;
-}
+int on_chip_setting() { return dlprim::env_switch("PYTORCH_OCL_LINALG_ON_CHIP"); }
 
 // The on-chip kernels meant for GPUs (LU leaves in registers, small solves in local memory): with
 // PYTORCH_OCL_LINALG_ON_CHIP unset, on GPUs only (a seeded pick under PYTORCH_OCL_TUNE=random). On

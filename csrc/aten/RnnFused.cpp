@@ -6,11 +6,10 @@
 #include "core/Stream.h"
 
 #include <dlprim/autotune.h>
+#include <dlprim/env.h>
 #include <dlprim/gru.h>
 #include <dlprim/lstm.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <initializer_list>
 #include <string>
 
@@ -18,19 +17,12 @@ namespace pytorch_ocl {
 
 namespace {
 
-// -1 unset (the shape heuristic), 0 off, 1 forced. Read per call, like PYTORCH_OCL_RNN.
-int fused_env(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return -1;
-  return std::strcmp(v, "0") == 0 ? 0 : 1;
-}
-
 // lstm_fused_applies / gru_fused_applies: `env` the forcing variable, `tune` the random-tuning label's prefix,
 // `states` the layer's initial states, `supported` whether the device runs the kernels.
 bool fused_applies(const char* env_name, const char* tune, const at::Tensor& x,
                    std::initializer_list<const at::Tensor*> states, const at::Tensor& w_hh,
                    bool (*supported)(const dlprim::Context&)) {
-  const int env = fused_env(env_name);
+  const int env = dlprim::env_switch(env_name);  // -1 unset (the shape heuristic), 0 off, 1 forced; read per call
   if (env == 0) return false;
   const c10::ScalarType st = x.scalar_type();
   for (const at::Tensor* t : states)

@@ -255,9 +255,8 @@ bool tune_deferred(const DeviceInfo& dev, bool when_unset) {
   // Unset, the classes whose caller has a near-tuned answer meanwhile (`when_unset`): on the H200 the three
   // tile tunings left in GPT-2 small's cold step (wgmma within the margin) took ~4 s each on its path.
   (void)dev;
-  const char* v = env_value("PYTORCH_OCL_TUNE_DEFERRED");
-  if (!v || !*v) return when_unset;
-  return std::strcmp(v, "0") != 0;
+  const int s = env_switch("PYTORCH_OCL_TUNE_DEFERRED");
+  return s < 0 ? when_unset : s == 1;
 }
 
 bool autotune_known(const Context& ctx, const std::string& family, const std::string& shape_class, std::string* chosen) {

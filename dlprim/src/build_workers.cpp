@@ -148,15 +148,14 @@ thread_local Worker* t_worker = nullptr;
 
 } // namespace
 
-bool worker_available(const DeviceInfo& dev) {
-  (void)dev;
+bool worker_available() {
   static const std::string exe = worker_path();
   static const bool present = !exe.empty() && access(exe.c_str(), X_OK) == 0;
   return present;
 }
 
 int build_processes(const DeviceInfo& dev) {
-  if (!worker_available(dev)) return 0;
+  if (!worker_available()) return 0;
   if (const char* v = env_value("PYTORCH_OCL_BUILD_PROCESSES")) return std::max(0, std::min(std::atoi(v), 64));
   // Eight, not one per core: each worker holds a context on the device (on NVIDIA a CUDA context, a few
   // hundred MiB of device memory) while a tuning builds.

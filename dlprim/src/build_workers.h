@@ -16,9 +16,9 @@ namespace detail {
 // 0 too when the worker executable is missing.
 int build_processes(const DeviceInfo& dev);
 
-// Whether a build worker can serve `dev` (the worker executable is there); for jobs that want one regardless of
-// build_processes (the binaries of CPU devices' programs for the disk cache).
-bool worker_available(const DeviceInfo& dev);
+// Whether the build worker executable is there; for jobs that want a worker regardless of build_processes (the
+// binaries of CPU devices' programs for the disk cache).
+bool worker_available();
 
 class WorkerScope {
 public:

@@ -3,6 +3,7 @@
 #include <dlprim/cl.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -31,6 +32,12 @@ void env_set(const std::string& name, const std::string& value) {
 void env_unset(const std::string& name) {
   std::lock_guard<std::mutex> lock(env_mutex());
   unsetenv(name.c_str());
+}
+
+int env_switch(const char* name) {
+  const char* v = env_value(name);
+  if (!v || !*v) return -1;
+  return std::strcmp(v, "0") == 0 ? 0 : 1;
 }
 
 long env_int(const char* name, long lo, long hi, long fallback) {

@@ -418,9 +418,8 @@ EngineFirst wgmma_decided_first(const Context& ctx, const Plan& p, const std::st
     timed[key] = {r.t_wgmma, r.t_tiled};
   }
   if (!(r.t_wgmma > 0 && (r.t_tiled < 0 || r.t_wgmma * detail::wgmma_first_margin() < r.t_tiled))) return r;
-  const double tw = r.t_wgmma;
   r.wgmma = autotune_select(ctx, "gemm_engine", cls, engines, "wgmma",  // stored: wgmma, tiled out by the margin
-                            [&](const std::string& e) { return e == "wgmma" ? tw : -1.0; }, nullptr,
+                            [&](const std::string& e) { return e == "wgmma" ? r.t_wgmma : -1.0; }, nullptr,
                             nullptr) == "wgmma";
   return r;
 }

@@ -281,13 +281,10 @@ void push_background(const DeviceInfo& dev, bool remote, std::function<void()> j
 // process builds the program again; later programs store theirs as before); the queue is flushed at exit.
 bool binary_from_worker(const DeviceInfo& dev, const std::string& source, const std::string& options,
                         const std::string& disk_key, const std::string& identity) {
-  static const int env = [] {  // -1 unset
-    const char* v = env_value("PYTORCH_OCL_BINARY_WORKER");
-    return v && *v ? (std::string(v) == "0" ? 0 : 1) : -1;
-  }();
+  static const int env = env_switch("PYTORCH_OCL_BINARY_WORKER");
   static std::atomic<bool> failed{false};  // a worker that would not build: binaries fetched here from then on
   if (!dev.is_cpu || env == 0 || failed.load() || t_background || build_threads() <= 1 ||
-      !detail::worker_available(dev) || detail::wants_sm90a(source))
+      !detail::worker_available() || detail::wants_sm90a(source))
     return false;
   push_background(dev, true, [source, options, disk_key, identity] {
     std::vector<unsigned char> bin;
@@ -447,10 +444,7 @@ void build_in_background(const DeviceInfo& dev, std::function<void()> job) {
 bool in_background_build() { return t_background; }
 
 bool speculative_builds(const DeviceInfo& dev) {
-  static const int env = [] {  // -1 unset
-    const char* v = env_value("PYTORCH_OCL_SPECULATIVE_BUILDS");
-    return v && *v ? (std::string(v) == "0" ? 0 : 1) : -1;
-  }();
+  static const int env = env_switch("PYTORCH_OCL_SPECULATIVE_BUILDS");
   return (env < 0 ? !dev.is_cpu : env == 1) && !t_background && build_threads() > 1;
 }
 

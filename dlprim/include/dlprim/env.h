@@ -13,6 +13,9 @@ namespace dlprim {
 // distinct value), so the pointer stays valid after the variable changes; nullptr when unset.
 const char* env_value(const char* name);
 
+// An on / off setting: -1 when unset or empty, 0 for "0", 1 for anything else (a caller's default decides -1).
+int env_switch(const char* name);
+
 // A whole-number setting: `fallback` when unset or empty, else the value, which must be a whole number in
 // [lo, hi] (an Error naming the variable otherwise). Throws: read it on an op's thread, never on a build thread.
 long env_int(const char* name, long lo, long hi, long fallback);

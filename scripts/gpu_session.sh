@@ -79,7 +79,7 @@ run() {  # run NAME SECONDS COMMAND...: the command's output, progress bars remo
   local name=$1 limit=$2
   shift 2
   echo "== $name (limit ${limit}s): $*"
-  timeout -s INT "$limit" "$@" 2>&1 | tr '\r' '\n' | grep -Ev "$bars" > "$out/$name.log"
+  timeout -k 20 -s INT "$limit" "$@" 2>&1 | tr '\r' '\n' | grep -Ev "$bars" > "$out/$name.log"
   grep -Ev '^ |^Traceback|File "|\^' "$out/$name.log" | tail -30
 }
 

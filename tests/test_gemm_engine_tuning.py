@@ -121,6 +121,8 @@ DEFERRED = """
         return {"engine": {k: v for k, v in d.items() if k.startswith("gemm_engine")},
                 "tiles": sorted(k for k in d if k.startswith("gemm|") and "mma-" in k)}
     out = {"first": run_all(), "first_stats": ops.autotune_stats(), "first_decided": decided()}
+    pytorch_ocl._C.flush_program_cache()  # the fallback configs are built: the engines are timed next
+    out.update(mid=run_all(), mid_stats=ops.autotune_stats())
     pytorch_ocl._C.flush_program_cache()  # the deferred tile candidates are built
     out.update(tuned=run_all(), stats=ops.autotune_stats(), decided=decided(), again=run_all())
     print("RESULT " + json.dumps(out))
@@ -129,11 +131,12 @@ DEFERRED = """
 
 @pytest.mark.parametrize("deferred", [None, "0"])
 def test_tile_tuning_deferred_behind_the_engine(tmp_path, deferred):
-    """Cold start: a class in the timed range whose wgmma does not beat the fallback tile config by the margin
-    (here a margin nothing beats) runs the faster of the two while its tile candidates build in the background
-    (PYTORCH_OCL_TUNE_DEFERRED unset; "0" tunes them on the spot); nothing is stored until the tile configs are
-    timed at the first call after those builds, and then the engine is timed against the tuned config. Every call
-    computes the products right (the child checks them)."""
+    """Cold start, PYTORCH_OCL_TUNE_DEFERRED unset ("0" decides everything on the spot): a class in the timed range
+    first runs on wgmma while its fallback tile config builds in the background; at the first call after that
+    build the engine is timed against that config, and where wgmma does not beat it by the margin (here a margin
+    nothing beats) the class runs the faster of the two while its tile candidates build; nothing is stored until
+    the tile configs are timed at the first call after those builds, and then the engine is timed against the
+    tuned config. Every call computes the products right (the child checks them)."""
     env = env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="1e9", PYTORCH_OCL_TUNE_DEFERRED=deferred,
                  PYTORCH_OCL_BUILD_THREADS="2", PYTORCH_OCL_BUILD_PROCESSES="2")
     got = result(DEFERRED, env)
@@ -141,7 +144,9 @@ def test_tile_tuning_deferred_behind_the_engine(tmp_path, deferred):
     assert len(decided["engine"]) == 2 and len(decided["tiles"]) == 2, got
     if deferred is None:
         assert got["first_stats"]["deferred"] == 2 and first == {"engine": {}, "tiles": []}, got
-        assert got["stats"]["deferred_tuned"] == 2 and got["stats"]["timed"] == 4, got
+        assert got["first"] == ["wgmma", "wgmma"], got  # the interim engine, nothing decided
+        assert got["mid_stats"]["deferred"] == 4 and got["mid_stats"]["deferred_tuned"] == 2, got
+        assert got["stats"]["deferred_tuned"] == 4 and got["stats"]["timed"] == 4, got
     else:
         assert got["first_stats"]["deferred"] == 0 and first == decided, got
     # the decided engines are the ones that run next (the call that tunes also runs the timings' kernels)
@@ -224,12 +229,13 @@ def test_network_trains_with_the_engine_decided_first(tmp_path):
 
 def test_network_trains_while_tile_tuning_is_deferred(tmp_path):
     """The MLP's three SGD steps under bfloat16 autocast with its classes' tile tunings deferred behind the engine
-    (a margin nothing beats, PYTORCH_OCL_TUNE_DEFERRED unset): the first step runs each product on the faster of
-    wgmma and the fallback config, the tunings land before the second (the builds waited for), and the updates
-    match the CPU's."""
+    (a margin nothing beats, PYTORCH_OCL_TUNE_DEFERRED unset): the first step runs each product on wgmma while the
+    fallback configs build, the second on the faster of wgmma and the fallback config while the tile candidates
+    build, the third on the tuned choice (the builds waited for before each step), and the updates match the
+    CPU's."""
     code = TRAIN.replace("AMP", "True").replace(
         "        for _ in range(3):\n",
-        "        for i in range(3):\n            if i == 1 and device != 'cpu': pytorch_ocl._C.flush_program_cache()\n"
+        "        for i in range(3):\n            if i and device != 'cpu': pytorch_ocl._C.flush_program_cache()\n"
     ).replace('"decisions": engines}', '"decisions": engines, "stats": pytorch_ocl.ops.autotune_stats()}')
     assert "flush_program_cache" in code and '"stats"' in code
     got = result(code, env_of(tmp_path, PYTORCH_OCL_WGMMA_MARGIN="1e9", PYTORCH_OCL_TUNE_DEFERRED=None,

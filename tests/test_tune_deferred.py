@@ -145,3 +145,34 @@ def test_switch_off_is_todays_behaviour(deferred_runs):
     # the same answers, whichever config each call ran
     for a, b in zip(on["outs"], off["outs"]):
         torch.testing.assert_close(torch.tensor(a), torch.tensor(b), rtol=1e-5, atol=1e-4)
+
+
+# A long-K class (one or two output tiles): configs with larger tiles split K, so the decision may need more
+# workspace than the fallback config; the interim plan reserves the most any candidate asks, and the landed
+# decision runs in this process (before, plan_memo.h kept the fallback where the decision needed more).
+LONG_K = """
+import json, torch, pytorch_ocl
+from pytorch_ocl import ops
+torch.manual_seed(0)
+a, b = torch.randn(64, 4096), torch.randn(4096, 64)
+err = []
+def mm():
+    err.append(float(((a.to('ocl') @ b.to('ocl')).cpu().double() - a.double() @ b.double()).abs().max()))
+mm()
+out = {"pending": ops.gemm_plan(64, 64, 4096), "first": ops.autotune_stats()}
+pytorch_ocl._C.flush_program_cache()
+mm()
+out.update(landed=ops.gemm_plan(64, 64, 4096), stats=ops.autotune_stats(), err=err,
+           decision=[v for k, v in ops.autotune_decisions().items() if k.startswith("gemm|")])
+print(json.dumps(out))
+"""
+
+
+def test_landed_decision_fits_the_reserved_workspace(tmp_path):
+    from conftest import run_python
+
+    r = run(run_python, tmp_path, LONG_K)
+    assert max(r["err"]) < 1e-2, r
+    assert r["first"]["deferred"] == 1 and r["stats"]["deferred_tuned"] == 1 and len(r["decision"]) == 1, r
+    assert " reserve=" in r["pending"], r  # some candidate splits K: its workspace is asked for already
+    assert r["landed"].startswith("tiled " + r["decision"][0] + " "), r

@@ -29,6 +29,8 @@ std::atomic<uint64_t> g_tune_generation{0};  // tune_stamp(): deferred tunings' 
 // Deferred tunings (TuneDeferral) by full key: false while the class's candidates build in the background,
 // true once built (the next call times them); erased when the decision lands.
 std::map<std::string, bool> g_pending;
+// builds_deferred by label: 0 building, 1 built, 2 built and seen by a call.
+std::map<std::string, int> g_deferred_builds;
 // Timings under way on this thread: a tuning nested in another's timing (the GEMM of a convolution's im2col
 // candidate) tunes on the spot, so that the outer choice compares tuned paths, never a fallback.
 thread_local int t_timing = 0;
@@ -245,6 +247,44 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
   return chosen;
 }
 
+bool builds_deferred(const Context& ctx, const std::string& label, size_t n, std::function<void(size_t)> prepare,
+                     bool when_unset) {
+  const std::string key = ctx.info().cache_identity() + "|" + label;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_deferred_builds.find(key);
+    if (it != g_deferred_builds.end()) {
+      if (it->second == 0) return true;
+      if (it->second == 1) {
+        it->second = 2;
+        ++g_stats.deferred_tuned;
+      }
+      return false;
+    }
+  }
+  if (autotune_mode() != TuneMode::On || !tune_deferred(ctx.info(), when_unset)) return false;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!g_deferred_builds.emplace(key, 0).second) return true;  // another thread queued it meanwhile
+    ++g_stats.deferred;
+  }
+  if (trace_builds()) fprintf(stderr, "[pytorch_ocl tune] 0.000 s deferred builds (%zu): %s\n", n, label.c_str());
+  DeviceInfo dev = ctx.info();
+  build_in_background(dev, [dev, key, label, n, prepare] {
+    auto t0 = std::chrono::steady_clock::now();
+    parallel_builds(dev, n, prepare);
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      g_deferred_builds[key] = 1;
+    }
+    ++g_tune_generation;  // plans memoised on the interim choice are made again
+    if (trace_builds())
+      fprintf(stderr, "[pytorch_ocl tune] %.3f s deferred builds done: %s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), label.c_str());
+  });
+  return true;
+}
+
 void set_tune_idle_hook(void (*hook)(const Context& ctx)) { g_idle_hook.store(hook); }
 
 bool tune_deferred(const DeviceInfo& dev, bool when_unset) {
@@ -291,6 +331,7 @@ void autotune_reset_memory() {
   g_decisions.clear();
   g_labels.clear();
   g_pending.clear();  // a job still running marks nothing: its class starts over (its builds are kept)
+  g_deferred_builds.clear();
   ++g_generation;
 }
 

@@ -36,11 +36,17 @@ struct TuneDeferral {
   // reads: it runs in a background job after the call returned.
   std::function<void(const std::string&)> prepare;
   // in: defer even where PYTORCH_OCL_TUNE_DEFERRED is unset (not where it is "0"): the caller has an answer
-  // nearly as good as a tuned one meanwhile (a GEMM class whose wgmma engine came within the margin of the
-  // fallback tile config runs the faster of the two while the tile candidates build).
+  // nearly as good as a tuned one meanwhile, or the candidates are long builds (gemm_choice.cpp).
   bool when_unset = false;
   bool deferred = false;  // out: the answer is `fallback` because the class's tuning waits for its builds
 };
+// Deferred builds (cold start): true while `label`'s programs build in the background and the caller runs an
+// interim choice. The first call queues prepare(0 .. n-1) as a background job where tune_deferred(dev, when_unset)
+// allows (else, and once the job finished, false: the caller builds or times on the spot). tune_stamp() changes
+// when the job finishes. Counted as a deferred class, and as tuned later at the first call that finds it built.
+// `prepare` runs after the call returned: it must own copies of what it reads.
+bool builds_deferred(const Context& ctx, const std::string& label, size_t n, std::function<void(size_t)> prepare,
+                     bool when_unset);
 // PYTORCH_OCL_TUNE_DEFERRED: "1" every class, "0" none, unset the classes whose caller asks (`when_unset`; every
 // class measured no faster on NVIDIA: autotune.cpp). Never while background jobs are off (build_threads() 1), nor
 // in PYTORCH_OCL_TUNE=random, PYTORCH_OCL_AUTOTUNE=force or =0 modes, nor on a background job's thread.

@@ -539,16 +539,16 @@ case "${1:-validate}" in
       --nets gpt2small
     run build_cost 200 python3 benchmarks/build_cost.py --net gpt2 --limit 45 --out "$out/build_cost.md"
     ;;
-  cold42)  # fresh machine first: GPT-2 small's cold first step with the tile tunings behind a timed wgmma engine
-    # deferred (default) and tuned on the spot (PYTORCH_OCL_TUNE_DEFERRED=0), each with its own empty NVIDIA cache;
-    # then the engine-tuning tests natively
+  cold42)  # fresh machine first: GPT-2 small's cold first step with the default deferrals (engine classes on wgmma
+    # while their fallback tile config builds, large matrix-engine tile tunings) and with everything decided on the
+    # spot (PYTORCH_OCL_TUNE_DEFERRED=0), each with its own empty NVIDIA cache; then the deferral tests natively
     for w in deferred spot; do
       rm -rf /tmp/nvcache_$w
       CUDA_CACHE_PATH=/tmp/nvcache_$w PYTORCH_OCL_TUNE_DEFERRED=$([ $w = spot ] && echo 0) \
         run cold_$w 150 python3 benchmarks/cold_start.py --nets gpt2small
     done
-    PYTORCH_OCL_MMA_TEST=native run engine_tests 150 python3 -m pytest -v -n 4 -p no:cacheprovider -rf \
-      tests/test_gemm_engine_tuning.py
+    PYTORCH_OCL_MMA_TEST=native run engine_tests 200 python3 -m pytest -v -n 6 -p no:cacheprovider -rf \
+      tests/test_gemm_engine_tuning.py tests/test_tune_deferred.py tests/test_gemm.py::test_split_waves_setting
     ;;
   cold40)  # fresh machine first: GPT-2 small's cold first step with the timed wgmma / tiled choice, then with the
     # size rule alone (PYTORCH_OCL_WGMMA=rule), each with its own empty NVIDIA cache; then resnet50's TF32 layers

@@ -39,6 +39,25 @@ std::atomic<void (*)(const Context&)> g_idle_hook{nullptr};
 // Bumped whenever kernels change enough that stored decisions should be re-timed.
 constexpr const char* kTuneVersion = "t1";
 
+// The background job of a deferral (a tuning's candidates, or the programs a timing needs): builds prepare(0 ..
+// n-1), marks them built (`mark`, under g_mutex), then changes tune_stamp() so that plans memoised on the interim
+// choice are made again.
+void build_deferred(const DeviceInfo& dev, const std::string& label, size_t n, std::function<void(size_t)> prepare,
+                    std::function<void()> mark) {
+  build_in_background(dev, [dev, label, n, prepare, mark] {
+    auto t0 = std::chrono::steady_clock::now();
+    parallel_builds(dev, n, prepare);
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      mark();
+    }
+    ++g_tune_generation;
+    if (trace_builds())
+      fprintf(stderr, "[pytorch_ocl tune] %.3f s deferred builds, %zu programs' worth; in the background: %s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), n, label.c_str());
+  });
+}
+
 } // namespace
 
 namespace {
@@ -181,21 +200,11 @@ std::string autotune_select(const Context& ctx, const std::string& family, const
     if (trace_builds())
       fprintf(stderr, "[pytorch_ocl tune] 0.000 s deferred, %zu candidates built in the background: %s -> %s for now\n",
               candidates.size(), label.c_str(), fallback.c_str());
-    DeviceInfo dev = ctx.info();
-    build_in_background(dev, [dev, key, label, candidates, prepare = defer->prepare] {
-      auto t0 = std::chrono::steady_clock::now();
-      parallel_builds(dev, candidates.size(), [&](size_t i) { prepare(candidates[i]); });
-      {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        auto it = g_pending.find(key);
-        if (it != g_pending.end()) it->second = true;
-      }
-      ++g_tune_generation;  // plans memoised on the fallback are made again: the next call of the class tunes
-      if (trace_builds())
-        fprintf(stderr, "[pytorch_ocl tune] %.3f s deferred tuning's builds, %zu candidates; in the background: %s\n",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), candidates.size(),
-                label.c_str());
-    });
+    build_deferred(ctx.info(), label, candidates.size(),
+                   [candidates, prepare = defer->prepare](size_t i) { prepare(candidates[i]); }, [key] {
+                     auto it = g_pending.find(key);  // the next call of the class tunes
+                     if (it != g_pending.end()) it->second = true;
+                   });
     defer->deferred = true;
     return fallback;
   } else {
@@ -269,19 +278,7 @@ bool builds_deferred(const Context& ctx, const std::string& label, size_t n, std
     ++g_stats.deferred;
   }
   if (trace_builds()) fprintf(stderr, "[pytorch_ocl tune] 0.000 s deferred builds (%zu): %s\n", n, label.c_str());
-  DeviceInfo dev = ctx.info();
-  build_in_background(dev, [dev, key, label, n, prepare] {
-    auto t0 = std::chrono::steady_clock::now();
-    parallel_builds(dev, n, prepare);
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      g_deferred_builds[key] = 1;
-    }
-    ++g_tune_generation;  // plans memoised on the interim choice are made again
-    if (trace_builds())
-      fprintf(stderr, "[pytorch_ocl tune] %.3f s deferred builds done: %s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), label.c_str());
-  });
+  build_deferred(ctx.info(), label, n, std::move(prepare), [key] { g_deferred_builds[key] = 1; });
   return true;
 }
 

@@ -58,6 +58,7 @@
 #   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
+#   bash scripts/gpu_session.sh tails43       # CUDA memory imported into OpenCL (probe), native tests left unfinished by the parts
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -538,6 +539,17 @@ case "${1:-validate}" in
     CUDA_CACHE_PATH=/tmp/nvcache_41 PYTORCH_OCL_TRACE_BUILDS=1 run cold_traced 120 python3 benchmarks/cold_start.py \
       --nets gpt2small
     run build_cost 200 python3 benchmarks/build_cost.py --net gpt2 --limit 45 --out "$out/build_cost.md"
+    ;;
+  tails43)  # CUDA memory imported into OpenCL (probe_cuda_interop.py: a device-side path for DDP's gradients), then
+    # the native suite's files that last session's part 1 and 3 calls left unfinished
+    run cuda_interop 60 python3 scripts/probe_cuda_interop.py
+    f="cache_cli distributed embedding_bag exit grad_accumulation losses settings user_kernels half_opinfo
+       build_workers compile_cache_key complex_eigh_svd grid_sample program_cache random_tuning reduce
+       speculative_builds transformers_models upsample_uint8 variant_consistency gemm_wgmma attention_mma"
+    PYTORCH_OCL_TEST_TIMES="$out/test_times_tails.txt" run tests_tails "${2:-420}" python3 -m pytest -v -n 14 \
+      -p no:cacheprovider -rf $(for t in $f; do echo tests/test_$t.py; done)
+    grep -E "(FAILED|ERROR) tests/" "$out/tests_tails.log" | sed 's/^\[gw[0-9]*\] *\[ *[0-9]*%\] *//' | sort -u
+    echo "slowest:"; sort -rn "$out/test_times_tails.txt" | head -15
     ;;
   cold42)  # fresh machine first: GPT-2 small's cold first step with the default deferrals (engine classes on wgmma
     # while their fallback tile config builds, large matrix-engine tile tunings) and with everything decided on the

@@ -77,16 +77,16 @@ def worker(rank, world, port, sizes, iters, global_batch, transport, queue, shm_
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank), PYTORCH_OCL_DIST_SHM=str(int(transport == "shm")))
+    dev = f"ocl:{rank % torch.ocl.device_count()}"
+    torch.ocl.set_device(dev)  # before the group: its NCCL transport runs on the current device (_dist_nccl.py)
     dist.init_process_group(timeout=datetime.timedelta(seconds=300))  # ocl tensors: ocl_gloo
     cpu_group = dist.new_group(backend="gloo")
-    used = dist.group.WORLD.transport()  # "gloo" where shared memory was asked for but is not possible
+    used = dist.group.WORLD.transport()  # "nccl" or "shm" where possible, else "gloo"
     other = None
-    if used == "shm":  # the same all-reduces through gloo, from a group of the same ranks
-        os.environ["PYTORCH_OCL_DIST_SHM"] = "0"
+    if used != "gloo":  # the same all-reduces through gloo, from a group of the same ranks
+        os.environ["PYTORCH_OCL_DIST_SHM"] = os.environ["PYTORCH_OCL_DIST_NCCL"] = "0"
         other = dist.new_group()
         assert other.transport() == "gloo"
-    dev = f"ocl:{rank % torch.ocl.device_count()}"
-    torch.ocl.set_device(dev)
     rows, traces = [], []
     progress = sizes
     if rank == 0:

@@ -140,7 +140,8 @@ def main():
             print(f"step {step}: loss {mean_loss.item():.4f} (mean over {world} ranks)", flush=True)
 
     if start is not None and rank == 0:
-        # the ocl group's all-reduce transport: "shm" (shared memory between ranks of one host) or "gloo"
+        # the ocl group's all-reduce transport: "nccl" (on the devices, NVIDIA), "shm" (shared memory between ranks
+        # of one host) or "gloo"
         pg = dist.group.WORLD
         transport = f" through {pg.transport()}" if hasattr(pg, "transport") and world > 1 else ""
         acc.synchronize()

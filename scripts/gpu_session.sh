@@ -58,6 +58,7 @@
 #   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
+#   bash scripts/gpu_session.sh ddp2_nccl     # (2-GPU kind) DDP through NCCL on the devices: tests, GPT-2 / resnet50 1 -> 2 GPUs, CUDA
 #   bash scripts/gpu_session.sh tails43       # CUDA memory imported into OpenCL (probe), native tests left unfinished by the parts
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
@@ -254,6 +255,22 @@ case "${1:-validate}" in
     run r50_cuda_2gpu 50 $tr examples/ddp_train.py $rargs --device cuda
     unset TORCH_DEVICE_BACKEND_AUTOLOAD
     grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  ddp2_nccl)  # (2-GPU kind) issue 20 through NCCL on the devices (_dist_nccl.py: CUDA memory imported into OpenCL):
+    # the interop probe, the distributed tests on 2 GPUs, GPT-2 small and resnet50 on one GPU then two, CUDA's
+    # GPT-2 DDP in the same call, all_reduce bandwidth against NCCL's own
+    run cuda_interop 30 python3 scripts/probe_cuda_interop.py
+    run nccl_tests 100 python3 -m pytest -v -p no:cacheprovider -rf tests/test_distributed.py -k "nccl or example_under_torchrun"
+    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu 70 $tr examples/ddp_train.py $gargs
+    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
+    run r50_ocl_2gpu 60 $tr examples/ddp_train.py $rargs
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
+    run gpt2_cuda_1gpu 45 python3 examples/ddp_train.py $gargs --device cuda
+    run gpt2_cuda_2gpu 45 $tr examples/ddp_train.py $gargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
+    grep -h -E "throughput|check" "$out"/*.log
+    run allreduce_bw 60 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
     ;;
   ddp2_more)  # (2-GPU kind, warm after ddp2_scaling) resnet50 on ocl, gloo lanes, all_reduce bandwidth vs NCCL
     run r50_ocl_1gpu 120 python3 examples/ddp_train.py $rargs

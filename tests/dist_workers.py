@@ -294,7 +294,8 @@ def _train(model, x, y, lr=0.1):
 def ddp(rank, world, port, transport, per_rank=2):
     """5 SGD steps with DDP on each rank's share equal single-process training on the global batch,
     once with DDP's built-in allreduce and once through a comm hook (which uses the Work's future)
-    with gradient_as_bucket_view; all-reduces through `transport` ("shm": shared memory, or "gloo")."""
+    with gradient_as_bucket_view; all-reduces through `transport` ("shm": shared memory, "gloo", or "nccl": the
+    device-side staging of _dist_nccl.py, emulated with host memory and gloo on a CPU device)."""
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -303,6 +304,12 @@ def ddp(rank, world, port, transport, per_rank=2):
     _env(rank, world, port)
     os.environ["PYTORCH_OCL_GLOO_LANES"] = "2"  # gloo: the buckets' chunks over 2 lanes (_dist_lanes.py)
     os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
+    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
+    if transport == "nccl" and torch.ocl.get_device_properties(0).type != "cpu":  # NCCL itself: a GPU per rank
+        global DEV
+        os.environ["PYTORCH_OCL_DIST_NCCL"] = "1"
+        DEV = f"ocl:{rank}"
+        torch.ocl.set_device(rank)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
     assert dist.group.WORLD.transport() == transport
     _dist_async.CHUNK_BYTES = 1024  # every bucket in several chunks
@@ -467,6 +474,12 @@ def dead_peer(rank, world, port, result_dir, mode, transport):
     `transport` ("shm": shared memory, or "gloo")."""
     _env(rank, world, port)
     os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
+    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
+    if transport == "nccl" and torch.ocl.get_device_properties(0).type != "cpu":  # NCCL itself: a GPU per rank
+        global DEV
+        os.environ["PYTORCH_OCL_DIST_NCCL"] = "1"
+        DEV = f"ocl:{rank}"
+        torch.ocl.set_device(rank)
     t = _full(1.0)
     t.add_(0).cpu()  # device init and the first program builds happen before the 5 s clock starts
     # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a

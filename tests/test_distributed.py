@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+import dist_nccl_workers
 import dist_workers
 from conftest import REPO, _base_env
 
@@ -101,9 +102,23 @@ def test_group_of_one_reduces_on_the_device():
     _spawn(dist_workers.alone, 1)
 
 
-@pytest.mark.parametrize("transport", ["shm", "gloo"])
+@pytest.mark.parametrize("transport", ["shm", "gloo", "nccl"])
 def test_ddp_matches_single_process(transport):
+    if transport == "nccl" and not _cpu_device() and (torch.ocl.device_count() < 2 or torch.cuda.device_count() < 2):
+        pytest.skip("NCCL needs a GPU per rank (2 GPUs); on a CPU device (PoCL) the transport runs emulated")
     _spawn(dist_workers.ddp, 2, transport)
+
+
+def test_device_side_allreduce_emulated():
+    """_dist_nccl.py's staging, pool and stream order, every dtype and op it takes (and those it leaves to gloo),
+    strided tensors, several in flight: NCCL's place taken by gloo on host memory the CPU device uses in place."""
+    if not _cpu_device():
+        pytest.skip("the emulation needs a CPU device (PoCL)")
+    _spawn(dist_nccl_workers.emulated, 2)
+
+
+def _cpu_device():
+    return torch.ocl.get_device_properties(0).type == "cpu"
 
 
 def _torchrun_example(*args, steps=3):

@@ -65,6 +65,9 @@ std::atomic<uintptr_t> g_next_vbase{kVirtualBase};
 std::atomic<bool> g_caching{true};  // torch.ocl.caching_allocator_enable
 std::mutex g_segments_mutex;
 std::map<uintptr_t, Segment*> g_segments;  // by vbase, for lookups by address
+// Buffers the allocator did not make (memory imported from another API, ExternalMemory.cpp): addresses in the
+// same range, found by lookups, never cached, freed or listed in snapshots.
+std::map<uintptr_t, Segment*> g_external;
 
 void free_block_ptr(void* ctx);
 
@@ -497,12 +500,32 @@ BufferRef buffer_from_ptr(const void* ptr, const c10::DataPtr* owner) {
     s = static_cast<const Block*>(owner->get_context())->seg;
   } else {
     std::lock_guard<std::mutex> lock(g_segments_mutex);
-    auto it = g_segments.upper_bound(addr);
-    if (it != g_segments.begin()) s = std::prev(it)->second;
+    for (const auto* map : {&g_segments, &g_external}) {
+      auto it = map->upper_bound(addr);
+      if (it != map->begin() && addr <= std::prev(it)->second->vbase + std::prev(it)->second->size) {
+        s = std::prev(it)->second;
+        break;
+      }
+    }
   }
   TORCH_CHECK(s && addr >= s->vbase && addr <= s->vbase + s->size,
               "ocl: pointer ", ptr, " is not in memory allocated by pytorch_ocl");
   return {s->mem, addr - s->vbase, s->device};
+}
+
+uintptr_t register_external_buffer(cl_mem mem, size_t size, int device) {
+  auto* s = new Segment{mem, g_next_vbase.fetch_add(size + kLargeRound), size, device, 0, false};
+  std::lock_guard<std::mutex> lock(g_segments_mutex);
+  g_external[s->vbase] = s;
+  return s->vbase;
+}
+
+void unregister_external_buffer(uintptr_t vbase) {
+  std::lock_guard<std::mutex> lock(g_segments_mutex);
+  auto it = g_external.find(vbase);
+  if (it == g_external.end()) return;
+  delete it->second;
+  g_external.erase(it);
 }
 
 c10::DeviceAllocator* device_allocator() { return &g_allocator; }

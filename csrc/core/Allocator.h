@@ -22,6 +22,11 @@ struct BufferRef {
 // (O(1) when `owner` was made by this allocator, else a lookup by address).
 BufferRef buffer_from_ptr(const void* addr, const c10::DataPtr* owner = nullptr);
 
+// A buffer made outside the allocator (imported memory): an address range of its own that buffer_from_ptr maps
+// back to `mem`; the caller keeps `mem` alive until unregister_external_buffer.
+uintptr_t register_external_buffer(cl_mem mem, size_t size, int device);
+void unregister_external_buffer(uintptr_t vbase);
+
 c10::DeviceAllocator* device_allocator();
 
 // Stats of one device in the layout of torch.cuda.memory_stats().

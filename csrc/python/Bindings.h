@@ -7,4 +7,5 @@ void bind_user_kernels(pybind11::module& m);
 void bind_profiler(pybind11::module& m);
 void bind_graphs(pybind11::module& m);
 void bind_autograd_exit(pybind11::module& m);
+void bind_external_memory(pybind11::module& m);
 } // namespace pytorch_ocl

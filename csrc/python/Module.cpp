@@ -238,6 +238,7 @@ PYBIND11_MODULE(_C, m) {
   bind_profiler(m);
   bind_graphs(m);
   bind_autograd_exit(m);
+  bind_external_memory(m);
   m.def("fallback_stats", &fallback_counts);
   m.def("reset_fallback_stats", &reset_fallback_counts);
   m.def("set_strict", &set_strict);

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 from torch._C._distributed_c10d import _create_work_from_future
 
-from . import _dist_async, _dist_lanes, _dist_shm, _dist_shm_stages
+from . import _dist_async, _dist_lanes, _dist_nccl, _dist_shm, _dist_shm_stages
 
 _R = dist.ReduceOp.RedOpType
 # Ops gloo runs itself; AVG and PREMUL_SUM become SUM plus a host-side step (gloo has neither).
@@ -270,6 +270,8 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         self._worker = _dist_async.Worker()  # runs every collective's gloo part, in order (_dist_async.py)
         # extra gloo groups for large all-reduces, made at the first one (_dist_lanes.py)
         self._lanes = _dist_lanes.Lanes(store, rank, world_size, timeout, self._gloo)
+        # all-reduces of ocl tensors through NCCL on the devices where every rank's GPU can (_dist_nccl.py)
+        self._nccl = _dist_nccl.setup(store, rank, world_size, timeout, self._gloo)
         # all-reduces of ocl tensors through shared memory when every rank is on this host (_dist_shm.py)
         self._shm = _dist_shm.setup(store, rank, world_size, timeout)
         _route_allgather_base()
@@ -278,10 +280,14 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         return "ocl_gloo"
 
     def transport(self):
-        """What carries this group's all-reduces of ocl tensors: "shm" (_dist_shm.py) or "gloo"."""
-        return "shm" if self._shm is not None else "gloo"
+        """What carries this group's all-reduces of ocl tensors: "nccl" (_dist_nccl.py), "shm" (_dist_shm.py)
+        or "gloo"."""
+        return "nccl" if self._nccl is not None else "shm" if self._shm is not None else "gloo"
 
-    def shutdown(self):  # destroy_process_group: the shared-memory segment is unmapped, then gloo's part
+    def shutdown(self):  # destroy_process_group: the staging buffers and shared-memory segment go, then gloo's part
+        self._worker.close(timeout=30)
+        if self._nccl is not None:
+            self._nccl.close()
         if self._shm is not None:
             self._shm.close()
         super().shutdown()
@@ -314,6 +320,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return self._allreduce_alone(tensors, red)
         gloo_opts = _opts(c10d.AllreduceOptions, opts, reduceOp=red.gloo_op)
         keep = _keep()
+        # NCCL on the devices (_dist_nccl.py): copies into its staging buffers enqueued here; the rest below
+        tensors_all = tensors
+        nccl, tensors = _dist_nccl.stage_all(self._nccl, tensors, red.kind,
+                                             _opts(c10d.AllreduceOptions, opts, reduceOp=opts.reduceOp))
         # shared memory's pieces, cut here: the chunk size the reads were cut with (every rank the same)
         shm = [self._shm.pieces(t.numel(), t.element_size(), _dist_async.CHUNK_BYTES)
                if self._shm is not None and _is_ocl(t) and self._shm.supports(t.dtype, red.gloo_op) else None
@@ -340,6 +350,7 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return finish
 
         def job(worker):
+            _dist_nccl.run_all(self._nccl, worker, nccl)
             for t, st, pieces in zip(tensors, staged, shm):
                 if isinstance(st, _dist_shm_stages.StagedRead):
                     _dist_shm_stages.run(self._shm, worker, st, red)
@@ -355,7 +366,7 @@ class OclGlooProcessGroup(dist.ProcessGroup):
                            pieces=self._lanes.pieces(flat.numel(), flat.element_size(), _dist_async.CHUNK_BYTES))
                 else:
                     st.run(worker, lambda h, i: start_chunk(h, self._gloo), keep)
-        return self._worker.submit(job, tensors)
+        return self._worker.submit(job, tensors_all)
 
     def _allreduce_alone(self, tensors, red):
         """A group of one: the reduction of one contribution is the tensor itself (times the factor for

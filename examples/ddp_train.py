@@ -144,6 +144,10 @@ def main():
         # of one host) or "gloo"
         pg = dist.group.WORLD
         transport = f" through {pg.transport()}" if hasattr(pg, "transport") and world > 1 else ""
+        if transport and pg.transport() != "nccl":
+            from pytorch_ocl import _dist_nccl
+
+            transport += f" (not NCCL: {_dist_nccl.refusal})" if _dist_nccl.refusal else ""
         acc.synchronize()
         timed = args.steps - args.warmup
         rate = timed * args.batch * world / (time.perf_counter() - start)

@@ -206,3 +206,15 @@ def test_registration_is_cheap(run_py):
         print(Backend.default_device_backend_map.get("ocl"), "pytorch_ocl._dist_pg" in sys.modules)
     """).stdout.split()
     assert out == ["ocl_gloo", "False"]
+
+
+def test_nccl_transport_finds_the_rank_gpu_by_pci_slot():
+    """_dist_nccl matches the rank's ocl device to its CUDA device by PCI address: on the 2-GPU H200 host both GPUs
+    sit on bus 0 (devices 6 and 7), so a bus alone named one GPU for both ranks and the transport was refused."""
+    from pytorch_ocl._dist_nccl import _match_pci
+
+    cuda = [(0, 0, 6), (0, 0, 7)]
+    assert _match_pci("0:0:6", cuda) == 0 and _match_pci("0:0:7", cuda) == 1  # slot as the device number
+    assert _match_pci("0:0:48", cuda) == 0 and _match_pci("0:0:56", cuda) == 1  # slot as device << 3 | function
+    assert _match_pci("0:1:6", cuda) is None and _match_pci("1:0:6", cuda) is None  # another bus or domain
+    assert _match_pci("0:0:8", [(0, 0, 1), (0, 0, 8)]) is None  # 8 is device 8, or device 1 function 0: neither

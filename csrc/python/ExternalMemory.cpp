@@ -22,7 +22,7 @@ namespace {
 constexpr cl_uint kImportHandleTypes = 0x204F;   // CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR
 constexpr cl_ulong kDeviceHandleList = 0x2051;   // CL_DEVICE_HANDLE_LIST_KHR
 constexpr cl_ulong kOpaqueFd = 0x2060;           // CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR
-constexpr cl_uint kPciBusNv = 0x4008, kPciDomainNv = 0x400A;
+constexpr cl_uint kPciBusNv = 0x4008, kPciSlotNv = 0x4009, kPciDomainNv = 0x400A;
 
 using CreateBufferWithProperties = cl_mem (*)(cl_context, const cl_ulong*, cl_mem_flags, size_t, void*, cl_int*);
 using AcquireRelease = cl_int (*)(cl_command_queue, cl_uint, const cl_mem*, cl_uint, const cl_event*, cl_event*);
@@ -107,14 +107,16 @@ at::Tensor wrap_host(int64_t address, int64_t nbytes, int device) {
   return wrap(mem, nbytes, device);
 }
 
-// "domain:bus" of an NVIDIA device (cl_nv_device_attribute_query), "" elsewhere: how a CUDA device is matched.
+// "domain:bus:slot" of an NVIDIA device (cl_nv_device_attribute_query), "" elsewhere: how a CUDA device is
+// matched (GPUs of one host may share a bus and differ by slot alone, as on the 2-GPU H200 host).
 std::string pci_bus(int device) {
   check_device_index(device);
   cl_device_id id = device_info(device).id;
-  cl_uint bus = 0, domain = 0;
+  cl_uint bus = 0, slot = 0, domain = 0;
   if (clGetDeviceInfo(id, kPciBusNv, sizeof bus, &bus, nullptr) != CL_SUCCESS) return "";
+  if (clGetDeviceInfo(id, kPciSlotNv, sizeof slot, &slot, nullptr) != CL_SUCCESS) return "";
   if (clGetDeviceInfo(id, kPciDomainNv, sizeof domain, &domain, nullptr) != CL_SUCCESS) domain = 0;
-  return std::to_string(domain) + ":" + std::to_string(bus);
+  return std::to_string(domain) + ":" + std::to_string(bus) + ":" + std::to_string(slot);
 }
 
 } // namespace
@@ -126,7 +128,7 @@ void bind_external_memory(pybind11::module& m) {
         "A uint8 ocl tensor of nbytes over memory another API exported as an opaque file descriptor.");
   m.def("_wrap_host_memory", &wrap_host, pybind11::arg("address"), pybind11::arg("nbytes"), pybind11::arg("device"),
         "A uint8 ocl tensor over host bytes that a CPU device uses in place (CL_MEM_USE_HOST_PTR).");
-  m.def("_pci_bus", &pci_bus, pybind11::arg("device"), "\"domain:bus\" of an NVIDIA device, else \"\".");
+  m.def("_pci_bus", &pci_bus, pybind11::arg("device"), "\"domain:bus:slot\" of an NVIDIA device, else \"\".");
 }
 
 } // namespace pytorch_ocl

@@ -323,17 +323,30 @@ def run_all(link, worker, taken):
         link.run(worker, t, staged, opts)
 
 
+def _match_pci(bus, cuda_devices):
+    """The index in `cuda_devices` ((domain, bus, device number) per CUDA device) of the GPU at `bus` ("domain:bus:slot"
+    of NVIDIA's OpenCL), or None. NVIDIA's OpenCL slot may be the PCI device number or device << 3 | function (as
+    clinfo reads it); either matches CUDA's device number, and an ambiguous match is none. GPUs of one host can
+    share a bus and differ by device number alone (the 2-GPU H200 host: 0000:00:06.0 and 0000:00:07.0)."""
+    domain, number, slot = (int(v) for v in bus.split(":"))
+    found = [i for i, (d, b, dev) in enumerate(cuda_devices) if d == domain and b == number and dev in (slot, slot >> 3)]
+    return found[0] if len(found) == 1 else None
+
+
 def _cuda_index_at(bus):
-    """The CUDA device index (as torch counts them) whose "domain:bus" is `bus`, or None."""
+    """The CUDA device index (as torch counts them) at `bus` (see _match_pci), or None."""
     lib = C.CDLL("libcuda.so.1")
     if lib.cuInit(0) != 0:
         return None
+    devices = []
     for i in range(torch.cuda.device_count()):
-        dev, b, d = C.c_int(), C.c_int(), C.c_int()
-        if (lib.cuDeviceGet(C.byref(dev), i) == 0 and lib.cuDeviceGetAttribute(C.byref(b), 33, dev) == 0
-                and lib.cuDeviceGetAttribute(C.byref(d), 50, dev) == 0 and f"{d.value}:{b.value}" == bus):
-            return i  # 33, 50: CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, _PCI_DOMAIN_ID
-    return None
+        dev, attrs = C.c_int(), []
+        ok = lib.cuDeviceGet(C.byref(dev), i) == 0
+        for attr in (50, 33, 34):  # CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, _PCI_BUS_ID, _PCI_DEVICE_ID
+            v = C.c_int()
+            attrs.append(v.value if ok and lib.cuDeviceGetAttribute(C.byref(v), attr, dev) == 0 else -1)
+        devices.append(tuple(attrs))
+    return _match_pci(bus, devices)
 
 
 def _local_link(ocl_index):
@@ -366,6 +379,9 @@ def _local_link(ocl_index):
     return cuda, f"{socket.gethostname()}/{bus}"
 
 
+refusal = ""  # why the last group made here does not use NCCL (ddp_train.py prints it), "" when it does
+
+
 def setup(store, rank, world, timeout, gloo):
     """The group's Link, or None where its all-reduces stay on the host path. Collective over the group's store
     (every rank calls it once, when the group is made, and they all get the same answer)."""
@@ -384,7 +400,11 @@ def setup(store, rank, world, timeout, gloo):
     # every rank answers, whatever its setting: a rank with 0 makes the group use the host path
     store.set(f"ocl_nccl/hello/{rank}", why if cuda is not None else "")
     gpus = [store.get(f"ocl_nccl/hello/{r}").decode() for r in range(world)]
+    global refusal
+    if cuda is None:
+        refusal = why
     if not all(gpus) or len(set(gpus)) != world:  # a rank without it, or two ranks on one GPU
+        refusal = refusal or (f"ranks share a GPU ({', '.join(gpus)})" if all(gpus) else "another rank cannot")
         return None
     torch.cuda.set_device(cuda.index)
     opts = dist.ProcessGroupNCCL.Options()

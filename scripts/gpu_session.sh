@@ -15,9 +15,6 @@
 #   bash scripts/gpu_session.sh attn_bwd    # tiled attention backward layouts (dq, dK/dV) timed; attention tests
 #   bash scripts/gpu_session.sh mma_configs  # gemm_mma tests native, each mma tile config vs cuBLAS (gemm_configs.py)
 #   bash scripts/gpu_session.sh helpers      # compile / new ops / cache tests on the GPU, cold_start.py, compiled models
-#   bash scripts/gpu_session.sh ddp2_vs_nccl  # (2-GPU kind) GPT-2 small DDP on ocl and on CUDA/NCCL, resnet50 on NCCL
-#   bash scripts/gpu_session.sh ddp2_lanes   # (2-GPU kind) GPT-2 small DDP on 2 GPUs over 1, 2, 4, 8 gloo lanes (shm off)
-#   bash scripts/gpu_session.sh ddp2         # (2-GPU kind) resnet50 DDP images/s on one GPU and on two
 #   bash scripts/gpu_session.sh cnn_defaults  # models.py with torch's defaults on both devices (TF32 convolutions)
 #   bash scripts/gpu_session.sh cnn_bf16      # models.py under bfloat16 autocast on both devices
 #   bash scripts/gpu_session.sh attn_mma      # attention on mma.sync: native tests, SDPA vs CUDA with it on / off
@@ -51,15 +48,11 @@
 #   bash scripts/gpu_session.sh check37       # wgmma tests natively, bf16/fp16 vs cuBLAS, models under bf16 autocast
 #   bash scripts/gpu_session.sh wgmma37       # float32 on wgmma: native tests + networks, fp32/TF32 vs cuBLAS, fp32 models, BERT bf16
 #   bash scripts/gpu_session.sh native37      # float32 wgmma natively: tests, custom conv example, fp32/TF32 vs cuBLAS
-#   bash scripts/gpu_session.sh exit37        # test_exit / build tests natively, bf16 size rule vs cuBLAS
 #   bash scripts/gpu_session.sh final37       # 4 CNNs fp32, linalg vs cuSOLVER, models under bf16 autocast
-#   bash scripts/gpu_session.sh check39 [2]   # tuned wgmma / tiled choice, fast im2col: native tests, resnet50 layers + net, GPT-2 / BERT
-#   bash scripts/gpu_session.sh final39       # 2-D im2col / col2im natively, resnet50 TF32 conv layers by kernel, the net
 #   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
 #   bash scripts/gpu_session.sh ddp2_nccl     # (2-GPU kind) DDP through NCCL on the devices: tests, GPT-2 / resnet50 1 -> 2 GPUs, CUDA
-#   bash scripts/gpu_session.sh tails43       # CUDA memory imported into OpenCL (probe), native tests left unfinished by the parts
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -163,11 +156,6 @@ case "${1:-validate}" in
     run cold_start 130 python3 benchmarks/cold_start.py --threads 16 --out "$out/cold_start.md"
     run compiled 120 python3 benchmarks/models.py --compile --nets resnet18 --out "$out/compiled.md"
     ;;
-  ddp2)  # on a 2-GPU kind: resnet50 DDP (ocl_gloo), one GPU then two; the first run fills the kernel cache
-    args="--model resnet50 --batch 64 --image-size 224 --steps 13 --warmup 3"
-    run ddp_1gpu 200 python3 examples/ddp_train.py $args
-    run ddp_2gpu 150 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $args
-    ;;
   attn_bwd)  # tiled attention backward layouts timed (dq and dK/dV passes), the attention tests on the GPU
     run attn_layouts 170 python3 benchmarks/attention_layouts.py --fwd "" \
       --bwd-tiled "0;dkdv;dkdv=32,32,16;dkdv=16,64,8;dkdv=16,64,16;1;1+dkdv=32,32,16;1+dkdv=16,64,16" \
@@ -176,23 +164,6 @@ case "${1:-validate}" in
     ;;
   cnn_defaults)  # the 8 CNNs with torch's defaults on both devices (TF32 convolutions), inference + training
     run models_default 480 python3 benchmarks/models.py --math default --out "$out/models_default.md"
-    ;;
-  ddp2_vs_nccl)  # on a 2-GPU kind: GPT-2 small DDP on ocl (one GPU, two), then the same on CUDA/NCCL, then resnet50 on NCCL
-    run gpt2_ocl_1gpu 130 python3 examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
-    TORCH_DEVICE_BACKEND_AUTOLOAD=0 run gpt2_cuda_1gpu 60 python3 examples/ddp_train.py $gargs --device cuda
-    TORCH_DEVICE_BACKEND_AUTOLOAD=0 run gpt2_cuda_2gpu 60 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs --device cuda
-    TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
-    TORCH_DEVICE_BACKEND_AUTOLOAD=0 run rn50_cuda_2gpu 50 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $rargs --device cuda
-    ;;
-  ddp2_gpt2)  # on a 2-GPU kind: GPT-2 small DDP on ocl, one GPU then two (default gloo lanes)
-    run gpt2_ocl_1gpu 90 python3 examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu 70 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
-    ;;
-  ddp2_lanes)  # on a 2-GPU kind: GPT-2 small DDP on 2 GPUs with its all-reduces over 1, 2, 4 and 8 gloo lanes
-    for k in 1 2 4 8; do
-      PYTORCH_OCL_DIST_SHM=0 PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 100 torchrun --standalone --nproc-per-node 2 examples/ddp_train.py $gargs
-    done
     ;;
   attn128)  # the engine's backward at head dims over 64 (warp-pair split): native tests, then the D128 case's
     # fwd+bwd and per-pass kernel times: engine default (split, 8 warps), FMA kernels, split on 4 warps
@@ -501,44 +472,6 @@ case "${1:-validate}" in
     run linalg 75 python3 benchmarks/linalg.py --ref cuda --seconds 20 --out "$out/linalg.md"
     rm -f "$out"/*.png "$out"/gemm_rule.log "$out"/models*.log "$out"/build.log
     ;;
-  exit37)  # the exit barrier (tests/test_exit.py) and the build tests natively, bf16's size rule vs cuBLAS, the wgmma
-    # tile layouts (TF32 / bf16 at 4096^3 and 8192^3), resnet50's step by kernel with TF32 convolutions on both devices
-    run native 100 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/test_exit.py \
-      tests/test_parallel_builds.py tests/test_build_workers.py
-    run gemm_rule_bf16 40 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 --only "square 1024,square 2048,attn" \
-      --out "$out/gemm_rule_bf16.md"
-    for tile in 128,5 256,3 64,7; do  # the wgmma tile layouts (issue 16's TF32 >= 0.7, bf16 >= 0.6 at 4096^3)
-      PYTORCH_OCL_WGMMA_TILE=$tile run "tile_tf32_$tile" 40 python3 benchmarks/gemm.py --ref cuda --math tf32 \
-        --only "square 4096,square 8192"
-      PYTORCH_OCL_WGMMA_TILE=$tile run "tile_bf16_$tile" 40 python3 benchmarks/gemm.py --ref cuda --dtype bfloat16 \
-        --only "square 4096,square 8192"
-    done
-    run resnet50_tf32 100 python3 benchmarks/profile_model.py --net resnet50 --math default --ref cuda --top 25
-    ;;
-  check39)  # tuned wgmma-or-tiled choice and the multiply-shift im2col / col2im: native tests, resnet50's TF32 conv
-    # layers by kernel, resnet50 vs CUDA defaults; part 2 (warm): resnet50 TF32 off, GPT-2 / BERT float32 steps (their
-    # GEMMs now timed against the tiled kernels)
-    if [ "${2:-1}" = 1 ]; then
-      PYTORCH_OCL_MMA_TEST=native run native 130 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short \
-        tests/test_gemm_engine_tuning.py tests/test_gemm_wgmma.py tests/test_gemm_mma.py tests/test_conv.py \
-        tests/test_conv3d.py tests/test_patches.py tests/test_conv_winograd.py tests/test_random_tuning.py
-      run conv_kernels 180 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
-        --out "$out/conv_kernels.md"
-      run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
-    else
-      run models_fp32 70 python3 benchmarks/models.py --nets resnet50 --out "$out/models_fp32.md"
-      run transformer_fp32 240 python3 benchmarks/transformer.py --ref cuda --models --out "$out/transformer_fp32.md"
-    fi
-    rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log "$out"/transformer_fp32.log
-    ;;
-  final39)  # the 2-D im2col / col2im natively and timed: conv tests, resnet50's TF32 conv layers by kernel, the net
-    PYTORCH_OCL_MMA_TEST=native run native 60 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short \
-      tests/test_conv.py tests/test_conv3d.py tests/test_patches.py tests/test_conv_implicit_mma.py
-    run conv_kernels 170 python3 benchmarks/conv.py --ref cuda --math default --nets resnet50 --batches 32 --kernels \
-      --out "$out/conv_kernels.md"
-    run models_default 70 python3 benchmarks/models.py --math default --nets resnet50 --out "$out/models_default.md"
-    rm -f "$out"/*.png "$out"/build.log "$out"/models_*.log
-    ;;
   check40)  # fresh machine: the engine decided before tile tuning (wgmma beating the fallback tile config by 1.25x is
     # taken untuned): native engine tests, GPT-2 small's cold first step, GPT-2 / BERT float32 steps vs CUDA
     PYTORCH_OCL_MMA_TEST=native run native 70 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short \
@@ -556,17 +489,6 @@ case "${1:-validate}" in
     CUDA_CACHE_PATH=/tmp/nvcache_41 PYTORCH_OCL_TRACE_BUILDS=1 run cold_traced 120 python3 benchmarks/cold_start.py \
       --nets gpt2small
     run build_cost 200 python3 benchmarks/build_cost.py --net gpt2 --limit 45 --out "$out/build_cost.md"
-    ;;
-  tails43)  # CUDA memory imported into OpenCL (probe_cuda_interop.py: a device-side path for DDP's gradients), then
-    # the native suite's files that last session's part 1 and 3 calls left unfinished
-    run cuda_interop 60 python3 scripts/probe_cuda_interop.py
-    f="cache_cli distributed embedding_bag exit grad_accumulation losses settings user_kernels half_opinfo
-       build_workers compile_cache_key complex_eigh_svd grid_sample program_cache random_tuning reduce
-       speculative_builds transformers_models upsample_uint8 variant_consistency gemm_wgmma attention_mma"
-    PYTORCH_OCL_TEST_TIMES="$out/test_times_tails.txt" run tests_tails "${2:-420}" python3 -m pytest -v -n 14 \
-      -p no:cacheprovider -rf $(for t in $f; do echo tests/test_$t.py; done)
-    grep -E "(FAILED|ERROR) tests/" "$out/tests_tails.log" | sed 's/^\[gw[0-9]*\] *\[ *[0-9]*%\] *//' | sort -u
-    echo "slowest:"; sort -rn "$out/test_times_tails.txt" | head -15
     ;;
   cold42)  # fresh machine first: GPT-2 small's cold first step with the default deferrals (engine classes on wgmma
     # while their fallback tile config builds, large matrix-engine tile tunings) and with everything decided on the

@@ -132,6 +132,27 @@ def test_truncated_db_recovers(run_py, tmp_path):
     check_results(again)
 
 
+def test_locked_db_write_failure_names_its_cause(run_py, tmp_path):
+    """Another process holding the cache's write lock past the busy timeout (10 s): the process computes on, and
+    its one warning names the cause ("database is locked"), not the failed clean-up after it ("cannot rollback -
+    no transaction is active", as a process on the 2-GPU H200 host once reported)."""
+    cache = tmp_path / "cache"
+    run_workload(run_py, cache)  # the database exists, with the workload's programs
+    con = sqlite3.connect(cache / "kernels.sqlite", timeout=0)
+    con.execute("BEGIN IMMEDIATE")  # the write lock; readers go on
+    try:
+        proc = run_py(WORKLOAD.replace("x * 2 + 1", "x * 5 - 1"),  # new programs to store, stored by this process
+                      env={"PYTORCH_OCL_CACHE_DIR": str(cache), "PYTORCH_OCL_BINARY_WORKER": "0"})
+    finally:
+        con.rollback()
+        con.close()
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    text = " ".join(result["warnings"]) + result["warning"] + proc.stderr
+    assert "database is locked" in text and "cannot rollback" not in text, text
+    x = torch.tensor(result["x"])
+    assert_close(torch.tensor(result["s"]), ((x * 5 - 1) / 3).sum(1), rtol=1e-5, atol=1e-4)
+
+
 def test_garbage_binaries_in_valid_db_are_rebuilt(run_py, tmp_path):
     cache = tmp_path / "cache"
     cold, _ = run_workload(run_py, cache)

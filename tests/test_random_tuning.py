@@ -137,8 +137,10 @@ def smooth_resnet_errors(shape, steps, ocl_context=contextlib.nullcontext):
     """SmoothResNet trained `steps` SGD steps on batches of `shape` in float32 on the CPU and on ocl (the latter
     inside `ocl_context()`): each one's update error against the CPU's float64 run (cpu_err, ocl_err)."""
     # float32 convolutions (this also runs in child processes, where conftest's TF32 switch is not set and
-    # convolutions on a matrix engine would run TF32 by default, as CUDA's do)
-    torch.backends.cudnn.allow_tf32 = False
+    # convolutions on a matrix engine would run TF32 by default, as CUDA's do). Set only where still on: in the
+    # pytest process conftest has turned it off, and a set after torch.testing's disable_global_flags raises.
+    if torch.backends.cudnn.allow_tf32:
+        torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     net = SmoothResNet()
     data = batches(shape, steps, 4)

@@ -170,9 +170,12 @@ void DiskCache::store(const std::string& key, const std::vector<unsigned char>& 
   run("INSERT OR REPLACE INTO program_device(key, identity) VALUES(?, ?);", identity, nullptr);
   if (rc == SQLITE_DONE) rc = sqlite3_exec(db, "COMMIT;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_ERROR;
   if (rc != SQLITE_DONE) {
-    sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
+    // The cause first: a ROLLBACK replaces the connection's message (a BEGIN refused because another process held
+    // the database past the busy timeout was once reported as "cannot rollback - no transaction is active").
+    std::string why = sqlite3_errmsg(db);
+    if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
     read_only_ = true;  // warn once, then stop trying
-    warn(std::string("kernel cache write failed (") + sqlite3_errmsg(db) + "); new kernels will not be stored");
+    warn("kernel cache write failed (" + why + "); new kernels will not be stored");
   }
 }
 

@@ -15,8 +15,10 @@ buffer is taken again once its copy back has been enqueued; the next copy into i
 copy back's event. Buffers are pooled per size (2 MiB steps) and kept for the group's life.
 
 When: every rank's ocl device imports opaque file descriptors, torch has CUDA and NCCL, each rank's ocl device
-is a different GPU (NCCL refuses two ranks on one), and PYTORCH_OCL_DIST_NCCL is not 0; the ranks agree through
-the group's store, so all of them use it or none. Other dtypes (bool, complex) and ops (bitwise) stay on gloo.
+is a different GPU (NCCL refuses two ranks on one; matched to its CUDA device by PCI address) whose imported
+memory passes a two-way check, and PYTORCH_OCL_DIST_NCCL is not 0; the ranks agree through the group's store, so
+all of them use it or none (`refusal` says why not). Other dtypes (bool, complex) and ops (bitwise, PREMUL_SUM,
+integer AVG) stay on the host path (_dist_shm.py or gloo).
 """
 import atexit
 import ctypes as C

@@ -53,6 +53,7 @@
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
 #   bash scripts/gpu_session.sh ddp2_nccl     # (2-GPU kind) DDP through NCCL on the devices: tests, GPT-2 / resnet50 1 -> 2 GPUs, CUDA
+#   bash scripts/gpu_session.sh ddp2_nccl_more # (2-GPU kind, warm) NCCL exchange hidden by the backward (--comm), host path, resnet50 on CUDA
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -242,6 +243,18 @@ case "${1:-validate}" in
     unset TORCH_DEVICE_BACKEND_AUTOLOAD
     grep -h -E "throughput|check" "$out"/*.log
     run allreduce_bw 60 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
+    ;;
+  ddp2_nccl_more)  # (2-GPU kind, warm after ddp2_nccl) how much of the NCCL exchange the backward hides (--comm
+    # waited / none), the same 2-GPU runs with the host path (PYTORCH_OCL_DIST_NCCL=0), resnet50's CUDA DDP
+    run gpt2_ocl_2gpu_waited 70 $tr examples/ddp_train.py $gargs --comm waited
+    run gpt2_ocl_2gpu_none 70 $tr examples/ddp_train.py $gargs --comm none
+    PYTORCH_OCL_DIST_NCCL=0 run gpt2_ocl_2gpu_host 70 $tr examples/ddp_train.py $gargs
+    run r50_ocl_2gpu_waited 60 $tr examples/ddp_train.py $rargs --comm waited
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
+    run r50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
+    run r50_cuda_2gpu 50 $tr examples/ddp_train.py $rargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
+    grep -h -E "throughput|check" "$out"/*.log
     ;;
   ddp2_more)  # (2-GPU kind, warm after ddp2_scaling) resnet50 on ocl, gloo lanes, all_reduce bandwidth vs NCCL
     run r50_ocl_1gpu 120 python3 examples/ddp_train.py $rargs

@@ -236,7 +236,7 @@ case "${1:-validate}" in
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu 70 $tr examples/ddp_train.py $gargs
     run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
-    run r50_ocl_2gpu 60 $tr examples/ddp_train.py $rargs
+    run r50_ocl_2gpu 90 $tr examples/ddp_train.py $rargs
     export TORCH_DEVICE_BACKEND_AUTOLOAD=0
     run gpt2_cuda_1gpu 45 python3 examples/ddp_train.py $gargs --device cuda
     run gpt2_cuda_2gpu 45 $tr examples/ddp_train.py $gargs --device cuda

@@ -37,6 +37,18 @@ def _env(rank, world, port):
     torch.backends.cudnn.allow_tf32 = False
 
 
+def _transport_env(rank, transport):
+    """The ocl all-reduce transport the group made next will use: "shm", "gloo", or "nccl" (emulated on a CPU
+    device; on GPUs NCCL itself, a GPU per rank, which this rank's DEV then names)."""
+    global DEV
+    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
+    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
+    if transport == "nccl" and torch.ocl.get_device_properties(0).type != "cpu":
+        os.environ["PYTORCH_OCL_DIST_NCCL"] = "1"
+        DEV = f"ocl:{rank}"
+        torch.ocl.set_device(rank)
+
+
 def _full(value, n=4, dtype=torch.float32):
     return torch.full((n,), value, dtype=dtype, device=DEV)
 
@@ -303,13 +315,7 @@ def ddp(rank, world, port, transport, per_rank=2):
 
     _env(rank, world, port)
     os.environ["PYTORCH_OCL_GLOO_LANES"] = "2"  # gloo: the buckets' chunks over 2 lanes (_dist_lanes.py)
-    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
-    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
-    if transport == "nccl" and torch.ocl.get_device_properties(0).type != "cpu":  # NCCL itself: a GPU per rank
-        global DEV
-        os.environ["PYTORCH_OCL_DIST_NCCL"] = "1"
-        DEV = f"ocl:{rank}"
-        torch.ocl.set_device(rank)
+    _transport_env(rank, transport)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
     assert dist.group.WORLD.transport() == transport
     _dist_async.CHUNK_BYTES = 1024  # every bucket in several chunks
@@ -473,13 +479,7 @@ def dead_peer(rank, world, port, result_dir, mode, transport):
     the others must raise within the 5 s timeout instead of waiting forever. The all-reduces go through
     `transport` ("shm": shared memory, or "gloo")."""
     _env(rank, world, port)
-    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
-    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
-    if transport == "nccl" and torch.ocl.get_device_properties(0).type != "cpu":  # NCCL itself: a GPU per rank
-        global DEV
-        os.environ["PYTORCH_OCL_DIST_NCCL"] = "1"
-        DEV = f"ocl:{rank}"
-        torch.ocl.set_device(rank)
+    _transport_env(rank, transport)
     t = _full(1.0)
     t.add_(0).cpu()  # device init and the first program builds happen before the 5 s clock starts
     # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a

@@ -153,6 +153,29 @@ def test_locked_db_write_failure_names_its_cause(run_py, tmp_path):
     assert_close(torch.tensor(result["s"]), ((x * 5 - 1) / 3).sum(1), rtol=1e-5, atol=1e-4)
 
 
+def test_db_locked_at_open_is_left_in_place(run_py, tmp_path):
+    """A cache another process holds exclusively past the busy timeout (10 s) when this one opens it: this process
+    runs without the disk cache and says why, and the file stays where it is (moving it aside, as a corrupt file is,
+    gave the processes still using it I/O errors), so the next process starts warm."""
+    cache = tmp_path / "cache"
+    run_workload(run_py, cache)
+    con = sqlite3.connect(cache / "kernels.sqlite", timeout=0)
+    con.execute("BEGIN EXCLUSIVE")  # readers wait too
+    try:
+        locked, proc = run_workload(run_py, cache)
+    finally:
+        con.rollback()
+        con.close()
+    text = " ".join(locked["warnings"]) + locked["warning"] + proc.stderr
+    assert "database is locked" in text and "SQLite code 5/" in text, text
+    assert locked["usable"] is False
+    check_results(locked)
+    assert not (cache / "kernels.sqlite.corrupt").exists()
+    warm, _ = run_workload(run_py, cache)
+    assert warm["usable"] is True and warm["stats"]["builds"] == 0
+    check_results(warm)
+
+
 def test_garbage_binaries_in_valid_db_are_rebuilt(run_py, tmp_path):
     cache = tmp_path / "cache"
     cold, _ = run_workload(run_py, cache)

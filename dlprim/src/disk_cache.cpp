@@ -68,12 +68,22 @@ std::string DiskCache::key(const std::string& device_identity, const std::string
 
 bool DiskCache::compiled() { return true; }
 
+namespace {
+// SQLite's result code and extended code in warnings: "disk I/O error" alone does not say which step failed
+// (extended codes of sqlite3.h: 3850 SQLITE_IOERR_LOCK, 1034 SQLITE_IOERR_FSYNC, 522 SQLITE_IOERR_SHORT_READ, ...).
+std::string sqlite_code(int extended) {
+  return "SQLite code " + std::to_string(extended & 0xff) + "/" + std::to_string(extended);
+}
+} // namespace
+
 DiskCache::DiskCache() {
   std::string dir = cache_dir();
   make_dirs(dir);
   path_ = dir + "/kernels.sqlite";
   if (!open_db()) {
-    // A corrupt file is moved aside and replaced by a fresh database.
+    // A corrupt file is moved aside and replaced by a fresh database. Only a corrupt one: other processes may have
+    // it open (the ranks of a job, their build helpers), and moving a healthy file from under them turns their
+    // next reads and writes into I/O errors.
     struct stat st;
     if (stat(path_.c_str(), &st) == 0 && std::rename(path_.c_str(), (path_ + ".corrupt").c_str()) == 0) {
       if (open_db()) warn("kernel cache " + path_ + " was unreadable; moved it to " + path_ + ".corrupt and started a new one");
@@ -110,14 +120,21 @@ bool DiskCache::open_db() {
                   : sqlite3_exec(db, schema, nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
     std::string what = err ? err : "unknown error";
+    const int extended = sqlite3_extended_errcode(db);
     sqlite3_free(err);
     sqlite3_close(db);
     if (rc == SQLITE_READONLY) {
       warn("kernel cache " + path_ + " is read-only; running without the disk cache");
       return true;
     }
-    warn("kernel cache " + path_ + " is unusable (" + what + ")");
-    return false;
+    if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) {
+      warn("kernel cache " + path_ + " is unusable (" + what + ")");
+      return false;
+    }
+    // Locked past the busy timeout, an I/O error, ...: the file may be fine, and in use by other processes.
+    warn("kernel cache " + path_ + " cannot be read now (" + what + ", " + sqlite_code(extended) +
+         "); running without the disk cache");
+    return true;
   }
   db_ = db;
   return true;
@@ -139,7 +156,8 @@ bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary)
     binary->assign(p, p + n);
     found = true;
   } else if (rc != SQLITE_DONE) {
-    warn(std::string("kernel cache read failed: ") + sqlite3_errmsg(db));
+    warn(std::string("kernel cache read failed: ") + sqlite3_errmsg(db) + " (" +
+         sqlite_code(sqlite3_extended_errcode(db)) + ")");
   }
   sqlite3_finalize(st);
   return found;
@@ -172,7 +190,7 @@ void DiskCache::store(const std::string& key, const std::vector<unsigned char>& 
   if (rc != SQLITE_DONE) {
     // The cause first: a ROLLBACK replaces the connection's message (a BEGIN refused because another process held
     // the database past the busy timeout was once reported as "cannot rollback - no transaction is active").
-    std::string why = sqlite3_errmsg(db);
+    std::string why = std::string(sqlite3_errmsg(db)) + ", " + sqlite_code(sqlite3_extended_errcode(db));
     if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
     read_only_ = true;  // warn once, then stop trying
     warn("kernel cache write failed (" + why + "); new kernels will not be stored");
@@ -214,7 +232,8 @@ void DiskCache::store_value(const std::string& key, const std::string& value) {
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     read_only_ = true;
-    warn(std::string("kernel cache write failed (") + sqlite3_errstr(rc) + "); tuning results will not be stored");
+    warn(std::string("kernel cache write failed (") + sqlite3_errmsg(db) + ", " +
+         sqlite_code(sqlite3_extended_errcode(db)) + "); tuning results will not be stored");
   }
 }
 

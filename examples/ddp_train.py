@@ -73,6 +73,8 @@ def main():
                              "TORCH_DEVICE_BACKEND_AUTOLOAD=0: a process that loaded pytorch_ocl cannot run CUDA backward)")
     parser.add_argument("--comm", default="overlapped", choices=["overlapped", "waited", "none"],
                         help="gradient all-reduce: asynchronous (default), waited where issued, or none (no_sync)")
+    parser.add_argument("--bucket-mb", type=float, help="DDP's bucket_cap_mb (default torch's 25): fewer, larger "
+                        "all-reduces per backward pass")
     parser.add_argument("--bf16-compress", action="store_true",
                         help="DDP comm hook bf16_compress_hook: gradients all-reduced in bfloat16 (half the bytes)")
     args = parser.parse_args()
@@ -101,7 +103,7 @@ def main():
         net = gpt2(args)
     else:
         net = small_cnn()
-    model = DDP(net.to(device))
+    model = DDP(net.to(device), **({} if args.bucket_mb is None else {"bucket_cap_mb": args.bucket_mb}))
     if args.bf16_compress:  # torch's bf16_compress_hook: the bucket cast to bfloat16 / world, all-reduced, cast back
         if args.device == "ocl":
             from pytorch_ocl.distributed import ocl_bf16_compress_hook as bf16_compress_hook  # a name DDP takes
@@ -155,7 +157,8 @@ def main():
         if args.model == "gpt2":
             rate, unit = rate * args.seq_len, "tokens"
         print(f"throughput: {rate:.1f} {unit}/s over {timed} steps ({world} ranks x batch {args.batch}, {args.model}, "
-              f"communication {args.comm}{transport}{', bf16-compressed' if args.bf16_compress else ''})", flush=True)
+              f"communication {args.comm}{transport}{', bf16-compressed' if args.bf16_compress else ''}"
+              f"{f', buckets of {args.bucket_mb:g} MB' if args.bucket_mb else ''})", flush=True)
     if args.comm == "none":  # the ranks trained apart: nothing to compare
         dist.destroy_process_group()
         return 0

@@ -72,10 +72,23 @@ ls .carry/expecttest-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-dep
 bars='it/s\]|s/it\]|net/s\]|s/net\]|layer/s\]|s/layer\]|Warn'
 
 run() {  # run NAME SECONDS COMMAND...: the command's output, progress bars removed, to $out/NAME.log
+  # In a session of its own, so that a command past its limit is stopped with everything it started (torchrun's
+  # ranks hung in a collective would otherwise outlive it and hold the call to the end of its time)
   local name=$1 limit=$2
   shift 2
   echo "== $name (limit ${limit}s): $*"
-  timeout -k 20 -s INT "$limit" "$@" 2>&1 | tr '\r' '\n' | grep -Ev "$bars" > "$out/$name.log"
+  setsid "$@" > "$out/$name.raw" 2>&1 &
+  local pid=$! t=0
+  while kill -0 "$pid" 2>/dev/null && [ "$t" -lt "$limit" ]; do sleep 1; t=$((t + 1)); done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "($name: past its ${limit} s, interrupted)" >> "$out/$name.raw"
+    kill -INT -- "-$pid" 2>/dev/null
+    for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  fi
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  tr '\r' '\n' < "$out/$name.raw" | grep -Ev "$bars" > "$out/$name.log"
+  rm -f "$out/$name.raw"
   grep -Ev '^ |^Traceback|File "|\^' "$out/$name.log" | tail -30
 }
 
@@ -243,6 +256,26 @@ case "${1:-validate}" in
     unset TORCH_DEVICE_BACKEND_AUTOLOAD
     grep -h -E "throughput|check" "$out"/*.log
     run allreduce_bw 60 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
+    ;;
+  ddp2_overlap)  # (2-GPU kind, first call) whether NCCL's kernels and the OpenCL backward take turns on a GPU: the
+    # contexts probe, then GPT-2 small without exchange, overlapped with torch's 25 MB buckets and with one bucket,
+    # waited with one bucket
+    run ctx_overlap 90 python3 scripts/probe_ctx_overlap.py
+    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu_none 60 $tr examples/ddp_train.py $gargs --comm none
+    run gpt2_ocl_2gpu 60 $tr examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000
+    run gpt2_ocl_2gpu_waited_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000 --comm waited
+    grep -h -E "throughput|check|past its" "$out"/*.log
+    ;;
+  ddp2_r50)  # (2-GPU kind, warm after ddp2_overlap) resnet50 1 -> 2 GPUs (its 2-GPU runs were slow or cut on
+    # 3 of 4 leases), with one bucket too; all_reduce bandwidth with the warnings shown
+    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
+    run r50_ocl_2gpu 150 $tr examples/ddp_train.py $rargs
+    run r50_ocl_2gpu_1bucket 90 $tr examples/ddp_train.py $rargs --bucket-mb 1000
+    grep -h -E "throughput|check|past its" "$out"/*.log
+    bars='it/s\]|s/it\]|size/s\]'
+    run allreduce_bw 100 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
     ;;
   ddp2_nccl_more)  # (2-GPU kind, warm after ddp2_nccl) how much of the NCCL exchange the backward hides (--comm
     # waited / none), the same 2-GPU runs with the host path (PYTORCH_OCL_DIST_NCCL=0), resnet50's CUDA DDP

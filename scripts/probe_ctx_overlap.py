@@ -1,0 +1,104 @@
+"""Does CUDA work run alongside our OpenCL work on the same NVIDIA GPU? (issue 20: the NCCL transport)
+
+The NCCL transport (_dist_nccl.py) runs NCCL's all-reduce kernels in a CUDA context while the backward pass runs in
+NVIDIA's OpenCL context on the same GPU. Kernels of two contexts do not run at once (the GPU time-slices between
+them); copy engines may. This probe times, on ocl:0 / cuda:0 in one process, an OpenCL load alone (fp32
+matmuls), each CUDA load alone, then the OpenCL load with each CUDA load at once: CUDA matmuls (kernels),
+device-to-device copies (copy engine), and copies to cuda:1 when there is one (NVLink). "both" close to the longer
+of the two alone: they overlap (1); close to the sum: they take turns (0).
+
+Run on the GPU machine: python3 scripts/probe_ctx_overlap.py (prints a table).
+"""
+import threading
+import time
+
+import torch
+
+import pytorch_ocl  # noqa: F401  (registers ocl)
+
+
+def ocl_load(n=40, size=4096):
+    a = torch.randn(size, size, device="ocl")
+    b = torch.randn(size, size, device="ocl")
+    torch.ocl.synchronize()
+
+    def run():
+        for _ in range(n):
+            torch.mm(a, b)
+        torch.ocl.synchronize()
+    return run
+
+
+def cuda_matmuls(n=60, size=4096):
+    a = torch.randn(size, size, device="cuda")
+    b = torch.randn(size, size, device="cuda")
+    torch.cuda.synchronize()
+
+    def run():
+        for _ in range(n):
+            torch.mm(a, b)
+        torch.cuda.synchronize()
+    return run
+
+
+def cuda_copies(dst_device="cuda:0", n=40, mib=512):
+    src = torch.empty(mib << 18, device="cuda:0")  # float32: mib MiB
+    dst = torch.empty_like(src, device=dst_device)
+    torch.cuda.synchronize()
+
+    def run():
+        for _ in range(n):
+            dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize("cuda:0")
+        torch.cuda.synchronize(dst_device)
+    return run
+
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def together(ocl_fn, cuda_fn):
+    """Both loads started at once (CUDA on a thread): (wall, ocl's own time, cuda's own time)."""
+    times = {}
+    start = threading.Barrier(2)
+
+    def cuda_side():
+        start.wait()
+        times["cuda"] = timed(cuda_fn)
+
+    th = threading.Thread(target=cuda_side)
+    th.start()
+    t0 = time.perf_counter()
+    start.wait()
+    times["ocl"] = timed(ocl_fn)
+    th.join()
+    return time.perf_counter() - t0, times["ocl"], times["cuda"]
+
+
+def main():
+    torch.cuda.init()
+    loads = {"cuda matmuls (kernels)": cuda_matmuls(), "cuda d2d copies (copy engine)": cuda_copies()}
+    if torch.cuda.device_count() > 1:
+        loads["cuda copies to cuda:1 (peer)"] = cuda_copies("cuda:1")
+    ocl = ocl_load()
+    ocl()
+    for fn in loads.values():
+        fn()  # warm up
+    t_ocl = min(timed(ocl) for _ in range(2))
+    print(f"ocl matmuls alone: {t_ocl * 1e3:.1f} ms")
+    print("| cuda load | cuda alone ms | both wall ms | ocl in both ms | cuda in both ms | overlap |")
+    print("|---|---|---|---|---|---|")
+    for name, fn in loads.items():
+        t_cuda = min(timed(fn) for _ in range(2))
+        wall, o, c = together(ocl, fn)
+        # 1: the wall time is the longer load's (full overlap); 0: the sum (taking turns)
+        overlap = (t_ocl + t_cuda - wall) / min(t_ocl, t_cuda)
+        print(f"| {name} | {t_cuda * 1e3:.1f} | {wall * 1e3:.1f} | {o * 1e3:.1f} | {c * 1e3:.1f} | {overlap:.2f} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -258,12 +258,12 @@ case "${1:-validate}" in
     run allreduce_bw 60 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
     ;;
   ddp2_overlap)  # (2-GPU kind, first call) whether NCCL's kernels and the OpenCL backward take turns on a GPU: the
-    # contexts probe, then GPT-2 small without exchange, overlapped with torch's 25 MB buckets and with one bucket,
-    # waited with one bucket
+    # contexts probe, then GPT-2 small overlapped with torch's 25 MB buckets (the worker's waits in the drivers, then
+    # polled), with one bucket, waited with one bucket (without exchange it scales at 0.97-0.98: 2x H200, ba5c4e9)
     run ctx_overlap 90 python3 scripts/probe_ctx_overlap.py
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu_none 60 $tr examples/ddp_train.py $gargs --comm none
     run gpt2_ocl_2gpu 60 $tr examples/ddp_train.py $gargs
+    PYTORCH_OCL_DIST_NCCL_POLL_US=100 run gpt2_ocl_2gpu_poll 60 $tr examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000
     run gpt2_ocl_2gpu_waited_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000 --comm waited
     grep -h -E "throughput|check|past its" "$out"/*.log

@@ -5,7 +5,8 @@ NVIDIA's OpenCL context on the same GPU. Kernels of two contexts do not run at o
 them); copy engines may. This probe times, on ocl:0 / cuda:0 in one process, an OpenCL load alone (fp32
 matmuls), each CUDA load alone, then the OpenCL load with each CUDA load at once: CUDA matmuls (kernels),
 device-to-device copies (copy engine), and copies to cuda:1 when there is one (NVLink). "both" close to the longer
-of the two alone: they overlap (1); close to the sum: they take turns (0).
+of the two alone: they overlap (1); close to the sum: they take turns (0). First, how fast OpenCL copies into and
+out of CUDA memory it imported (the transport's staging buffers).
 
 Run on the GPU machine: python3 scripts/probe_ctx_overlap.py (prints a table).
 """
@@ -78,8 +79,44 @@ def together(ocl_fn, cuda_fn):
     return time.perf_counter() - t0, times["ocl"], times["cuda"]
 
 
+def imported_copies(mib=256, n=20):
+    """ms per copy of `mib` MiB on ocl:0: ocl tensor -> ocl tensor, into CUDA memory the OpenCL context imported (as
+    the NCCL transport's staging does), and back out of it."""
+    import os
+
+    from pytorch_ocl import _C, _dist_nccl
+
+    cuda = _dist_nccl._Cuda(0)
+    nbytes = -(-(mib << 20) // cuda.granularity) * cuda.granularity
+    ptr, handle, fd = cuda.allocate(nbytes)
+    try:
+        staged = _C._import_external_memory(fd, nbytes, 0)[: mib << 20].view(torch.float32)
+    finally:
+        os.close(fd)
+    src = torch.randn(mib << 18, device="ocl")
+    dst = torch.empty_like(src)
+
+    def per_copy(a, b):
+        a.copy_(b)
+        torch.ocl.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            a.copy_(b)
+        torch.ocl.synchronize()
+        return (time.perf_counter() - t) / n * 1e3
+    rows = {"ocl -> ocl": per_copy(dst, src), "ocl -> imported": per_copy(staged, src),
+            "imported -> ocl": per_copy(dst, staged)}
+    assert torch.equal(dst.cpu(), src.cpu())
+    del staged
+    torch.ocl.synchronize()
+    cuda.free(ptr, handle, nbytes)
+    return rows
+
+
 def main():
     torch.cuda.init()
+    for name, ms in imported_copies().items():
+        print(f"copy of 256 MiB, {name}: {ms:.3f} ms ({256 * 2**20 / ms / 1e6:.0f} GB/s)", flush=True)
     loads = {"cuda matmuls (kernels)": cuda_matmuls(), "cuda d2d copies (copy engine)": cuda_copies()}
     if torch.cuda.device_count() > 1:
         loads["cuda copies to cuda:1 (peer)"] = cuda_copies("cuda:1")

@@ -17,6 +17,8 @@ from dist_workers import DEV, _env
 def emulated(rank, world, port):
     _env(rank, world, port)
     os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate"
+    os.environ["PYTORCH_OCL_DIST_NCCL_POLL_US"] = "20"  # the worker's polled waits (test_ddp_matches_single_process
+    # [nccl] takes the default, waits in the driver)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
     pg = dist.group.WORLD
     assert pg.transport() == "nccl", pg.transport()

@@ -210,7 +210,7 @@ def test_network_trains_on_either_engine(tmp_path, amp):
     whichever engines the draws give; across seeds both engines run inside training."""
     seen = set()
     for seed in range(6):
-        got = result(TRAIN.replace("AMP", str(amp)), env_of(tmp_path / str(seed), PYTORCH_OCL_TUNE=f"random:{seed}"))
+        got = result(TRAIN.replace("AMP", str(amp)), env_of(tmp_path, PYTORCH_OCL_TUNE=f"random:{seed}"))
         assert got["decisions"], got
         seen.update(e for e in ("wgmma", "tiled") if got[e])
         if seen == {"wgmma", "tiled"} and seed >= 1:

@@ -25,6 +25,7 @@ import ctypes as C
 import os
 import socket
 import threading
+import time
 import weakref
 
 import torch
@@ -162,7 +163,9 @@ class _NcclPeer:
     def allreduce(self, view, opts):
         with torch.cuda.device(self.cuda.index):
             self.pg.allreduce([view], opts).wait()
-            torch.cuda.current_stream(self.cuda.index).synchronize()  # done before the ocl copy back reads it
+            done = torch.cuda.Event()
+            done.record(torch.cuda.current_stream(self.cuda.index))
+            _wait(done)  # done before the ocl copy back reads it
 
     def close(self):
         try:
@@ -202,6 +205,30 @@ class _HostPeer:
 
     def close(self):
         pass
+
+
+def _poll_seconds():
+    v = os.environ.get("PYTORCH_OCL_DIST_NCCL_POLL_US", "") or "0"
+    try:
+        return max(float(v), 0.0) * 1e-6
+    except ValueError:
+        raise ValueError(f"PYTORCH_OCL_DIST_NCCL_POLL_US must be a number of microseconds, got {v!r}") from None
+
+
+_poll_s = None  # read at the first wait
+
+
+def _wait(event):
+    """The worker's host wait for an ocl or CUDA event: in the driver (default), or polling its status every
+    PYTORCH_OCL_DIST_NCCL_POLL_US microseconds, for comparing on NVIDIA, where a thread waiting in one API's driver
+    call may slow the other threads' launches (docs/results/graphs_cold_start_distributed.md: host copies did)."""
+    global _poll_s
+    if _poll_s is None:
+        _poll_s = _poll_seconds()
+    if _poll_s > 0:
+        while not event.query():
+            time.sleep(_poll_s)
+    event.synchronize()  # at once when complete (an ocl event's deferred checks are collected here)
 
 
 def _with_op(opts, op):
@@ -267,7 +294,7 @@ class Link:
 
         b, view, event = staged
         try:
-            event.synchronize()  # the copy in is done on the device
+            _wait(event)  # the copy in is done on the device
             nbytes = t.numel() * t.element_size()
             self.peer.allreduce(b.peer[:nbytes].view(t.dtype), opts)
             _dist_async.copy_back(worker, [t], [view])

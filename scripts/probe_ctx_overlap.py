@@ -6,7 +6,8 @@ them); copy engines may. This probe times, on ocl:0 / cuda:0 in one process, an 
 matmuls), each CUDA load alone, then the OpenCL load with each CUDA load at once: CUDA matmuls (kernels),
 device-to-device copies (copy engine), and copies to cuda:1 when there is one (NVLink). "both" close to the longer
 of the two alone: they overlap (1); close to the sum: they take turns (0). First, how fast OpenCL copies into and
-out of CUDA memory it imported (the transport's staging buffers).
+out of CUDA memory it imported (the transport's staging buffers), and with 2 GPUs whether ocl:0 can use memory of
+GPU 1 imported the same way (peer_import).
 
 Run on the GPU machine: python3 scripts/probe_ctx_overlap.py (prints a table).
 """
@@ -113,8 +114,57 @@ def imported_copies(mib=256, n=20):
     return rows
 
 
+def peer_import(mib=256, n=10):
+    """Can ocl:0 use memory that lives on cuda:1? CUDA memory made on GPU 1, exported and imported into ocl:0's
+    context, filled by CUDA, then read and written by OpenCL copies on ocl:0 (over NVLink if the driver maps it):
+    a transport with no CUDA kernels at all would exchange this way. Returns a line to print."""
+    import os
+
+    from pytorch_ocl import _C, _dist_nccl
+
+    cuda = _dist_nccl._Cuda(1)
+    nbytes = -(-(mib << 20) // cuda.granularity) * cuda.granularity
+    ptr, handle, fd = cuda.allocate(nbytes)
+    remote = None
+    try:
+        try:
+            remote = _C._import_external_memory(fd, nbytes, 0)[: mib << 20].view(torch.float32)
+        finally:
+            os.close(fd)
+        with torch.cuda.device(1):
+            on_gpu1 = torch.as_tensor(_dist_nccl._CudaArray(ptr, nbytes), device="cuda:1")[: mib << 20]
+            on_gpu1.view(torch.float32).copy_(torch.arange(mib << 18, dtype=torch.float32, device="cuda:1"))
+            torch.cuda.synchronize(1)
+        local = torch.empty(mib << 18, device="ocl")
+        local.copy_(remote)
+        torch.ocl.synchronize()
+        if not torch.equal(local[:1000].cpu(), torch.arange(1000, dtype=torch.float32)):
+            return "peer import: ocl:0 read wrong values from cuda:1's memory"
+        t = time.perf_counter()
+        for _ in range(n):
+            local.copy_(remote)
+        torch.ocl.synchronize()
+        read = (time.perf_counter() - t) / n
+        t = time.perf_counter()
+        for _ in range(n):
+            remote.copy_(local)
+        torch.ocl.synchronize()
+        write = (time.perf_counter() - t) / n
+        gb = (mib << 20) / 1e9
+        return (f"peer import: ocl:0 reads cuda:1's memory right; {mib} MiB read in {read * 1e3:.2f} ms "
+                f"({gb / read:.0f} GB/s), written in {write * 1e3:.2f} ms ({gb / write:.0f} GB/s)")
+    except Exception as e:  # noqa: BLE001  (the answer may be no)
+        return f"peer import: failed: {type(e).__name__}: {e}"
+    finally:
+        remote = None  # the ocl import goes before the CUDA memory it refers to
+        torch.ocl.synchronize()
+        cuda.free(ptr, handle, nbytes)
+
+
 def main():
     torch.cuda.init()
+    if torch.cuda.device_count() > 1:
+        print(peer_import(), flush=True)
     for name, ms in imported_copies().items():
         print(f"copy of 256 MiB, {name}: {ms:.3f} ms ({256 * 2**20 / ms / 1e6:.0f} GB/s)", flush=True)
     loads = {"cuda matmuls (kernels)": cuda_matmuls(), "cuda d2d copies (copy engine)": cuda_copies()}

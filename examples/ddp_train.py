@@ -46,6 +46,31 @@ def small_cnn():
     )
 
 
+def print_trace(rank, steps, first):
+    """--trace: per timed step, what its gradient all-reduces through NCCL waited for (pytorch_ocl.distributed.
+    nccl_trace), in ms from the step's start."""
+    from pytorch_ocl.distributed import nccl_trace
+
+    trace = nccl_trace()
+    if trace is None:
+        print(f"trace rank {rank}: the group's all-reduces do not go through NCCL (or tracing was off)", flush=True)
+        return
+    for i, (t0, t_bwd, t1) in enumerate(steps):
+        ex = [e for e in trace if t0 <= e["staged"] < t1]
+        if not ex:
+            continue
+        ms = lambda t: (t - t0) * 1e3  # noqa: E731
+        waits = sum(e["copied"] - e["start"] for e in ex) * 1e3
+        nccl = [(e["reduced"] - e["copied"]) * 1e3 for e in ex]
+        last = ex[-1]
+        print(f"trace rank {rank} step {first + i}: {ms(t1):.1f} ms, backward enqueued by {ms(t_bwd):.1f}; "
+              f"{len(ex)} all-reduces (gradient buckets, the loss) of {sum(e['bytes'] for e in ex) / 2**20:.1f} MiB: "
+              f"the worker waited "
+              f"{waits:.1f} ms in all for the copies in, NCCL took {sum(nccl):.1f} ms in all (longest {max(nccl):.1f}); "
+              f"the last one staged {ms(last['staged']):.1f}, copied {ms(last['copied']):.1f}, reduced "
+              f"{ms(last['reduced']):.1f}, copied back {ms(last['back']):.1f}", flush=True)
+
+
 def gpt2(args):
     """transformers' GPT-2 language model with random weights, sized by the --model gpt2 options."""
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -75,6 +100,9 @@ def main():
                         help="gradient all-reduce: asynchronous (default), waited where issued, or none (no_sync)")
     parser.add_argument("--bucket-mb", type=float, help="DDP's bucket_cap_mb (default torch's 25): fewer, larger "
                         "all-reduces per backward pass")
+    parser.add_argument("--trace", action="store_true",
+                        help="ocl through NCCL: each rank prints a timeline of every timed step's gradient all-reduces "
+                             "(the device synchronized at each step's end, so steps do not overlap)")
     parser.add_argument("--bf16-compress", action="store_true",
                         help="DDP comm hook bf16_compress_hook: gradients all-reduced in bfloat16 (half the bytes)")
     args = parser.parse_args()
@@ -92,6 +120,8 @@ def main():
     # hence the modulo (POCL_DEVICES="pthread pthread" gives two).
     acc.set_device(local_rank % acc.device_count())
     device = torch.device(args.device, acc.current_device())
+    if args.trace:
+        os.environ["PYTORCH_OCL_DIST_NCCL_TRACE"] = "1"  # read when the group is made
     dist.init_process_group()
 
     torch.manual_seed(0)
@@ -121,10 +151,12 @@ def main():
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator().manual_seed(100 + rank)  # each rank its own data
     start = None
+    steps = []  # --trace: (start, backward enqueued, end) per step, host times
     for step in range(args.steps):
         if step == args.warmup:
             acc.synchronize()
             start = time.perf_counter()
+        t0 = time.perf_counter()
         opt.zero_grad()
         with comm():
             if args.model == "gpt2":
@@ -135,11 +167,17 @@ def main():
                 y = torch.randint(0, 10, (args.batch,), generator=gen).to(device)
                 loss = nn.functional.cross_entropy(model(x), y)
             loss.backward()
+        t_backward = time.perf_counter()
         opt.step()
         mean_loss = loss.detach().clone()
         dist.all_reduce(mean_loss, op=dist.ReduceOp.AVG)
         if rank == 0:
             print(f"step {step}: loss {mean_loss.item():.4f} (mean over {world} ranks)", flush=True)
+        if args.trace:
+            acc.synchronize()
+            steps.append((t0, t_backward, time.perf_counter()))
+    if args.trace and step >= args.warmup:
+        print_trace(rank, steps[args.warmup:], args.warmup)
 
     if start is not None and rank == 0:
         # the ocl group's all-reduce transport: "nccl" (on the devices, NVIDIA), "shm" (shared memory between ranks

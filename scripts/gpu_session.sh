@@ -259,14 +259,15 @@ case "${1:-validate}" in
     ;;
   ddp2_overlap)  # (2-GPU kind, first call) whether NCCL's kernels and the OpenCL backward take turns on a GPU: the
     # contexts probe, then GPT-2 small overlapped with torch's 25 MB buckets (the worker's waits in the drivers, then
-    # polled), with one bucket, waited with one bucket (without exchange it scales at 0.97-0.98: 2x H200, ba5c4e9)
+    # polled), with one bucket, and traced (each all-reduce's stages against the step; without exchange it scales at
+    # 0.97-0.98: 2x H200, 952268e)
     run ctx_overlap 90 python3 scripts/probe_ctx_overlap.py
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu 60 $tr examples/ddp_train.py $gargs
     PYTORCH_OCL_DIST_NCCL_POLL_US=100 run gpt2_ocl_2gpu_poll 60 $tr examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000
-    run gpt2_ocl_2gpu_waited_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000 --comm waited
-    grep -h -E "throughput|check|past its" "$out"/*.log
+    run gpt2_ocl_2gpu_trace 60 $tr examples/ddp_train.py $gargs --trace
+    grep -h -E "throughput|check|past its|^trace" "$out"/*.log
     ;;
   ddp2_r50)  # (2-GPU kind, warm after ddp2_overlap) resnet50 1 -> 2 GPUs (its 2-GPU runs were slow or cut on
     # 3 of 4 leases), with one bucket too; all_reduce bandwidth with the warnings shown

@@ -121,11 +121,11 @@ def _cpu_device():
     return torch.ocl.get_device_properties(0).type == "cpu"
 
 
-def _torchrun_example(*args, steps=3):
+def _torchrun_example(*args, steps=3, env=None):
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
          os.path.join(REPO, "examples", "ddp_train.py"), "--steps", str(steps), *args],
-        env=_base_env(), cwd=REPO, capture_output=True, text=True, timeout=3 * DEADLINE_S,  # cold builds per rank
+        env={**_base_env(), **(env or {})}, cwd=REPO, capture_output=True, text=True, timeout=3 * DEADLINE_S,  # cold builds per rank
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"check OK: weights identical on all 2 ranks after {steps} steps" in proc.stdout, proc.stdout
@@ -144,11 +144,20 @@ def test_example_bf16_compress_under_torchrun():
 
 
 def test_example_gpt2_under_torchrun():
-    """--model gpt2: transformers' GPT2LMHeadModel (tiny config, random tokens) under DDP."""
+    """--model gpt2: transformers' GPT2LMHeadModel (tiny config, random tokens) under DDP, its gradients through the
+    NCCL transport (emulated on a CPU device), --trace printing each rank's timeline of the timed steps'
+    all-reduces."""
     pytest.importorskip("transformers")
+    cpu = _cpu_device()
     out = _torchrun_example("--model", "gpt2", "--batch", "2", "--seq-len", "16", "--vocab", "64", "--n-layer", "1",
-                            "--n-embd", "32", "--n-head", "2", "--warmup", "1")
+                            "--n-embd", "32", "--n-head", "2", "--warmup", "1", "--trace",
+                            env={"PYTORCH_OCL_DIST_NCCL": "emulate"} if cpu else None)
     assert "tokens/s" in out, out
+    if cpu or (torch.ocl.device_count() >= 2 and torch.cuda.device_count() >= 2):
+        assert "through nccl" in out, out
+        for rank in (0, 1):
+            for step in (1, 2):
+                assert f"trace rank {rank} step {step}: " in out and "NCCL took" in out, out
 
 
 def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):

@@ -245,6 +245,9 @@ class Link:
         self._free = []  # _Buffers not in use, smallest first
         self._all = []
         self._lock = threading.Lock()
+        # PYTORCH_OCL_DIST_NCCL_TRACE=1: per all-reduce, host times (perf_counter) of its stages, for a timeline of
+        # the exchange against the training step (examples/ddp_train.py --trace)
+        self.trace = [] if os.environ.get("PYTORCH_OCL_DIST_NCCL_TRACE") == "1" else None
         _links.add(self)
 
     def supports(self, t, red_kind):
@@ -276,7 +279,7 @@ class Link:
 
     def stage(self, t):
         """On the calling thread: `t` copied into a staging buffer on the current stream (after the buffer's last
-        copy back); returns (buffer, its typed view, the copy's event)."""
+        copy back); returns (buffer, its typed view, the copy's event, when it was enqueued)."""
         b = self._take(t.numel() * t.element_size())
         stream = torch.ocl.current_stream(self.device.index)
         if b.free_event is not None:
@@ -285,19 +288,27 @@ class Link:
         view.copy_(t)
         event = torch.Event(device=self.device)
         event.record(stream)
-        return b, view, event
+        return b, view, event, time.perf_counter()
 
     def run(self, worker, t, staged, opts):
         """On the worker: the peer's all-reduce of the staged copy, then the result back into `t` on the side
         stream."""
         from . import _dist_async
 
-        b, view, event = staged
+        b, view, event, staged_at = staged
         try:
+            start = time.perf_counter()
             _wait(event)  # the copy in is done on the device
+            copied = time.perf_counter()
             nbytes = t.numel() * t.element_size()
             self.peer.allreduce(b.peer[:nbytes].view(t.dtype), opts)
+            reduced = time.perf_counter()
             _dist_async.copy_back(worker, [t], [view])
+            if self.trace is not None:
+                # staged: the copy in enqueued (caller); start: the worker took it; copied: the copy in ran on the
+                # device; reduced: the peer's all-reduce done (NCCL: its kernel finished); back: copy back enqueued
+                self.trace.append({"bytes": nbytes, "staged": staged_at, "start": start, "copied": copied,
+                                   "reduced": reduced, "back": time.perf_counter()})
             side = worker.side_stream(self.device)
             b.free_event = torch.Event(device=self.device)
             b.free_event.record(side)

@@ -59,7 +59,9 @@ def print_trace(rank, steps, first):
         ex = [e for e in trace if t0 <= e["staged"] < t1]
         if not ex:
             continue
-        ms = lambda t: (t - t0) * 1e3  # noqa: E731
+
+        def ms(t, t0=t0):
+            return (t - t0) * 1e3
         waits = sum(e["copied"] - e["start"] for e in ex) * 1e3
         nccl = [(e["reduced"] - e["copied"]) * 1e3 for e in ex]
         last = ex[-1]
@@ -176,7 +178,7 @@ def main():
         if args.trace:
             acc.synchronize()
             steps.append((t0, t_backward, time.perf_counter()))
-    if args.trace and step >= args.warmup:
+    if args.trace and len(steps) > args.warmup:
         print_trace(rank, steps[args.warmup:], args.warmup)
 
     if start is not None and rank == 0:

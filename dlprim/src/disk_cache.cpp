@@ -229,11 +229,13 @@ void DiskCache::store_value(const std::string& key, const std::string& value) {
   sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 2, value.c_str(), -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);
+  // The message before finalizing the statement, as the store above keeps it before its ROLLBACK.
+  std::string why = rc == SQLITE_DONE ? "" : std::string(sqlite3_errmsg(db)) + ", " +
+                                                 sqlite_code(sqlite3_extended_errcode(db));
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     read_only_ = true;
-    warn(std::string("kernel cache write failed (") + sqlite3_errmsg(db) + ", " +
-         sqlite_code(sqlite3_extended_errcode(db)) + "); tuning results will not be stored");
+    warn("kernel cache write failed (" + why + "); tuning results will not be stored");
   }
 }
 

@@ -4,7 +4,8 @@ The NCCL transport (_dist_nccl.py) runs NCCL's all-reduce kernels in a CUDA cont
 NVIDIA's OpenCL context on the same GPU. Kernels of two contexts do not run at once (the GPU time-slices between
 them); copy engines may. This probe times, on ocl:0 / cuda:0 in one process, an OpenCL load alone (fp32
 matmuls), each CUDA load alone, then the OpenCL load with each CUDA load at once: CUDA matmuls (kernels),
-device-to-device copies (copy engine), and copies to cuda:1 when there is one (NVLink). "both" close to the longer
+device-to-device copies (cudaMemcpyAsync: a copy engine, or the driver's copy kernel), and copies to cuda:1
+when there is one (NVLink). "both" close to the longer
 of the two alone: they overlap (1); close to the sum: they take turns (0). First, how fast OpenCL copies into and
 out of CUDA memory it imported (the transport's staging buffers), and with 2 GPUs whether ocl:0 can use memory of
 GPU 1 imported the same way (peer_import).
@@ -167,7 +168,7 @@ def main():
         print(peer_import(), flush=True)
     for name, ms in imported_copies().items():
         print(f"copy of 256 MiB, {name}: {ms:.3f} ms ({256 * 2**20 / ms / 1e6:.0f} GB/s)", flush=True)
-    loads = {"cuda matmuls (kernels)": cuda_matmuls(), "cuda d2d copies (copy engine)": cuda_copies()}
+    loads = {"cuda matmuls (kernels)": cuda_matmuls(), "cuda d2d copies (cudaMemcpyAsync)": cuda_copies()}
     if torch.cuda.device_count() > 1:
         loads["cuda copies to cuda:1 (peer)"] = cuda_copies("cuda:1")
     ocl = ocl_load()

@@ -4,11 +4,10 @@ The NCCL transport (_dist_nccl.py) runs NCCL's all-reduce kernels in a CUDA cont
 NVIDIA's OpenCL context on the same GPU. Kernels of two contexts do not run at once (the GPU time-slices between
 them); copy engines may. This probe times, on ocl:0 / cuda:0 in one process, an OpenCL load alone (fp32
 matmuls), each CUDA load alone, then the OpenCL load with each CUDA load at once: CUDA matmuls (kernels),
-device-to-device copies (cudaMemcpyAsync: a copy engine, or the driver's copy kernel), and copies to cuda:1
-when there is one (NVLink). "both" close to the longer
-of the two alone: they overlap (1); close to the sum: they take turns (0). First, how fast OpenCL copies into and
-out of CUDA memory it imported (the transport's staging buffers), and with 2 GPUs whether ocl:0 can use memory of
-GPU 1 imported the same way (peer_import).
+device-to-device copies (cudaMemcpyAsync: a copy engine, or the driver's copy kernel), and copies to cuda:1 when
+there is one (NVLink). "both" close to the longer of the two alone: they overlap (1); close to the sum: they take
+turns (0). First, how fast OpenCL copies into and out of CUDA memory it imported (the transport's staging
+buffers), and with 2 GPUs whether ocl:0 can use memory of GPU 1 imported the same way (peer_import).
 
 Run on the GPU machine: python3 scripts/probe_ctx_overlap.py (prints a table).
 """

@@ -19,27 +19,17 @@ import torch
 import pytorch_ocl  # noqa: F401  (registers ocl)
 
 
-def ocl_load(n=40, size=4096):
-    a = torch.randn(size, size, device="ocl")
-    b = torch.randn(size, size, device="ocl")
-    torch.ocl.synchronize()
+def matmuls(device, n, size=4096):
+    """A load of n float32 size^3 matmuls on `device` ("ocl" or "cuda"), waited for at its end."""
+    acc = getattr(torch, device)  # torch.ocl / torch.cuda: the same calls
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    acc.synchronize()
 
     def run():
         for _ in range(n):
             torch.mm(a, b)
-        torch.ocl.synchronize()
-    return run
-
-
-def cuda_matmuls(n=60, size=4096):
-    a = torch.randn(size, size, device="cuda")
-    b = torch.randn(size, size, device="cuda")
-    torch.cuda.synchronize()
-
-    def run():
-        for _ in range(n):
-            torch.mm(a, b)
-        torch.cuda.synchronize()
+        acc.synchronize()
     return run
 
 
@@ -167,10 +157,10 @@ def main():
         print(peer_import(), flush=True)
     for name, ms in imported_copies().items():
         print(f"copy of 256 MiB, {name}: {ms:.3f} ms ({256 * 2**20 / ms / 1e6:.0f} GB/s)", flush=True)
-    loads = {"cuda matmuls (kernels)": cuda_matmuls(), "cuda d2d copies (cudaMemcpyAsync)": cuda_copies()}
+    loads = {"cuda matmuls (kernels)": matmuls("cuda", 60), "cuda d2d copies (cudaMemcpyAsync)": cuda_copies()}
     if torch.cuda.device_count() > 1:
         loads["cuda copies to cuda:1 (peer)"] = cuda_copies("cuda:1")
-    ocl = ocl_load()
+    ocl = matmuls("ocl", 40)
     ocl()
     for fn in loads.values():
         fn()  # warm up

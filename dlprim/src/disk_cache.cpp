@@ -74,6 +74,10 @@ namespace {
 std::string sqlite_code(int extended) {
   return "SQLite code " + std::to_string(extended & 0xff) + "/" + std::to_string(extended);
 }
+// The connection's last error: its message and codes.
+std::string sqlite_error(sqlite3* db) {
+  return std::string(sqlite3_errmsg(db)) + ", " + sqlite_code(sqlite3_extended_errcode(db));
+}
 } // namespace
 
 DiskCache::DiskCache() {
@@ -156,8 +160,7 @@ bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary)
     binary->assign(p, p + n);
     found = true;
   } else if (rc != SQLITE_DONE) {
-    warn(std::string("kernel cache read failed: ") + sqlite3_errmsg(db) + " (" +
-         sqlite_code(sqlite3_extended_errcode(db)) + ")");
+    warn("kernel cache read failed (" + sqlite_error(db) + ")");
   }
   sqlite3_finalize(st);
   return found;
@@ -190,7 +193,7 @@ void DiskCache::store(const std::string& key, const std::vector<unsigned char>& 
   if (rc != SQLITE_DONE) {
     // The cause first: a ROLLBACK replaces the connection's message (a BEGIN refused because another process held
     // the database past the busy timeout was once reported as "cannot rollback - no transaction is active").
-    std::string why = std::string(sqlite3_errmsg(db)) + ", " + sqlite_code(sqlite3_extended_errcode(db));
+    std::string why = sqlite_error(db);
     if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
     read_only_ = true;  // warn once, then stop trying
     warn("kernel cache write failed (" + why + "); new kernels will not be stored");
@@ -230,8 +233,7 @@ void DiskCache::store_value(const std::string& key, const std::string& value) {
   sqlite3_bind_text(st, 2, value.c_str(), -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(st);
   // The message before finalizing the statement, as the store above keeps it before its ROLLBACK.
-  std::string why = rc == SQLITE_DONE ? "" : std::string(sqlite3_errmsg(db)) + ", " +
-                                                 sqlite_code(sqlite3_extended_errcode(db));
+  std::string why = rc == SQLITE_DONE ? "" : sqlite_error(db);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     read_only_ = true;

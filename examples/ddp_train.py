@@ -47,13 +47,13 @@ def small_cnn():
 
 
 def print_trace(rank, steps, first):
-    """--trace: per timed step, what its gradient all-reduces through NCCL waited for (pytorch_ocl.distributed.
-    nccl_trace), in ms from the step's start."""
-    from pytorch_ocl.distributed import nccl_trace
+    """--trace: per timed step, what its gradient all-reduces on the devices (peer memory or NCCL) waited for
+    (pytorch_ocl.distributed.device_trace), in ms from the step's start."""
+    from pytorch_ocl.distributed import device_trace
 
-    trace = nccl_trace()
+    trace = device_trace()
     if trace is None:
-        print(f"trace rank {rank}: the group's all-reduces do not go through NCCL (or tracing was off)", flush=True)
+        print(f"trace rank {rank}: the group's all-reduces do not run on the devices (or tracing was off)", flush=True)
         return
     for i, (t0, t_bwd, t1) in enumerate(steps):
         ex = [e for e in trace if t0 <= e["staged"] < t1]
@@ -63,12 +63,13 @@ def print_trace(rank, steps, first):
         def ms(t, t0=t0):
             return (t - t0) * 1e3
         waits = sum(e["copied"] - e["start"] for e in ex) * 1e3
-        nccl = [(e["reduced"] - e["copied"]) * 1e3 for e in ex]
+        exchange = [(e["reduced"] - e["copied"]) * 1e3 for e in ex]
         last = ex[-1]
         print(f"trace rank {rank} step {first + i}: {ms(t1):.1f} ms, backward enqueued by {ms(t_bwd):.1f}; "
               f"{len(ex)} all-reduces (gradient buckets, the loss) of {sum(e['bytes'] for e in ex) / 2**20:.1f} MiB: "
               f"the worker waited "
-              f"{waits:.1f} ms in all for the copies in, NCCL took {sum(nccl):.1f} ms in all (longest {max(nccl):.1f}); "
+              f"{waits:.1f} ms in all for the copies in, "
+              f"the exchange took {sum(exchange):.1f} ms in all (longest {max(exchange):.1f}); "
               f"the last one staged {ms(last['staged']):.1f}, copied {ms(last['copied']):.1f}, reduced "
               f"{ms(last['reduced']):.1f}, copied back {ms(last['back']):.1f}", flush=True)
 
@@ -123,7 +124,7 @@ def main():
     acc.set_device(local_rank % acc.device_count())
     device = torch.device(args.device, acc.current_device())
     if args.trace:
-        os.environ["PYTORCH_OCL_DIST_NCCL_TRACE"] = "1"  # read when the group is made
+        os.environ["PYTORCH_OCL_DIST_DEVICE_TRACE"] = "1"  # read when the group is made
     dist.init_process_group()
 
     torch.manual_seed(0)
@@ -182,14 +183,16 @@ def main():
         print_trace(rank, steps[args.warmup:], args.warmup)
 
     if start is not None and rank == 0:
-        # the ocl group's all-reduce transport: "nccl" (on the devices, NVIDIA), "shm" (shared memory between ranks
-        # of one host) or "gloo"
+        # the ocl group's all-reduce transport: "peer" (each GPU reads the others' memory) or "nccl" (on the
+        # devices, NVIDIA), "shm" (shared memory between ranks of one host) or "gloo"
         pg = dist.group.WORLD
         transport = f" through {pg.transport()}" if hasattr(pg, "transport") and world > 1 else ""
-        if transport and pg.transport() != "nccl":
-            from pytorch_ocl import _dist_nccl
+        if transport and pg.transport() != "peer":
+            from pytorch_ocl import _dist_nccl, _dist_peer
 
-            transport += f" (not NCCL: {_dist_nccl.refusal})" if _dist_nccl.refusal else ""
+            why = [f"not {name}: {mod.refusal}" for name, mod in (("peer", _dist_peer), ("NCCL", _dist_nccl))
+                   if mod.refusal and (name == "peer" or pg.transport() != "nccl")]
+            transport += f" ({'; '.join(why)})" if why else ""
         acc.synchronize()
         timed = args.steps - args.warmup
         rate = timed * args.batch * world / (time.perf_counter() - start)

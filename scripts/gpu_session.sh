@@ -52,8 +52,8 @@
 #   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
-#   bash scripts/gpu_session.sh ddp2_nccl     # (2-GPU kind) DDP through NCCL on the devices: tests, GPT-2 / resnet50 1 -> 2 GPUs, CUDA
-#   bash scripts/gpu_session.sh ddp2_nccl_more # (2-GPU kind, warm) NCCL exchange hidden by the backward (--comm), host path, resnet50 on CUDA
+#   bash scripts/gpu_session.sh ddp2_peer     # (2-GPU kind) DDP with each GPU reading the other's memory: tests, GPT-2 1 -> 2 GPUs (peer, NCCL), CUDA
+#   bash scripts/gpu_session.sh ddp2_peer_r50 # (2-GPU kind, warm) resnet50 1 -> 2 GPUs (peer), CUDA, all_reduce bandwidth vs NCCL
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -241,55 +241,6 @@ case "${1:-validate}" in
     unset TORCH_DEVICE_BACKEND_AUTOLOAD
     grep -h -E "throughput|check" "$out"/*.log
     ;;
-  ddp2_nccl)  # (2-GPU kind) issue 20 through NCCL on the devices (_dist_nccl.py: CUDA memory imported into OpenCL):
-    # the interop probe, the distributed tests on 2 GPUs, GPT-2 small and resnet50 on one GPU then two, CUDA's
-    # GPT-2 DDP in the same call, all_reduce bandwidth against NCCL's own
-    run cuda_interop 30 python3 scripts/probe_cuda_interop.py
-    run nccl_tests 100 python3 -m pytest -v -p no:cacheprovider -rf tests/test_distributed.py -k "nccl or example_under_torchrun"
-    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu 70 $tr examples/ddp_train.py $gargs
-    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
-    run r50_ocl_2gpu 90 $tr examples/ddp_train.py $rargs
-    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
-    run gpt2_cuda_1gpu 45 python3 examples/ddp_train.py $gargs --device cuda
-    run gpt2_cuda_2gpu 45 $tr examples/ddp_train.py $gargs --device cuda
-    unset TORCH_DEVICE_BACKEND_AUTOLOAD
-    grep -h -E "throughput|check" "$out"/*.log
-    run allreduce_bw 60 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
-    ;;
-  ddp2_overlap)  # (2-GPU kind, first call) whether NCCL's kernels and the OpenCL backward take turns on a GPU: the
-    # contexts probe, then GPT-2 small overlapped with torch's 25 MB buckets (the worker's waits in the drivers, then
-    # polled), with one bucket, and traced (each all-reduce's stages against the step; without exchange it scales at
-    # 0.97-0.98: 2x H200, 952268e)
-    run ctx_overlap 90 python3 scripts/probe_ctx_overlap.py
-    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu 60 $tr examples/ddp_train.py $gargs
-    PYTORCH_OCL_DIST_NCCL_POLL_US=100 run gpt2_ocl_2gpu_poll 60 $tr examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu_1bucket 60 $tr examples/ddp_train.py $gargs --bucket-mb 1000
-    run gpt2_ocl_2gpu_trace 60 $tr examples/ddp_train.py $gargs --trace
-    grep -h -E "throughput|check|past its|^trace" "$out"/*.log
-    ;;
-  ddp2_r50)  # (2-GPU kind, warm after ddp2_overlap) resnet50 1 -> 2 GPUs (its 2-GPU runs were slow or cut on
-    # 3 of 4 leases), with one bucket too; all_reduce bandwidth with the warnings shown
-    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
-    run r50_ocl_2gpu 150 $tr examples/ddp_train.py $rargs
-    run r50_ocl_2gpu_1bucket 90 $tr examples/ddp_train.py $rargs --bucket-mb 1000
-    grep -h -E "throughput|check|past its" "$out"/*.log
-    bars='it/s\]|s/it\]|size/s\]'
-    run allreduce_bw 100 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
-    ;;
-  ddp2_nccl_more)  # (2-GPU kind, warm after ddp2_nccl) how much of the NCCL exchange the backward hides (--comm
-    # waited / none), the same 2-GPU runs with the host path (PYTORCH_OCL_DIST_NCCL=0), resnet50's CUDA DDP
-    run gpt2_ocl_2gpu_waited 70 $tr examples/ddp_train.py $gargs --comm waited
-    run gpt2_ocl_2gpu_none 70 $tr examples/ddp_train.py $gargs --comm none
-    PYTORCH_OCL_DIST_NCCL=0 run gpt2_ocl_2gpu_host 70 $tr examples/ddp_train.py $gargs
-    run r50_ocl_2gpu_waited 60 $tr examples/ddp_train.py $rargs --comm waited
-    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
-    run r50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
-    run r50_cuda_2gpu 50 $tr examples/ddp_train.py $rargs --device cuda
-    unset TORCH_DEVICE_BACKEND_AUTOLOAD
-    grep -h -E "throughput|check" "$out"/*.log
-    ;;
   ddp2_more)  # (2-GPU kind, warm after ddp2_scaling) resnet50 on ocl, gloo lanes, all_reduce bandwidth vs NCCL
     run r50_ocl_1gpu 120 python3 examples/ddp_train.py $rargs
     run r50_ocl_2gpu 70 $tr examples/ddp_train.py $rargs
@@ -300,6 +251,31 @@ case "${1:-validate}" in
       PYTORCH_OCL_DIST_SHM=0 PYTORCH_OCL_GLOO_LANES=$k run gpt2_ocl_2gpu_lanes$k 60 $tr examples/ddp_train.py $gargs
     done
     grep -h -E "throughput|check" "$out"/*.log
+    ;;
+  ddp2_peer)  # (2-GPU kind, first call) issue 20 through peer memory (_dist_peer.py: each GPU reads the other's
+    # buffers in its own OpenCL context, no CUDA kernels): the distributed tests on 2 GPUs (peer and NCCL), GPT-2
+    # small on one GPU then two (traced: each all-reduce's stages against the step), the NCCL transport for
+    # comparison, CUDA's DDP in the same call
+    run dist_tests 120 python3 -m pytest -v -p no:cacheprovider -rf tests/test_distributed.py -k "peer or nccl or torchrun"
+    run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
+    run gpt2_ocl_2gpu_peer 60 $tr examples/ddp_train.py $gargs --trace
+    PYTORCH_OCL_DIST_PEER=0 run gpt2_ocl_2gpu_nccl 60 $tr examples/ddp_train.py $gargs
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
+    run gpt2_cuda_1gpu 45 python3 examples/ddp_train.py $gargs --device cuda
+    run gpt2_cuda_2gpu 45 $tr examples/ddp_train.py $gargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
+    grep -h -E "throughput|check|past its|^trace rank 0" "$out"/*.log
+    ;;
+  ddp2_peer_r50)  # (2-GPU kind, warm after ddp2_peer) resnet50 1 -> 2 GPUs through peer memory, CUDA's DDP, then
+    # all_reduce bandwidth of the ocl group (peer memory) against NCCL's own
+    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
+    run r50_ocl_2gpu_peer 90 $tr examples/ddp_train.py $rargs
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
+    run r50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
+    run r50_cuda_2gpu 50 $tr examples/ddp_train.py $rargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
+    grep -h -E "throughput|check|past its" "$out"/*.log
+    run allreduce_bw 100 python3 benchmarks/distributed.py --ref nccl --max-mib 256 --iters 3 --out "$out/distributed.md"
     ;;
   cold30)  # first thing on a fresh machine: GPT-2 small's real first step (driver cache on, empty), speculation
     # on then off (each with its own empty NVIDIA cache)

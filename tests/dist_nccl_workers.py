@@ -1,7 +1,8 @@
-"""Per-rank bodies for the device-side all-reduce of _dist_nccl.py (tests/test_distributed.py), emulated on a CPU
-OpenCL device (PYTORCH_OCL_DIST_NCCL=emulate: host memory the device uses in place for CUDA's, gloo for NCCL),
-which runs every step of the NVIDIA transport but NCCL's own call: staging copies on the caller's stream, the
-worker's event waits, the buffer pool and its reuse, the copy back in stream order."""
+"""Per-rank bodies for the device-side all-reduces of _dist_nccl.py and _dist_peer.py (tests/test_distributed.py),
+emulated on a CPU OpenCL device (PYTORCH_OCL_DIST_NCCL / _PEER=emulate: host memory the device uses in place for
+CUDA's; gloo for NCCL), which runs every step of the NVIDIA transports but NCCL's own call: staging copies, the
+worker's event waits, the buffer pool and its reuse, the peers' buffer exchange and control words, the results in
+stream order."""
 import datetime
 import os
 
@@ -14,15 +15,18 @@ import pytorch_ocl  # noqa: F401  (the ocl device and the "ocl_gloo" backend)
 from dist_workers import DEV, _env
 
 
-def emulated(rank, world, port):
+def emulated(rank, world, port, transport="nccl"):
+    """`transport`: "nccl" (_dist_nccl.py, gloo in NCCL's place) or "peer" (_dist_peer.py: every rank's buffers
+    in memfd shared memory that each rank's CPU device uses in place, the exchange and control words as on GPUs)."""
     _env(rank, world, port)
-    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate"
+    os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
+    os.environ["PYTORCH_OCL_DIST_PEER"] = "emulate" if transport == "peer" else "0"
     os.environ["PYTORCH_OCL_DIST_NCCL_POLL_US"] = "20"  # the worker's polled waits (test_ddp_matches_single_process
     # [nccl] takes the default, waits in the driver)
     dist.init_process_group("cpu:gloo,ocl:ocl_gloo", timeout=datetime.timedelta(seconds=60))
     pg = dist.group.WORLD
-    assert pg.transport() == "nccl", pg.transport()
-    link = pg._nccl
+    assert pg.transport() == transport, pg.transport()
+    link = pg._device_link
     W = world
     gen = torch.Generator().manual_seed(1)
     # (values on each rank, op, what every rank gets): contiguous, transposed, sliced, broadcast-expanded
@@ -88,7 +92,9 @@ def emulated(rank, world, port):
         for i, t in enumerate(ts):
             expect = sum(float(r + 1 + i) for r in range(W)) * W ** rounds
             assert_close(t.cpu(), torch.full_like(t.cpu(), expect), msg=f"in flight {i} round {rounds}")
-    assert len(link._all) <= len(sizes), len(link._all)
+    # (peer: buffer 0 is the setup's check)
+    pool = link._all if transport == "nccl" else link._buffers
+    assert len(pool) <= len(sizes) + (transport == "peer"), len(pool)
     # an empty tensor: nothing to stage (left to the host path, which returns it as it is)
     e = torch.empty(0, device=DEV)
     dist.all_reduce(e)

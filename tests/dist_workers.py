@@ -38,13 +38,16 @@ def _env(rank, world, port):
 
 
 def _transport_env(rank, transport):
-    """The ocl all-reduce transport the group made next will use: "shm", "gloo", or "nccl" (emulated on a CPU
-    device; on GPUs NCCL itself, a GPU per rank, which this rank's DEV then names)."""
+    """The ocl all-reduce transport the group made next will use: "shm", "gloo", "peer" or "nccl" (the last two
+    emulated on a CPU device; on GPUs the real ones, a GPU per rank, which this rank's DEV then names). "peer"
+    needs the shared-memory segment (its control words)."""
     global DEV
-    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport == "shm"))
+    on_devices = transport in ("peer", "nccl")
+    os.environ["PYTORCH_OCL_DIST_SHM"] = str(int(transport in ("shm", "peer")))
+    os.environ["PYTORCH_OCL_DIST_PEER"] = "emulate" if transport == "peer" else "0"
     os.environ["PYTORCH_OCL_DIST_NCCL"] = "emulate" if transport == "nccl" else "0"
-    if transport == "nccl" and torch.ocl.get_device_properties(0).type != "cpu":
-        os.environ["PYTORCH_OCL_DIST_NCCL"] = "1"
+    if on_devices and torch.ocl.get_device_properties(0).type != "cpu":
+        os.environ["PYTORCH_OCL_DIST_PEER" if transport == "peer" else "PYTORCH_OCL_DIST_NCCL"] = "1"
         DEV = f"ocl:{rank}"
         torch.ocl.set_device(rank)
 
@@ -306,8 +309,9 @@ def _train(model, x, y, lr=0.1):
 def ddp(rank, world, port, transport, per_rank=2):
     """5 SGD steps with DDP on each rank's share equal single-process training on the global batch,
     once with DDP's built-in allreduce and once through a comm hook (which uses the Work's future)
-    with gradient_as_bucket_view; all-reduces through `transport` ("shm": shared memory, "gloo", or "nccl": the
-    device-side staging of _dist_nccl.py, emulated with host memory and gloo on a CPU device)."""
+    with gradient_as_bucket_view; all-reduces through `transport` ("shm": shared memory, "gloo", "peer": the
+    device-side exchange of _dist_peer.py, or "nccl": the device-side staging of _dist_nccl.py; both emulated with
+    host memory on a CPU device)."""
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 

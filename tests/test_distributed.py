@@ -102,19 +102,23 @@ def test_group_of_one_reduces_on_the_device():
     _spawn(dist_workers.alone, 1)
 
 
-@pytest.mark.parametrize("transport", ["shm", "gloo", "nccl"])
+@pytest.mark.parametrize("transport", ["shm", "gloo", "peer", "nccl"])
 def test_ddp_matches_single_process(transport):
-    if transport == "nccl" and not _cpu_device() and (torch.ocl.device_count() < 2 or torch.cuda.device_count() < 2):
-        pytest.skip("NCCL needs a GPU per rank (2 GPUs); on a CPU device (PoCL) the transport runs emulated")
+    if transport in ("peer", "nccl") and not _cpu_device() and (
+            torch.ocl.device_count() < 2 or torch.cuda.device_count() < 2):
+        pytest.skip(f"{transport} needs a GPU per rank (2 GPUs); on a CPU device (PoCL) the transport runs emulated")
     _spawn(dist_workers.ddp, 2, transport)
 
 
-def test_device_side_allreduce_emulated():
-    """_dist_nccl.py's staging, pool and stream order, every dtype and op it takes (and those it leaves to gloo),
-    strided tensors, several in flight: NCCL's place taken by gloo on host memory the CPU device uses in place."""
+@pytest.mark.parametrize("transport,world", [("nccl", 2), ("peer", 3)])
+def test_device_side_allreduce_emulated(transport, world):
+    """_dist_nccl.py's staging, pool and stream order (NCCL's place taken by gloo), and _dist_peer.py's buffer
+    exchange, control words and rank-order reduction (3 ranks: each reads two others), on host memory the CPU
+    device uses in place: every dtype and op they take (and those they leave to the host path), strided tensors,
+    several in flight."""
     if not _cpu_device():
         pytest.skip("the emulation needs a CPU device (PoCL)")
-    _spawn(dist_nccl_workers.emulated, 2)
+    _spawn(dist_nccl_workers.emulated, world, transport)
 
 
 def _cpu_device():
@@ -145,19 +149,19 @@ def test_example_bf16_compress_under_torchrun():
 
 def test_example_gpt2_under_torchrun():
     """--model gpt2: transformers' GPT2LMHeadModel (tiny config, random tokens) under DDP, its gradients through the
-    NCCL transport (emulated on a CPU device), --trace printing each rank's timeline of the timed steps'
+    peer-memory transport (emulated on a CPU device), --trace printing each rank's timeline of the timed steps'
     all-reduces."""
     pytest.importorskip("transformers")
     cpu = _cpu_device()
     out = _torchrun_example("--model", "gpt2", "--batch", "2", "--seq-len", "16", "--vocab", "64", "--n-layer", "1",
                             "--n-embd", "32", "--n-head", "2", "--warmup", "1", "--trace",
-                            env={"PYTORCH_OCL_DIST_NCCL": "emulate"} if cpu else None)
+                            env={"PYTORCH_OCL_DIST_PEER": "emulate"} if cpu else None)
     assert "tokens/s" in out, out
     if cpu or (torch.ocl.device_count() >= 2 and torch.cuda.device_count() >= 2):
-        assert "through nccl" in out, out
+        assert "through peer" in out, out
         for rank in (0, 1):
             for step in (1, 2):
-                assert f"trace rank {rank} step {step}: " in out and "NCCL took" in out, out
+                assert f"trace rank {rank} step {step}: " in out and "the exchange took" in out, out
 
 
 def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):

@@ -42,7 +42,7 @@ ENV_VARS = (
     ("PYTORCH_OCL_GLOO_LANES", "ocl_gloo: parallel gloo groups per large all_reduce (default min(4, CPUs / local ranks); 1: one)"),
     ("PYTORCH_OCL_DIST_NCCL", "ocl_gloo: 0 keeps all-reduces on the host path (default 1: through NCCL on the devices "
                               "where every rank's NVIDIA GPU imports CUDA memory); emulate: tests on CPU devices"),
-    ("PYTORCH_OCL_DIST_NCCL_TRACE", "ocl_gloo NCCL transport: 1 records each all-reduce's stage times (pytorch_ocl.distributed.nccl_trace)"),
+    ("PYTORCH_OCL_DIST_DEVICE_TRACE", "ocl_gloo NCCL transport: 1 records each all-reduce's stage times (pytorch_ocl.distributed.device_trace)"),
     ("PYTORCH_OCL_DIST_NCCL_POLL_US", "ocl_gloo NCCL transport: n > 0 polls the device events every n microseconds instead of waiting in the driver (default 0)"),
     ("PYTORCH_OCL_DIST_SHM", "ocl_gloo: 0 keeps gloo for ranks on one host (default 1: shared-memory all_reduce)"),
     ("PYTORCH_OCL_DIST_SHM_SETS", "ocl_gloo shared memory: slot sets, pieces in flight up to 3 (default 3; 1: one at a time)"),

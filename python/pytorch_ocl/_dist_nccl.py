@@ -240,14 +240,16 @@ def _with_op(opts, op):
 class Link:
     """A group's device-side all-reduce for ocl tensors on one device (see the module comment)."""
 
+    name = "nccl"  # the group's transport() (emulated too)
+
     def __init__(self, peer, ocl_index):
         self.peer, self.device = peer, torch.device("ocl", ocl_index)
         self._free = []  # _Buffers not in use, smallest first
         self._all = []
         self._lock = threading.Lock()
-        # PYTORCH_OCL_DIST_NCCL_TRACE=1: per all-reduce, host times (perf_counter) of its stages, for a timeline of
+        # PYTORCH_OCL_DIST_DEVICE_TRACE=1: per all-reduce, host times (perf_counter) of its stages, for a timeline of
         # the exchange against the training step (examples/ddp_train.py --trace)
-        self.trace = [] if os.environ.get("PYTORCH_OCL_DIST_NCCL_TRACE") == "1" else None
+        self.trace = [] if os.environ.get("PYTORCH_OCL_DIST_DEVICE_TRACE") == "1" else None
         _links.add(self)
 
     def supports(self, t, red_kind):

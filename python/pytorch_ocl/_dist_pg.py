@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 from torch._C._distributed_c10d import _create_work_from_future
 
-from . import _dist_async, _dist_lanes, _dist_nccl, _dist_shm, _dist_shm_stages
+from . import _dist_async, _dist_lanes, _dist_nccl, _dist_peer, _dist_shm, _dist_shm_stages
 
 _R = dist.ReduceOp.RedOpType
 # Ops gloo runs itself; AVG and PREMUL_SUM become SUM plus a host-side step (gloo has neither).
@@ -270,24 +270,28 @@ class OclGlooProcessGroup(dist.ProcessGroup):
         self._worker = _dist_async.Worker()  # runs every collective's gloo part, in order (_dist_async.py)
         # extra gloo groups for large all-reduces, made at the first one (_dist_lanes.py)
         self._lanes = _dist_lanes.Lanes(store, rank, world_size, timeout, self._gloo)
-        # all-reduces of ocl tensors through NCCL on the devices where every rank's GPU can (_dist_nccl.py)
-        self._nccl = _dist_nccl.setup(store, rank, world_size, timeout, self._gloo)
         # all-reduces of ocl tensors through shared memory when every rank is on this host (_dist_shm.py)
         self._shm = _dist_shm.setup(store, rank, world_size, timeout)
+        # all-reduces of ocl tensors on the devices: each GPU reading the others' memory where every rank's can
+        # (_dist_peer.py; its control words are the shared-memory segment's), else NCCL (_dist_nccl.py)
+        self._device_link = (_dist_peer.setup(store, rank, world_size, timeout, self._shm)
+                             or _dist_nccl.setup(store, rank, world_size, timeout, self._gloo))
         _route_allgather_base()
 
     def getBackendName(self):
         return "ocl_gloo"
 
     def transport(self):
-        """What carries this group's all-reduces of ocl tensors: "nccl" (_dist_nccl.py), "shm" (_dist_shm.py)
-        or "gloo"."""
-        return "nccl" if self._nccl is not None else "shm" if self._shm is not None else "gloo"
+        """What carries this group's all-reduces of ocl tensors: "peer" (_dist_peer.py), "nccl" (_dist_nccl.py),
+        "shm" (_dist_shm.py) or "gloo"."""
+        if self._device_link is not None:
+            return self._device_link.name
+        return "shm" if self._shm is not None else "gloo"
 
     def shutdown(self):  # destroy_process_group: the staging buffers and shared-memory segment go, then gloo's part
         self._worker.close(timeout=30)
-        if self._nccl is not None:
-            self._nccl.close()
+        if self._device_link is not None:
+            self._device_link.close()
         if self._shm is not None:
             self._shm.close()
         super().shutdown()
@@ -320,9 +324,10 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return self._allreduce_alone(tensors, red)
         gloo_opts = _opts(c10d.AllreduceOptions, opts, reduceOp=red.gloo_op)
         keep = _keep()
-        # NCCL on the devices (_dist_nccl.py): copies into its staging buffers enqueued here; the rest below
+        # on the devices (_dist_peer.py, _dist_nccl.py): NCCL's copies into its staging buffers enqueued here; the
+        # rest below
         tensors_all = tensors
-        nccl, tensors = _dist_nccl.stage_all(self._nccl, tensors, red.kind,
+        nccl, tensors = _dist_nccl.stage_all(self._device_link, tensors, red.kind,
                                              _opts(c10d.AllreduceOptions, opts, reduceOp=opts.reduceOp))
         # shared memory's pieces, cut here: the chunk size the reads were cut with (every rank the same)
         shm = [self._shm.pieces(t.numel(), t.element_size(), _dist_async.CHUNK_BYTES)
@@ -350,7 +355,7 @@ class OclGlooProcessGroup(dist.ProcessGroup):
             return finish
 
         def job(worker):
-            _dist_nccl.run_all(self._nccl, worker, nccl)
+            _dist_nccl.run_all(self._device_link, worker, nccl)
             for t, st, pieces in zip(tensors, staged, shm):
                 if isinstance(st, _dist_shm_stages.StagedRead):
                     _dist_shm_stages.run(self._shm, worker, st, red)

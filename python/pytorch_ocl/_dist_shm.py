@@ -74,8 +74,12 @@ MAX_THREADS = 8  # the copies and reductions are bound by memory bandwidth well 
 SLOT_BYTES = 4 << 20  # default per rank and set; a piece is at most this (and at most _dist_async.CHUNK_BYTES)
 _LINE = 16  # u32 words of control per rank and set (64 bytes: one cache line)
 _ARRIVE, _REDUCED, _OUT, _DESC = 0, 1, 2, 3  # word offsets in a line; the descriptor takes 5 words
-_FIELD = {_ARRIVE: "arrival", _REDUCED: "reduction", _OUT: "copy-out"}
-_POLL_S = 0.1  # how often a waiter checks the deadline and the peers' processes
+# words of set 0's lines that the peer-memory transport uses (_dist_peer.py): its copy-in and reduction
+# sequence words, then a descriptor of 4 words
+PEER_READY, PEER_DONE, _PEER_DESC = 8, 9, 10
+_FIELD = {_ARRIVE: "arrival", _REDUCED: "reduction", _OUT: "copy-out", PEER_READY: "peer-memory copy-in",
+          PEER_DONE: "peer-memory reduction"}
+_POLL_S = POLL_S = 0.1  # how often a waiter checks the deadline and the peers' processes
 
 _R = dist.ReduceOp.RedOpType
 _DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
@@ -353,6 +357,25 @@ class Transport:
             # kept without its traceback, whose frames hold staging buffers (waited for at exit: _dist_pg)
             self.error = dist.DistBackendError(str(e) if isinstance(e, dist.DistBackendError) else f"ocl_gloo: {e!r}")
             raise
+
+    # ---- the peer-memory transport's words (_dist_peer.py), on the worker too --------------------------
+
+    def post_peer(self, field, q, desc=()):
+        """This rank's descriptor words (if any), then its word `field` = q."""
+        def stage():
+            base = self._line(self.rank, 0) + _PEER_DESC
+            for i, v in enumerate(desc):
+                self._words[base + i] = v
+            self._post(0, field, q)
+        self._guarded(stage)
+
+    def wait_peer(self, field, q):
+        """Until every other rank's word `field` has reached q."""
+        self._guarded(lambda: self._wait_all(0, field, q))
+
+    def peer_desc(self, rank, n):
+        base = self._line(rank, 0) + _PEER_DESC
+        return tuple(self._words[base:base + n])
 
     def _line(self, rank, s):
         return (rank * self.sets + s) * _LINE

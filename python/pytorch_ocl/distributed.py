@@ -85,16 +85,16 @@ def shm_trace(group=None):
     return shm.trace if shm is not None else None
 
 
-def nccl_trace(group=None):
+def device_trace(group=None):
     """The list of `group`'s all-reduces through NCCL on the devices (default: the world group) with each one's
     host times (time.perf_counter) of its stages: "staged" (the copy into the staging buffer enqueued by the
     caller), "start" (the group's worker took it), "copied" (that copy ran on the device), "reduced" (NCCL's
-    all-reduce done), "back" (the copy back enqueued), and "bytes"; recorded when PYTORCH_OCL_DIST_NCCL_TRACE=1
+    all-reduce done), "back" (the copy back enqueued), and "bytes"; recorded when PYTORCH_OCL_DIST_DEVICE_TRACE=1
     was set before the group was made, else None (also when the group does not go through NCCL)."""
     import torch.distributed as dist
 
     pg = group if group is not None else dist.group.WORLD
-    link = getattr(pg, "_nccl", None)
+    link = getattr(pg, "_device_link", None)
     return link.trace if link is not None else None
 
 

@@ -99,4 +99,12 @@ def emulated(rank, world, port, transport="nccl"):
     e = torch.empty(0, device=DEV)
     dist.all_reduce(e)
     assert e.numel() == 0
+    if transport == "peer":
+        # ranks that call different all-reduces raise (not mix data), as do the group's later ones
+        for n in (10 + rank, 10):
+            try:
+                dist.all_reduce(torch.ones(n, device=DEV))
+                raise AssertionError("an all_reduce after mismatched calls returned")
+            except dist.DistBackendError as e:
+                assert "different all_reduces" in str(e), e
     dist.destroy_process_group()

@@ -40,10 +40,12 @@ ENV_VARS = (
     ("PYTORCH_OCL_LINALG_ON_CHIP", "0/1: blocked Cholesky's diagonal blocks, LU's leaves and small triangular solves on chip or not (default: Cholesky on, the others on GPUs)"),
     ("PYTORCH_OCL_EIGH_QL_SWEEPS", "QL sweeps per eigenvalue before eigh raises its failure to converge (default 60)"),
     ("PYTORCH_OCL_GLOO_LANES", "ocl_gloo: parallel gloo groups per large all_reduce (default min(4, CPUs / local ranks); 1: one)"),
+    ("PYTORCH_OCL_DIST_PEER", "ocl_gloo: 0 leaves all-reduces to NCCL or the host path (default 1: each GPU of one host "
+                              "reads the others' memory, no CUDA kernels); emulate: tests on CPU devices"),
     ("PYTORCH_OCL_DIST_NCCL", "ocl_gloo: 0 keeps all-reduces on the host path (default 1: through NCCL on the devices "
                               "where every rank's NVIDIA GPU imports CUDA memory); emulate: tests on CPU devices"),
-    ("PYTORCH_OCL_DIST_DEVICE_TRACE", "ocl_gloo NCCL transport: 1 records each all-reduce's stage times (pytorch_ocl.distributed.device_trace)"),
-    ("PYTORCH_OCL_DIST_NCCL_POLL_US", "ocl_gloo NCCL transport: n > 0 polls the device events every n microseconds instead of waiting in the driver (default 0)"),
+    ("PYTORCH_OCL_DIST_DEVICE_TRACE", "ocl_gloo peer-memory / NCCL transport: 1 records each all-reduce's stage times (pytorch_ocl.distributed.device_trace)"),
+    ("PYTORCH_OCL_DIST_NCCL_POLL_US", "ocl_gloo peer-memory / NCCL transport: n > 0 polls the device events every n microseconds instead of waiting in the driver (default 0)"),
     ("PYTORCH_OCL_DIST_SHM", "ocl_gloo: 0 keeps gloo for ranks on one host (default 1: shared-memory all_reduce)"),
     ("PYTORCH_OCL_DIST_SHM_SETS", "ocl_gloo shared memory: slot sets, pieces in flight up to 3 (default 3; 1: one at a time)"),
     ("PYTORCH_OCL_DIST_SHM_PIECE_KIB", "ocl_gloo shared memory: largest piece in KiB (default and at most 4096)"),

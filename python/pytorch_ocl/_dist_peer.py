@@ -138,6 +138,7 @@ class PeerLink:
         self._buffers = []
         self._seq = 0  # all-reduces run (the READY / DONE words hold it modulo 2**32)
         self._closing = False
+        self.error = None  # the first failure, raised again by every later all-reduce
         self.trace = [] if os.environ.get("PYTORCH_OCL_DIST_DEVICE_TRACE") == "1" else None
         _dist_nccl._links.add(self)  # closed at exit before the CUDA driver frees its memory
 
@@ -160,6 +161,15 @@ class PeerLink:
     # ---- the worker's side --------------------------------------------------------------------------------
 
     def run(self, worker, t, staged_at, opts):
+        if self.error is not None:  # the ranks' sequence numbers may differ after a failure: never mix data
+            raise self.error
+        try:
+            self._run(worker, t, staged_at, opts)
+        except BaseException as e:
+            self.error = e if isinstance(e, dist.DistBackendError) else dist.DistBackendError(f"ocl_gloo: {e!r}")
+            raise self.error from None
+
+    def _run(self, worker, t, staged_at, opts):
         start = time.perf_counter()
         kind = opts.reduceOp.op if isinstance(opts.reduceOp, dist.ReduceOp) else opts.reduceOp
         self._seq += 1
@@ -172,17 +182,17 @@ class PeerLink:
             views[self.rank].view(t.shape).copy_(t)
         _dist_nccl._wait(_record(side))
         copied = time.perf_counter()
-        desc = (nbytes & 0xFFFFFFFF, nbytes >> 32, _DTYPES.index(t.dtype), list(_COMBINE).index(kind)
-                if kind in _COMBINE else len(_COMBINE))
+        op = list(_COMBINE).index(kind) if kind in _COMBINE else len(_COMBINE)
+        desc = (nbytes & 0xFFFFFFFF, nbytes >> 32, _DTYPES.index(t.dtype) << 8 | op)
         self.shm.post_peer(_dist_shm.PEER_READY, s, desc)
         self._wait(_dist_shm.PEER_READY, s)
         for p in range(self.world):
-            theirs = self.shm.peer_desc(p, len(desc))
+            theirs = self.shm.peer_desc(p, s)
             if theirs != desc:
                 raise dist.DistBackendError(
                     f"ocl_gloo: ranks called different all_reduces (peer memory, all-reduce {s}: rank {self.rank} "
-                    f"{t.numel()} x {t.dtype}, {kind}; descriptors (bytes low, high, dtype, op): rank {p} {theirs}, "
-                    f"rank {self.rank} {desc})")
+                    f"{t.numel()} x {t.dtype}, {kind}; descriptors (bytes low, high, dtype << 8 | op): rank {p} "
+                    f"{theirs}, rank {self.rank} {desc})")
         with torch.ocl.stream(side):
             out = t.view(-1) if t.is_contiguous() else torch.empty(t.numel(), dtype=t.dtype, device=self.device)
             combine = _COMBINE.get(kind, torch.add)

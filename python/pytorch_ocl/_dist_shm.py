@@ -75,8 +75,9 @@ SLOT_BYTES = 4 << 20  # default per rank and set; a piece is at most this (and a
 _LINE = 16  # u32 words of control per rank and set (64 bytes: one cache line)
 _ARRIVE, _REDUCED, _OUT, _DESC = 0, 1, 2, 3  # word offsets in a line; the descriptor takes 5 words
 # words of set 0's lines that the peer-memory transport uses (_dist_peer.py): its copy-in and reduction
-# sequence words, then a descriptor of 4 words
-PEER_READY, PEER_DONE, _PEER_DESC = 8, 9, 10
+# sequence words, then two descriptors of 3 words (all-reduce s uses s mod 2: a rank may post s + 1's while a
+# slower one still reads s's, never further ahead)
+PEER_READY, PEER_DONE, _PEER_DESC, PEER_DESC_WORDS = 8, 9, 10, 3
 _FIELD = {_ARRIVE: "arrival", _REDUCED: "reduction", _OUT: "copy-out", PEER_READY: "peer-memory copy-in",
           PEER_DONE: "peer-memory reduction"}
 _POLL_S = POLL_S = 0.1  # how often a waiter checks the deadline and the peers' processes
@@ -361,10 +362,10 @@ class Transport:
     # ---- the peer-memory transport's words (_dist_peer.py), on the worker too --------------------------
 
     def post_peer(self, field, q, desc=()):
-        """This rank's descriptor words (if any), then its word `field` = q."""
+        """This rank's descriptor of q (at most PEER_DESC_WORDS words, if any), then its word `field` = q."""
         def stage():
-            base = self._line(self.rank, 0) + _PEER_DESC
-            for i, v in enumerate(desc):
+            base = self._line(self.rank, 0) + _PEER_DESC + (q & 1) * PEER_DESC_WORDS
+            for i, v in enumerate(desc[:PEER_DESC_WORDS]):
                 self._words[base + i] = v
             self._post(0, field, q)
         self._guarded(stage)
@@ -373,9 +374,10 @@ class Transport:
         """Until every other rank's word `field` has reached q."""
         self._guarded(lambda: self._wait_all(0, field, q))
 
-    def peer_desc(self, rank, n):
-        base = self._line(rank, 0) + _PEER_DESC
-        return tuple(self._words[base:base + n])
+    def peer_desc(self, rank, q):
+        """The descriptor that `rank` posted with all-reduce q."""
+        base = self._line(rank, 0) + _PEER_DESC + (q & 1) * PEER_DESC_WORDS
+        return tuple(self._words[base:base + PEER_DESC_WORDS])
 
     def _line(self, rank, s):
         return (rank * self.sets + s) * _LINE

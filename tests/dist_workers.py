@@ -481,7 +481,7 @@ def fsdp(rank, world, port, ckpt_dir, per_rank=2):
 def dead_peer(rank, world, port, result_dir, mode, transport):
     """Rank `world - 1` is SIGKILLed (mode "kill") or never joins the collective (mode "hang");
     the others must raise within the 5 s timeout instead of waiting forever. The all-reduces go through
-    `transport` ("shm": shared memory, or "gloo")."""
+    `transport` ("shm": shared memory, "gloo", or "peer": _dist_peer.py, emulated on a CPU device)."""
     _env(rank, world, port)
     _transport_env(rank, transport)
     t = _full(1.0)

@@ -169,7 +169,7 @@ def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):
 
 
 # gloo's own timeout ("hang" through gloo) is gloo's mechanism, unchanged by ours: not rerun, to keep CI short
-@pytest.mark.parametrize("mode,transport", [("kill", "shm"), ("hang", "shm"), ("kill", "gloo")])
+@pytest.mark.parametrize("mode,transport", [("kill", "shm"), ("hang", "shm"), ("kill", "gloo"), ("kill", "peer")])
 def test_missing_rank_fails_instead_of_hanging(tmp_path, mode, transport):
     world = 3
     procs = _spawn(dist_workers.dead_peer, world, str(tmp_path), mode, transport, join=False)
@@ -184,7 +184,7 @@ def test_missing_rank_fails_instead_of_hanging(tmp_path, mode, transport):
         seconds, outcome = (tmp_path / f"rank{rank}").read_text().split("\n", 1)
         assert outcome.startswith("RuntimeError") or outcome.startswith("DistBackendError"), outcome
         assert float(seconds) < 30, (seconds, outcome)
-        if mode == "kill" and transport == "shm":  # seen through /proc, not by the timeout
+        if mode == "kill" and transport in ("shm", "peer"):  # seen through /proc, not by the timeout
             assert "has exited" in outcome, outcome
         if mode == "hang":
             assert "timed out" in outcome.lower(), outcome

@@ -72,6 +72,12 @@ def print_trace(rank, steps, first):
               f"the exchange took {sum(exchange):.1f} ms in all (longest {max(exchange):.1f}); "
               f"the last one staged {ms(last['staged']):.1f}, copied {ms(last['copied']):.1f}, reduced "
               f"{ms(last['reduced']):.1f}, copied back {ms(last['back']):.1f}", flush=True)
+        if "peers" in last:  # peer memory: the longest exchange split into the wait for the other ranks' copies in
+            # and the reduction (on the device, behind what the worker's queue holds)
+            e = max(ex, key=lambda e: e["reduced"] - e["copied"])
+            print(f"trace rank {rank} step {first + i}: longest exchange, all-reduce {ex.index(e) + 1} of {len(ex)} "
+                  f"({e['bytes'] / 2**20:.1f} MiB): staged {ms(e['staged']):.1f}, copied {ms(e['copied']):.1f}, "
+                  f"the other ranks ready {ms(e['peers']):.1f}, reduced {ms(e['reduced']):.1f}", flush=True)
 
 
 def gpt2(args):

@@ -186,6 +186,7 @@ class PeerLink:
         desc = (nbytes & 0xFFFFFFFF, nbytes >> 32, _DTYPES.index(t.dtype) << 8 | op)
         self.shm.post_peer(_dist_shm.PEER_READY, s, desc)
         self._wait(_dist_shm.PEER_READY, s)
+        peers = time.perf_counter()
         for p in range(self.world):
             theirs = self.shm.peer_desc(p, s)
             if theirs != desc:
@@ -210,7 +211,7 @@ class PeerLink:
         b.last = s
         if self.trace is not None:  # the stages' host times (pytorch_ocl.distributed.device_trace)
             self.trace.append({"bytes": nbytes, "staged": staged_at, "start": start, "copied": copied,
-                               "reduced": reduced, "back": reduced})
+                               "peers": peers, "reduced": reduced, "back": reduced})
 
     def _wait(self, field, s):
         self.shm.wait_peer(field, s)

@@ -86,11 +86,13 @@ def shm_trace(group=None):
 
 
 def device_trace(group=None):
-    """The list of `group`'s all-reduces through NCCL on the devices (default: the world group) with each one's
-    host times (time.perf_counter) of its stages: "staged" (the copy into the staging buffer enqueued by the
-    caller), "start" (the group's worker took it), "copied" (that copy ran on the device), "reduced" (NCCL's
-    all-reduce done), "back" (the copy back enqueued), and "bytes"; recorded when PYTORCH_OCL_DIST_DEVICE_TRACE=1
-    was set before the group was made, else None (also when the group does not go through NCCL)."""
+    """The list of `group`'s all-reduces on the devices (peer memory or NCCL; default: the world group) with each
+    one's host times (time.perf_counter) of its stages: "staged" (the caller's all_reduce call; NCCL: the copy into
+    the staging buffer enqueued), "start" (the group's worker took it), "copied" (the copy in ran on the device),
+    "peers" (peer memory only: every rank had posted its copy in), "reduced" (the reduction done: the rank-order
+    sum on this device, or NCCL's all-reduce), "back" (the result's copy back enqueued; peer memory reduces into
+    the tensor: = reduced), and "bytes"; recorded when PYTORCH_OCL_DIST_DEVICE_TRACE=1 was set before the group
+    was made, else None (also when the group's all-reduces do not run on the devices)."""
     import torch.distributed as dist
 
     pg = group if group is not None else dist.group.WORLD

@@ -80,6 +80,58 @@ def print_trace(rank, steps, first):
                   f"the other ranks ready {ms(e['peers']):.1f}, reduced {ms(e['reduced']):.1f}", flush=True)
 
 
+def plot_trace(path, rank, world, steps, first):
+    """--trace-plot: the median timed step of every rank as a timeline (PNG at `path`, written by rank 0): the step,
+    when its backward was enqueued, and per gradient all-reduce the wait for its bucket's gradients (the copy in),
+    for the other ranks (peer memory) and its reduction, so one sees how far the exchange hides under the
+    backward. Host times from pytorch_ocl.distributed.device_trace, relative to each rank's own step start."""
+    from pytorch_ocl.distributed import device_trace
+
+    trace = device_trace() or []
+    gathered = [None] * world
+    dist.all_gather_object(gathered, (steps, trace))
+    if rank != 0:
+        return
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("trace plot: matplotlib is not installed (pip install matplotlib to get one)", flush=True)
+        return
+    durations = [t1 - t0 for t0, _, t1 in gathered[0][0]]
+    k = sorted(range(len(durations)), key=durations.__getitem__)[len(durations) // 2]  # the median step
+    colors = {"bucket": "#9ecae1", "peers": "#fd8d3c", "reduce": "#31a354"}
+    fig, axes = plt.subplots(world, 1, figsize=(11, 1.2 + 1.6 * world), sharex=True, squeeze=False)
+    for r, (rank_steps, rank_trace) in enumerate(gathered):
+        ax = axes[r][0]
+        t0, t_bwd, t1 = rank_steps[k]
+        ex = [e for e in rank_trace if t0 <= e["staged"] < t1]
+        ms = lambda t: (t - t0) * 1e3  # noqa: E731
+        ax.barh(-1, ms(t1), color="#d9d9d9", height=0.8)
+        ax.axvline(ms(t_bwd), color="black", lw=1, ls="--")
+        for i, e in enumerate(ex):
+            mid = e.get("peers", e["reduced"])  # NCCL: copied -> reduced is one stage
+            for name, a, b in (("bucket", e["staged"], e["copied"]), ("peers", e["copied"], mid),
+                               ("reduce", mid, e["reduced"])):
+                ax.barh(i, max(ms(b) - ms(a), 0.05), left=ms(a), color=colors[name], height=0.8)
+        ax.set_yticks([-1] + list(range(len(ex))), ["step"] + [f"{e['bytes'] / 2**20:.1f} MiB" for e in ex],
+                      fontsize=6)
+        ax.invert_yaxis()
+        ax.set_title(f"rank {r}, step {first + k}: {ms(t1):.1f} ms, backward enqueued by {ms(t_bwd):.1f} "
+                     f"(dashed)", fontsize=9)
+    axes[-1][0].set_xlabel("ms from the step's start")
+    handles = [matplotlib.patches.Patch(color=c, label=label) for c, label in (
+        (colors["bucket"], "waiting for the bucket's gradients (copy in)"),
+        (colors["peers"], "waiting for the other ranks (NCCL: its all-reduce)"),
+        (colors["reduce"], "reduction (peer memory)"))]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=130)
+    print(f"trace plot: wrote {path}", flush=True)
+
+
 def gpt2(args):
     """transformers' GPT-2 language model with random weights, sized by the --model gpt2 options."""
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -110,8 +162,11 @@ def main():
     parser.add_argument("--bucket-mb", type=float, help="DDP's bucket_cap_mb (default torch's 25): fewer, larger "
                         "all-reduces per backward pass")
     parser.add_argument("--trace", action="store_true",
-                        help="ocl through NCCL: each rank prints a timeline of every timed step's gradient all-reduces "
+                        help="ocl, all-reduces on the devices (peer memory or NCCL): each rank prints a timeline of "
+                             "every timed step's gradient all-reduces "
                              "(the device synchronized at each step's end, so steps do not overlap)")
+    parser.add_argument("--trace-plot", metavar="PNG",
+                        help="with --trace: the median timed step of every rank drawn as a timeline into this file")
     parser.add_argument("--bf16-compress", action="store_true",
                         help="DDP comm hook bf16_compress_hook: gradients all-reduced in bfloat16 (half the bytes)")
     args = parser.parse_args()
@@ -187,6 +242,8 @@ def main():
             steps.append((t0, t_backward, time.perf_counter()))
     if args.trace and len(steps) > args.warmup:
         print_trace(rank, steps[args.warmup:], args.warmup)
+        if args.trace_plot:
+            plot_trace(args.trace_plot, rank, world, steps[args.warmup:], args.warmup)
 
     if start is not None and rank == 0:
         # the ocl group's all-reduce transport: "peer" (each GPU reads the others' memory) or "nccl" (on the

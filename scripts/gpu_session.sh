@@ -259,7 +259,7 @@ case "${1:-validate}" in
       -k "peer or nccl or torchrun"
     grep -E "^(E |FAILED)" "$out/dist_tests.log" | head -40
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
-    run gpt2_ocl_2gpu_peer 60 $tr examples/ddp_train.py $gargs --trace
+    run gpt2_ocl_2gpu_peer 60 $tr examples/ddp_train.py $gargs --trace --trace-plot "$out/gpt2_2gpu_trace.png"
     grep -h -E "throughput|check|past its|^trace rank 0" "$out"/gpt2*.log
     ;;
   ddp2_peer_more)  # (2-GPU kind, warm after ddp2_peer) GPT-2 through the NCCL transport and CUDA's DDP; resnet50

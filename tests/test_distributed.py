@@ -147,7 +147,7 @@ def test_example_bf16_compress_under_torchrun():
     assert "bf16-compressed" in out, out
 
 
-def test_example_gpt2_under_torchrun():
+def test_example_gpt2_under_torchrun(tmp_path):
     """--model gpt2: transformers' GPT2LMHeadModel (tiny config, random tokens) under DDP, its gradients through the
     peer-memory transport (emulated on a CPU device), --trace printing each rank's timeline of the timed steps'
     all-reduces."""
@@ -155,6 +155,7 @@ def test_example_gpt2_under_torchrun():
     cpu = _cpu_device()
     out = _torchrun_example("--model", "gpt2", "--batch", "2", "--seq-len", "16", "--vocab", "64", "--n-layer", "1",
                             "--n-embd", "32", "--n-head", "2", "--warmup", "1", "--trace",
+                            "--trace-plot", str(tmp_path / "trace.png"),
                             env={"PYTORCH_OCL_DIST_PEER": "emulate"} if cpu else None)
     assert "tokens/s" in out, out
     if cpu or (torch.ocl.device_count() >= 2 and torch.cuda.device_count() >= 2):
@@ -162,6 +163,9 @@ def test_example_gpt2_under_torchrun():
         for rank in (0, 1):
             for step in (1, 2):
                 assert f"trace rank {rank} step {step}: " in out and "the exchange took" in out, out
+        assert "longest exchange" in out and "the other ranks ready" in out, out
+        # the timeline plot (--trace-plot), where matplotlib is installed
+        assert (tmp_path / "trace.png").exists() or "matplotlib is not installed" in out, out
 
 
 def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):

@@ -52,8 +52,8 @@
 #   bash scripts/gpu_session.sh build41       # fresh machine: GPT-2 small cold step traced by kernel; builds whole vs by kernel
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
-#   bash scripts/gpu_session.sh ddp2_peer     # (2-GPU kind) DDP with each GPU reading the other's memory: tests, GPT-2 1 -> 2 GPUs traced
-#   bash scripts/gpu_session.sh ddp2_peer_more # (2-GPU kind, warm) GPT-2 through NCCL, resnet50 1 -> 2 GPUs, CUDA's DDP for both
+#   bash scripts/gpu_session.sh ddp2_peer     # (2-GPU kind) DDP with each GPU reading the other's memory: tests, GPT-2 1 -> 2 GPUs traced, CUDA
+#   bash scripts/gpu_session.sh ddp2_peer_more # (2-GPU kind, warm) GPT-2 through NCCL, resnet50 1 -> 2 GPUs traced / polled, CUDA
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -254,27 +254,32 @@ case "${1:-validate}" in
     ;;
   ddp2_peer)  # (2-GPU kind, first call) issue 20 through peer memory (_dist_peer.py: each GPU reads the other's
     # buffers in its own OpenCL context, no CUDA kernels): the distributed tests on 2 GPUs (peer and NCCL; the
-    # failures' tracebacks shown), GPT-2 small on one GPU then two, traced (each step's exchanges, the longest split)
-    run dist_tests 240 python3 -m pytest -v -p no:cacheprovider -rf --tb=short tests/test_distributed.py \
+    # failures' tracebacks shown), GPT-2 small on one GPU then two, traced (each step's exchanges, the longest split;
+    # a timeline plot), CUDA's DDP in the same call
+    run dist_tests 200 python3 -m pytest -v -p no:cacheprovider -rf --tb=short tests/test_distributed.py \
       -k "peer or nccl or torchrun"
     grep -E "^(E |FAILED)" "$out/dist_tests.log" | head -40
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu_peer 60 $tr examples/ddp_train.py $gargs --trace --trace-plot "$out/gpt2_2gpu_trace.png"
-    grep -h -E "throughput|check|past its|^trace rank 0" "$out"/gpt2*.log
-    ;;
-  ddp2_peer_more)  # (2-GPU kind, warm after ddp2_peer) GPT-2 through the NCCL transport and CUDA's DDP; resnet50
-    # 1 -> 2 GPUs through peer memory and CUDA's (its one-GPU figure varied 405-531 images/s: run twice)
-    PYTORCH_OCL_DIST_PEER=0 run gpt2_ocl_2gpu_nccl 60 $tr examples/ddp_train.py $gargs
-    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
-    run r50_ocl_1gpu_again 50 python3 examples/ddp_train.py $rargs
-    run r50_ocl_2gpu_peer 90 $tr examples/ddp_train.py $rargs
     export TORCH_DEVICE_BACKEND_AUTOLOAD=0
     run gpt2_cuda_1gpu 45 python3 examples/ddp_train.py $gargs --device cuda
     run gpt2_cuda_2gpu 45 $tr examples/ddp_train.py $gargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
+    grep -h -E "throughput|check|past its|^trace rank 0" "$out"/gpt2*.log
+    ;;
+  ddp2_peer_more)  # (2-GPU kind, warm after ddp2_peer) GPT-2 through the NCCL transport; resnet50 1 -> 2 GPUs through
+    # peer memory (its one-GPU figure varied 405-531 images/s: run twice), traced with a plot, then with the worker's
+    # device waits polled (does its waiting in the driver slow the training thread's launches?), CUDA's DDP
+    PYTORCH_OCL_DIST_PEER=0 run gpt2_ocl_2gpu_nccl 60 $tr examples/ddp_train.py $gargs
+    run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
+    run r50_ocl_1gpu_again 50 python3 examples/ddp_train.py $rargs
+    run r50_ocl_2gpu_peer 90 $tr examples/ddp_train.py $rargs --trace --trace-plot "$out/r50_2gpu_trace.png"
+    PYTORCH_OCL_DIST_NCCL_POLL_US=50 run r50_ocl_2gpu_peer_poll 90 $tr examples/ddp_train.py $rargs
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0
     run r50_cuda_1gpu 50 python3 examples/ddp_train.py $rargs --device cuda
     run r50_cuda_2gpu 50 $tr examples/ddp_train.py $rargs --device cuda
     unset TORCH_DEVICE_BACKEND_AUTOLOAD
-    grep -h -E "throughput|check|past its" "$out"/*.log
+    grep -h -E "throughput|check|past its|^trace rank 0" "$out"/*.log
     ;;
   cold30)  # first thing on a fresh machine: GPT-2 small's real first step (driver cache on, empty), speculation
     # on then off (each with its own empty NVIDIA cache)

@@ -33,8 +33,9 @@ import torch.distributed as dist
 
 _R = dist.ReduceOp.RedOpType
 _OPS = {_R.SUM, _R.MIN, _R.MAX, _R.PRODUCT}
-_DTYPES = {torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.int8,
-           torch.uint8}
+# a list: _dist_peer.py numbers them in its call descriptors
+_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.int8,
+           torch.uint8]
 
 
 def wanted():
@@ -237,6 +238,20 @@ def _with_op(opts, op):
     return new
 
 
+def takes(t, red_kind, device, what):
+    """Whether a device-side link (this module's Link, _dist_peer.PeerLink) on `device` takes the all-reduce of `t`
+    with `red_kind`; `what` says how the link runs ("runs NCCL") in the error for a tensor on another device."""
+    # PREMUL_SUM's factor may be an ocl tensor, and integer AVG is not NCCL's: both stay on the host path
+    ops = _OPS | {_R.AVG} if t.is_floating_point() else _OPS
+    if t.dtype not in _DTYPES or red_kind not in ops or t.numel() == 0:
+        return False
+    if t.device != device:  # every rank must decide alike: no quiet switch to the host path here
+        raise RuntimeError(f"ocl_gloo: all_reduce of a tensor on {t.device}, but this rank's group {what} on "
+                           f"{device} (the current ocl device when the group was made): set the rank's device "
+                           f"(torch.ocl.set_device) before init_process_group, as with CUDA")
+    return True
+
+
 class Link:
     """A group's device-side all-reduce for ocl tensors on one device (see the module comment)."""
 
@@ -253,15 +268,7 @@ class Link:
         _links.add(self)
 
     def supports(self, t, red_kind):
-        # PREMUL_SUM's factor may be an ocl tensor, and integer AVG is not NCCL's: both stay on the host path
-        ops = _OPS | {_R.AVG} if t.is_floating_point() else _OPS
-        if t.dtype not in _DTYPES or red_kind not in ops or t.numel() == 0:
-            return False
-        if t.device != self.device:  # every rank must decide alike: no quiet switch to the host path here
-            raise RuntimeError(f"ocl_gloo: all_reduce of a tensor on {t.device}, but this rank's group runs NCCL on "
-                               f"{self.device} (the current ocl device when the group was made): set the rank's "
-                               f"device (torch.ocl.set_device) before init_process_group, as with CUDA")
-        return True
+        return takes(t, red_kind, self.device, "runs NCCL")
 
     def _take(self, nbytes):
         with self._lock:

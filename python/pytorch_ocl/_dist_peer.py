@@ -47,9 +47,9 @@ from . import _dist_nccl, _dist_shm
 
 ENV = "PYTORCH_OCL_DIST_PEER"
 _R = dist.ReduceOp.RedOpType
+# the ops and dtypes of _dist_nccl.takes (the same as NCCL's transport)
 _COMBINE = {_R.SUM: torch.add, _R.PRODUCT: torch.mul, _R.MIN: torch.minimum, _R.MAX: torch.maximum}
-_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.int8,
-           torch.uint8]
+_DTYPES = _dist_nccl._DTYPES
 SETUP_TIMEOUT_S = 120.0
 _MESSAGE = struct.Struct("<iqq")  # sender's rank, buffer number, bytes
 
@@ -145,14 +145,7 @@ class PeerLink:
     # ---- the caller's side (stage_all / run_all of _dist_nccl.py) -------------------------------------------
 
     def supports(self, t, red_kind):
-        ops = set(_COMBINE) | ({_R.AVG} if t.is_floating_point() else set())
-        if t.dtype not in _DTYPES or red_kind not in ops or t.numel() == 0:
-            return False
-        if t.device != self.device:  # every rank must decide alike: no quiet switch to the host path here
-            raise RuntimeError(f"ocl_gloo: all_reduce of a tensor on {t.device}, but this rank's group reads its "
-                               f"peers' memory on {self.device} (the current ocl device when the group was made): "
-                               f"set the rank's device (torch.ocl.set_device) before init_process_group, as with CUDA")
-        return True
+        return _dist_nccl.takes(t, red_kind, self.device, "reads its peers' memory")
 
     def stage(self, t):
         """Nothing to enqueue on the caller's stream: the worker's side stream waits for it (_dist_async)."""

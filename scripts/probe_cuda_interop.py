@@ -12,6 +12,7 @@ Nothing of pytorch_ocl is loaded (plain ctypes on libOpenCL and libcuda).
 """
 import argparse
 import ctypes as C
+import fcntl
 import os
 import sys
 
@@ -136,6 +137,15 @@ def main():
         print(f"RESULT: clCreateBufferWithProperties failed: {err.value}")
         return
     buf = C.c_void_p(buf)
+    # Whether the import took the descriptor (closed it, as Vulkan's and CUDA's opaque-fd imports do): this probe
+    # opens nothing in between, so the number cannot have been reused
+    try:
+        fcntl.fcntl(fd.value, fcntl.F_GETFD)
+        print(f"the import left fd {fd.value} open: the application closes it")
+        owned = True
+    except OSError:
+        print(f"the import closed fd {fd.value}: the driver took the descriptor")
+        owned = False
     acquire = None
     cl.clGetExtensionFunctionAddressForPlatform.restype = C.c_void_p
     fp = cl.clGetExtensionFunctionAddressForPlatform(plat, b"clEnqueueAcquireExternalMemObjectsKHR")
@@ -159,7 +169,15 @@ def main():
     print("cuda reads opencl's 2.5s:", r, list(back))
     ok = list(host) == [1.0] * 4 and list(back) == [2.5] * 4
     print("RESULT:", "shared memory works" if ok else "mismatch")
-    os.close(fd.value)
+    if owned:  # and after the buffer goes?
+        cl.clReleaseMemObject(buf)
+        cl.clFinish(q)
+        try:
+            fcntl.fcntl(fd.value, fcntl.F_GETFD)
+            print(f"fd {fd.value} still open after the buffer's release: the application owns it")
+            os.close(fd.value)
+        except OSError:
+            print(f"the buffer's release closed fd {fd.value}: the driver took the descriptor at the import")
 
 
 if __name__ == "__main__":

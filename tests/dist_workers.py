@@ -481,21 +481,41 @@ def fsdp(rank, world, port, ckpt_dir, per_rank=2):
 def dead_peer(rank, world, port, result_dir, mode, transport):
     """Rank `world - 1` is SIGKILLed (mode "kill") or never joins the collective (mode "hang");
     the others must raise within the 5 s timeout instead of waiting forever. The all-reduces go through
-    `transport` ("shm": shared memory, "gloo", or "peer": _dist_peer.py, emulated on a CPU device)."""
-    _env(rank, world, port)
-    _transport_env(rank, transport)
-    t = _full(1.0)
-    t.add_(0).cpu()  # device init and the first program builds happen before the 5 s clock starts
-    # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a
-    # loaded machine.
-    open(os.path.join(result_dir, f"ready{rank}"), "w").close()
-    deadline = time.monotonic() + 60
-    while not all(os.path.exists(os.path.join(result_dir, f"ready{r}")) for r in range(world)):
-        assert time.monotonic() < deadline, "ranks did not start"
-        time.sleep(0.05)
-    dist.init_process_group(timeout=datetime.timedelta(seconds=5))
-    assert dist.group.WORLD.transport() == transport
-    dist.all_reduce(t)  # everyone is there once
+    `transport` ("shm": shared memory, "gloo", or "peer": _dist_peer.py, emulated on a CPU device).
+    A surviving rank writes its outcome to result_dir/rank<N>; anything that ends it earlier (an exception before
+    the timed all-reduce, a crash: faulthandler) goes to the same file, so the test shows why."""
+    import faulthandler
+    import traceback
+
+    result = os.path.join(result_dir, f"rank{rank}")
+    fault = open(result + ".fault", "w")
+    faulthandler.enable(fault)
+    try:
+        _env(rank, world, port)
+        _transport_env(rank, transport)
+        t = _full(1.0)
+        t.add_(0).cpu()  # device init and the first program builds happen before the 5 s clock starts
+        # The 5 s timeout covers the rendezvous too: start it together, not after uneven imports on a
+        # loaded machine.
+        open(os.path.join(result_dir, f"ready{rank}"), "w").close()
+        deadline = time.monotonic() + 60
+        while not all(os.path.exists(os.path.join(result_dir, f"ready{r}")) for r in range(world)):
+            assert time.monotonic() < deadline, "ranks did not start"
+            time.sleep(0.05)
+        dist.init_process_group(timeout=datetime.timedelta(seconds=5))
+        from pytorch_ocl import _dist_nccl, _dist_peer
+
+        assert dist.group.WORLD.transport() == transport, (dist.group.WORLD.transport(), _dist_peer.refusal,
+                                                           _dist_nccl.refusal)
+        dist.all_reduce(t)  # everyone is there once
+        # ... and done with it: an all-reduce returns once enqueued, and a rank killed while its worker still
+        # exchanges would fail the others' first all-reduce, not the timed one
+        t.cpu()
+        dist.barrier()
+    except BaseException:
+        with open(result, "w") as f:
+            f.write(f"0\nbefore the timed all-reduce: {traceback.format_exc()}")
+        os._exit(1)
     if rank == world - 1:
         if mode == "kill":
             os.kill(os.getpid(), 9)
@@ -507,7 +527,7 @@ def dead_peer(rank, world, port, result_dir, mode, transport):
         outcome = "returned"
     except Exception as e:  # noqa: BLE001  (the test reads the message)
         outcome = f"{type(e).__name__}: {e}"
-    with open(os.path.join(result_dir, f"rank{rank}"), "w") as f:
+    with open(result, "w") as f:
         f.write(f"{time.monotonic() - start:.2f}\n{outcome}")
     os._exit(0)  # skip destroy_process_group, which would wait for the missing rank
 

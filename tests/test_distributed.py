@@ -176,6 +176,13 @@ def test_fsdp2_matches_single_process_and_checkpoints(tmp_path):
 @pytest.mark.parametrize("mode,transport", [("kill", "shm"), ("hang", "shm"), ("kill", "gloo"), ("kill", "peer")])
 def test_missing_rank_fails_instead_of_hanging(tmp_path, mode, transport):
     world = 3
+    if transport == "peer" and not _cpu_device():  # the real peer link: a GPU per rank (ocl:rank), as many as import
+        from pytorch_ocl import _C  # CUDA's memory (a CPU device may follow the GPUs: PoCL on the GPU host)
+
+        world = min(world, next((i for i in range(torch.ocl.device_count()) if not _C._imports_opaque_fd(i)),
+                                torch.ocl.device_count()))
+        if world < 2:
+            pytest.skip("the peer link on GPUs needs two of them")
     procs = _spawn(dist_workers.dead_peer, world, str(tmp_path), mode, transport, join=False)
     try:
         deadline = time.monotonic() + DEADLINE_S
@@ -184,8 +191,13 @@ def test_missing_rank_fails_instead_of_hanging(tmp_path, mode, transport):
             assert not p.is_alive(), "a surviving rank hung"
     finally:
         _kill(procs)
+    early = [f.read_text() for f in sorted(tmp_path.glob("rank?")) if "before the timed all-reduce" in f.read_text()]
+    assert not early, "\n".join(early)  # the killed rank's too: what failed on it may explain the others
     for rank in range(world - 1):
-        seconds, outcome = (tmp_path / f"rank{rank}").read_text().split("\n", 1)
+        result = tmp_path / f"rank{rank}"
+        assert result.exists(), (f"rank {rank} ended (exit code {procs[rank].exitcode}) without an outcome; its "
+                                 f"crash report: {(tmp_path / f'rank{rank}.fault').read_text()!r}")
+        seconds, outcome = result.read_text().split("\n", 1)
         assert outcome.startswith("RuntimeError") or outcome.startswith("DistBackendError"), outcome
         assert float(seconds) < 30, (seconds, outcome)
         if mode == "kill" and transport in ("shm", "peer"):  # seen through /proc, not by the timeout
@@ -235,3 +247,36 @@ def test_nccl_transport_finds_the_rank_gpu_by_pci_slot():
     assert _match_pci("0:0:48", cuda) == 0 and _match_pci("0:0:56", cuda) == 1  # slot as device << 3 | function
     assert _match_pci("0:1:6", cuda) is None and _match_pci("1:0:6", cuda) is None  # another bus or domain
     assert _match_pci("0:0:8", [(0, 0, 1), (0, 0, 8)]) is None  # 8 is device 8, or device 1 function 0: neither
+
+
+def test_import_leaves_the_callers_descriptor_and_the_kernel_cache_alone(tmp_path):
+    """_C._import_external_memory hands the driver a duplicate of the descriptor: NVIDIA's driver keeps the one it
+    imports and closes it when the buffer is released, and our callers closed theirs right after the import, so the
+    release closed whatever had taken that number since (the kernel cache's SQLite file: "kernel cache read failed
+    (disk I/O error)" on every op of the 2-GPU runs)."""
+    from pytorch_ocl import _C, _dist_nccl
+
+    if _cpu_device() or not _C._imports_opaque_fd(0) or not torch.cuda.is_available():
+        pytest.skip("needs an ocl device that imports CUDA memory (NVIDIA)")
+    index = _dist_nccl._cuda_index_at(_C._pci_bus(0))
+    if index is None:
+        pytest.skip("no CUDA device at ocl:0's PCI address")
+    cuda = _dist_nccl._Cuda(index)
+    nbytes = cuda.granularity
+    ptr, handle, fd = cuda.allocate(nbytes)
+    try:
+        imported = _C._import_external_memory(fd, nbytes, 0)
+    finally:
+        os.close(fd)  # as the transports do: the caller's descriptor is the caller's
+    try:
+        with open(tmp_path / "after", "w+") as f:  # the lowest free number: the one just closed
+            imported.fill_(7)
+            torch.ocl.synchronize()
+            del imported  # the release: the driver closes the descriptor it holds
+            torch.ocl.synchronize()
+            f.write("intact")
+            f.flush()  # OSError (bad file descriptor) where the release closed this file
+            f.seek(0)
+            assert f.read() == "intact"
+    finally:
+        cuda.free(ptr, handle, nbytes)

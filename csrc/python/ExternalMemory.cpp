@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/Storage.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <string>
@@ -70,10 +72,19 @@ at::Tensor import_fd(int fd, int64_t nbytes, int device) {
   TORCH_CHECK(create, "ocl: import of external memory: the OpenCL loader has no clCreateBufferWithProperties");
   dlprim::Context& ctx = context(device);
   const auto& info = device_info(device);
-  cl_ulong props[] = {kOpaqueFd, static_cast<cl_ulong>(fd), kDeviceHandleList,
+  // A successful import hands the descriptor to the driver (as Vulkan's and CUDA's opaque-fd imports do): NVIDIA's
+  // keeps it and closes it when the buffer is released (scripts/probe_cuda_interop.py shows both). Our callers
+  // closed `fd` after the import, so the release later closed whatever the process had opened under that number
+  // meanwhile (the kernel cache's SQLite file: "disk I/O error" on every op of the 2-GPU runs). The driver gets a
+  // duplicate of its own and the caller keeps `fd`; a driver that does not take it leaves the duplicate open for
+  // the process's life (one per imported buffer), the safe side of not knowing.
+  const int handed = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  TORCH_CHECK(handed >= 0, "ocl: import of external memory: fd ", fd, " is not an open descriptor");
+  cl_ulong props[] = {kOpaqueFd, static_cast<cl_ulong>(handed), kDeviceHandleList,
                       reinterpret_cast<cl_ulong>(info.id), 0, 0};
   cl_int err = CL_SUCCESS;
   cl_mem mem = create(ctx.context(), props, CL_MEM_READ_WRITE, static_cast<size_t>(nbytes), nullptr, &err);
+  if (err != CL_SUCCESS || !mem) close(handed);  // a failed import leaves the descriptor with its owner: us
   TORCH_CHECK(err == CL_SUCCESS && mem, "ocl: import of external memory (", nbytes, " bytes, fd ", fd,
               ") failed: ", dlprim::cl_error_name(err));
   // The extension asks for the buffer to be acquired on a queue before use; it stays acquired for its life

@@ -151,7 +151,7 @@ class _NcclPeer:
             cuda.free(ptr, handle, nbytes)
             raise
         finally:
-            os.close(fd)  # the import holds the memory; the descriptor is not needed after it
+            os.close(fd)  # ours: the import handed the driver a duplicate (ExternalMemory.cpp)
         with torch.cuda.device(cuda.index):
             peer = torch.as_tensor(_CudaArray(ptr, nbytes), device=f"cuda:{cuda.index}")
         if peer.data_ptr() != ptr:  # a copy would reduce other bytes than the ocl side reads: never go on

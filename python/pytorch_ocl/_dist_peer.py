@@ -376,8 +376,10 @@ def setup(store, rank, world, timeout, shm):
     granularity = max(int(h.split("|")[2]) for h in hellos)
     memory.granularity = granularity
     timeout_s = timeout.total_seconds() if timeout is not None else 1800.0
-    # the check's exchange gives up sooner than a collective would: a rank that cannot take part fails at once
-    link = PeerLink(memory, shm, index, listener, names, rank, world, min(timeout_s, SETUP_TIMEOUT_S))
+    # the check's exchange has a limit of its own: sooner than a default collective's (a rank that cannot take part
+    # fails at once), but not the group's when that is shorter: the check pays one-time costs (CUDA's context, the
+    # first imports, program builds), and a group made with a 5 s timeout would lose the link to them
+    link = PeerLink(memory, shm, index, listener, names, rank, world, SETUP_TIMEOUT_S)
     why = _check(link, store)
     store.set(f"ocl_peer/checked/{rank}", why or "1")  # also: every rank has read the others' buffer 0
     agreed = all(store.get(f"ocl_peer/checked/{r}") == b"1" for r in range(world))

@@ -53,7 +53,7 @@
 #   bash scripts/gpu_session.sh check40       # engine decided before tile tuning: native tests, GPT-2 cold, GPT-2 / BERT
 #   bash scripts/gpu_session.sh cold42        # fresh machine: GPT-2 cold first step, tile tunings deferred vs on the spot
 #   bash scripts/gpu_session.sh ddp2_peer     # (2-GPU kind) DDP with each GPU reading the other's memory: tests, GPT-2 1 -> 2 GPUs traced, CUDA
-#   bash scripts/gpu_session.sh ddp2_fd       # (2-GPU kind) imported descriptors: driver's ownership, tests, GPT-2 / resnet50 1 -> 2 GPUs
+#   bash scripts/gpu_session.sh ddp2_fd       # (2-GPU kind) imported descriptors: driver's ownership, tests, GPT-2 / resnet50 1 -> 2 GPUs, CUDA
 #   bash scripts/gpu_session.sh cold40        # fresh machine: GPT-2 cold first step, engine timed vs size rule; resnet50 layers
 #   bash scripts/gpu_session.sh attn128_fwd   # D128 float32 attention: the engine's forward layouts (warps, keys a tile) timed
 #   bash scripts/gpu_session.sh splits40      # split-K at 4 / 8 groups per compute unit: resnet50 TF32 layers by kernel
@@ -275,12 +275,18 @@ case "${1:-validate}" in
     bars='it/s\]|s/it\]'
     run interop 60 python3 scripts/probe_cuda_interop.py
     run dist_tests 120 python3 -m pytest -v -p no:cacheprovider -rf --tb=short tests/test_distributed.py \
-      -k "import_leaves or kill-peer or matches_single_process"
+      -k "import_leaves or kill-peer or matches_single_process and (peer or nccl)"
     grep -E "^(E |FAILED)" "$out/dist_tests.log" | head -20
     run gpt2_ocl_1gpu 100 python3 examples/ddp_train.py $gargs
     run gpt2_ocl_2gpu_peer 60 $tr examples/ddp_train.py $gargs
     run r50_ocl_1gpu 100 python3 examples/ddp_train.py $rargs
     run r50_ocl_2gpu_peer 80 $tr examples/ddp_train.py $rargs --trace
+    export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # CUDA's DDP in the same call (a process without pytorch_ocl)
+    run gpt2_cuda_1gpu 45 python3 examples/ddp_train.py $gargs --device cuda
+    run gpt2_cuda_2gpu 45 $tr examples/ddp_train.py $gargs --device cuda
+    run r50_cuda_1gpu 45 python3 examples/ddp_train.py $rargs --device cuda
+    run r50_cuda_2gpu 45 $tr examples/ddp_train.py $rargs --device cuda
+    unset TORCH_DEVICE_BACKEND_AUTOLOAD
     grep -c "cache .* failed" "$out"/*.log
     grep -H -E "throughput|check|past its|driver took|left fd" "$out"/*.log
     ;;

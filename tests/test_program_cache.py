@@ -248,3 +248,50 @@ def test_cache_dir_env_respected_for_default(run_py, tmp_path):
         env={"PYTORCH_OCL_CACHE_DIR": None, "XDG_CACHE_HOME": str(tmp_path / "xdg")},
     )
     assert proc.stdout.strip() == os.path.join(str(tmp_path / "xdg"), "pytorch_ocl", "kernels.sqlite")
+
+
+# The database's descriptor broken from outside after the first programs are stored (every read of it now fails:
+# it reads a directory), then new programs looked up, built and stored.
+BROKEN_DESCRIPTOR = """
+import json, os, warnings
+import torch, pytorch_ocl
+db = os.path.realpath(pytorch_ocl._C.disk_cache_path())
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    torch.manual_seed(0)
+    x = torch.randn(64, 33, device="ocl")
+    (x * 2 + 1).cpu()
+    pytorch_ocl._C.flush_program_cache()
+    if os.environ.get("BREAK_CACHE_FD") == "1":
+        broken = [int(f) for f in os.listdir("/proc/self/fd")
+                  if os.path.realpath(f"/proc/self/fd/{f}") == db]
+        assert broken, "the cache's database is not open"
+        directory = os.open("/", os.O_RDONLY)
+        for f in broken:
+            os.dup2(directory, f)
+    s = (x.sin() * 3).sum(1)
+    c = x.cos()
+    result = {"x": x.cpu().tolist(), "s": s.cpu().tolist(), "c": c.cpu().tolist()}
+    pytorch_ocl._C.flush_program_cache()
+result["stats"] = pytorch_ocl.program_cache_stats()
+result["warnings"] = [str(w.message) for w in caught]
+result["usable"] = pytorch_ocl._C.disk_cache_usable()
+print(json.dumps(result))
+"""
+
+
+def test_descriptor_broken_under_the_cache_reopens_it(run_py, tmp_path):
+    """SQLite's descriptor broken from outside (a driver once closed ours: the 2-GPU runs' "kernel cache read failed
+    (disk I/O error)" on every op): the cache opens the file again, once, with one warning, and goes on reading and
+    storing; the next process starts warm."""
+    env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "cache")}
+    proc = run_py(BROKEN_DESCRIPTOR, env={**env, "BREAK_CACHE_FD": "1"})
+    broken = json.loads(proc.stdout.strip().splitlines()[-1])
+    cache_warnings = [w for w in broken["warnings"] if "cache" in w]
+    assert len(cache_warnings) == 1 and "reopened" in cache_warnings[0], broken["warnings"]
+    assert broken["usable"] is True
+    x = torch.tensor(broken["x"])
+    assert_close(torch.tensor(broken["s"]), (x.sin() * 3).sum(1), rtol=1e-5, atol=1e-4)
+    assert_close(torch.tensor(broken["c"]), x.cos(), rtol=1e-5, atol=1e-5)
+    warm = json.loads(run_py(BROKEN_DESCRIPTOR, env=env).stdout.strip().splitlines()[-1])
+    assert warm["stats"]["builds"] == 0 and warm["warnings"] == [], warm

@@ -144,100 +144,147 @@ bool DiskCache::open_db() {
   return true;
 }
 
+// After an I/O error the connection is replaced once by a new one on the same file (a new descriptor): the error
+// may be the descriptor's, not the file's (a driver once closed ours from under SQLite: ExternalMemory.cpp), or a
+// passing fault. The old connection is abandoned, never closed: closing it would close its descriptor number,
+// which after an outside close may by now belong to another file of the process. A second I/O error, or a failed
+// reopening, leaves the process without the disk cache (one warning, not one per lookup).
+bool DiskCache::reopen(int extended, const std::string& why) {
+  if ((extended & 0xff) != SQLITE_IOERR) return false;
+  abandoned_.push_back(db_);
+  db_ = nullptr;
+  if (reopened_) {
+    warn("kernel cache I/O failed again (" + why + "); running without the disk cache");
+    return false;
+  }
+  reopened_ = true;
+  read_only_ = false;
+  open_db();
+  if (db_) warn("kernel cache I/O failed (" + why + "); reopened " + path_);
+  return db_ != nullptr;
+}
+
 bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary) {
   std::lock_guard<std::mutex> lock(m_);
-  if (!db_) return false;
-  auto* db = static_cast<sqlite3*>(db_);
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT binary FROM programs WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK)
+  for (;;) {
+    if (!db_) return false;
+    auto* db = static_cast<sqlite3*>(db_);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT binary FROM programs WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK) {
+      if (reopen(sqlite3_extended_errcode(db), sqlite_error(db))) continue;
+      return false;
+    }
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    bool found = false;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
+      int n = sqlite3_column_bytes(st, 0);
+      binary->assign(p, p + n);
+      found = true;
+    }
+    const std::string why = rc == SQLITE_ROW || rc == SQLITE_DONE ? "" : sqlite_error(db);
+    const int extended = sqlite3_extended_errcode(db);
+    sqlite3_finalize(st);
+    if (why.empty()) return found;
+    if (reopen(extended, why)) continue;
+    if (db_) warn("kernel cache read failed (" + why + ")");  // not an I/O error (locked past the busy timeout, ...)
     return false;
-  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-  bool found = false;
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
-    int n = sqlite3_column_bytes(st, 0);
-    binary->assign(p, p + n);
-    found = true;
-  } else if (rc != SQLITE_DONE) {
-    warn("kernel cache read failed (" + sqlite_error(db) + ")");
   }
-  sqlite3_finalize(st);
-  return found;
 }
 
 void DiskCache::store(const std::string& key, const std::vector<unsigned char>& binary, const std::string& identity) {
   std::lock_guard<std::mutex> lock(m_);
-  if (!db_ || read_only_ || binary.empty()) return;
-  auto* db = static_cast<sqlite3*>(db_);
-  // The binary and its device in one transaction (one sync instead of two).
-  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_BUSY;
-  auto run = [&](const char* sql, const std::string& text, const std::vector<unsigned char>* blob) {
-    sqlite3_stmt* st = nullptr;
-    if (rc != SQLITE_DONE) return;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
-      rc = SQLITE_ERROR;
-      return;
+  for (;;) {
+    if (!db_ || read_only_ || binary.empty()) return;
+    auto* db = static_cast<sqlite3*>(db_);
+    // The binary and its device in one transaction (one sync instead of two).
+    int rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_BUSY;
+    auto run = [&](const char* sql, const std::string& text, const std::vector<unsigned char>* blob) {
+      sqlite3_stmt* st = nullptr;
+      if (rc != SQLITE_DONE) return;
+      if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
+        rc = SQLITE_ERROR;
+        return;
+      }
+      sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+      if (blob)
+        sqlite3_bind_blob(st, 2, blob->data(), static_cast<int>(blob->size()), SQLITE_TRANSIENT);
+      else
+        sqlite3_bind_text(st, 2, text.c_str(), -1, SQLITE_TRANSIENT);
+      rc = sqlite3_step(st);
+      sqlite3_finalize(st);
+    };
+    run("INSERT OR REPLACE INTO programs(key, binary) VALUES(?, ?);", "", &binary);
+    run("INSERT OR REPLACE INTO program_device(key, identity) VALUES(?, ?);", identity, nullptr);
+    if (rc == SQLITE_DONE) rc = sqlite3_exec(db, "COMMIT;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_ERROR;
+    if (rc != SQLITE_DONE) {
+      // The cause first: a ROLLBACK replaces the connection's message (a BEGIN refused because another process held
+      // the database past the busy timeout was once reported as "cannot rollback - no transaction is active").
+      std::string why = sqlite_error(db);
+      const int extended = sqlite3_extended_errcode(db);
+      if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
+      if (reopen(extended, why)) continue;
+      if (!db_) return;
+      read_only_ = true;  // warn once, then stop trying
+      warn("kernel cache write failed (" + why + "); new kernels will not be stored");
     }
-    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-    if (blob)
-      sqlite3_bind_blob(st, 2, blob->data(), static_cast<int>(blob->size()), SQLITE_TRANSIENT);
-    else
-      sqlite3_bind_text(st, 2, text.c_str(), -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-  };
-  run("INSERT OR REPLACE INTO programs(key, binary) VALUES(?, ?);", "", &binary);
-  run("INSERT OR REPLACE INTO program_device(key, identity) VALUES(?, ?);", identity, nullptr);
-  if (rc == SQLITE_DONE) rc = sqlite3_exec(db, "COMMIT;", nullptr, nullptr, nullptr) == SQLITE_OK ? SQLITE_DONE : SQLITE_ERROR;
-  if (rc != SQLITE_DONE) {
-    // The cause first: a ROLLBACK replaces the connection's message (a BEGIN refused because another process held
-    // the database past the busy timeout was once reported as "cannot rollback - no transaction is active").
-    std::string why = sqlite_error(db);
-    if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK;", nullptr, nullptr, nullptr);
-    read_only_ = true;  // warn once, then stop trying
-    warn("kernel cache write failed (" + why + "); new kernels will not be stored");
+    return;
   }
 }
 
 bool DiskCache::load_value(const std::string& key, std::string* value) {
   std::lock_guard<std::mutex> lock(m_);
-  if (!db_) return false;
-  auto* db = static_cast<sqlite3*>(db_);
-  sqlite3_stmt* st = nullptr;
-  // A read-only cache made by an older version may lack the table: then nothing is found.
-  if (sqlite3_prepare_v2(db, "SELECT value FROM tuning WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK)
-    return false;
-  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-  bool found = false;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    if (p) {
-      value->assign(p);
-      found = true;
+  for (;;) {
+    if (!db_) return false;
+    auto* db = static_cast<sqlite3*>(db_);
+    sqlite3_stmt* st = nullptr;
+    // A read-only cache made by an older version may lack the table: then nothing is found.
+    if (sqlite3_prepare_v2(db, "SELECT value FROM tuning WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK) {
+      if (reopen(sqlite3_extended_errcode(db), sqlite_error(db))) continue;
+      return false;
     }
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    bool found = false;
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      if (p) {
+        value->assign(p);
+        found = true;
+      }
+    }
+    const std::string why = rc == SQLITE_ROW || rc == SQLITE_DONE ? "" : sqlite_error(db);
+    const int extended = sqlite3_extended_errcode(db);
+    sqlite3_finalize(st);
+    if (!why.empty() && reopen(extended, why)) continue;
+    return found;
   }
-  sqlite3_finalize(st);
-  return found;
 }
 
 void DiskCache::store_value(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(m_);
-  if (!db_ || read_only_) return;
-  auto* db = static_cast<sqlite3*>(db_);
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO tuning(key, value) VALUES(?, ?);", -1, &st, nullptr) !=
-      SQLITE_OK)
+  for (;;) {
+    if (!db_ || read_only_) return;
+    auto* db = static_cast<sqlite3*>(db_);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO tuning(key, value) VALUES(?, ?);", -1, &st, nullptr) !=
+        SQLITE_OK)
+      return;
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, value.c_str(), -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    // The message before finalizing the statement, as the store above keeps it before its ROLLBACK.
+    std::string why = rc == SQLITE_DONE ? "" : sqlite_error(db);
+    const int extended = sqlite3_extended_errcode(db);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+      if (reopen(extended, why)) continue;
+      if (!db_) return;
+      read_only_ = true;
+      warn("kernel cache write failed (" + why + "); tuning results will not be stored");
+    }
     return;
-  sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, value.c_str(), -1, SQLITE_TRANSIENT);
-  int rc = sqlite3_step(st);
-  // The message before finalizing the statement, as the store above keeps it before its ROLLBACK.
-  std::string why = rc == SQLITE_DONE ? "" : sqlite_error(db);
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) {
-    read_only_ = true;
-    warn("kernel cache write failed (" + why + "); tuning results will not be stored");
   }
 }
 

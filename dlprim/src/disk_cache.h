@@ -34,11 +34,13 @@ private:
   DiskCache();
   ~DiskCache();
   bool open_db();
+  bool reopen(int extended_code, const std::string& why);
   void warn(const std::string& msg);
 
   std::string path_, warning_;
   void* db_ = nullptr;  // sqlite3*, opaque so that this header needs no SQLite
-  bool read_only_ = false;
+  std::vector<void*> abandoned_;  // connections given up after an I/O error, never closed (reopen)
+  bool read_only_ = false, reopened_ = false;
   mutable std::mutex m_;  // guards warning_, read_only_ and the connection
 };
 

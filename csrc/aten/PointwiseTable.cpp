@@ -54,8 +54,8 @@ namespace {
 #define OCL_PW_ANY 0
 #define OCL_PW_SINCE(major, minor) ((major) * 100 + (minor))
 
-// The kernel files each prelude adds to pointwise.cl.
-std::string prelude_text(const char* which) {
+// The kernel files of each prelude: pointwise.cl, then the prelude's own.
+std::vector<std::string> prelude_files(const std::string& which) {
   static const std::vector<std::pair<std::string, std::vector<const char*>>> preludes = {
       {"basic", {}},
       {"special", {"special"}},
@@ -65,13 +65,19 @@ std::string prelude_text(const char* which) {
       {"poly", {"special_poly"}},
       {"quant", {"fake_quant"}},
   };
-  std::string s = dlprim::kernel_source("pointwise");
   for (const auto& p : preludes)
     if (p.first == which) {
-      for (const char* file : p.second) s += dlprim::kernel_source(file);
-      return s;
+      std::vector<std::string> files{"pointwise"};
+      files.insert(files.end(), p.second.begin(), p.second.end());
+      return files;
     }
   TORCH_INTERNAL_ASSERT(false, "pointwise table: unknown prelude ", which);
+}
+
+std::string prelude_text(const char* which) {
+  std::string s;
+  for (const auto& file : prelude_files(which)) s += dlprim::kernel_source(file);
+  return s;
 }
 
 struct Arity {
@@ -81,7 +87,7 @@ struct Arity {
 PwRow make_row(const char* id, const char* kind, const char* aten, uint64_t dtypes, const char* prelude,
                int since, Arity a, const char* body) {
   return PwRow{dlprim::ElementwiseOp{id, body, prelude_text(prelude), a.outputs, a.inputs, a.params}, kind, aten,
-               dtypes, since};
+               dtypes, since, prelude};
 }
 
 const std::vector<PwRow>& table() {
@@ -104,6 +110,14 @@ std::vector<std::vector<std::string>>& registrations() {
 } // namespace
 
 const PwRow& pw_row(PwId id) { return table()[id]; }
+
+const PwRow* pw_find(const std::string& id) {
+  for (const PwRow& row : table())
+    if (row.op.name == id) return &row;
+  return nullptr;
+}
+
+std::vector<std::string> pw_prelude_files(const PwRow& row) { return prelude_files(row.prelude); }
 
 bool pw_enabled(PwId id) {
   return TORCH_VERSION_MAJOR * 100 + TORCH_VERSION_MINOR >= pw_row(id).since;

@@ -39,9 +39,15 @@ struct PwRow {
   const char* aten;
   uint64_t dtypes;
   int since;  // torch version as major * 100 + minor; 0 = any
+  const char* prelude;  // the prelude column: which kernel files hold the row's numerics
 };
 
 const PwRow& pw_row(PwId id);
+// The row named `id` (the table's id column), or nullptr.
+const PwRow* pw_find(const std::string& id);
+// The dlprim kernel files a row's body needs, in order (the generator puts them after "common" and the type
+// macros): torch.compile's kernels call the same numerics (pytorch_ocl/inductor/special.py).
+std::vector<std::string> pw_prelude_files(const PwRow& row);
 
 // Raises torch's "not implemented for 'T'" error when `t` is not in the row's dtype set.
 void pw_check_dtype(PwId id, c10::ScalarType t);

@@ -2,6 +2,7 @@
 // pytorch_ocl.ops, plus what tests and benchmarks ask about tuning decisions.
 #include "aten/Conv.h"
 #include "aten/GemmRunner.h"
+#include "aten/PointwiseTable.h"
 #include "core/Device.h"
 #include "core/Errors.h"
 #include "core/TensorUtils.h"
@@ -10,6 +11,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <dlprim/autotune.h>
 #include <dlprim/conv.h>
+#include <dlprim/embedded.h>
 #include <dlprim/fft.h>
 #include <dlprim/gemm.h>
 #include <pybind11/pybind11.h>
@@ -169,6 +171,14 @@ void init_ops_bindings(py::module& m) {
   m.def("_fft_plan_cache_max_size", &dlprim::fft_plan_cache_max);
   m.def("_fft_plan_cache_set_max_size", &dlprim::fft_plan_cache_set_max);
   m.def("_fft_plan_cache_clear", &dlprim::fft_plan_cache_clear);
+  // A pointwise table row for torch.compile's kernels (inductor/special.py): (kernel files of its numerics, body,
+  // inputs, params), or None for an unknown id.
+  m.def("_pointwise_row", [](const std::string& id) -> py::object {
+    const PwRow* row = pw_find(id);
+    if (!row) return py::none();
+    return py::make_tuple(pw_prelude_files(*row), row->op.body, row->op.n_inputs, row->op.n_params);
+  });
+  m.def("_kernel_source", [](const std::string& name) { return dlprim::kernel_source(name); });
 }
 
 } // namespace pytorch_ocl

@@ -17,6 +17,7 @@ from torch._inductor.codegen.simd import SIMDKernel
 from torch._inductor.virtualized import V
 from torch.utils._ordered_set import OrderedSet
 
+from . import special
 from .overrides import STORAGE_TYPE, OpenCLOverrides, constant_str, ctype
 from .prelude import PRELUDE
 from .printer import OpenCLPrinter
@@ -304,6 +305,8 @@ class OclKernel(SIMDKernel):
             code.splice(self.body)
         code.writeline("}")
         src = PRELUDE + code.getvalue()
+        fp64 = "double" in src or getattr(self, "ocl_special_double", False)
+        src = PRELUDE + special.prelude(self) + code.getvalue()  # torch.special's functions it calls
         if self.is_reduction_kernel:
             # Launch shape as build options (-DRBLOCK=.. -DXBLOCK=..): the runtime may pick another (tuner).
             src = f"#ifndef RBLOCK\n#define RBLOCK {self.rblock}\n#define XBLOCK {self.xblock}\n#endif\n" + src
@@ -311,7 +314,7 @@ class OclKernel(SIMDKernel):
             lred = ("((r) * XBLOCK + (int)get_local_id(0))" if self.xfast
                     else "((int)get_local_id(1) * RBLOCK + (r))")
             src = f"#define LRED(r) {lred}\n" + src
-        if "double" in src:
+        if fp64:
             src = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + src
         return src
 

@@ -4,12 +4,15 @@ Values are computed in float for float16/bfloat16 (as our eager kernels do); the
 16-bit only in memory (see kernel.py load/store) and where a to_dtype asks for rounding.
 Every CSE variable is declared with its dtype's OpenCL type at the top of the kernel, so an
 assignment converts like a C++ `static_cast`."""
+import functools
 import math
 
 import torch
 from torch._inductor.codegen.common import IndentedBuffer, OpOverrides
 from torch._inductor.utils import get_bounds_index_expr
 from torch._inductor.virtualized import V, ops
+
+from . import special
 
 # Type of a value in registers (16-bit floats computed in float).
 COMPUTE_TYPE = {
@@ -274,5 +277,9 @@ for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "
     setattr(OpenCLOverrides, _name, _fn(_name))
 for _name in ("atan2", "hypot", "copysign", "nextafter"):
     setattr(OpenCLOverrides, _name, _fn(_name, 2))
+# torch.special's functions and the like: the pointwise table's own numerics (special.py)
+for _name in special.op_names():
+    if _name not in OpenCLOverrides.__dict__:
+        setattr(OpenCLOverrides, _name, staticmethod(functools.partial(special.call, _name)))
 for _name, (_float_formula, _int_formula) in _FLOAT_OR_INT.items():
     setattr(OpenCLOverrides, _name, _float_or_int(_name, _float_formula, _int_formula))

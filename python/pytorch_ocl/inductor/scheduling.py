@@ -108,12 +108,17 @@ def _no_layout_opt_on_ocl():
 
 
 def _codegen_hash():
-    """A hash of this package's code generator (every .py file of pytorch_ocl.inductor)."""
+    """A hash of this package's code generator (every .py file of pytorch_ocl.inductor, and the kernel files whose
+    functions generated kernels embed: special.py)."""
+    from . import special
+
     h = hashlib.sha256()
     here = pathlib.Path(__file__).parent
     for path in sorted(here.glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
+    for source in special.embedded_sources():
+        h.update(source.encode())
     return h.hexdigest()
 
 

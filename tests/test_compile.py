@@ -317,3 +317,21 @@ def test_contended_atomic_add():
         grads.append((wd.grad.cpu(), td.grad.cpu()))
     for a, b in zip(*grads):
         torch.testing.assert_close(b, a, atol=2e-3, rtol=1e-4)
+
+
+def test_accumulating_stores_of_64_bit_types():
+    """index_put(accumulate=True) and scatter_add of int64 and float64 fuse with 64-bit atomics
+    (cl_khr_int64_base_atomics: atom_add, a compare-and-swap loop for double); repeated indices lose no update."""
+    props = pytorch_ocl.get_device_properties()
+    if "cl_khr_int64_base_atomics" not in props.extensions or not props.fp64:
+        pytest.skip("no 64-bit atomics or no float64 on this device")
+    torch._dynamo.reset()
+    i = torch.tensor([0, 2, 2, 6, 6, 6, 6, 1])
+    g = torch.Generator().manual_seed(3)
+    v, n = torch.randn(8, 5, generator=g, dtype=torch.float64), torch.randint(-9, 9, (8, 5), generator=g)
+    src, idx = torch.randn(4, 9, generator=g, dtype=torch.float64), torch.randint(0, 3, (4, 9), generator=g)
+    compare(lambda a, b, i, v, n, s, j: (a.index_put((i,), v * 2, accumulate=True),
+                                         b.index_put((i,), n + 1, accumulate=True),
+                                         torch.zeros(3, 9, dtype=torch.float64, device=s.device).scatter_add(0, j, s)),
+            torch.zeros(7, 5, dtype=torch.float64), torch.zeros(7, 5, dtype=torch.long), i, v, n, src, idx,
+            atol=1e-12, rtol=1e-12)

@@ -19,7 +19,7 @@ from torch.utils._ordered_set import OrderedSet
 
 from . import special
 from .overrides import STORAGE_TYPE, OpenCLOverrides, constant_str, ctype
-from .prelude import PRELUDE
+from .prelude import DOUBLE_ATOMIC_ADD, INT64_ATOMICS, PRELUDE
 from .printer import OpenCLPrinter
 
 KERNEL_NAME = "KERNEL_NAME"
@@ -185,6 +185,11 @@ class OclKernel(SIMDKernel):
             if dtype in (torch.float16, torch.bfloat16):
                 bf16 = int(dtype == torch.bfloat16)
                 return f"ocl_atomic_add_16((volatile __global ushort*)({var} + ({idx})), (float)({value}), {bf16});"
+            if dtype in (torch.int64, torch.float64):  # 64-bit atomics: an extension (OpenCL C 1.2)
+                self._use_int64_atomics(dtype)
+                if dtype == torch.int64:
+                    return f"atom_add((volatile __global long*)({var} + ({idx})), (long)({value}));"
+                return f"ocl_atomic_add_double({var} + ({idx}), (double)({value}));"
             raise NotImplementedError(f"torch.compile on ocl: atomic_add store of {dtype}")
         if mode is not None:
             raise NotImplementedError(f"torch.compile on ocl: store mode {mode}")
@@ -193,6 +198,14 @@ class OclKernel(SIMDKernel):
         if dtype == torch.bfloat16:
             return f"{var}[{idx}] = ocl_float_to_bf16((float)({value}));"
         return f"{var}[{idx}] = ({STORAGE_TYPE[dtype]})({value});"
+
+    def _use_int64_atomics(self, dtype):
+        device = V.graph.get_current_device_or_throw()
+        if "cl_khr_int64_base_atomics" not in torch.ocl.get_device_properties(device.index).extensions:
+            raise NotImplementedError(f"torch.compile on ocl: accumulating stores of {dtype} need "
+                                      f"cl_khr_int64_base_atomics, which {device} lacks")
+        self.ocl_int64_atomics = True
+        self.ocl_double_atomics = getattr(self, "ocl_double_atomics", False) or dtype == torch.float64
 
     def store(self, name, index, value, mode=None):
         line = self._store_line(name, index, value, mode)
@@ -307,6 +320,8 @@ class OclKernel(SIMDKernel):
         src = PRELUDE + code.getvalue()
         fp64 = "double" in src or getattr(self, "ocl_special_double", False)
         src = PRELUDE + special.prelude(self) + code.getvalue()  # torch.special's functions it calls
+        if getattr(self, "ocl_int64_atomics", False):  # accumulating stores of int64 / float64 (kernel.py store)
+            src = INT64_ATOMICS + (DOUBLE_ATOMIC_ADD if self.ocl_double_atomics else "") + src
         if self.is_reduction_kernel:
             # Launch shape as build options (-DRBLOCK=.. -DXBLOCK=..): the runtime may pick another (tuner).
             src = f"#ifndef RBLOCK\n#define RBLOCK {self.rblock}\n#define XBLOCK {self.xblock}\n#endif\n" + src

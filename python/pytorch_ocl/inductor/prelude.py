@@ -91,3 +91,14 @@ inline float ocl_erfinv(float x) {
   return p * x;
 }
 """
+
+# Accumulating stores of int64 / float64 (index_put with accumulate, scatter_add, embedding backward): added to the
+# kernels that make them only, after the cl_khr_fp64 pragma where one is needed.
+INT64_ATOMICS = "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
+DOUBLE_ATOMIC_ADD = r"""
+inline void ocl_atomic_add_double(volatile __global double* p, double v) {
+  union { ulong u; double f; } old, upd;
+  do { old.f = *p; upd.f = old.f + v; }
+  while (atom_cmpxchg((volatile __global ulong*)p, old.u, upd.u) != old.u);
+}
+"""

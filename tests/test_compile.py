@@ -335,3 +335,35 @@ def test_accumulating_stores_of_64_bit_types():
                                          torch.zeros(3, 9, dtype=torch.float64, device=s.device).scatter_add(0, j, s)),
             torch.zeros(7, 5, dtype=torch.float64), torch.zeros(7, 5, dtype=torch.long), i, v, n, src, idx,
             atol=1e-12, rtol=1e-12)
+
+
+TUNED_REDUCTION = """
+import json, os, torch, pytorch_ocl
+from pytorch_ocl.inductor import tuning
+f = torch.compile(lambda a: (torch.softmax(a, -1), a.sum(0)), mode=os.environ["MODE"] or None)
+a = torch.randn(33, 300)
+out = f(a.to("ocl"))
+torch.testing.assert_close(out[0].cpu(), torch.softmax(a, -1), atol=1e-5, rtol=1e-4)
+torch.testing.assert_close(out[1].cpu(), a.sum(0), atol=1e-4, rtol=1e-4)
+stats = pytorch_ocl.ops.autotune_stats()
+decisions = {k: v for k, v in pytorch_ocl.ops.autotune_decisions().items() if k.startswith("inductor_reduction|")}
+print(json.dumps({"timed": stats["timed"], "loaded": stats["loaded"], "decisions": decisions}))
+"""
+
+
+@pytest.mark.parametrize("how", ["max-autotune-no-cudagraphs", "PYTORCH_OCL_INDUCTOR_TUNE"])
+def test_reduction_tunings_are_timed_once_and_kept_in_the_kernel_cache(run_py, tmp_path, how):
+    """mode="max-autotune-no-cudagraphs" (or PYTORCH_OCL_INDUCTOR_TUNE=1) times a reduction kernel's launch shapes
+    through the project's tuner; the decisions land in the kernel cache, so the next process loads them instead of
+    timing (the same graph, its own Inductor cache)."""
+    import json
+
+    env = {"PYTORCH_OCL_CACHE_DIR": str(tmp_path / "kernels"), "PYTORCH_OCL_TUNE": None, "PYTORCH_OCL_AUTOTUNE": None,
+           "MODE": how if how.startswith("max") else "", "PYTORCH_OCL_INDUCTOR_TUNE": "1" if how[0] == "P" else None}
+    runs = []
+    for k in range(2):
+        proc = run_py(TUNED_REDUCTION, env={**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor{k}")})
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert len(first["decisions"]) == 2 and first["timed"] >= 2, first  # softmax's and sum(0)'s kernels
+    assert second["decisions"] == first["decisions"] and second["timed"] == 0 and second["loaded"] >= 2, second

@@ -14,6 +14,7 @@
 #include <dlprim/embedded.h>
 #include <dlprim/fft.h>
 #include <dlprim/gemm.h>
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -166,6 +167,17 @@ void init_ops_bindings(py::module& m) {
     return d;
   });
   m.def("autotune_reset_memory", &dlprim::autotune_reset_memory);
+  // The project's tuner for launch choices made in Python (inductor/tuning.py): the decision in memory, else the
+  // stored one, else the fastest by time_us(candidate) (microseconds), stored in the kernel cache.
+  m.def("_autotune_select",
+        [](int device, const std::string& family, const std::string& shape_class,
+           const std::vector<std::string>& candidates, const std::string& fallback,
+           const std::function<double(const std::string&)>& time_us) {
+          check_device_index(device);
+          return dlprim::autotune_select(context(device), family, shape_class, candidates, fallback, time_us);
+        },
+        py::arg("device"), py::arg("family"), py::arg("shape_class"), py::arg("candidates"), py::arg("fallback"),
+        py::arg("time_us"));
   // The VkFFT plan cache (torch.backends.cuda.cufft_plan_cache's size / max_size / clear).
   m.def("_fft_plan_cache_size", &dlprim::fft_plan_cache_size);
   m.def("_fft_plan_cache_max_size", &dlprim::fft_plan_cache_max);

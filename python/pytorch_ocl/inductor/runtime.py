@@ -65,6 +65,7 @@ class OclKernel:
         self.reduction = meta["reduction"]
         self.rblock, self.xblock = meta["rblock"], meta["xblock"]
         self.xfast = meta.get("xfast", False)  # work-groups (XBLOCK, RBLOCK): x on dimension 0
+        self.max_autotune = meta.get("max_autotune", False)  # compiled with mode="max-autotune*": tuning.py times
         # Symbolic numels are kernel parameters after the tensors / size variables.
         self.x_param, self.r_param = meta["x_param"], meta["r_param"]
         # The tuner may launch it several times: only when that changes nothing.

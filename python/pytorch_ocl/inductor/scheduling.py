@@ -10,6 +10,7 @@ from torch._inductor.codegen.common import (
     register_backend_for_device,
     register_device_op_overrides,
 )
+from torch._inductor import config
 from torch._inductor.codegen.simd import SIMDScheduling
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen
@@ -50,7 +51,7 @@ class OclScheduling(SIMDScheduling):
         wrapper.add_import_once(_RUNTIME_IMPORT)
         source = src_code.replace(KERNEL_NAME, name)
         meta = {"reduction": kernel.is_reduction_kernel, "rblock": kernel.rblock, "xblock": kernel.xblock,
-                "xfast": kernel.xfast,
+                "xfast": kernel.xfast, "max_autotune": bool(config.max_autotune),
                 "x_param": kernel._symbolic("x"),
                 "r_param": kernel.is_reduction_kernel and kernel._symbolic("r0_")}
         origins, detailed = get_kernel_metadata(node_schedule, wrapper)

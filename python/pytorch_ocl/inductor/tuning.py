@@ -1,16 +1,19 @@
 """Launch shapes of generated reduction kernels: (RBLOCK lanes per row, XBLOCK rows per work-group),
 build options of the kernel (-DRBLOCK=.. -DXBLOCK=..), so one source serves every shape.
 
-PYTORCH_OCL_INDUCTOR_TUNE=1: time the candidates at a kernel's first launch for each size and keep
-the fastest for the process (kernels that update a buffer in place or add atomically are never
-re-run: they keep the heuristic; PYTORCH_OCL_AUTOTUNE=0 turns timing off). Unset: the codegen
-heuristic (kernel.py). PYTORCH_OCL_TUNE=random:SEED (the project's test mode for every tuner): a
+PYTORCH_OCL_INDUCTOR_TUNE=1, or a graph compiled with mode="max-autotune" / "max-autotune-no-cudagraphs": time
+the candidates at a kernel's first launch for each size through the project's tuner (dlprim autotune_select), which
+keeps the fastest in the kernel cache, so later processes load it instead of timing (kernels that update a buffer
+in place or add atomically are never re-run: they keep the heuristic; PYTORCH_OCL_AUTOTUNE=0 turns timing off).
+Otherwise: the codegen heuristic (kernel.py). PYTORCH_OCL_TUNE=random:SEED (the project's test mode for every tuner): a
 seeded random candidate per kernel and size, so tests reach every shape a tuned run can pick."""
 import os
 import random
 import time
 
 import torch
+
+from .. import _C
 
 _chosen = {}
 
@@ -35,19 +38,21 @@ def candidates(rnumel, max_wg, xfast=False):
     return out
 
 
-def mode():
-    """("random", seed), ("time", None) or ("off", None)."""
+def mode(kernel=None):
+    """("random", seed), ("time", None) or ("off", None); `kernel` asks for timing when its graph was compiled
+    with max-autotune."""
     tune = os.environ.get("PYTORCH_OCL_TUNE", "")
     if tune.startswith("random:"):
         return "random", tune.split(":", 1)[1]
-    if os.environ.get("PYTORCH_OCL_INDUCTOR_TUNE", "0") == "1" and os.environ.get("PYTORCH_OCL_AUTOTUNE") != "0":
+    wanted = os.environ.get("PYTORCH_OCL_INDUCTOR_TUNE", "0") == "1" or getattr(kernel, "max_autotune", False)
+    if wanted and os.environ.get("PYTORCH_OCL_AUTOTUNE") != "0":
         return "time", None
     return "off", None
 
 
 def choose(kernel, device, xnumel, rnumel, launch, rerunnable):
     """(RBLOCK, XBLOCK) for this launch; `launch(rblock, xblock)` enqueues the kernel with that shape."""
-    m, seed = mode()
+    m, seed = mode(kernel)
     default = (kernel.rblock, kernel.xblock)
     if m == "off":
         return default
@@ -61,17 +66,19 @@ def choose(kernel, device, xnumel, rnumel, launch, rerunnable):
     elif not rerunnable:
         pick = default
     else:
-        best = None
-        for c in cands:
+        def time_us(config):
+            c = tuple(int(v) for v in config.split(","))
             launch(*c)  # warm-up: builds the variant
             torch.ocl.synchronize(device)
             start = time.perf_counter()
             for _ in range(3):
                 launch(*c)
             torch.ocl.synchronize(device)
-            t = time.perf_counter() - start
-            if best is None or t < best[0]:
-                best = (t, c)
-        pick = best[1]
+            return (time.perf_counter() - start) / 3 * 1e6
+
+        names = [f"{r},{x}" for r, x in cands]
+        chosen = _C._autotune_select(device, "inductor_reduction", f"{kernel.name}:{xnumel}:{rnumel}", names,
+                                     f"{default[0]},{default[1]}", time_us)
+        pick = tuple(int(v) for v in chosen.split(","))
     _chosen[key] = pick
     return pick

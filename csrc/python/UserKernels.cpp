@@ -3,12 +3,14 @@
 // this file owns the kernel objects and the launch.
 #include "python/Bindings.h"
 
+#include "core/DeferredChecks.h"
 #include "core/Device.h"
 #include "core/Errors.h"
 #include "core/Stream.h"
 #include "core/TensorUtils.h"
 
 #include <ATen/core/Tensor.h>
+#include <dlprim/capture.h>
 #include <dlprim/context.h>
 #include <dlprim/program_cache.h>
 #include <pybind11/stl.h>
@@ -25,8 +27,10 @@ namespace pytorch_ocl {
 
 namespace {
 
-// Argument kinds sent by python/pytorch_ocl/kernel.py.
-enum ArgKind { kTensor = 0, kBytes = 1, kLocal = 2 };
+// Argument kinds sent by python/pytorch_ocl/kernel.py. kCheck (torch.compile's kernels with index checks,
+// inductor/runtime.py): a device-side check slot (DeferredChecks.h) as a __global int* and its ulong offset; the
+// kernel sets it for a bad index, and the host raises the argument's message where it next waits for the queue.
+enum ArgKind { kTensor = 0, kBytes = 1, kLocal = 2, kCheck = 3 };
 
 struct CachedKernel {
   std::mutex m;
@@ -93,15 +97,31 @@ void launch_entry(CachedKernel& e, int device, const std::vector<py::tuple>& arg
   // Arguments set by an earlier call persist on the kernel object: a short argument list
   // would silently reuse them.
   cl_uint supplied = 0;
-  for (const py::tuple& a : args) supplied += a[0].cast<int>() == kTensor ? 2 : 1;
+  for (const py::tuple& a : args) supplied += a[0].cast<int>() == kTensor || a[0].cast<int>() == kCheck ? 2 : 1;
   TORCH_CHECK(supplied == e.n_params, "Kernel '", name, "' takes ", e.n_params, " parameters but the call supplies ",
               supplied, " (each tensor counts as two: a __global pointer and a ulong element offset)");
+  cl_command_queue q = current_queue(device);
   dlprim::KernelArgs kargs(e.k);
+  DeviceFlag check;
+  std::string check_message;
+  auto commit = [&] {  // also after a failure: the slot goes back through the check that frees it
+    if (check.slot >= 0)
+      commit_flag(device, q, check, [message = check_message] { TORCH_CHECK_INDEX(false, message); });
+  };
   size_t index = 0;
   try {
     for (const py::tuple& a : args) {
       int kind = a[0].cast<int>();
-      if (kind == kTensor) {
+      if (kind == kCheck) {
+        TORCH_CHECK(check.mem == nullptr, "Kernel '", name, "': more than one check argument");
+        check_message = a[1].cast<std::string>();
+        // Inside a graph capture nothing reads the slot back: the shared discard slot (the kernel still guards
+        // its accesses), as the eager index ops do there
+        bool discard = index_check_mode() == IndexCheckMode::Off ||
+                       (dlprim::capture::any_active() && dlprim::capture::capturing(q));
+        check = acquire_flag(device, q, discard);
+        kargs.add(check.mem).add<cl_ulong>(static_cast<cl_ulong>(check.offset));
+      } else if (kind == kTensor) {
         at::Tensor t = a[1].cast<at::Tensor>();
         BufferRef buf = buffer_of(t);
         cl_mem mem = buf.mem;
@@ -115,13 +135,23 @@ void launch_entry(CachedKernel& e, int device, const std::vector<py::tuple>& arg
       ++index;
     }
   } catch (const dlprim::Error& err) {
+    commit();
     TORCH_CHECK(false, "Kernel '", name, "': argument ", index, ": ", err.what(),
                 " (a tensor takes two kernel parameters: a __global pointer and a ulong element offset)");
   }
-  cl_command_queue q = current_queue(device);
-  OCL_DLPRIM_CALL(name.c_str(), dlprim::launch_nd(q, e.k, static_cast<cl_uint>(global.size()), global.data(),
-                                                  local.empty() ? nullptr : local.data(), name.c_str()));
+  try {
+    OCL_DLPRIM_CALL(name.c_str(), dlprim::launch_nd(q, e.k, static_cast<cl_uint>(global.size()), global.data(),
+                                                    local.empty() ? nullptr : local.data(), name.c_str()));
+  } catch (...) {
+    commit();
+    throw;
+  }
   note_enqueued(q);
+  commit();
+  if (check.slot >= 0 && index_check_mode() == IndexCheckMode::Sync) {
+    enqueue_check(device, q);
+    collect_checks(device, q);
+  }
 }
 
 void launch(int device, const std::string& source, const std::string& name, const std::string& options,

@@ -146,7 +146,22 @@ class OclKernel(SIMDKernel):
             self.body.writeline(line)
 
     def check_bounds(self, expr, size, lower, upper):
-        pass  # no device-side asserts in OpenCL C 1.2
+        """An indirect index (an embedding's token ids, a gather's indices) outside [0, size): the kernel sets its
+        check slot, which the host reports where it next waits for the queue as CUDA's device-side asserts are
+        (DeferredChecks.h), and an index that is one CSE variable is replaced by 0 so that no access leaves its
+        buffer."""
+        if not (lower or upper):
+            return
+        idx = self.kexpr(self.rename_indexing(expr))
+        conds = []
+        if lower:
+            conds.append(f"({idx}) >= 0")
+        if upper:
+            conds.append(f"({idx}) < ({self.kexpr(self.rename_indexing(size))})")
+        clamp = f" {idx} = 0;" if idx in {v.name for v in self.cse.varname_map.values()} else ""
+        self.compute.writeline(f"if (!({' && '.join(conds)})) {{ atomic_or(ocl_check, 1);{clamp} }}")
+        bound = f"0 <= index < {size}" if lower and upper else (f"index < {size}" if upper else "index >= 0")
+        self.ocl_checks = getattr(self, "ocl_checks", []) + [bound]
 
     def _store_guard(self, after_reduction):
         if not self.is_reduction_kernel:
@@ -295,6 +310,9 @@ class OclKernel(SIMDKernel):
         for prefix in ("x", "r0_") if self.is_reduction_kernel else ("x",):
             if self._symbolic(prefix):
                 params.append(f"long {prefix}numel")
+        if getattr(self, "ocl_checks", None):  # check_bounds: the check slot, last (runtime.py passes it)
+            params.append("__global int* ocl_check, ulong ocl_check_off")
+            prologue.append("ocl_check += ocl_check_off;")
         idx = self.index_dtype
         code = IndentedBuffer()
         code.writeline(f"__kernel void {KERNEL_NAME}({', '.join(params)}) {{")

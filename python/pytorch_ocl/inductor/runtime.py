@@ -66,10 +66,16 @@ class OclKernel:
         self.rblock, self.xblock = meta["rblock"], meta["xblock"]
         self.xfast = meta.get("xfast", False)  # work-groups (XBLOCK, RBLOCK): x on dimension 0
         self.max_autotune = meta.get("max_autotune", False)  # compiled with mode="max-autotune*": tuning.py times
+        # index checks (kernel.py check_bounds): the check slot's argument, with the error its failure raises
+        checks = meta.get("checks") or []
+        self.check = (3, f"index out of bounds in {name}, a kernel of a compiled graph: "
+                         f"{'; '.join(checks)} (a device-side check, reported at this wait)") if checks else None
         # Symbolic numels are kernel parameters after the tensors / size variables.
         self.x_param, self.r_param = meta["x_param"], meta["r_param"]
         # The tuner may launch it several times: only when that changes nothing.
-        self.rerunnable = "in_out_ptr" not in source and "atomic" not in source.split("__kernel", 1)[-1]
+        # (an index check's atomic_or only sets a flag: running again changes nothing)
+        body = source.split("__kernel", 1)[-1].replace("atomic_or(ocl_check", "")
+        self.rerunnable = "in_out_ptr" not in source and "atomic" not in body
         self.built = False
         self._refs = {}  # (device, build options) -> handle of the built kernel (launches skip the source)
         _pending.append(self)
@@ -102,6 +108,8 @@ class OclKernel:
             specs.append((1, _pack_long(xnumel)))
         if self.r_param:
             specs.append((1, _pack_long(int(rnumel))))
+        if self.check:
+            specs.append(self.check)
         if device is None:
             device = torch.ocl.current_device()
         if not self.built:

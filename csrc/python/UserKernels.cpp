@@ -104,9 +104,13 @@ void launch_entry(CachedKernel& e, int device, const std::vector<py::tuple>& arg
   dlprim::KernelArgs kargs(e.k);
   DeviceFlag check;
   std::string check_message;
+  bool index_error = true;
   auto commit = [&] {  // also after a failure: the slot goes back through the check that frees it
-    if (check.slot >= 0)
-      commit_flag(device, q, check, [message = check_message] { TORCH_CHECK_INDEX(false, message); });
+    if (check.slot < 0) return;
+    commit_flag(device, q, check, [message = check_message, index_error] {
+      TORCH_CHECK_INDEX(!index_error, message);
+      TORCH_CHECK(false, message);
+    });
   };
   size_t index = 0;
   try {
@@ -115,6 +119,7 @@ void launch_entry(CachedKernel& e, int device, const std::vector<py::tuple>& arg
       if (kind == kCheck) {
         TORCH_CHECK(check.mem == nullptr, "Kernel '", name, "': more than one check argument");
         check_message = a[1].cast<std::string>();
+        index_error = a.size() < 3 || a[2].cast<bool>();
         // Inside a graph capture nothing reads the slot back: the shared discard slot (the kernel still guards
         // its accesses), as the eager index ops do there
         bool discard = index_check_mode() == IndexCheckMode::Off ||

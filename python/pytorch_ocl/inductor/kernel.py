@@ -161,7 +161,16 @@ class OclKernel(SIMDKernel):
         clamp = f" {idx} = 0;" if idx in {v.name for v in self.cse.varname_map.values()} else ""
         self.compute.writeline(f"if (!({' && '.join(conds)})) {{ atomic_or(ocl_check, 1);{clamp} }}")
         bound = f"0 <= index < {size}" if lower and upper else (f"index < {size}" if upper else "index >= 0")
-        self.ocl_checks = getattr(self, "ocl_checks", []) + [bound]
+        self.note_check(f"index out of bounds: {bound}", index=True)
+
+    def note_check(self, message, index=False):
+        """A device-side check of this kernel (its failure raises `message`; IndexError where all are index
+        checks, else RuntimeError): the kernel takes the check slot (codegen_kernel, runtime.py)."""
+        self.ocl_checks = getattr(self, "ocl_checks", []) + [(message, index)]
+
+    def device_assert_async(self, cond, msg):  # torch._assert_async in a graph (torch 2.13's CSEProxy)
+        self.note_check(msg)
+        self.compute.writeline(f"if (!({cond})) atomic_or(ocl_check, 1);")
 
     def _store_guard(self, after_reduction):
         if not self.is_reduction_kernel:

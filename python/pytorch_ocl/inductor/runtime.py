@@ -66,10 +66,11 @@ class OclKernel:
         self.rblock, self.xblock = meta["rblock"], meta["xblock"]
         self.xfast = meta.get("xfast", False)  # work-groups (XBLOCK, RBLOCK): x on dimension 0
         self.max_autotune = meta.get("max_autotune", False)  # compiled with mode="max-autotune*": tuning.py times
-        # index checks (kernel.py check_bounds): the check slot's argument, with the error its failure raises
+        # device-side checks (kernel.py check_bounds, device_assert_async): the check slot's argument, with the
+        # error its failure raises (IndexError where every check is an index check)
         checks = meta.get("checks") or []
-        self.check = (3, f"index out of bounds in {name}, a kernel of a compiled graph: "
-                         f"{'; '.join(checks)} (a device-side check, reported at this wait)") if checks else None
+        self.check = (3, f"{'; '.join(m for m, _ in checks)} (a device-side check in {name}, a kernel of a compiled "
+                         f"graph, reported at this wait)", all(i for _, i in checks)) if checks else None
         # Symbolic numels are kernel parameters after the tensors / size variables.
         self.x_param, self.r_param = meta["x_param"], meta["r_param"]
         # The tuner may launch it several times: only when that changes nothing.

@@ -52,7 +52,7 @@ class OclScheduling(SIMDScheduling):
         source = src_code.replace(KERNEL_NAME, name)
         meta = {"reduction": kernel.is_reduction_kernel, "rblock": kernel.rblock, "xblock": kernel.xblock,
                 "xfast": kernel.xfast, "max_autotune": bool(config.max_autotune),
-                "checks": list(dict.fromkeys(getattr(kernel, "ocl_checks", []))),
+                "checks": [list(c) for c in dict.fromkeys(getattr(kernel, "ocl_checks", []))],
                 "x_param": kernel._symbolic("x"),
                 "r_param": kernel.is_reduction_kernel and kernel._symbolic("r0_")}
         origins, detailed = get_kernel_metadata(node_schedule, wrapper)

@@ -37,7 +37,12 @@ const Row k_rows[] = {
      "v0 = range ? base + (long)(BITS % range) : (long)BITS;"},
     // Like the CPU: x * keep * scale, so a NaN input stays NaN where it is dropped.
     {Distribution::Dropout, "dropout", 2, true, false, false, "v1 = U < a; v0 = x * v1 * b;"},
+    // Rejection samplers: as many draws per element as they take (random_rejection.cl)
+    {Distribution::Gamma, "gamma", 1, true, false, false, "v0 = dl_sample_gamma(x, seed, i, philox_offset);"},
+    {Distribution::Poisson, "poisson", 1, true, false, false, "v0 = dl_sample_poisson(x, seed, i, philox_offset);"},
 };
+
+bool rejection(const Row& r) { return r.dist == Distribution::Gamma || r.dist == Distribution::Poisson; }
 
 const Row& row_of(Distribution d) {
   for (const Row& r : k_rows)
@@ -136,6 +141,9 @@ std::string program_text(const Config& c) {
                   : "#define BITS ((ulong)dl_word(r, j))\n";
   else
     src += c.math == DType::F64 ? k_double_helpers : k_float_helpers;
+  if (rejection(*c.row))
+    src += std::string("#define DL_MT_DOUBLE ") + (c.math == DType::F64 ? "1\n" : "0\n") +
+           kernel_source("random_rejection");
   src += kernel_text(c, false);
   src += kernel_text(c, true);
   return src;

@@ -26,6 +26,8 @@ enum class Distribution {
   Cauchy,           // median a, scale b
   IntegerRange,     // base + bits % range; range 0 means all 64 bits
   Dropout,          // outputs (x * keep * b, keep) with keep = 1 with probability a; input x
+  Gamma,            // Gamma(x, 1) for the input's concentration x (random_rejection.cl)
+  Poisson,          // Poisson(x) for the input's rate x, as a count (random_rejection.cl)
 };
 
 struct RandomParams {

@@ -418,6 +418,12 @@ def test_random_ops():
     assert torch.equal(p.sort().values, torch.arange(23))
     assert (torch.randint(3, 9, (40,), device=DEV).cpu() >= 3).all()
     torch.empty(30, device=DEV).normal_(2.0, 0.5).uniform_(-1, 1).exponential_()
+    # rejection samplers (random_rejection.cl): both gamma branches, both Poisson methods, a strided input
+    alpha = torch.tensor([0.3, 2.5, 0.0, 7.0, 1.0], device=DEV)
+    assert (torch._standard_gamma(alpha).cpu() > 0).all()
+    counts = torch.poisson(torch.tensor([[0.5, 30.0], [4.0, 0.0]], device=DEV).t()).cpu()
+    assert torch.equal(counts, counts.round()) and counts[1, 1] == 0
+    assert torch.allclose(torch._sample_dirichlet(alpha[None, :2].expand(3, 2)).sum(-1).cpu(), torch.ones(3))
 
 
 # ------------------------------------------------------------------ RNN cells / isin (attention: test_oclgrind_attention.py)

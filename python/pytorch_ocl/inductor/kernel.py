@@ -344,8 +344,7 @@ class OclKernel(SIMDKernel):
                 code.writeline("if (xindex >= xnumel) return;")
             code.splice(self.body)
         code.writeline("}")
-        src = PRELUDE + code.getvalue()
-        fp64 = "double" in src or getattr(self, "ocl_special_double", False)
+        fp64 = "double" in code.getvalue() or getattr(self, "ocl_special_double", False)
         src = PRELUDE + special.prelude(self) + code.getvalue()  # torch.special's functions it calls
         if getattr(self, "ocl_int64_atomics", False):  # accumulating stores of int64 / float64 (kernel.py store)
             src = INT64_ATOMICS + (DOUBLE_ATOMIC_ADD if self.ocl_double_atomics else "") + src

@@ -424,6 +424,8 @@ def test_random_ops():
     counts = torch.poisson(torch.tensor([[0.5, 30.0], [4.0, 0.0]], device=DEV).t()).cpu()
     assert torch.equal(counts, counts.round()) and counts[1, 1] == 0
     assert torch.allclose(torch._sample_dirichlet(alpha[None, :2].expand(3, 2)).sum(-1).cpu(), torch.ones(3))
+    b = torch.binomial(torch.tensor([5.0, 40.0, 60.0], device=DEV), torch.tensor([0.3, 0.5, 0.9], device=DEV)).cpu()
+    assert torch.equal(b, b.round()) and (b <= torch.tensor([5.0, 40.0, 60.0])).all()  # inversion, BTRS, flipped
 
 
 # ------------------------------------------------------------------ RNN cells / isin (attention: test_oclgrind_attention.py)

@@ -102,3 +102,26 @@ def test_dtype_errors_match_the_cpu(op, dtype, name):
     for device in ("cpu", "ocl"):
         with pytest.raises(NotImplementedError, match=f'"{name}" not implemented for'):
             op(torch.ones(3, dtype=dtype, device=device))
+
+
+@pytest.mark.parametrize("count,prob", [(10.0, 0.3), (7.0, 0.9), (40.0, 0.5), (1000.0, 0.02), (1e5, 0.7), (55.0, 0.2)])
+def test_binomial_counts_follow_the_cpus_distribution(count, prob):
+    """Inversion below n min(p, 1 - p) = 10, BTRS above; p above 1/2 through the failures."""
+    torch.manual_seed(5)
+    ocl = torch.binomial(torch.full((N,), count, device="ocl"), torch.full((N,), prob, device="ocl")).cpu()
+    cpu = torch.binomial(torch.full((N,), count), torch.full((N,), prob))
+    assert bool((ocl == ocl.round()).all() and (ocl >= 0).all() and (ocl <= count).all())
+    assert ks_distance(ocl, cpu) < 0.0086, (count, prob, ks_distance(ocl, cpu))
+
+
+def test_binomial_edges_broadcast_and_errors():
+    count = torch.tensor([0.0, -1.0, 5.0, 5.0, 5.0, float("nan")])
+    prob = torch.tensor([0.5, 0.5, 0.0, 1.0, 1.5, 0.5])
+    got = torch.binomial(count.to("ocl"), prob.to("ocl")).cpu()
+    assert_close(got[:5], torch.binomial(count[:5], prob[:5]))  # 0, 0, 0, n, n as on the CPU
+    assert torch.isnan(got[5])  # the CPU's loop never ends on a NaN count; here NaN
+    out = torch.binomial(torch.full((2, 1), 10.0, device="ocl"), torch.full((3,), 0.5, device="ocl"))
+    assert out.shape == (2, 3)
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        torch.binomial(torch.ones(3, device="ocl"), torch.ones(3, dtype=torch.double, device="ocl"))
+    assert torch.distributions.Binomial(10, torch.tensor(0.3, device="ocl")).sample((5,)).device.type == "ocl"

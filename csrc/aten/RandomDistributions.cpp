@@ -1,4 +1,4 @@
-// The samplers behind torch.distributions' Gamma (and so Beta, Chi2, StudentT), Dirichlet and Poisson: rows of
+// The samplers behind torch.distributions' Gamma (and so Beta, Chi2, StudentT), Dirichlet, Poisson and Binomial: rows of
 // dlprim's distribution table that draw as many Philox words per element as their rejection method takes
 // (random_rejection.cl: the CPU's methods), reading the parameters from the input tensor. The dtypes and their
 // errors are the CPU's.
@@ -9,6 +9,8 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_assert_async.h>
 #include <ATen/ops/all.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/sum.h>
 #include <c10/core/DeviceGuard.h>
@@ -47,6 +49,19 @@ at::Tensor poisson(const at::Tensor& self, std::optional<at::Generator> gen) {
   return sample(dlprim::Distribution::Poisson, self, gen, "poisson");
 }
 
+// count and prob of one dtype, the broadcast of both (as the CPU's TensorIterator)
+at::Tensor binomial(const at::Tensor& count, const at::Tensor& prob, std::optional<at::Generator> gen) {
+  check_floating(count, false, "binomial_cpu");
+  TORCH_CHECK(prob.scalar_type() == count.scalar_type(), "Found dtype ", prob.scalar_type(), " but expected ",
+              count.scalar_type());  // the CPU's TensorIterator message
+  check_ocl(count, "binomial", "count");
+  check_ocl(prob, "binomial", "prob");
+  c10::DeviceGuard guard(count.device());
+  at::Tensor out = at::empty(at::infer_size(count.sizes(), prob.sizes()), count.options());
+  if (out.numel() > 0) launch_random(dlprim::Distribution::Binomial, {out}, &count, {}, gen, "binomial", &prob);
+  return out;
+}
+
 // Gamma(alpha) samples normalised over the last dim, as the CPU's dirichlet (each sample at least the type's
 // smallest normal value, so a row of tiny concentrations still sums to a positive number)
 at::Tensor sample_dirichlet(const at::Tensor& self, std::optional<at::Generator> gen) {
@@ -62,6 +77,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_standard_gamma", TORCH_FN(standard_gamma));
   m.impl("poisson", TORCH_FN(poisson));
   m.impl("_sample_dirichlet", TORCH_FN(sample_dirichlet));
+  m.impl("binomial", TORCH_FN(binomial));
 }
 
 } // namespace pytorch_ocl

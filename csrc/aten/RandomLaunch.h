@@ -15,9 +15,10 @@ namespace pytorch_ocl {
 std::pair<uint64_t, uint64_t> next_philox(const std::optional<at::Generator>& gen, int device,
                                           uint64_t increment = dlprim::random_offset_increment());
 
-// Writes `outputs` (same sizes, any strides) from distribution `dist`, reading `input` (broadcast
-// to their sizes) where the distribution has one.
+// Writes `outputs` (same sizes, any strides) from distribution `dist`, reading `input` (and `input2`, broadcast
+// to their sizes) where the distribution has them.
 void launch_random(dlprim::Distribution dist, const std::vector<at::Tensor>& outputs, const at::Tensor* input,
-                   const dlprim::RandomParams& params, const std::optional<at::Generator>& gen, const char* op);
+                   const dlprim::RandomParams& params, const std::optional<at::Generator>& gen, const char* op,
+                   const at::Tensor* input2 = nullptr);
 
 } // namespace pytorch_ocl

@@ -80,3 +80,47 @@ inline dl_mt dl_sample_poisson(dl_mt lambda, ulong seed, ulong i, ulong offset) 
   }
   return NAN;
 }
+
+// Binomial(n, p) as a count in dl_mt: waiting times of the geometric distribution (inversion) while n min(p, 1 - p)
+// is below 10, else Hoermann's BTRS ("The generation of binomial random variates", 1993) with the exact acceptance
+// test through lgamma; p above 1/2 counts the failures. n <= 0 or p <= 0: 0; p >= 1: n; NaN: NaN (where the CPU's
+// loop would not end).
+inline dl_mt dl_sample_binomial(dl_mt n, dl_mt p, ulong seed, ulong i, ulong offset) {
+  if (isnan(n) || isnan(p)) return NAN;
+  if (n <= 0 || p <= 0) return 0;
+  if (p >= 1) return n;
+  const int flip = p > (dl_mt)0.5;
+  const dl_mt q0 = flip ? 1 - p : p;  // the smaller of the two probabilities
+  uint k = 0;
+  dl_mt result = 0;
+  if (n * q0 < 10) {
+    const dl_mt logq = log1p(-q0);
+    dl_mt sum = 0;
+    for (int t = 0; t < DL_MAX_ATTEMPTS * 16; ++t) {
+      sum += ceil(log(dl_draw_open(seed, i, offset, k++)) / logq);
+      if (sum > n) break;
+      result += 1;
+    }
+  } else {
+    const dl_mt q1 = 1 - q0, spq = sqrt(n * q0 * q1), b = (dl_mt)1.15 + (dl_mt)2.53 * spq;
+    const dl_mt a = (dl_mt)-0.0873 + (dl_mt)0.0248 * b + (dl_mt)0.01 * q0, c = n * q0 + (dl_mt)0.5;
+    const dl_mt vr = (dl_mt)0.92 - (dl_mt)4.2 / b, alpha = ((dl_mt)2.83 + (dl_mt)5.1 / b) * spq;
+    const dl_mt lpq = log(q0 / q1), m = floor((n + 1) * q0), h = lgamma(m + 1) + lgamma(n - m + 1);
+    result = NAN;
+    for (int t = 0; t < DL_MAX_ATTEMPTS; ++t) {
+      dl_mt u = dl_draw_open(seed, i, offset, k++) - (dl_mt)0.5, v = dl_draw_open(seed, i, offset, k++);
+      dl_mt us = (dl_mt)0.5 - fabs(u), kk = floor((2 * a / us + b) * u + c);
+      if (kk < 0 || kk > n) continue;
+      if (us >= (dl_mt)0.07 && v <= vr) {
+        result = kk;
+        break;
+      }
+      v = log(v * alpha / (a / (us * us) + b));
+      if (v <= h - lgamma(kk + 1) - lgamma(n - kk + 1) + (kk - m) * lpq) {
+        result = kk;
+        break;
+      }
+    }
+  }
+  return flip ? n - result : result;
+}

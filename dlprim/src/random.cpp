@@ -21,6 +21,7 @@ struct Row {
   bool integer;          // computed in 64-bit integers from BITS
   bool exclusive_upper;  // a stored value that rounded up to b is replaced by a
   const char* body;
+  bool second_input = false;  // x1, a second input (Binomial's probabilities)
 };
 
 const Row k_rows[] = {
@@ -40,9 +41,13 @@ const Row k_rows[] = {
     // Rejection samplers: as many draws per element as they take (random_rejection.cl)
     {Distribution::Gamma, "gamma", 1, true, false, false, "v0 = dl_sample_gamma(x, seed, i, philox_offset);"},
     {Distribution::Poisson, "poisson", 1, true, false, false, "v0 = dl_sample_poisson(x, seed, i, philox_offset);"},
+    {Distribution::Binomial, "binomial", 1, true, false, false,
+     "v0 = dl_sample_binomial(x, x1, seed, i, philox_offset);", true},
 };
 
-bool rejection(const Row& r) { return r.dist == Distribution::Gamma || r.dist == Distribution::Poisson; }
+bool rejection(const Row& r) {
+  return r.dist == Distribution::Gamma || r.dist == Distribution::Poisson || r.dist == Distribution::Binomial;
+}
 
 const Row& row_of(Distribution d) {
   for (const Row& r : k_rows)
@@ -87,6 +92,7 @@ struct Config {
   std::vector<DType> outs;
   bool has_input;
   DType in;
+  DType in2;  // the second input's (Row::second_input)
 };
 
 std::string kernel_text(const Config& c, bool strided) {
@@ -111,6 +117,13 @@ std::string kernel_text(const Config& c, bool strided) {
     std::string idx = strided ? "(long)x_o + off_x" : "x_o + i";
     loads << "    dl_mt x = " << convert_expr(c.in, c.math, load_expr(c.in, "x_p", idx)) << ";\n";
   }
+  if (c.row->second_input) {
+    names.push_back("x1");
+    params << ", __global const " << storage_cl_type(c.in2) << "* x1_p, ulong x1_o";
+    if (strided) params << ", dl_dims64 x1_s";
+    std::string idx = strided ? "(long)x1_o + off_x1" : "x1_o + i";
+    loads << "    dl_mt x1 = " << convert_expr(c.in2, c.math, load_expr(c.in2, "x1_p", idx)) << ";\n";
+  }
   std::vector<const char*> cnames;
   for (auto& n : names) cnames.push_back(n.c_str());
 
@@ -129,7 +142,7 @@ std::string kernel_text(const Config& c, bool strided) {
 }
 
 std::string program_text(const Config& c) {
-  bool fp64 = c.math == DType::F64 || c.in == DType::F64;
+  bool fp64 = c.math == DType::F64 || c.in == DType::F64 || c.in2 == DType::F64;
   for (DType t : c.outs) fp64 = fp64 || t == DType::F64;
   std::string src;
   if (fp64) src += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
@@ -167,16 +180,18 @@ void add_math(KernelArgs& args, DType math, double v) {
 
 void random_generate(const Context& ctx, cl_command_queue q, Distribution dist, const RowMajorShape& shape,
                      const std::vector<StridedOperand>& outputs, const StridedOperand* input, uint64_t seed,
-                     uint64_t philox_offset, const RandomParams& p) {
+                     uint64_t philox_offset, const RandomParams& p, const StridedOperand* input2) {
   const Row& row = row_of(dist);
-  if (static_cast<int>(outputs.size()) != row.n_outputs || (input != nullptr) != row.has_input)
+  if (static_cast<int>(outputs.size()) != row.n_outputs || (input != nullptr) != row.has_input ||
+      (input2 != nullptr) != row.second_input)
     throw Error(std::string("random ") + row.name + ": wrong number of operands");
   if (shape.rank > kMaxDims) throw Error(std::string("random ") + row.name + ": more than 8 dims");
   uint64_t n = shape.numel();
   if (n == 0) return;
 
-  Config c{&row, DType::F32, false, {}, row.has_input, input ? input->dtype : DType::F32};
-  bool any_f64 = input && input->dtype == DType::F64;
+  Config c{&row, DType::F32, false, {}, row.has_input, input ? input->dtype : DType::F32,
+           input2 ? input2->dtype : DType::F32};
+  bool any_f64 = (input && input->dtype == DType::F64) || (input2 && input2->dtype == DType::F64);
   for (auto& o : outputs) {
     c.outs.push_back(o.dtype);
     any_f64 = any_f64 || o.dtype == DType::F64;
@@ -192,13 +207,13 @@ void random_generate(const Context& ctx, cl_command_queue q, Distribution dist, 
     throw Error(std::string("random ") + row.name + ": device '" + ctx.info().name +
                 "' does not support float64 (no cl_khr_fp64)");
 
-  using Key = std::tuple<cl_context, int, int, bool, std::vector<DType>, DType>;
+  using Key = std::tuple<cl_context, int, int, bool, std::vector<DType>, DType, DType>;
   static std::mutex map_mutex;
   static std::map<Key, Kernels> cache;
   Kernels* k;
   {
     std::lock_guard<std::mutex> lock(map_mutex);
-    k = &cache[Key(ctx.context(), static_cast<int>(dist), static_cast<int>(c.math), c.wide, c.outs, c.in)];
+    k = &cache[Key(ctx.context(), static_cast<int>(dist), static_cast<int>(c.math), c.wide, c.outs, c.in, c.in2)];
   }
   std::lock_guard<std::mutex> lock(k->m);
   if (!k->contig) {
@@ -210,6 +225,7 @@ void random_generate(const Context& ctx, cl_command_queue q, Distribution dist, 
   std::vector<const StridedOperand*> all;
   for (auto& o : outputs) all.push_back(&o);
   if (input) all.push_back(input);
+  if (input2) all.push_back(input2);
   bool contig = all_row_major(shape, all.data(), static_cast<int>(all.size()));
   cl_kernel kernel = contig ? k->contig : k->strided;
   KernelArgs args(kernel);

@@ -28,6 +28,7 @@ enum class Distribution {
   Dropout,          // outputs (x * keep * b, keep) with keep = 1 with probability a; input x
   Gamma,            // Gamma(x, 1) for the input's concentration x (random_rejection.cl)
   Poisson,          // Poisson(x) for the input's rate x, as a count (random_rejection.cl)
+  Binomial,         // Binomial(x, x1): counts x and probabilities x1, the second input (random_rejection.cl)
 };
 
 struct RandomParams {
@@ -36,12 +37,12 @@ struct RandomParams {
   uint64_t range = 0;
 };
 
-// Outputs: one (two for Dropout: result, mask). `input` is needed by BernoulliTensor and Dropout.
-// Values are computed in float (double when an operand is float64; 64-bit integers for
-// IntegerRange) and converted to each output's dtype.
+// Outputs: one (two for Dropout: result, mask). `input` is needed by BernoulliTensor, Dropout and the samplers
+// with a parameter tensor, `input2` by Binomial. Values are computed in float (double when an operand is float64;
+// 64-bit integers for IntegerRange) and converted to each output's dtype.
 void random_generate(const Context& ctx, cl_command_queue q, Distribution dist, const RowMajorShape& shape,
                      const std::vector<StridedOperand>& outputs, const StridedOperand* input, uint64_t seed,
-                     uint64_t philox_offset, const RandomParams& params);
+                     uint64_t philox_offset, const RandomParams& params, const StridedOperand* input2 = nullptr);
 
 // How many Philox offsets one launch consumes (one: elements use distinct counters).
 inline uint64_t random_offset_increment() { return 1; }

@@ -37,10 +37,7 @@ void assert_nonzero_later(const at::Tensor& self, std::string message) {
   commit_flag(device, q, slot, [message = std::move(message)] { TORCH_CHECK(false, message); });
   OCL_CHECK(err);
   note_enqueued(q);
-  if (index_check_mode() == IndexCheckMode::Sync) {
-    enqueue_check(device, q);
-    collect_checks(device, q);
-  }
+  check_now_if_sync(device, q);
 }
 
 void assert_async(const at::Tensor& self) {

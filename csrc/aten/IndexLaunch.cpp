@@ -4,7 +4,6 @@
 
 #include "core/DeferredChecks.h"
 #include "core/Errors.h"
-#include "core/SyncDebug.h"
 #include "core/TensorUtils.h"
 #include "core/Trace.h"
 
@@ -253,11 +252,7 @@ const at::Tensor& KeyBuilder::finish() {
     TORCH_CHECK_INDEX(false, op, ": index out of range");
   });
   committed_ = true;
-  if (index_check_mode() == IndexCheckMode::Sync) {
-    count_wait(g_host_waits.reads);
-    enqueue_check(device_, queue_);
-    collect_checks(device_, queue_);
-  }
+  check_now_if_sync(device_, queue_);
   return keys_;
 }
 

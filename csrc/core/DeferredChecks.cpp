@@ -167,6 +167,13 @@ void collect_checks(int device, cl_command_queue q) {
   if (first) first();  // outside the lock: the raiser may copy to the host to name the index
 }
 
+void check_now_if_sync(int device, cl_command_queue q) {
+  if (index_check_mode() != IndexCheckMode::Sync) return;
+  count_wait(g_host_waits.reads);
+  enqueue_check(device, q);
+  collect_checks(device, q);
+}
+
 int64_t pending_checks() {
   std::lock_guard<std::mutex> lock(g_mutex);
   int64_t n = 0;

@@ -44,6 +44,9 @@ void enqueue_check(int device, cl_command_queue q);
 // q == nullptr, of every queue of `device` (-1: every device) whose read has completed, and
 // raises the first set slot's error. No OpenCL call when nothing is pending.
 void collect_checks(int device, cl_command_queue q);
+// After a commit: with PYTORCH_OCL_INDEX_CHECK=sync, reads q's committed slots now (one blocking read, counted as a
+// host wait) and raises a set one; otherwise nothing (the host's next wait looks).
+void check_now_if_sync(int device, cl_command_queue q);
 // Committed checks not yet read (tests and tools).
 int64_t pending_checks();
 

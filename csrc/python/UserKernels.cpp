@@ -153,10 +153,7 @@ void launch_entry(CachedKernel& e, int device, const std::vector<py::tuple>& arg
   }
   note_enqueued(q);
   commit();
-  if (check.slot >= 0 && index_check_mode() == IndexCheckMode::Sync) {
-    enqueue_check(device, q);
-    collect_checks(device, q);
-  }
+  if (check.slot >= 0) check_now_if_sync(device, q);
 }
 
 void launch(int device, const std::string& source, const std::string& name, const std::string& options,

@@ -164,33 +164,39 @@ bool DiskCache::reopen(int extended, const std::string& why) {
   return db_ != nullptr;
 }
 
-bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary) {
-  std::lock_guard<std::mutex> lock(m_);
+bool DiskCache::read_row(const char* sql, const std::string& key, const std::function<void(void*)>& take,
+                         std::string* why) {
   for (;;) {
+    why->clear();
     if (!db_) return false;
     auto* db = static_cast<sqlite3*>(db_);
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT binary FROM programs WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {  // `why` stays "": nothing was read
       if (reopen(sqlite3_extended_errcode(db), sqlite_error(db))) continue;
       return false;
     }
     sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-    bool found = false;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
-      int n = sqlite3_column_bytes(st, 0);
-      binary->assign(p, p + n);
-      found = true;
-    }
-    const std::string why = rc == SQLITE_ROW || rc == SQLITE_DONE ? "" : sqlite_error(db);
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) take(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) *why = sqlite_error(db);
     const int extended = sqlite3_extended_errcode(db);
     sqlite3_finalize(st);
-    if (why.empty()) return found;
-    if (reopen(extended, why)) continue;
-    if (db_) warn("kernel cache read failed (" + why + ")");  // not an I/O error (locked past the busy timeout, ...)
+    if (why->empty()) return rc == SQLITE_ROW;
+    if (reopen(extended, *why)) continue;
     return false;
   }
+}
+
+bool DiskCache::load(const std::string& key, std::vector<unsigned char>* binary) {
+  std::lock_guard<std::mutex> lock(m_);
+  std::string why;
+  bool found = read_row("SELECT binary FROM programs WHERE key = ?;", key, [binary](void* stmt) {
+    auto* st = static_cast<sqlite3_stmt*>(stmt);
+    auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
+    binary->assign(p, p + sqlite3_column_bytes(st, 0));
+  }, &why);
+  if (!why.empty() && db_) warn("kernel cache read failed (" + why + ")");  // not an I/O error (locked, ...)
+  return found;
 }
 
 void DiskCache::store(const std::string& key, const std::vector<unsigned char>& binary, const std::string& identity) {
@@ -235,31 +241,16 @@ void DiskCache::store(const std::string& key, const std::vector<unsigned char>& 
 
 bool DiskCache::load_value(const std::string& key, std::string* value) {
   std::lock_guard<std::mutex> lock(m_);
-  for (;;) {
-    if (!db_) return false;
-    auto* db = static_cast<sqlite3*>(db_);
-    sqlite3_stmt* st = nullptr;
-    // A read-only cache made by an older version may lack the table: then nothing is found.
-    if (sqlite3_prepare_v2(db, "SELECT value FROM tuning WHERE key = ?;", -1, &st, nullptr) != SQLITE_OK) {
-      if (reopen(sqlite3_extended_errcode(db), sqlite_error(db))) continue;
-      return false;
+  std::string why;  // not reported: a read-only cache made by an older version may lack the table
+  bool found = false;
+  read_row("SELECT value FROM tuning WHERE key = ?;", key, [&](void* stmt) {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(static_cast<sqlite3_stmt*>(stmt), 0));
+    if (p) {
+      value->assign(p);
+      found = true;
     }
-    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-    bool found = false;
-    const int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-      if (p) {
-        value->assign(p);
-        found = true;
-      }
-    }
-    const std::string why = rc == SQLITE_ROW || rc == SQLITE_DONE ? "" : sqlite_error(db);
-    const int extended = sqlite3_extended_errcode(db);
-    sqlite3_finalize(st);
-    if (!why.empty() && reopen(extended, why)) continue;
-    return found;
-  }
+  }, &why);
+  return found;
 }
 
 void DiskCache::store_value(const std::string& key, const std::string& value) {

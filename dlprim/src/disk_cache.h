@@ -2,6 +2,7 @@
 // with a warning: the cache must never make a program fail. Thread-safe (one lock around
 // every statement: program builds store their binaries from several threads).
 #pragma once
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ private:
   ~DiskCache();
   bool open_db();
   bool reopen(int extended_code, const std::string& why);
+  // The row of `sql` (one ? bound to `key`) handed to `take` (a sqlite3_stmt*); whether there was one, and in `why`
+  // the error of a step that failed ("" when none; an I/O error is met once more on a reopened connection).
+  bool read_row(const char* sql, const std::string& key, const std::function<void(void*)>& take, std::string* why);
   void warn(const std::string& msg);
 
   std::string path_, warning_;
